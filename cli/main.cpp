@@ -1,0 +1,112 @@
+// The `tracetune` command: thin verbs over the modules. Each verb parses its flags, calls one
+// module function, prints a result or a one-line error, and returns 0 (ok), 1 (failed) or
+// 2 (usage).
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "tracetune/trace/exporters.h"
+#include "tracetune/trace/importers.h"
+#include "tracetune/trace/store.h"
+#include "tracetune/trace/summary.h"
+
+namespace fs = std::filesystem;
+using namespace tt;
+
+namespace {
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "tracetune: %s\n", msg.c_str());
+  return 1;
+}
+
+// Our DB is read directly; anything else is imported on the fly.
+Result<trace::Trace> load(const fs::path& input) {
+  if (trace::detect_format(input) == trace::InputFormat::TracetuneDb) return trace::read_trace(input);
+  trace::Trace t;
+  const fs::path inputs[] = {input};
+  if (auto st = trace::import_any(inputs, t); !st) return make_error(st.error());
+  t.finalize();
+  return t;
+}
+
+int cmd_import(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<fs::path> paths(inputs.begin(), inputs.end());
+  trace::Trace t;
+  if (auto st = trace::import_any(paths, t); !st) return fail(st.error());
+  if (auto st = trace::write_trace(t, output, "tracetune import " TT_VERSION); !st) return fail(st.error());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!quiet) {
+    std::printf("%s", trace::summary_text(trace::summarize(t)).c_str());
+    std::printf("wrote %s (%zu events in %.2f s)\n", output.c_str(), t.event_count(), secs);
+  }
+  return 0;
+}
+
+int cmd_info(const std::string& input, bool json) {
+  auto t = load(input);
+  if (!t) return fail(t.error());
+  const auto s = trace::summarize(t.value());
+  std::fputs(json ? trace::summary_json(s).c_str() : trace::summary_text(s).c_str(), stdout);
+  return 0;
+}
+
+int cmd_export(const std::string& input, const std::string& format, const std::string& output) {
+  if (format != "chrome") return fail("unknown export format '" + format + "' (supported: chrome)");
+  auto t = load(input);
+  if (!t) return fail(t.error());
+  if (auto st = trace::export_chrome(t.value(), output); !st) return fail(st.error());
+  std::printf("wrote %s (%zu events; open it in the Perfetto UI or chrome://tracing)\n", output.c_str(),
+              t->event_count());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::umask(077);  // every file we create is private to the user
+  CLI::App app{"tracetune: profile GPU training jobs, find each step's bottleneck, and tune it.\n"
+               "Traces are SQLite files (docs/trace-format.md); Kineto JSON and Nsight Systems\n"
+               "SQLite exports are accepted wherever a trace is."};
+  app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
+  app.require_subcommand(1);
+
+  std::vector<std::string> imp_inputs;
+  std::string imp_out;
+  bool imp_quiet = false;
+  auto* imp = app.add_subcommand("import", "Convert PyTorch-profiler (Kineto) JSON or Nsight Systems SQLite exports into a tracetune trace");
+  imp->add_option("inputs", imp_inputs, "Kineto .json/.json.gz files, directories of per-rank files, or nsys .sqlite exports")->required();
+  imp->add_option("-o,--output", imp_out, "Output trace database (written atomically, mode 0600)")->required();
+  imp->add_flag("-q,--quiet", imp_quiet, "Print nothing on success");
+
+  std::string info_in;
+  bool info_json = false;
+  auto* info = app.add_subcommand("info", "Summarize a trace: duration, ranks, devices, event counts per kind, steps, diagnostics");
+  info->add_option("trace", info_in, "A tracetune trace, or any importable input")->required();
+  info->add_flag("--json", info_json, "Machine-readable JSON output");
+
+  std::string exp_in, exp_format = "chrome", exp_out;
+  auto* exp = app.add_subcommand("export", "Write a trace in another format (Chrome trace JSON for Perfetto / chrome://tracing)");
+  exp->add_option("trace", exp_in, "A tracetune trace, or any importable input")->required();
+  exp->add_option("--format", exp_format, "Output format")->check(CLI::IsMember({"chrome"}));
+  exp->add_option("-o,--output", exp_out, "Output file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (*imp) return cmd_import(imp_inputs, imp_out, imp_quiet);
+  if (*info) return cmd_info(info_in, info_json);
+  if (*exp) return cmd_export(exp_in, exp_format, exp_out);
+  return 2;
+}

@@ -1,0 +1,36 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tracetune/trace/strings.h"
+
+using tt::trace::StringTable;
+
+TEST(StringTable, EmptyStringIsIdZero) {
+  StringTable t;
+  EXPECT_EQ(t.intern(""), 0u);
+  EXPECT_EQ(t.get(0), "");
+}
+
+TEST(StringTable, InternIsIdempotentAndStable) {
+  StringTable t;
+  std::vector<std::uint32_t> ids;
+  for (int i = 0; i < 20000; ++i) ids.push_back(t.intern("name_" + std::to_string(i)));
+  for (int i = 0; i < 20000; ++i) {
+    EXPECT_EQ(t.intern("name_" + std::to_string(i)), ids[i]);
+    EXPECT_EQ(t.get(ids[i]), "name_" + std::to_string(i));
+  }
+  EXPECT_EQ(t.size(), 20001u);
+  EXPECT_EQ(t.find("missing"), StringTable::kNotFound);
+}
+
+TEST(StringTable, HugeStringsSurviveLaterSmallOnes) {
+  StringTable t;
+  const std::string big(1 << 20, 'x');
+  const auto a = t.intern("small");
+  const auto b = t.intern(big);
+  const auto c = t.intern("after");
+  EXPECT_EQ(t.get(a), "small");
+  EXPECT_EQ(t.get(b), big);
+  EXPECT_EQ(t.get(c), "after");
+}

@@ -1,0 +1,38 @@
+// Importers turn traces other tools wrote into our Trace model.
+//  - Kineto / PyTorch-profiler Chrome-trace JSON (plain or gzipped; a file, or a directory of
+//    per-rank files), including the legacy 2021 categories.
+//  - Nsight Systems SQLite exports.
+// Nothing in an input is dropped silently: whatever is not imported is counted in
+// Trace::diagnostics with the reason. Errors name the file and the problem on one line.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string_view>
+
+#include "tracetune/trace/model.h"
+#include "tracetune/trace/result.h"
+
+namespace tt::trace {
+
+enum class InputFormat { Unknown, KinetoJson, NsysSqlite, TracetuneDb };
+
+// Sniffs a path: a directory of JSON files is Kineto; SQLite files are told apart by schema.
+InputFormat detect_format(const std::filesystem::path& path);
+
+// Parses one Kineto JSON document already in memory (used by the file importer and fuzzers).
+// `source` names it in errors and diagnostics; `rank_hint` is used when the file has no
+// distributedInfo.rank (-1: unknown).
+Status import_kineto_buffer(std::string_view json, std::string_view source, Trace& out,
+                            int rank_hint = -1);
+
+// A file or a directory of per-rank files (rank from each file's distributedInfo).
+Status import_kineto(const std::filesystem::path& path, Trace& out);
+
+// An Nsight Systems SQLite export (opened read-only, defensively).
+Status import_nsys(const std::filesystem::path& path, Trace& out);
+
+// Any supported input, dispatched by detect_format(). Several inputs become one trace.
+Status import_any(std::span<const std::filesystem::path> inputs, Trace& out);
+
+}  // namespace tt::trace

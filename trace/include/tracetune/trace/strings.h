@@ -1,0 +1,39 @@
+// Interned strings for the columnar trace: every event name, path and domain is stored once
+// and events hold a 32-bit id. Id 0 is always the empty string.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace tt::trace {
+
+using StringId = std::uint32_t;
+
+class StringTable {
+ public:
+  StringTable();
+  StringTable(StringTable&&) noexcept;
+  StringTable& operator=(StringTable&&) noexcept;
+  ~StringTable();
+
+  StringId intern(std::string_view s);
+  // The id of `s` if interned, else kNotFound.
+  StringId find(std::string_view s) const;
+  std::string_view get(StringId id) const { return views_[id]; }
+  std::size_t size() const { return views_.size(); }
+  std::size_t bytes() const;  // heap held by the table
+
+  static constexpr StringId kNotFound = 0xffffffffu;
+
+ private:
+  void grow();
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  std::size_t block_used_ = 0, block_cap_ = 0;
+  std::vector<std::string_view> views_;
+  std::vector<std::uint32_t> slots_;  // open addressing; value = id + 1, 0 = empty
+  std::vector<std::uint32_t> hashes_;  // hash per id, for rehashing without recomputing
+};
+
+}  // namespace tt::trace

@@ -1,0 +1,64 @@
+// Input dispatch: which importer reads a path.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "sqlite_util.h"
+#include "tracetune/trace/importers.h"
+
+namespace tt::trace {
+namespace fs = std::filesystem;
+
+InputFormat detect_format(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return InputFormat::KinetoJson;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return InputFormat::Unknown;
+  unsigned char head[16] = {};
+  const ssize_t n = ::read(fd, head, sizeof head);
+  ::close(fd);
+  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return InputFormat::KinetoJson;
+  if (n == 16 && std::memcmp(head, "SQLite format 3", 16) == 0) {
+    auto db = sql::open_untrusted(path.string());
+    if (!db) return InputFormat::Unknown;
+    auto q = sql::Stmt::prepare(db->get(), "SELECT name FROM sqlite_schema WHERE type='table' AND name IN ('meta','StringIds')");
+    if (!q) return InputFormat::Unknown;
+    InputFormat f = InputFormat::Unknown;
+    while (q->step() == SQLITE_ROW) {
+      if (q->text(0) == "meta") f = InputFormat::TracetuneDb;
+      else if (f == InputFormat::Unknown) f = InputFormat::NsysSqlite;
+    }
+    return f;
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    if (head[i] == '{' || head[i] == '[') return InputFormat::KinetoJson;
+    if (head[i] != ' ' && head[i] != '\n' && head[i] != '\r' && head[i] != '\t' && head[i] != 0xef &&
+        head[i] != 0xbb && head[i] != 0xbf)
+      break;
+  }
+  return InputFormat::Unknown;
+}
+
+Status import_any(std::span<const fs::path> inputs, Trace& out) {
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (!fs::exists(in, ec)) return make_error(in.string() + ": no such file or directory");
+    const std::string before = out.clock_domain;
+    Status st;
+    switch (detect_format(in)) {
+      case InputFormat::KinetoJson: st = import_kineto(in, out); break;
+      case InputFormat::NsysSqlite: st = import_nsys(in, out); break;
+      case InputFormat::TracetuneDb:
+        return make_error(in.string() + ": already a tracetune trace: use it directly (info, export, analyze)");
+      case InputFormat::Unknown:
+        return make_error(in.string() + ": unrecognised input (expected Kineto JSON, an nsys SQLite export or a tracetune trace)");
+    }
+    if (!st) return st;
+    if (before != "unknown" && out.clock_domain != before)
+      out.add_diagnostic(DiagnosticKind::Note, in.string(), "inputs come from different clock domains; times are not aligned");
+  }
+  return {};
+}
+
+}  // namespace tt::trace

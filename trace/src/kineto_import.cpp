@@ -1,0 +1,943 @@
+// Kineto (PyTorch profiler) Chrome-trace JSON -> Trace.
+//
+// One streaming pass with simdjson's On-Demand API: no DOM, each event's fields are read
+// once in whatever order they appear, strings are interned straight from the parser's
+// buffer. Timestamps are decimal microseconds ("4458676522690.655"); they are converted
+// from the token text to integer nanoseconds exactly (never through a double, which loses
+// the nanosecond digits at epoch-sized values).
+//
+// Category mapping (current names, and the legacy 2021 ones after the slash):
+//   kernel/Kernel, mtia_ccp_events        -> kernels   (dma_request -> memcpys)
+//   gpu_memcpy/Memcpy                     -> memcpys   (direction and memory kinds from the name)
+//   gpu_memset/Memset                     -> memsets
+//   cuda_runtime/Runtime, cuda_driver, mtia_runtime, privateuse1_* -> api_calls
+//   cuda_sync                             -> syncs
+//   cpu_op/Operator, user_annotation, gpu_user_annotation, python_function/Python,
+//   Trace, any other category             -> ranges (kind by category)
+//   "ProfilerStep#N"                      -> also a step
+//   args "Collective name"                -> also a collective (host side on cpu_op,
+//                                            device side on kernels)
+//   ph s/t/f -> flows; ph C -> counters; ph i/I/R -> instant ranges; ph B/E -> ranges;
+//   ph M -> process/thread names (applied, counted as metadata).
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include <simdjson.h>
+
+#include "tracetune/trace/file_io.h"
+#include "tracetune/trace/importers.h"
+
+namespace tt::trace {
+namespace od = simdjson::ondemand;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- numbers from token text ----
+
+// Parses a JSON number token (possibly followed by whitespace or a delimiter) holding
+// microseconds into integer nanoseconds, rounding to the nearest ns. False if malformed.
+bool us_token_to_ns(std::string_view tok, Ns& out) {
+  std::size_t i = 0;
+  bool neg = false;
+  if (i < tok.size() && tok[i] == '-') { neg = true; ++i; }
+  std::uint64_t ip = 0;
+  std::size_t digits = 0;
+  for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i, ++digits) {
+    if (ip > (std::numeric_limits<std::int64_t>::max() / 1000 - 9) / 10) return false;
+    ip = ip * 10 + static_cast<unsigned>(tok[i] - '0');
+  }
+  if (digits == 0) return false;
+  std::uint64_t frac = 0;  // nanoseconds
+  if (i < tok.size() && tok[i] == '.') {
+    ++i;
+    int n = 0;
+    bool round_up = false;
+    std::size_t fd = 0;
+    for (; i < tok.size() && tok[i] >= '0' && tok[i] <= '9'; ++i, ++fd) {
+      if (n < 3) { frac = frac * 10 + static_cast<unsigned>(tok[i] - '0'); ++n; }
+      else if (n == 3) { round_up = tok[i] >= '5'; ++n; }
+    }
+    if (fd == 0) return false;
+    for (; n < 3; ++n) frac *= 10;
+    if (round_up) ++frac;
+  }
+  if (i < tok.size() && (tok[i] == 'e' || tok[i] == 'E')) {
+    // Rare in traces: fall back to a double.
+    double d = 0;
+    const char* b = tok.data();
+    std::size_t e = i + 1;
+    while (e < tok.size() && (std::isdigit(static_cast<unsigned char>(tok[e])) || tok[e] == '-' || tok[e] == '+')) ++e;
+    auto [p, ec] = std::from_chars(b, b + e, d);
+    if (ec != std::errc() || !(d > -9.2e15 && d < 9.2e15)) return false;
+    out = static_cast<Ns>(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
+    return true;
+  }
+  Ns v = static_cast<Ns>(ip) * 1000 + static_cast<Ns>(frac);
+  out = neg ? -v : v;
+  return true;
+}
+
+bool parse_int_text(std::string_view s, std::int64_t& out) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) { s.remove_prefix(2); base = 16; }
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// ---- args ----
+
+enum ArgBit : std::uint32_t {
+  kExternalId = 1u << 0, kCorrelation = 1u << 1, kStream = 1u << 2, kDevice = 1u << 3,
+  kCbid = 1u << 4, kRegisters = 1u << 5, kSharedMem = 1u << 6, kGrid = 1u << 7,
+  kBlock = 1u << 8, kBytes = 1u << 9, kInNelems = 1u << 10, kGroupSize = 1u << 11,
+  kWaitStream = 1u << 12, kWaitEvent = 1u << 13, kSize = 1u << 14, kSortIndex = 1u << 15,
+  kPgId = 1u << 16, kOutNelems = 1u << 17,
+};
+
+struct Args {
+  std::uint32_t has = 0;
+  std::int64_t external_id = 0, correlation = 0, stream = 0, device = 0, cbid = 0,
+               registers = 0, shared_mem = 0, bytes = 0, in_nelems = 0, out_nelems = 0,
+               group_size = 0, wait_stream = 0, wait_event = 0, size = 0, sort_index = 0,
+               pg_id = 0;
+  std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  std::string_view coll_name, dtype, pg_name, pg_desc, sync_kind, kind, direction, name, labels;
+  // counter ('C') events: numeric args in order
+  std::vector<std::pair<std::string_view, double>> numeric;
+};
+
+// ---- the importer ----
+
+struct TrackKey {
+  std::int64_t a, b;
+  std::uint32_t file;
+  bool operator==(const TrackKey&) const = default;
+};
+struct TrackKeyHash {
+  std::size_t operator()(const TrackKey& k) const {
+    std::uint64_t h = static_cast<std::uint64_t>(k.a) * 0x9E3779B97F4A7C15ull;
+    h ^= static_cast<std::uint64_t>(k.b) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+    h ^= k.file * 0x85EBCA6Bu;
+    return static_cast<std::size_t>(h);
+  }
+};
+
+enum class Cat : std::uint8_t {
+  Kernel, Memcpy, Memset, Runtime, Driver, OtherApi, Sync, CpuOp, UserAnnotation,
+  GpuAnnotation, Python, ProfilerSpan, MtiaDevice, Flow, Other,
+};
+
+Cat classify(std::string_view c) {
+  switch (c.size()) {
+    case 6:
+      if (c == "kernel" || c == "Kernel") return Cat::Kernel;
+      if (c == "Memcpy") return Cat::Memcpy;
+      if (c == "Memset") return Cat::Memset;
+      if (c == "cpu_op") return Cat::CpuOp;
+      if (c == "Python") return Cat::Python;
+      break;
+    case 7:
+      if (c == "Runtime") return Cat::Runtime;
+      break;
+    case 8:
+      if (c == "Operator") return Cat::CpuOp;
+      break;
+    case 5:
+      if (c == "Trace") return Cat::ProfilerSpan;
+      break;
+    default: break;
+  }
+  if (c == "gpu_memcpy") return Cat::Memcpy;
+  if (c == "gpu_memset") return Cat::Memset;
+  if (c == "cuda_runtime" || c == "mtia_runtime" || c == "privateuse1_runtime")
+    return c[0] == 'c' ? Cat::Runtime : Cat::OtherApi;
+  if (c == "cuda_driver" || c == "privateuse1_driver") return Cat::Driver;
+  if (c == "cuda_sync") return Cat::Sync;
+  if (c == "user_annotation" || c == "User annotation") return Cat::UserAnnotation;
+  if (c == "gpu_user_annotation") return Cat::GpuAnnotation;
+  if (c == "python_function") return Cat::Python;
+  if (c == "mtia_ccp_events") return Cat::MtiaDevice;
+  if (c == "ac2g" || c == "fwdbwd" || c == "async_cpu_to_gpu" || c == "async")
+    return Cat::Flow;
+  return Cat::Other;
+}
+
+bool is_device_cat(Cat c) {
+  return c == Cat::Kernel || c == Cat::Memcpy || c == Cat::Memset || c == Cat::GpuAnnotation ||
+         c == Cat::MtiaDevice || c == Cat::Sync;
+}
+
+// "Memcpy HtoD (Pageable -> Device)" -> direction and both memory kinds.
+MemoryKind mem_kind_word(std::string_view w) {
+  if (w == "Pageable") return MemoryKind::Pageable;
+  if (w == "Pinned") return MemoryKind::Pinned;
+  if (w == "Device") return MemoryKind::Device;
+  if (w == "Managed") return MemoryKind::Managed;
+  if (w == "Array") return MemoryKind::Array;
+  return MemoryKind::Unknown;  // "Host" (ROCm) says nothing about pinning
+}
+
+MemcpyDirection direction_word(std::string_view w) {
+  if (w == "HtoD" || w == "HOST_TO_DEVICE") return MemcpyDirection::HtoD;
+  if (w == "DtoH" || w == "DEVICE_TO_HOST") return MemcpyDirection::DtoH;
+  if (w == "DtoD" || w == "DEVICE_TO_DEVICE") return MemcpyDirection::DtoD;
+  if (w == "HtoH" || w == "HOST_TO_HOST") return MemcpyDirection::HtoH;
+  if (w == "PtoP" || w == "PEER_TO_PEER") return MemcpyDirection::PtoP;
+  return MemcpyDirection::Unknown;
+}
+
+void parse_memcpy_name(std::string_view name, MemcpyDirection& dir, MemoryKind& src,
+                       MemoryKind& dst) {
+  dir = MemcpyDirection::Unknown;
+  src = dst = MemoryKind::Unknown;
+  auto sp = name.find(' ');
+  if (sp == std::string_view::npos) return;
+  std::string_view rest = name.substr(sp + 1);
+  auto sp2 = rest.find(' ');
+  dir = direction_word(rest.substr(0, sp2));
+  auto lp = rest.find('('), arrow = rest.find(" -> "), rp = rest.find(')');
+  if (lp == std::string_view::npos || arrow == std::string_view::npos || rp == std::string_view::npos || arrow < lp || rp < arrow) return;
+  src = mem_kind_word(rest.substr(lp + 1, arrow - lp - 1));
+  dst = mem_kind_word(rest.substr(arrow + 4, rp - arrow - 4));
+}
+
+std::uint64_t dtype_size(std::string_view d) {
+  if (d == "Float" || d == "Int" || d == "float32" || d == "int32" || d == "UInt32") return 4;
+  if (d == "Double" || d == "Long" || d == "float64" || d == "int64" || d == "ComplexFloat") return 8;
+  if (d == "Half" || d == "BFloat16" || d == "Short" || d == "float16" || d == "bfloat16") return 2;
+  if (d == "Byte" || d == "Char" || d == "Bool" || d == "uint8" || d == "int8" ||
+      d.starts_with("Float8"))
+    return 1;
+  if (d == "ComplexDouble") return 16;
+  return 0;
+}
+
+SyncType sync_type_of(std::string_view kind) {
+  if (kind == "Event Sync") return SyncType::EventSync;
+  if (kind == "Stream Wait Event") return SyncType::StreamWaitEvent;
+  if (kind == "Stream Sync") return SyncType::StreamSync;
+  if (kind == "Context Sync") return SyncType::ContextSync;
+  return SyncType::Unknown;
+}
+
+class Importer {
+ public:
+  Importer(Trace& t, std::string_view source, std::uint32_t file_index, int rank_hint)
+      : t_(t), source_(source), file_(file_index), rank_(rank_hint) {}
+
+  Status run(simdjson::padded_string_view json);
+
+ private:
+  // An id (pid or tid) that is a number or a string; strings get stable negative ids.
+  struct Id {
+    std::int64_t num = 0;
+    std::string_view text;  // non-empty when the source used a string
+    bool present = false;
+  };
+
+  Status parse_event(od::object obj, std::size_t index);
+  Status parse_args(od::object args, Args& a, bool counter);
+  Status parse_device_properties(od::array arr);
+  Status parse_distributed_info(od::object obj);
+  Error fail(std::string_view what, std::size_t index) const;
+  Error fail_json(simdjson::error_code ec) const;
+
+  std::int64_t id_of(const Id& id);
+  void push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name, const Args& a,
+                       CollectiveSide side, std::uint32_t correlation);
+  std::uint32_t process_index(const Id& pid);
+  std::uint32_t thread_track(const Id& pid, const Id& tid);
+  std::uint32_t stream_track(std::int64_t device, std::int64_t stream);
+  std::uint32_t device_index(std::int64_t device);
+  void finish();
+
+  Trace& t_;
+  std::string source_;
+  std::uint32_t file_;
+  int rank_;
+  std::unordered_map<TrackKey, std::uint32_t, TrackKeyHash> threads_, streams_, processes_,
+      devices_;
+  std::unordered_map<std::string, std::int64_t> string_ids_;
+  // last lookups, a cheap cache: consecutive events share a thread
+  TrackKey last_thread_key_{0, 0, 0xffffffffu};
+  std::uint32_t last_thread_track_ = 0;
+  std::uint32_t first_cpu_process_ = kNone;
+  std::vector<std::uint32_t> file_devices_;
+  // B/E pairs: open begins per track
+  std::unordered_map<std::uint32_t, std::vector<std::pair<Ns, StringId>>> open_begins_;
+  // counts for the summary in diagnostics
+  std::uint64_t metadata_events_ = 0;
+  std::uint64_t ignored_arg_types_ = 0;
+  std::unordered_map<std::string, std::uint64_t> skipped_phases_, other_categories_;
+  std::vector<std::pair<std::int64_t, StringId>> pending_names_;
+  od::document* doc_ = nullptr;
+  const char* base_ = nullptr;
+};
+
+Error Importer::fail(std::string_view what, std::size_t index) const {
+  return make_error(source_ + ": event " + std::to_string(index) + ": " + std::string(what));
+}
+
+Error Importer::fail_json(simdjson::error_code ec) const {
+  std::string where;
+  const char* loc = nullptr;
+  if (doc_ != nullptr && base_ != nullptr && !doc_->current_location().get(loc))
+    where = " at byte " + std::to_string(loc - base_);
+  std::string msg = simdjson::error_message(ec);
+  if (ec == simdjson::DEPTH_ERROR) msg = "JSON nested too deeply";
+  else if (ec == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || ec == simdjson::TAPE_ERROR ||
+           ec == simdjson::UNCLOSED_STRING)
+    msg = "invalid or truncated JSON (" + msg + ")";
+  else if (ec == simdjson::INCORRECT_TYPE)
+    msg = "unexpected JSON type (" + msg + ")";
+  return make_error(source_ + ": " + msg + where);
+}
+
+std::int64_t Importer::id_of(const Id& id) {
+  if (id.text.empty()) return id.num;
+  auto [it, inserted] =
+      string_ids_.try_emplace(std::string(id.text), -1 - static_cast<std::int64_t>(string_ids_.size()));
+  return it->second;
+}
+
+std::uint32_t Importer::process_index(const Id& pid) {
+  const std::int64_t p = id_of(pid);
+  const TrackKey key{p, 0, file_};
+  auto it = processes_.find(key);
+  if (it != processes_.end()) return it->second;
+  Process proc;
+  proc.pid = p;
+  proc.rank = rank_;
+  if (!pid.text.empty()) proc.name = std::string(pid.text);
+  const std::uint32_t idx = t_.add_process(std::move(proc));
+  processes_.emplace(key, idx);
+  if (first_cpu_process_ == kNone && pid.text.empty()) first_cpu_process_ = idx;
+  return idx;
+}
+
+std::uint32_t Importer::thread_track(const Id& pid, const Id& tid) {
+  const TrackKey key{id_of(pid), id_of(tid), file_};
+  if (key == last_thread_key_) return last_thread_track_;
+  auto it = threads_.find(key);
+  std::uint32_t track;
+  if (it != threads_.end()) {
+    track = it->second;
+  } else {
+    Thread th;
+    th.process = process_index(pid);
+    th.tid = key.b;
+    if (!tid.text.empty()) th.name = std::string(tid.text);
+    track = t_.add_thread(std::move(th));
+    threads_.emplace(key, track);
+  }
+  last_thread_key_ = key;
+  last_thread_track_ = track;
+  return track;
+}
+
+std::uint32_t Importer::device_index(std::int64_t device) {
+  const TrackKey key{device, 0, file_};
+  auto it = devices_.find(key);
+  if (it != devices_.end()) return it->second;
+  Device d;
+  d.index = static_cast<std::int32_t>(device);
+  const std::uint32_t idx = t_.add_device(std::move(d));
+  devices_.emplace(key, idx);
+  file_devices_.push_back(idx);
+  return idx;
+}
+
+std::uint32_t Importer::stream_track(std::int64_t device, std::int64_t stream) {
+  const TrackKey key{device, stream, file_};
+  auto it = streams_.find(key);
+  if (it != streams_.end()) return it->second;
+  Stream s;
+  s.device = device_index(device);
+  s.stream = stream;
+  const std::uint32_t track = t_.add_stream(std::move(s));
+  streams_.emplace(key, track);
+  return track;
+}
+
+// Reads an integer arg that may arrive as a number, a float or a numeric string.
+bool get_int(od::value v, std::int64_t& out) {
+  od::json_type type;
+  if (v.type().get(type)) return false;
+  if (type == od::json_type::number) {
+    od::number_type nt;
+    if (v.get_number_type().get(nt)) return false;
+    if (nt == od::number_type::floating_point_number) {
+      double d;
+      if (v.get_double().get(d) || !(d > -9.2e18 && d < 9.2e18)) return false;
+      out = static_cast<std::int64_t>(d);
+      return true;
+    }
+    if (nt == od::number_type::unsigned_integer) {
+      std::uint64_t u;
+      if (v.get_uint64().get(u)) return false;
+      out = static_cast<std::int64_t>(u);
+      return true;
+    }
+    return !v.get_int64().get(out);
+  }
+  if (type == od::json_type::string) {
+    std::string_view s;
+    if (v.get_string().get(s)) return false;
+    return parse_int_text(s, out);
+  }
+  return false;
+}
+
+bool get_dim3(od::value v, std::int64_t (&out)[3]) {
+  od::array arr;
+  if (v.get_array().get(arr)) return false;
+  int i = 0;
+  for (auto el : arr) {
+    std::int64_t x;
+    od::value ev;
+    if (el.get(ev) || !get_int(ev, x)) return false;
+    if (i < 3) out[i] = x;
+    ++i;
+  }
+  return i == 3;
+}
+
+Status Importer::parse_args(od::object args, Args& a, bool counter) {
+  for (auto field : args) {
+    std::string_view key;
+    if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
+    od::value v;
+    if (auto ec = field.value().get(v)) return fail_json(ec);
+    bool ok = true;
+    auto take_int = [&](std::int64_t& dst, std::uint32_t bit) {
+      if (get_int(v, dst)) a.has |= bit;
+      else ok = false;
+    };
+    auto take_str = [&](std::string_view& dst) {
+      if (v.get_string().get(dst)) ok = false;
+    };
+    if (counter) {  // 'C' events: every numeric arg is a series
+      double d;
+      if (!v.get_double().get(d)) a.numeric.emplace_back(key, d);
+      else ++ignored_arg_types_;
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "grid") { if (get_dim3(v, a.grid)) a.has |= kGrid; else ok = false; }
+        else if (key == "kind") take_str(a.kind);
+        else if (key == "size") take_int(a.size, kSize);
+        else if (key == "name") take_str(a.name);
+        break;
+      case 5:
+        if (key == "block") { if (get_dim3(v, a.block)) a.has |= kBlock; else ok = false; }
+        else if (key == "bytes") take_int(a.bytes, kBytes);
+        else if (key == "dtype") take_str(a.dtype);
+        break;
+      case 6:
+        if (key == "stream") take_int(a.stream, kStream);
+        else if (key == "device") take_int(a.device, kDevice);
+        else if (key == "labels") take_str(a.labels);
+        break;
+      default:
+        if (key == "External id" || key == "external id") take_int(a.external_id, kExternalId);
+        else if (key == "correlation") take_int(a.correlation, kCorrelation);
+        else if (key == "cbid") take_int(a.cbid, kCbid);
+        else if (key == "registers per thread") take_int(a.registers, kRegisters);
+        else if (key == "shared memory") take_int(a.shared_mem, kSharedMem);
+        else if (key == "Collective name") take_str(a.coll_name);
+        else if (key == "In msg nelems") take_int(a.in_nelems, kInNelems);
+        else if (key == "Out msg nelems") take_int(a.out_nelems, kOutNelems);
+        else if (key == "Group size") take_int(a.group_size, kGroupSize);
+        else if (key == "Process Group Name") take_str(a.pg_name);
+        else if (key == "Process Group Description") take_str(a.pg_desc);
+        else if (key == "Process Group ID") take_int(a.pg_id, kPgId);
+        else if (key == "cuda_sync_kind") take_str(a.sync_kind);
+        else if (key == "wait_on_stream") take_int(a.wait_stream, kWaitStream);
+        else if (key == "wait_on_cuda_event_id") take_int(a.wait_event, kWaitEvent);
+        else if (key == "direction") take_str(a.direction);
+        else if (key == "sort_index") take_int(a.sort_index, kSortIndex);
+        else if (key == "stream_id") take_int(a.stream, kStream);
+        break;
+    }
+    if (!ok) ++ignored_arg_types_;
+  }
+  return {};
+}
+
+Status Importer::parse_event(od::object obj, std::size_t index) {
+  std::string_view ph, cat, name, ts_tok, dur_tok, bp;
+  Id pid, tid;
+  std::uint64_t flow_id = 0;
+  bool has_id = false;
+  Args args;
+  bool has_args = false;
+
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
+    od::value v;
+    if (auto ec = field.value().get(v)) return fail_json(ec);
+    if (key.size() == 2) {
+      if (key == "ph") {
+        if (v.get_string().get(ph)) return fail("'ph' must be a string", index);
+      } else if (key == "ts") {
+        ts_tok = v.raw_json_token();
+      } else if (key == "id") {
+        std::int64_t x;
+        if (get_int(v, x)) { flow_id = static_cast<std::uint64_t>(x); has_id = true; }
+        else {
+          std::string_view s;  // Chrome ids may be strings like "0x1f"
+          if (!v.get_string().get(s)) { flow_id = std::hash<std::string_view>{}(s); has_id = true; }
+        }
+      } else if (key == "bp") {
+        if (v.get_string().get(bp)) bp = {};
+      }
+    } else if (key.size() == 3) {
+      if (key == "cat") {
+        if (v.get_string().get(cat)) return fail("'cat' must be a string", index);
+      } else if (key == "pid" || key == "tid") {
+        Id& id = key[0] == 'p' ? pid : tid;
+        od::json_type type;
+        if (v.type().get(type)) return fail("bad '" + std::string(key) + "'", index);
+        id.present = true;
+        if (type == od::json_type::string) {
+          if (v.get_string().get(id.text)) return fail("bad '" + std::string(key) + "'", index);
+          // numeric strings are numbers; legacy GPU tracks say "stream 7"
+          if (parse_int_text(id.text, id.num)) id.text = {};
+          else if (id.text.starts_with("stream ") && parse_int_text(id.text.substr(7), id.num)) id.text = {};
+          else if (id.text.empty()) id.text = "<unnamed>";
+        } else if (!get_int(v, id.num)) {
+          return fail("'" + std::string(key) + "' must be a number or a string", index);
+        }
+      } else if (key == "dur") {
+        dur_tok = v.raw_json_token();
+      }
+    } else if (key == "name") {
+      if (v.get_string().get(name)) return fail("'name' must be a string", index);
+    } else if (key == "args") {
+      od::object a;
+      if (v.get_object().get(a)) return fail("'args' must be an object", index);
+      if (auto st = parse_args(a, args, ph == "C"); !st) return st;
+      has_args = true;
+    }
+  }
+  (void)has_args;
+
+  if (ph.empty()) return fail("missing 'ph'", index);
+  Ns ts = 0;
+  const char phase = ph[0];
+  if (phase != 'M') {
+    if (ts_tok.empty()) return fail("missing 'ts'", index);
+    if (!us_token_to_ns(ts_tok, ts)) return fail("'ts' must be a number", index);
+  }
+  Ns dur = 0;
+  if (!dur_tok.empty() && !us_token_to_ns(dur_tok, dur)) return fail("'dur' must be a number", index);
+
+  switch (phase) {
+    case 'X': break;
+    case 'B': case 'E': {
+      const std::uint32_t track = thread_track(pid, tid);
+      auto& stack = open_begins_[track];
+      if (phase == 'B') {
+        stack.emplace_back(ts, t_.strings.intern(name));
+      } else if (stack.empty()) {
+        t_.add_diagnostic(DiagnosticKind::Skipped, source_, "'E' event without a matching 'B'");
+      } else {
+        auto [b, nm] = stack.back();
+        stack.pop_back();
+        t_.ranges.start.push_back(b);
+        t_.ranges.dur.push_back(std::max<Ns>(0, ts - b));
+        t_.ranges.track.push_back(track);
+        t_.ranges.name.push_back(nm);
+        t_.ranges.kind.push_back(RangeKind::Other);
+        t_.ranges.domain.push_back(t_.strings.intern(cat));
+        t_.ranges.external_id.push_back(0);
+      }
+      return {};
+    }
+    case 'i': case 'I': case 'R': case 'n': {
+      const std::uint32_t track = thread_track(pid, tid);
+      t_.ranges.start.push_back(ts);
+      t_.ranges.dur.push_back(0);
+      t_.ranges.track.push_back(track);
+      t_.ranges.name.push_back(t_.strings.intern(name));
+      t_.ranges.kind.push_back(RangeKind::Instant);
+      t_.ranges.domain.push_back(t_.strings.intern(cat));
+      t_.ranges.external_id.push_back(0);
+      return {};
+    }
+    case 's': case 't': case 'f': {
+      if (!has_id) return fail("flow event without 'id'", index);
+      t_.flows.ts.push_back(ts);
+      t_.flows.track.push_back(thread_track(pid, tid));
+      t_.flows.category.push_back(t_.strings.intern(cat));
+      t_.flows.id.push_back(flow_id);
+      t_.flows.phase.push_back(static_cast<std::uint8_t>(phase));
+      return {};
+    }
+    case 'C': {
+      const std::uint32_t track = thread_track(pid, tid);
+      if (args.numeric.empty()) {
+        t_.add_diagnostic(DiagnosticKind::Skipped, source_, "counter events without numeric values");
+        return {};
+      }
+      const std::string base(name);
+      for (auto [key, value] : args.numeric) {
+        t_.counters.ts.push_back(ts);
+        t_.counters.track.push_back(track);
+        t_.counters.name.push_back(args.numeric.size() == 1 ? t_.strings.intern(base)
+                                                            : t_.strings.intern(base + "." + std::string(key)));
+        t_.counters.value.push_back(value);
+      }
+      return {};
+    }
+    case 'M': {
+      ++metadata_events_;
+      if (name == "process_name" || name == "thread_name") {
+        if (!args.name.empty()) {
+          const bool proc = name[0] == 'p';
+          // Applied after the pass, once we know whether the pid is a process or a device.
+          const std::int64_t p = id_of(pid);
+          const std::int64_t tt = proc ? std::numeric_limits<std::int64_t>::min() : id_of(tid);
+          pending_names_.emplace_back(p, t_.strings.intern(name));
+          pending_names_.emplace_back(tt, t_.strings.intern(args.name));
+        }
+      }
+      return {};
+    }
+    default: {
+      ++skipped_phases_[std::string(ph)];
+      return {};
+    }
+  }
+
+  // ---- complete ('X') events ----
+  const Cat c = classify(cat);
+  if (c == Cat::Other) ++other_categories_[std::string(cat)];
+  if (is_device_cat(c)) {
+    const std::int64_t device = (args.has & kDevice) ? args.device : id_of(pid);
+    const std::int64_t stream = (args.has & kStream) ? args.stream : id_of(tid);
+    const std::uint32_t track = stream_track(device, stream);
+    const StringId nm = t_.strings.intern(name);
+    const auto corr = static_cast<std::uint32_t>(args.correlation);
+    const auto ext = static_cast<std::uint32_t>(args.external_id);
+    const bool dma = c == Cat::MtiaDevice && name == "dma_request";
+    if (c == Cat::Kernel || (c == Cat::MtiaDevice && !dma)) {
+      auto& k = t_.kernels;
+      k.start.push_back(ts); k.dur.push_back(dur); k.track.push_back(track); k.name.push_back(nm);
+      k.correlation.push_back(corr);
+      k.external_id.push_back(ext);
+      std::uint32_t cfg = kNone;
+      if ((args.has & (kGrid | kBlock)) == (kGrid | kBlock)) {
+        LaunchConfig lc;
+        lc.grid_x = static_cast<std::uint32_t>(args.grid[0]);
+        lc.grid_y = static_cast<std::uint32_t>(args.grid[1]);
+        lc.grid_z = static_cast<std::uint32_t>(args.grid[2]);
+        lc.block_x = static_cast<std::uint32_t>(args.block[0]);
+        lc.block_y = static_cast<std::uint32_t>(args.block[1]);
+        lc.block_z = static_cast<std::uint32_t>(args.block[2]);
+        lc.registers = static_cast<std::uint32_t>(args.registers);
+        lc.shared_static = static_cast<std::uint32_t>(args.shared_mem);
+        cfg = t_.intern_config(lc);
+      }
+      k.config.push_back(cfg);
+      k.graph_id.push_back(0);
+    } else if (c == Cat::Memcpy || dma) {
+      auto& m = t_.memcpys;
+      MemcpyDirection dir;
+      MemoryKind src, dst;
+      parse_memcpy_name(name, dir, src, dst);
+      if (dma) dir = direction_word(args.direction);
+      else if (dir == MemcpyDirection::Unknown && !args.kind.empty()) dir = direction_word(args.kind);
+      m.start.push_back(ts); m.dur.push_back(dur); m.track.push_back(track); m.name.push_back(nm);
+      m.bytes.push_back(static_cast<std::uint64_t>((args.has & kBytes) ? args.bytes : (args.has & kSize) ? args.size : 0));
+      m.correlation.push_back(corr);
+      m.direction.push_back(dir);
+      m.src_kind.push_back(src);
+      m.dst_kind.push_back(dst);
+      m.async.push_back(2);
+    } else if (c == Cat::Memset) {
+      auto& m = t_.memsets;
+      m.start.push_back(ts); m.dur.push_back(dur); m.track.push_back(track); m.name.push_back(nm);
+      m.bytes.push_back(static_cast<std::uint64_t>(args.bytes));
+      m.correlation.push_back(corr);
+      MemoryKind mk = MemoryKind::Unknown;
+      if (auto lp = name.find('('); lp != std::string_view::npos && name.back() == ')')
+        mk = mem_kind_word(name.substr(lp + 1, name.size() - lp - 2));
+      m.mem_kind.push_back(mk);
+      m.value.push_back(0);
+    } else if (c == Cat::Sync) {
+      auto& s = t_.syncs;
+      s.start.push_back(ts); s.dur.push_back(dur); s.track.push_back(track); s.name.push_back(nm);
+      s.correlation.push_back(corr);
+      s.type.push_back(sync_type_of(args.sync_kind.empty() ? name : args.sync_kind));
+      s.stream.push_back((args.has & kWaitStream) ? args.wait_stream : (args.has & kStream) ? args.stream : -1);
+      s.event.push_back((args.has & kWaitEvent) ? args.wait_event : -1);
+    } else {  // GpuAnnotation
+      auto& r = t_.ranges;
+      r.start.push_back(ts); r.dur.push_back(dur); r.track.push_back(track); r.name.push_back(nm);
+      r.kind.push_back(RangeKind::GpuAnnotation);
+      r.domain.push_back(t_.strings.intern(cat));
+      r.external_id.push_back(ext);
+    }
+    if (!args.coll_name.empty() && c == Cat::Kernel)
+      push_collective(ts, dur, track, nm, args, CollectiveSide::Device, corr);
+    return {};
+  }
+
+  // host-side events
+  const std::uint32_t track = thread_track(pid, tid);
+  const StringId nm = t_.strings.intern(name);
+  if (c == Cat::Runtime || c == Cat::Driver || c == Cat::OtherApi) {
+    auto& a = t_.api_calls;
+    a.start.push_back(ts); a.dur.push_back(dur); a.track.push_back(track); a.name.push_back(nm);
+    a.correlation.push_back(static_cast<std::uint32_t>(args.correlation));
+    a.external_id.push_back(static_cast<std::uint32_t>(args.external_id));
+    a.cbid.push_back(static_cast<std::uint32_t>(args.cbid));
+    a.return_value.push_back(0);
+    a.api.push_back(c == Cat::Runtime ? ApiKind::Runtime : c == Cat::Driver ? ApiKind::Driver : ApiKind::Other);
+    return {};
+  }
+  if (c == Cat::Flow) {  // an 'X' event in a flow category: keep it as a range
+    ++other_categories_[std::string(cat)];
+  }
+  RangeKind kind = RangeKind::Other;
+  switch (c) {
+    case Cat::CpuOp: kind = RangeKind::CpuOp; break;
+    case Cat::UserAnnotation: kind = RangeKind::UserAnnotation; break;
+    case Cat::Python: kind = RangeKind::PythonFunction; break;
+    case Cat::ProfilerSpan: kind = RangeKind::ProfilerSpan; break;
+    default: break;
+  }
+  auto& r = t_.ranges;
+  r.start.push_back(ts); r.dur.push_back(dur); r.track.push_back(track); r.name.push_back(nm);
+  r.kind.push_back(kind);
+  r.domain.push_back(t_.strings.intern(cat));
+  r.external_id.push_back(static_cast<std::uint32_t>(args.external_id));
+
+  if (name.starts_with("ProfilerStep#")) {
+    std::int64_t n = 0;
+    if (parse_int_text(name.substr(13), n)) {
+      t_.steps.start.push_back(ts); t_.steps.dur.push_back(dur); t_.steps.track.push_back(track);
+      t_.steps.name.push_back(nm); t_.steps.number.push_back(n);
+    }
+  }
+  if (!args.coll_name.empty()) push_collective(ts, dur, track, nm, args, CollectiveSide::Host, 0);
+  return {};
+}
+
+void Importer::push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name,
+                               const Args& a, CollectiveSide side, std::uint32_t correlation) {
+  auto& col = t_.collectives;
+  col.start.push_back(ts); col.dur.push_back(dur); col.track.push_back(track); col.name.push_back(name);
+  col.op.push_back(t_.strings.intern(a.coll_name));
+  const auto n = static_cast<std::uint64_t>((a.has & kInNelems) ? a.in_nelems : 0);
+  col.count.push_back(n);
+  col.bytes.push_back(n * dtype_size(a.dtype));  // per rank, as NCCL counts
+  col.dtype.push_back(t_.strings.intern(a.dtype));
+  col.group_size.push_back((a.has & kGroupSize) ? static_cast<std::int32_t>(a.group_size) : -1);
+  std::string comm(a.pg_name);
+  if (comm.empty() && (a.has & kPgId)) comm = std::to_string(a.pg_id);
+  col.communicator.push_back(t_.strings.intern(comm));
+  col.algorithm.push_back(0); col.protocol.push_back(0); col.channels.push_back(-1);
+  col.seq.push_back(-1); col.peer.push_back(-1); col.root.push_back(-1);
+  col.side.push_back(side);
+  col.correlation.push_back(correlation);
+}
+
+Status Importer::parse_device_properties(od::array arr) {
+  for (auto el : arr) {
+    od::object o;
+    if (el.get_object().get(o)) return make_error(source_ + ": deviceProperties entries must be objects");
+    Device d;
+    std::int64_t id = -1;
+    for (auto field : o) {
+      std::string_view key;
+      if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
+      od::value v;
+      if (auto ec = field.value().get(v)) return fail_json(ec);
+      std::int64_t x = 0;
+      std::string_view s;
+      if (key == "id") { if (get_int(v, x)) id = x; }
+      else if (key == "name") { if (!v.get_string().get(s)) d.name = std::string(s); }
+      else if (key == "totalGlobalMem") { if (get_int(v, x)) d.total_memory = x; }
+      else if (key == "computeMajor") { if (get_int(v, x)) d.compute_major = static_cast<int>(x); }
+      else if (key == "computeMinor") { if (get_int(v, x)) d.compute_minor = static_cast<int>(x); }
+      else if (key == "numSms") { if (get_int(v, x)) d.sm_count = static_cast<int>(x); }
+      else if (key == "uuid") { if (!v.get_string().get(s)) d.uuid = std::string(s); }
+    }
+    if (id < 0) continue;
+    const std::uint32_t idx = device_index(id);
+    Device& dst = t_.devices[idx];
+    d.index = dst.index;
+    d.process = dst.process;
+    dst = std::move(d);
+  }
+  return {};
+}
+
+Status Importer::parse_distributed_info(od::object obj) {
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
+    if (key == "rank") {
+      od::value v;
+      std::int64_t r;
+      if (!field.value().get(v) && get_int(v, r) && r >= 0 && r < (1 << 30)) rank_ = static_cast<int>(r);
+    }
+  }
+  return {};
+}
+
+void Importer::finish() {
+  // Names from metadata events: pid -> process name, (pid, tid) -> thread name.
+  for (std::size_t i = 0; i + 1 < pending_names_.size(); i += 2) {
+    const auto [pid, kind_id] = pending_names_[i];
+    const auto [tid, value] = pending_names_[i + 1];
+    const bool proc = t_.strings.get(kind_id) == "process_name";
+    if (proc) {
+      if (auto it = processes_.find({pid, 0, file_}); it != processes_.end() && t_.processes[it->second].name.empty())
+        t_.processes[it->second].name = std::string(t_.strings.get(value));
+    } else if (auto it = threads_.find({pid, tid, file_}); it != threads_.end()) {
+      auto& th = t_.threads[t_.tracks[it->second].owner];
+      if (th.name.empty()) th.name = std::string(t_.strings.get(value));
+    } else if (auto st = streams_.find({pid, tid, file_}); st != streams_.end()) {
+      auto& s = t_.streams[t_.tracks[st->second].owner];
+      if (s.name.empty()) {
+        std::string_view v = t_.strings.get(value);
+        while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+        s.name = std::string(v);
+      }
+    }
+  }
+  for (auto& [track, stack] : open_begins_)
+    if (!stack.empty())
+      t_.add_diagnostic(DiagnosticKind::Truncated, source_, "'B' event without a matching 'E'", stack.size());
+  // distributedInfo may follow traceEvents: set the rank once the whole file is read.
+  for (auto& [key, idx] : processes_) t_.processes[idx].rank = rank_;
+  for (std::uint32_t d : file_devices_)
+    if (t_.devices[d].process == kNone) t_.devices[d].process = first_cpu_process_;
+  if (metadata_events_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "metadata events (ph 'M') applied to process and thread names", metadata_events_);
+  if (ignored_arg_types_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Skipped, source_, "event args of an unexpected type (ignored)", ignored_arg_types_);
+  for (auto& [ph, n] : skipped_phases_)
+    t_.add_diagnostic(DiagnosticKind::Skipped, source_, "events with unsupported phase '" + ph + "'", n);
+  for (auto& [cat, n] : other_categories_)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "events of unknown category '" + cat + "' imported as generic ranges", n);
+}
+
+Status Importer::run(simdjson::padded_string_view json) {
+  od::parser parser;
+  od::document doc;
+  if (auto ec = parser.iterate(json).get(doc)) return fail_json(ec);
+  doc_ = &doc;
+  base_ = json.data();
+  od::json_type top;
+  if (auto ec = doc.type().get(top)) return fail_json(ec);
+
+  std::size_t index = 0;
+  auto read_events = [&](od::array events) -> Status {
+    for (auto el : events) {
+      od::object obj;
+      if (auto ec = el.get_object().get(obj)) {
+        if (ec == simdjson::INCORRECT_TYPE) return fail("not a JSON object", index);
+        return fail_json(ec);
+      }
+      if (auto st = parse_event(obj, index); !st) return st;
+      ++index;
+    }
+    return {};
+  };
+
+  bool saw_events = false;
+  if (top == od::json_type::array) {
+    od::array arr;
+    if (auto ec = doc.get_array().get(arr)) return fail_json(ec);
+    if (auto st = read_events(arr); !st) return st;
+    saw_events = true;
+  } else if (top == od::json_type::object) {
+    od::object root;
+    if (auto ec = doc.get_object().get(root)) return fail_json(ec);
+    for (auto field : root) {
+      std::string_view key;
+      if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
+      od::value v;
+      if (auto ec = field.value().get(v)) return fail_json(ec);
+      if (key == "traceEvents") {
+        od::array arr;
+        if (v.get_array().get(arr)) return make_error(source_ + ": 'traceEvents' must be an array");
+        if (auto st = read_events(arr); !st) return st;
+        saw_events = true;
+      } else if (key == "deviceProperties") {
+        od::array arr;
+        if (v.get_array().get(arr)) return make_error(source_ + ": 'deviceProperties' must be an array");
+        if (auto st = parse_device_properties(arr); !st) return st;
+      } else if (key == "distributedInfo") {
+        od::object o;
+        if (v.get_object().get(o)) return make_error(source_ + ": 'distributedInfo' must be an object");
+        if (auto st = parse_distributed_info(o); !st) return st;
+      } else if (key == "baseTimeNanoseconds" || key == "schemaVersion" || key == "traceName" ||
+                 key == "displayTimeUnit") {
+        std::string_view tok = v.raw_json_token();
+        {
+          while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == ',' || tok.back() == '\r' || tok.back() == '\t')) tok.remove_suffix(1);
+          t_.metadata.emplace_back(std::string(source_) + ":" + std::string(key), std::string(tok));
+        }
+      }
+    }
+  } else {
+    return make_error(source_ + ": not a Chrome trace (top level must be an object or an array)");
+  }
+  {
+    const char* rest = nullptr;  // anything but the end of input here is trailing garbage
+    if (!doc.current_location().get(rest)) return fail_json(simdjson::TRAILING_CONTENT);
+  }
+  if (!saw_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
+  finish();
+  return {};
+}
+
+}  // namespace
+
+Status import_kineto_buffer(std::string_view json, std::string_view source, Trace& out,
+                            int rank_hint) {
+  simdjson::padded_string padded(json);
+  if (out.clock_domain == "unknown") out.clock_domain = "kineto-us";
+  Importer imp(out, source, 0, rank_hint);
+  return imp.run(padded);
+}
+
+Status import_kineto(const fs::path& path, Trace& out) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {
+    for (const auto& e : fs::directory_iterator(path, ec)) {
+      const std::string n = e.path().filename().string();
+      if (e.is_regular_file() && (n.ends_with(".json") || n.ends_with(".json.gz")))
+        files.push_back(e.path());
+    }
+    if (ec) return make_error(path.string() + ": " + ec.message());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) return make_error(path.string() + ": no .json or .json.gz files in directory");
+  } else {
+    files.push_back(path);
+  }
+  if (out.clock_domain == "unknown") out.clock_domain = "kineto-us";
+  std::uint32_t file_index = 0;
+  for (const auto& f : files) {
+    auto data = read_maybe_gzip(f);
+    if (!data) return make_error(data.error());
+    Importer imp(out, f.string(), file_index++, -1);
+    if (auto st = imp.run(data.value()); !st) return st;
+  }
+  return {};
+}
+
+}  // namespace tt::trace

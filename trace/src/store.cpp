@@ -1,0 +1,658 @@
+// Trace <-> SQLite (schema v1). Each event table is described once, as a tuple of column
+// descriptors; the DDL, the INSERT, and the SELECT all come from that one description.
+#include "tracetune/trace/store.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <string>
+#include <tuple>
+
+#include "sqlite_util.h"
+#include "tracetune/trace/file_io.h"
+
+namespace tt::trace {
+namespace fs = std::filesystem;
+using sql::Stmt;
+
+namespace {
+
+// A column of a table: its SQL name, the member holding it, and the model value that is
+// written as NULL ("unknown"). `nullable = false` columns are never NULL.
+template <class Table, class V>
+struct Col {
+  const char* name;
+  std::vector<V> Table::*member;
+  bool nullable;
+  std::int64_t null_value;
+};
+
+template <class Table, class V>
+constexpr Col<Table, V> col(const char* name, std::vector<V> Table::*m) {
+  return {name, m, false, 0};
+}
+template <class Table, class V>
+constexpr Col<Table, V> opt(const char* name, std::vector<V> Table::*m, std::int64_t null_value) {
+  return {name, m, true, null_value};
+}
+
+template <class V>
+std::int64_t as_i64(V v) {
+  if constexpr (std::is_enum_v<V>) return static_cast<std::int64_t>(static_cast<std::underlying_type_t<V>>(v));
+  else return static_cast<std::int64_t>(v);
+}
+
+template <class Table, class V>
+void bind_col(Stmt& s, int idx, const Table& t, const Col<Table, V>& c, std::size_t row) {
+  const V v = (t.*c.member)[row];
+  if constexpr (std::is_floating_point_v<V>) {
+    s.bind(idx, static_cast<double>(v));
+  } else {
+    const std::int64_t x = as_i64(v);
+    if (c.nullable && x == c.null_value) s.bind_null(idx);
+    else s.bind(idx, x);
+  }
+}
+
+template <class Table, class V>
+void load_col(const Stmt& s, int idx, Table& t, const Col<Table, V>& c) {
+  if constexpr (std::is_floating_point_v<V>) {
+    (t.*c.member).push_back(static_cast<V>(s.f64(idx)));
+  } else {
+    const std::int64_t x = c.nullable ? s.i64_or(idx, c.null_value) : s.i64(idx);
+    if constexpr (std::is_enum_v<V>) (t.*c.member).push_back(static_cast<V>(static_cast<std::underlying_type_t<V>>(x)));
+    else (t.*c.member).push_back(static_cast<V>(x));
+  }
+}
+
+template <class Table, class... Cols>
+struct TableDef {
+  const char* name;
+  bool span;  // span tables store start_ns/end_ns/name_id; point tables ts_ns
+  std::tuple<Cols...> cols;
+};
+
+template <class Table, class... Cols>
+constexpr TableDef<Table, Cols...> span_table(const char* name, Cols... cols) {
+  return {name, true, std::tuple<Cols...>(cols...)};
+}
+
+using K = KernelTable;
+using M = MemcpyTable;
+using S = MemsetTable;
+using A = ApiCallTable;
+using Y = SyncTable;
+using R = RangeTable;
+using P = StepTable;
+using C = CollectiveTable;
+using I = IoTable;
+
+const auto kKernels = span_table<K>("kernels",
+    opt("correlation", &K::correlation, 0), opt("external_id", &K::external_id, 0),
+    opt("config_id", &K::config, kNone), opt("graph_id", &K::graph_id, 0));
+const auto kMemcpys = span_table<M>("memcpys",
+    col("bytes", &M::bytes), opt("correlation", &M::correlation, 0),
+    col("direction", &M::direction), col("src_kind", &M::src_kind), col("dst_kind", &M::dst_kind),
+    opt("async", &M::async, 2));
+const auto kMemsets = span_table<S>("memsets",
+    col("bytes", &S::bytes), opt("correlation", &S::correlation, 0), col("mem_kind", &S::mem_kind),
+    col("value", &S::value));
+const auto kApiCalls = span_table<A>("api_calls",
+    opt("correlation", &A::correlation, 0), opt("external_id", &A::external_id, 0),
+    opt("cbid", &A::cbid, 0), col("return_value", &A::return_value), col("api", &A::api));
+const auto kSyncs = span_table<Y>("syncs",
+    opt("correlation", &Y::correlation, 0), col("type", &Y::type), opt("stream", &Y::stream, -1),
+    opt("event", &Y::event, -1));
+const auto kRanges = span_table<R>("ranges",
+    col("kind", &R::kind), col("depth", &R::depth), col("domain_id", &R::domain),
+    opt("external_id", &R::external_id, 0));
+const auto kSteps = span_table<P>("steps", col("number", &P::number));
+const auto kCollectives = span_table<C>("collectives",
+    col("op_id", &C::op), col("bytes", &C::bytes), col("count", &C::count),
+    col("dtype_id", &C::dtype), opt("group_size", &C::group_size, -1),
+    col("communicator_id", &C::communicator), col("algorithm_id", &C::algorithm),
+    col("protocol_id", &C::protocol), opt("channels", &C::channels, -1), opt("seq", &C::seq, -1),
+    opt("peer", &C::peer, -1), opt("root", &C::root, -1), col("side", &C::side),
+    opt("correlation", &C::correlation, 0));
+const auto kIoCalls = span_table<I>("io_calls",
+    col("op", &I::op), opt("fd", &I::fd, -1), col("path_id", &I::path), opt("bytes", &I::bytes, -1),
+    opt("offset", &I::offset, -1), col("result", &I::result), col("errno", &I::err));
+
+// ---- enum tables: documentation inside the file, like nsys's ENUM_* tables ----
+
+template <class E>
+void enum_rows(std::string& sql, const char* table, int count) {
+  sql += "CREATE TABLE " + std::string(table) + "(id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n";
+  for (int i = 0; i < count; ++i) {
+    sql += "INSERT INTO " + std::string(table) + " VALUES(" + std::to_string(i) + ",'" +
+           std::string(to_string(static_cast<E>(i))) + "');\n";
+  }
+}
+
+template <class Def>
+void span_ddl(std::string& sql, const Def& d) {
+  sql += "CREATE TABLE " + std::string(d.name) +
+         "(id INTEGER PRIMARY KEY, track_id INTEGER NOT NULL REFERENCES tracks(id), "
+         "start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name_id INTEGER NOT NULL REFERENCES strings(id)";
+  std::apply([&](const auto&... c) { ((sql += ", " + std::string(c.name) + (c.nullable ? " INTEGER" : " INTEGER NOT NULL")), ...); }, d.cols);
+  sql += ");\n";
+}
+
+std::string build_schema() {
+  std::string s = R"SQL(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE processes(id INTEGER PRIMARY KEY, pid INTEGER NOT NULL, parent_pid INTEGER,
+  rank INTEGER, local_rank INTEGER, host TEXT, name TEXT, command_line TEXT,
+  start_ns INTEGER, end_ns INTEGER, exit_status INTEGER, truncated INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE threads(id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id),
+  tid INTEGER NOT NULL, name TEXT);
+CREATE TABLE devices(id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id),
+  device_index INTEGER NOT NULL, name TEXT, uuid TEXT, vendor TEXT, sm_count INTEGER,
+  total_memory INTEGER, compute_major INTEGER, compute_minor INTEGER);
+CREATE TABLE streams(id INTEGER PRIMARY KEY, device_id INTEGER REFERENCES devices(id),
+  stream INTEGER NOT NULL, name TEXT);
+CREATE TABLE tracks(id INTEGER PRIMARY KEY, type INTEGER NOT NULL, owner_id INTEGER);
+CREATE TABLE launch_configs(id INTEGER PRIMARY KEY, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER, registers INTEGER,
+  shared_static INTEGER, shared_dynamic INTEGER);
+CREATE TABLE counters(id INTEGER PRIMARY KEY, track_id INTEGER NOT NULL REFERENCES tracks(id),
+  ts_ns INTEGER NOT NULL, name_id INTEGER NOT NULL REFERENCES strings(id), value REAL NOT NULL);
+CREATE TABLE flows(id INTEGER PRIMARY KEY, track_id INTEGER NOT NULL REFERENCES tracks(id),
+  ts_ns INTEGER NOT NULL, category_id INTEGER NOT NULL REFERENCES strings(id),
+  flow_id INTEGER NOT NULL, phase TEXT NOT NULL);
+CREATE TABLE diagnostics(id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, source TEXT NOT NULL,
+  reason TEXT NOT NULL, count INTEGER NOT NULL);
+)SQL";
+  span_ddl(s, kKernels);
+  span_ddl(s, kMemcpys);
+  span_ddl(s, kMemsets);
+  span_ddl(s, kApiCalls);
+  span_ddl(s, kSyncs);
+  span_ddl(s, kRanges);
+  span_ddl(s, kSteps);
+  span_ddl(s, kCollectives);
+  span_ddl(s, kIoCalls);
+  enum_rows<TrackType>(s, "enum_track_type", 4);
+  enum_rows<MemcpyDirection>(s, "enum_memcpy_direction", 6);
+  enum_rows<MemoryKind>(s, "enum_memory_kind", 6);
+  enum_rows<ApiKind>(s, "enum_api_kind", 3);
+  enum_rows<SyncType>(s, "enum_sync_type", 5);
+  enum_rows<RangeKind>(s, "enum_range_kind", 9);
+  enum_rows<CollectiveSide>(s, "enum_collective_side", 2);
+  enum_rows<IoOp>(s, "enum_io_op", 8);
+  enum_rows<DiagnosticKind>(s, "enum_diagnostic_kind", 4);
+  return s;
+}
+
+// Per-track time-range indexes: created after the bulk insert (much faster than maintaining
+// them row by row).
+constexpr const char* kIndexes = R"SQL(
+CREATE INDEX kernels_track_time ON kernels(track_id, start_ns);
+CREATE INDEX memcpys_track_time ON memcpys(track_id, start_ns);
+CREATE INDEX memsets_track_time ON memsets(track_id, start_ns);
+CREATE INDEX api_calls_track_time ON api_calls(track_id, start_ns);
+CREATE INDEX syncs_track_time ON syncs(track_id, start_ns);
+CREATE INDEX ranges_track_time ON ranges(track_id, start_ns);
+CREATE INDEX steps_track_time ON steps(track_id, start_ns);
+CREATE INDEX collectives_track_time ON collectives(track_id, start_ns);
+CREATE INDEX io_calls_track_time ON io_calls(track_id, start_ns);
+CREATE INDEX counters_track_time ON counters(track_id, ts_ns);
+CREATE INDEX flows_track_time ON flows(track_id, ts_ns);
+CREATE INDEX kernels_correlation ON kernels(correlation);
+CREATE INDEX api_calls_correlation ON api_calls(correlation);
+)SQL";
+
+template <class Def>
+std::string insert_sql(const Def& d) {
+  std::string s = "INSERT INTO " + std::string(d.name) + " VALUES(?,?,?,?,?";
+  std::apply([&](const auto&... c) { ((s += ",?", (void)c), ...); }, d.cols);
+  return s + ")";
+}
+
+template <class Def>
+std::string select_sql(const Def& d) {
+  std::string s = "SELECT track_id, start_ns, end_ns, name_id";
+  std::apply([&](const auto&... c) { ((s += ", " + std::string(c.name)), ...); }, d.cols);
+  return s + " FROM " + d.name + " ORDER BY id";
+}
+
+template <class Table, class Def>
+Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
+  auto st = Stmt::prepare(db, insert_sql(d));
+  if (!st) return make_error(st.error());
+  Stmt& s = st.value();
+  for (std::size_t row = 0; row < t.size(); ++row) {
+    s.bind(1, static_cast<std::int64_t>(row + 1));
+    s.bind(2, static_cast<std::int64_t>(t.track[row]));
+    s.bind(3, t.start[row]);
+    s.bind(4, t.start[row] + t.dur[row]);
+    s.bind(5, static_cast<std::int64_t>(t.name[row]));
+    int idx = 6;
+    std::apply([&](const auto&... c) { (bind_col(s, idx++, t, c, row), ...); }, d.cols);
+    if (s.step() != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
+    s.reset();
+  }
+  return {};
+}
+
+template <class Table, class Def>
+Status read_span_table(sqlite3* db, Table& t, const Def& d) {
+  {
+    auto cnt = Stmt::prepare(db, "SELECT count(*) FROM " + std::string(d.name));
+    if (!cnt) return make_error(cnt.error());
+    if (cnt->step() == SQLITE_ROW) {
+      const auto n = static_cast<std::size_t>(cnt->i64(0));
+      t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
+      std::apply([&](const auto&... c) { ((t.*c.member).reserve(n), ...); }, d.cols);
+    }
+  }
+  auto st = Stmt::prepare(db, select_sql(d));
+  if (!st) return make_error(std::string(d.name) + ": " + st.error());
+  Stmt& s = st.value();
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) {
+    t.track.push_back(static_cast<std::uint32_t>(s.i64(0)));
+    const Ns start = s.i64(1);
+    t.start.push_back(start);
+    t.dur.push_back(s.i64(2) - start);
+    t.name.push_back(static_cast<StringId>(s.i64(3)));
+    int idx = 4;
+    std::apply([&](const auto&... c) { (load_col(s, idx++, t, c), ...); }, d.cols);
+  }
+  if (rc != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
+  return {};
+}
+
+void bind_text_or_null(Stmt& s, int i, const std::string& v) {
+  if (v.empty()) s.bind_null(i); else s.bind(i, std::string_view(v));
+}
+
+Status write_all(sqlite3* db, Trace& t, std::string_view created_by) {
+  auto fail = [&](std::string_view what) { return make_error(std::string(what) + ": " + sqlite3_errmsg(db)); };
+#define TT_PREP(var, sqltext)                                \
+  auto var##_r = Stmt::prepare(db, sqltext);                 \
+  if (!var##_r) return make_error(var##_r.error());          \
+  Stmt& var = var##_r.value();
+
+  {
+    TT_PREP(s, "INSERT INTO meta VALUES(?,?)");
+    auto put = [&](std::string_view k, std::string_view v) {
+      s.bind(1, k); s.bind(2, v);
+      const int rc = s.step();
+      s.reset();
+      return rc == SQLITE_DONE;
+    };
+    if (!put("schema_version", std::to_string(kSchemaVersion)) || !put("clock_domain", t.clock_domain) ||
+        !put("time_unit", "ns") || !put("created_by", created_by))
+      return fail("meta");
+    for (const auto& [k, v] : t.metadata)
+      if (!put(k, v)) return fail("meta");
+  }
+  {
+    TT_PREP(s, "INSERT INTO strings VALUES(?,?)");
+    for (StringId id = 0; id < t.strings.size(); ++id) {
+      s.bind(1, static_cast<std::int64_t>(id));
+      s.bind(2, t.strings.get(id));
+      if (s.step() != SQLITE_DONE) return fail("strings");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+    for (std::size_t i = 0; i < t.processes.size(); ++i) {
+      const Process& p = t.processes[i];
+      s.bind(1, static_cast<std::int64_t>(i));
+      s.bind(2, p.pid);
+      s.bind_or_null(3, p.parent_pid, -1);
+      s.bind_or_null(4, p.rank, -1);
+      s.bind_or_null(5, p.local_rank, -1);
+      bind_text_or_null(s, 6, p.host);
+      bind_text_or_null(s, 7, p.name);
+      bind_text_or_null(s, 8, p.command_line);
+      s.bind_or_null(9, p.start, 0);
+      s.bind_or_null(10, p.end, 0);
+      s.bind_or_null(11, p.exit_status, -1);
+      s.bind(12, static_cast<std::int64_t>(p.truncated));
+      if (s.step() != SQLITE_DONE) return fail("processes");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO threads VALUES(?,?,?,?)");
+    for (std::size_t i = 0; i < t.threads.size(); ++i) {
+      const Thread& th = t.threads[i];
+      s.bind(1, static_cast<std::int64_t>(i));
+      s.bind_or_null(2, th.process, kNone);
+      s.bind(3, th.tid);
+      bind_text_or_null(s, 4, th.name);
+      if (s.step() != SQLITE_DONE) return fail("threads");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO devices VALUES(?,?,?,?,?,?,?,?,?,?)");
+    for (std::size_t i = 0; i < t.devices.size(); ++i) {
+      const Device& d = t.devices[i];
+      s.bind(1, static_cast<std::int64_t>(i));
+      s.bind_or_null(2, d.process, kNone);
+      s.bind(3, static_cast<std::int64_t>(d.index));
+      bind_text_or_null(s, 4, d.name);
+      bind_text_or_null(s, 5, d.uuid);
+      bind_text_or_null(s, 6, d.vendor);
+      s.bind_or_null(7, d.sm_count, -1);
+      s.bind_or_null(8, d.total_memory, -1);
+      s.bind_or_null(9, d.compute_major, -1);
+      s.bind_or_null(10, d.compute_minor, -1);
+      if (s.step() != SQLITE_DONE) return fail("devices");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO streams VALUES(?,?,?,?)");
+    for (std::size_t i = 0; i < t.streams.size(); ++i) {
+      const Stream& st = t.streams[i];
+      s.bind(1, static_cast<std::int64_t>(i));
+      s.bind_or_null(2, st.device, kNone);
+      s.bind(3, st.stream);
+      bind_text_or_null(s, 4, st.name);
+      if (s.step() != SQLITE_DONE) return fail("streams");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO tracks VALUES(?,?,?)");
+    for (std::size_t i = 0; i < t.tracks.size(); ++i) {
+      s.bind(1, static_cast<std::int64_t>(i));
+      s.bind(2, static_cast<std::int64_t>(t.tracks[i].type));
+      s.bind_or_null(3, t.tracks[i].owner, kNone);
+      if (s.step() != SQLITE_DONE) return fail("tracks");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO launch_configs VALUES(?,?,?,?,?,?,?,?,?,?)");
+    for (std::size_t i = 0; i < t.launch_configs.size(); ++i) {
+      const LaunchConfig& c = t.launch_configs[i];
+      const std::uint32_t v[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                                 c.registers, c.shared_static, c.shared_dynamic};
+      s.bind(1, static_cast<std::int64_t>(i));
+      for (int j = 0; j < 9; ++j) s.bind(2 + j, static_cast<std::int64_t>(v[j]));
+      if (s.step() != SQLITE_DONE) return fail("launch_configs");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO counters VALUES(?,?,?,?,?)");
+    for (std::size_t i = 0; i < t.counters.size(); ++i) {
+      s.bind(1, static_cast<std::int64_t>(i + 1));
+      s.bind(2, static_cast<std::int64_t>(t.counters.track[i]));
+      s.bind(3, t.counters.ts[i]);
+      s.bind(4, static_cast<std::int64_t>(t.counters.name[i]));
+      s.bind(5, t.counters.value[i]);
+      if (s.step() != SQLITE_DONE) return fail("counters");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO flows VALUES(?,?,?,?,?,?)");
+    for (std::size_t i = 0; i < t.flows.size(); ++i) {
+      const char phase[2] = {static_cast<char>(t.flows.phase[i]), 0};
+      s.bind(1, static_cast<std::int64_t>(i + 1));
+      s.bind(2, static_cast<std::int64_t>(t.flows.track[i]));
+      s.bind(3, t.flows.ts[i]);
+      s.bind(4, static_cast<std::int64_t>(t.flows.category[i]));
+      s.bind(5, static_cast<std::int64_t>(t.flows.id[i]));
+      sqlite3_bind_text(s.get(), 6, phase, 1, SQLITE_TRANSIENT);
+      if (s.step() != SQLITE_DONE) return fail("flows");
+      s.reset();
+    }
+  }
+  {
+    TT_PREP(s, "INSERT INTO diagnostics VALUES(?,?,?,?,?)");
+    for (std::size_t i = 0; i < t.diagnostics.size(); ++i) {
+      const Diagnostic& d = t.diagnostics[i];
+      s.bind(1, static_cast<std::int64_t>(i + 1));
+      s.bind(2, static_cast<std::int64_t>(d.kind));
+      s.bind(3, std::string_view(d.source));
+      s.bind(4, std::string_view(d.reason));
+      s.bind(5, static_cast<std::int64_t>(d.count));
+      if (s.step() != SQLITE_DONE) return fail("diagnostics");
+      s.reset();
+    }
+  }
+#undef TT_PREP
+  for (auto st : {write_span_table(db, t.kernels, kKernels), write_span_table(db, t.memcpys, kMemcpys),
+                  write_span_table(db, t.memsets, kMemsets), write_span_table(db, t.api_calls, kApiCalls),
+                  write_span_table(db, t.syncs, kSyncs), write_span_table(db, t.ranges, kRanges),
+                  write_span_table(db, t.steps, kSteps), write_span_table(db, t.collectives, kCollectives),
+                  write_span_table(db, t.io_calls, kIoCalls)})
+    if (!st) return st;
+  return {};
+}
+
+}  // namespace
+
+std::string_view schema_sql() {
+  static const std::string s = build_schema();
+  return s;
+}
+
+Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) {
+  t.finalize();
+  auto out = AtomicOutput::create(path);
+  if (!out) return make_error(out.error());
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(out->temp_path().c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
+  sql::Db db(raw);
+  auto fail = [&](const std::string& what) { return make_error(path.string() + ": " + what); };
+  if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
+  // The temporary is private and renamed only when complete, so no journal is needed; a
+  // crash leaves a temporary, never a half-written trace under the real name.
+  if (auto st = sql::exec(db.get(), "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
+                                    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=65536; "
+                                    "PRAGMA cache_size=-65536; PRAGMA application_id=1953784948;");
+      !st)
+    return fail(st.error());
+  if (auto st = sql::exec(db.get(), "BEGIN"); !st) return fail(st.error());
+  if (auto st = sql::exec(db.get(), std::string(schema_sql()).c_str()); !st) return fail("schema: " + st.error());
+  if (auto st = write_all(db.get(), t, created_by); !st) return fail(st.error());
+  if (auto st = sql::exec(db.get(), kIndexes); !st) return fail("indexes: " + st.error());
+  if (auto st = sql::exec(db.get(), "COMMIT"); !st) return fail(st.error());
+  if (sqlite3_close_v2(db.get()) != SQLITE_OK) return fail("close failed");
+  db = sql::Db();  // released
+  ::chmod(out->temp_path().c_str(), 0600);
+  return out->commit();
+}
+
+Result<Trace> read_trace(const fs::path& path) {
+  auto dbr = sql::open_untrusted(path.string());
+  if (!dbr) return make_error(dbr.error());
+  sqlite3* db = dbr->get();
+  const std::string p = path.string();
+  auto fail = [&](const std::string& what) { return make_error(p + ": " + what); };
+
+  Trace t;
+  {
+    auto s = Stmt::prepare(db, "SELECT key, value FROM meta");
+    if (!s) return fail("not a tracetune trace (no meta table)");
+    bool version_ok = false;
+    std::string version;
+    while (s->step() == SQLITE_ROW) {
+      const std::string k(s->text(0)), v(s->text(1));
+      if (k == "schema_version") { version = v; version_ok = v == std::to_string(kSchemaVersion); }
+      else if (k == "clock_domain") t.clock_domain = v;
+      else if (k != "time_unit" && k != "created_by") t.metadata.emplace_back(k, v);
+    }
+    if (version.empty()) return fail("not a tracetune trace (no schema_version)");
+    if (!version_ok) return fail("trace schema version " + version + " is not supported (this build reads " + std::to_string(kSchemaVersion) + ")");
+  }
+  auto q = [&](const char* sql) -> Result<Stmt> {
+    auto s = Stmt::prepare(db, sql);
+    if (!s) return fail("corrupt trace: " + s.error());
+    return s;
+  };
+  {
+    auto s = q("SELECT id, value FROM strings ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      const StringId want = static_cast<StringId>(s->i64(0));
+      const StringId got = t.strings.intern(s->text(1));
+      if (got != want) return fail("corrupt trace: strings table is not dense or has duplicates");
+    }
+  }
+  {
+    auto s = q("SELECT pid, parent_pid, rank, local_rank, host, name, command_line, start_ns, end_ns, exit_status, truncated FROM processes ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      Process pr;
+      pr.pid = s->i64(0);
+      pr.parent_pid = s->i64_or(1, -1);
+      pr.rank = static_cast<std::int32_t>(s->i64_or(2, -1));
+      pr.local_rank = static_cast<std::int32_t>(s->i64_or(3, -1));
+      pr.host = s->text(4);
+      pr.name = s->text(5);
+      pr.command_line = s->text(6);
+      pr.start = s->i64_or(7, 0);
+      pr.end = s->i64_or(8, 0);
+      pr.exit_status = static_cast<std::int32_t>(s->i64_or(9, -1));
+      pr.truncated = s->i64(10) != 0;
+      t.processes.push_back(std::move(pr));
+    }
+  }
+  {
+    auto s = q("SELECT process_id, tid, name FROM threads ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW)
+      t.threads.push_back({static_cast<std::uint32_t>(s->i64_or(0, kNone)), s->i64(1), std::string(s->text(2))});
+  }
+  {
+    auto s = q("SELECT process_id, device_index, name, uuid, vendor, sm_count, total_memory, compute_major, compute_minor FROM devices ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      Device d;
+      d.process = static_cast<std::uint32_t>(s->i64_or(0, kNone));
+      d.index = static_cast<std::int32_t>(s->i64(1));
+      d.name = s->text(2);
+      d.uuid = s->text(3);
+      d.vendor = s->text(4);
+      d.sm_count = static_cast<std::int32_t>(s->i64_or(5, -1));
+      d.total_memory = s->i64_or(6, -1);
+      d.compute_major = static_cast<std::int32_t>(s->i64_or(7, -1));
+      d.compute_minor = static_cast<std::int32_t>(s->i64_or(8, -1));
+      t.devices.push_back(std::move(d));
+    }
+  }
+  {
+    auto s = q("SELECT device_id, stream, name FROM streams ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW)
+      t.streams.push_back({static_cast<std::uint32_t>(s->i64_or(0, kNone)), s->i64(1), std::string(s->text(2))});
+  }
+  {
+    auto s = q("SELECT type, owner_id FROM tracks ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      const auto type = s->i64(0);
+      if (type < 0 || type > 3) return fail("corrupt trace: unknown track type");
+      t.tracks.push_back({static_cast<TrackType>(type), static_cast<std::uint32_t>(s->i64_or(1, kNone))});
+    }
+  }
+  {
+    auto s = q("SELECT grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, shared_static, shared_dynamic FROM launch_configs ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      LaunchConfig c;
+      std::uint32_t* f[] = {&c.grid_x, &c.grid_y, &c.grid_z, &c.block_x, &c.block_y, &c.block_z,
+                            &c.registers, &c.shared_static, &c.shared_dynamic};
+      for (int j = 0; j < 9; ++j) *f[j] = static_cast<std::uint32_t>(s->i64(j));
+      t.launch_configs.push_back(c);
+    }
+  }
+  {
+    auto s = q("SELECT track_id, ts_ns, name_id, value FROM counters ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      t.counters.track.push_back(static_cast<std::uint32_t>(s->i64(0)));
+      t.counters.ts.push_back(s->i64(1));
+      t.counters.name.push_back(static_cast<StringId>(s->i64(2)));
+      t.counters.value.push_back(s->f64(3));
+    }
+  }
+  {
+    auto s = q("SELECT track_id, ts_ns, category_id, flow_id, phase FROM flows ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      t.flows.track.push_back(static_cast<std::uint32_t>(s->i64(0)));
+      t.flows.ts.push_back(s->i64(1));
+      t.flows.category.push_back(static_cast<StringId>(s->i64(2)));
+      t.flows.id.push_back(static_cast<std::uint64_t>(s->i64(3)));
+      const auto ph = s->text(4);
+      t.flows.phase.push_back(ph.empty() ? 'f' : static_cast<std::uint8_t>(ph[0]));
+    }
+  }
+  {
+    auto s = q("SELECT kind, source, reason, count FROM diagnostics ORDER BY id");
+    if (!s) return make_error(s.error());
+    while (s->step() == SQLITE_ROW) {
+      const auto kind = s->i64(0);
+      t.diagnostics.push_back({static_cast<DiagnosticKind>(kind >= 0 && kind <= 3 ? kind : 3), std::string(s->text(1)),
+                               std::string(s->text(2)), static_cast<std::uint64_t>(s->i64(3))});
+    }
+  }
+  for (auto st : {read_span_table(db, t.kernels, kKernels), read_span_table(db, t.memcpys, kMemcpys),
+                  read_span_table(db, t.memsets, kMemsets), read_span_table(db, t.api_calls, kApiCalls),
+                  read_span_table(db, t.syncs, kSyncs), read_span_table(db, t.ranges, kRanges),
+                  read_span_table(db, t.steps, kSteps), read_span_table(db, t.collectives, kCollectives),
+                  read_span_table(db, t.io_calls, kIoCalls)})
+    if (!st) return fail("corrupt trace: " + st.error());
+
+  // Validate references so later code can index without checks.
+  const auto nstr = t.strings.size();
+  const auto ntracks = t.tracks.size();
+  for (const Track& tr : t.tracks) {
+    const std::size_t owners[] = {t.threads.size(), t.streams.size(), t.processes.size(), t.devices.size()};
+    if (tr.owner >= owners[static_cast<int>(tr.type)]) return fail("corrupt trace: track owner out of range");
+  }
+  for (const Thread& th : t.threads)
+    if (th.process != kNone && th.process >= t.processes.size()) return fail("corrupt trace: thread process out of range");
+  for (const Stream& st : t.streams)
+    if (st.device != kNone && st.device >= t.devices.size()) return fail("corrupt trace: stream device out of range");
+  for (const Device& d : t.devices)
+    if (d.process != kNone && d.process >= t.processes.size()) return fail("corrupt trace: device process out of range");
+  auto check_span = [&](const SpanColumns& c, const char* name) -> Status {
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (c.track[i] >= ntracks || c.name[i] >= nstr || c.dur[i] < 0)
+        return fail(std::string("corrupt trace: bad row in ") + name);
+    return {};
+  };
+  for (auto st : {check_span(t.kernels, "kernels"), check_span(t.memcpys, "memcpys"),
+                  check_span(t.memsets, "memsets"), check_span(t.api_calls, "api_calls"),
+                  check_span(t.syncs, "syncs"), check_span(t.ranges, "ranges"),
+                  check_span(t.steps, "steps"), check_span(t.collectives, "collectives"),
+                  check_span(t.io_calls, "io_calls")})
+    if (!st) return make_error(st.error());
+  auto check_ids = [&](const std::vector<StringId>& v) {
+    for (StringId id : v) if (id >= nstr) return false;
+    return true;
+  };
+  if (!check_ids(t.ranges.domain) || !check_ids(t.collectives.op) || !check_ids(t.collectives.dtype) ||
+      !check_ids(t.collectives.communicator) || !check_ids(t.collectives.algorithm) ||
+      !check_ids(t.collectives.protocol) || !check_ids(t.io_calls.path) || !check_ids(t.counters.name) ||
+      !check_ids(t.flows.category))
+    return fail("corrupt trace: string id out of range");
+  for (std::size_t i = 0; i < t.counters.size(); ++i)
+    if (t.counters.track[i] >= ntracks) return fail("corrupt trace: counter track out of range");
+  for (std::size_t i = 0; i < t.flows.size(); ++i)
+    if (t.flows.track[i] >= ntracks) return fail("corrupt trace: flow track out of range");
+  for (std::uint32_t c : t.kernels.config)
+    if (c != kNone && c >= t.launch_configs.size()) return fail("corrupt trace: kernel config out of range");
+
+  // Rows were written in (track, start) order; finalize() verifies that cheaply and only
+  // re-sorts a file some other tool rewrote.
+  t.finalize();
+  return t;
+}
+
+}  // namespace tt::trace

@@ -1,0 +1,165 @@
+#include "tracetune/trace/summary.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace tt::trace {
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += ch;
+    }
+  }
+  out += '"';
+}
+
+TraceSummary summarize(const Trace& t) {
+  TraceSummary s;
+  s.clock_domain = t.clock_domain;
+  std::tie(s.start, s.end) = t.time_bounds();
+  std::set<int> ranks;
+  for (const auto& p : t.processes)
+    if (p.rank >= 0) ranks.insert(p.rank);
+  s.ranks.assign(ranks.begin(), ranks.end());
+  s.processes = t.processes.size();
+  s.threads = t.threads.size();
+  s.streams = t.streams.size();
+  for (const auto& d : t.devices) {
+    const int rank = d.process != kNone ? t.processes[d.process].rank : -1;
+    s.devices.push_back({rank, d.index, d.name, d.sm_count, d.total_memory, d.compute_major, d.compute_minor});
+  }
+  auto& c = s.counts;
+  c["kernels"] = t.kernels.size();
+  c["memcpys"] = t.memcpys.size();
+  c["memsets"] = t.memsets.size();
+  c["syncs"] = t.syncs.size();
+  c["steps"] = t.steps.size();
+  c["io_calls"] = t.io_calls.size();
+  c["counters"] = t.counters.size();
+  c["flows"] = t.flows.size();
+  c["api_calls"] = t.api_calls.size();
+  for (auto a : t.api_calls.api) ++c["api_calls." + std::string(to_string(a))];
+  c["ranges"] = t.ranges.size();
+  for (auto k : t.ranges.kind) ++c["ranges." + std::string(to_string(k))];
+  c["collectives"] = t.collectives.size();
+  for (auto side : t.collectives.side) ++c["collectives." + std::string(to_string(side))];
+  for (std::size_t i = 0; i < t.memcpys.size(); ++i)
+    ++c["memcpys." + std::string(to_string(t.memcpys.direction[i])) + "." +
+        std::string(to_string(t.memcpys.src_kind[i])) + "_to_" + std::string(to_string(t.memcpys.dst_kind[i]))];
+  s.total_events = t.event_count();
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    const auto proc = t.process_of_track(t.steps.track[i]);
+    s.steps.push_back({proc != kNone ? t.processes[proc].rank : -1, t.steps.number[i], t.steps.start[i], t.steps.dur[i]});
+  }
+  std::sort(s.steps.begin(), s.steps.end(), [](const auto& a, const auto& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
+  });
+  s.diagnostics = t.diagnostics;
+  return s;
+}
+
+std::string summary_json(const TraceSummary& s) {
+  std::string o = "{\n";
+  o += "  \"clock_domain\": ";
+  append_json_string(o, s.clock_domain);
+  o += fmt::format(",\n  \"start_ns\": {},\n  \"end_ns\": {},\n  \"duration_ns\": {},\n", s.start, s.end, s.end - s.start);
+  o += "  \"ranks\": [";
+  for (std::size_t i = 0; i < s.ranks.size(); ++i) o += fmt::format("{}{}", i ? ", " : "", s.ranks[i]);
+  o += fmt::format("],\n  \"processes\": {},\n  \"threads\": {},\n  \"streams\": {},\n", s.processes, s.threads, s.streams);
+  o += "  \"devices\": [";
+  for (std::size_t i = 0; i < s.devices.size(); ++i) {
+    const auto& d = s.devices[i];
+    o += i ? ",\n    {" : "\n    {";
+    o += fmt::format("\"rank\": {}, \"index\": {}, \"name\": ", d.rank, d.index);
+    append_json_string(o, d.name);
+    o += fmt::format(", \"sm_count\": {}, \"total_memory\": {}, \"compute_capability\": \"{}.{}\"}}", d.sm_count,
+                     d.total_memory, d.compute_major, d.compute_minor);
+  }
+  o += s.devices.empty() ? "],\n" : "\n  ],\n";
+  o += "  \"counts\": {";
+  bool first = true;
+  for (const auto& [k, v] : s.counts) {
+    o += first ? "\n    " : ",\n    ";
+    first = false;
+    append_json_string(o, k);
+    o += fmt::format(": {}", v);
+  }
+  o += fmt::format("\n  }},\n  \"total_events\": {},\n", s.total_events);
+  o += "  \"steps\": [";
+  for (std::size_t i = 0; i < s.steps.size(); ++i) {
+    const auto& st = s.steps[i];
+    o += fmt::format("{}\n    {{\"rank\": {}, \"number\": {}, \"start_ns\": {}, \"duration_ns\": {}}}", i ? "," : "",
+                     st.rank, st.number, st.start, st.dur);
+  }
+  o += s.steps.empty() ? "],\n" : "\n  ],\n";
+  o += "  \"diagnostics\": [";
+  for (std::size_t i = 0; i < s.diagnostics.size(); ++i) {
+    const auto& d = s.diagnostics[i];
+    o += fmt::format("{}\n    {{\"kind\": \"{}\", \"source\": ", i ? "," : "", to_string(d.kind));
+    append_json_string(o, d.source);
+    o += ", \"reason\": ";
+    append_json_string(o, d.reason);
+    o += fmt::format(", \"count\": {}}}", d.count);
+  }
+  o += s.diagnostics.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return o;
+}
+
+namespace {
+std::string human_ns(Ns ns) {
+  const double v = static_cast<double>(ns);
+  if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
+  if (ns >= 1'000'000) return fmt::format("{:.3f} ms", v / 1e6);
+  if (ns >= 1'000) return fmt::format("{:.3f} us", v / 1e3);
+  return fmt::format("{} ns", ns);
+}
+}  // namespace
+
+std::string summary_text(const TraceSummary& s) {
+  std::string o;
+  o += fmt::format("duration     {}  ({} events, clock {})\n", human_ns(s.end - s.start), s.total_events, s.clock_domain);
+  std::string ranks;
+  for (int r : s.ranks) ranks += fmt::format("{}{}", ranks.empty() ? "" : ",", r);
+  o += fmt::format("ranks        {}\n", ranks.empty() ? "unknown" : ranks);
+  o += fmt::format("processes    {}  threads {}  GPU streams {}\n", s.processes, s.threads, s.streams);
+  for (const auto& d : s.devices)
+    o += fmt::format("device       rank {} #{} {}{}\n", d.rank, d.index, d.name.empty() ? "(unnamed)" : d.name,
+                     d.sm_count > 0 ? fmt::format(" ({} SMs, {:.1f} GiB, sm_{}{})", d.sm_count,
+                                                  static_cast<double>(d.total_memory) / (1 << 30), d.compute_major, d.compute_minor)
+                                    : std::string());
+  o += "events\n";
+  for (const auto& [k, v] : s.counts) {
+    if (v == 0) continue;
+    const bool sub = k.find('.') != std::string::npos;
+    o += fmt::format("  {:<40} {:>10}\n", sub ? "  " + k.substr(k.find('.') + 1) : k, v);
+  }
+  if (!s.steps.empty()) {
+    std::vector<Ns> d;
+    for (const auto& st : s.steps) d.push_back(st.dur);
+    std::sort(d.begin(), d.end());
+    o += fmt::format("steps        {} (median {}, min {}, max {})\n", s.steps.size(), human_ns(d[d.size() / 2]),
+                     human_ns(d.front()), human_ns(d.back()));
+  } else {
+    o += "steps        none found\n";
+  }
+  if (!s.diagnostics.empty()) {
+    o += "diagnostics\n";
+    for (const auto& dg : s.diagnostics)
+      o += fmt::format("  {:<9} {:>9}  {} ({})\n", to_string(dg.kind), dg.count, dg.reason, dg.source);
+  }
+  return o;
+}
+
+}  // namespace tt::trace
