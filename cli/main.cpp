@@ -72,6 +72,13 @@ int cmd_export(const std::string& input, const std::string& format, const std::s
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(TT_X86_64_LEVEL) && defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2")) {
+    std::fprintf(stderr, "tracetune: this build needs an %s CPU (AVX2, BMI2); rebuild with -DTT_X86_64_LEVEL= for older CPUs\n",
+                 TT_X86_64_LEVEL);
+    return 1;
+  }
+#endif
   ::umask(077);  // every file we create is private to the user
   CLI::App app{"tracetune: profile GPU training jobs, find each step's bottleneck, and tune it.\n"
                "Traces are SQLite files (docs/trace-format.md); Kineto JSON and Nsight Systems\n"

@@ -111,6 +111,20 @@ Result<simdjson::padded_string> read_maybe_gzip(const fs::path& path) {
   if (!raw) return make_error(raw.error());
   std::string& data = raw.value();
   if (!is_gzip(data)) return simdjson::padded_string(data);
+  // Fast path: one gzip member whose ISIZE trailer is the true size (< 4 GiB) decompresses
+  // straight into the padded buffer the JSON parser needs, with no second copy.
+  if (data.size() >= 18) {
+    const std::size_t isize = le32(reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4));
+    simdjson::padded_string padded(isize);
+    struct Free { void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); } };
+    std::unique_ptr<libdeflate_decompressor, Free> dec(libdeflate_alloc_decompressor());
+    std::size_t in_used = 0, out_used = 0;
+    if (dec && padded.data() != nullptr &&
+        libdeflate_gzip_decompress_ex(dec.get(), data.data(), data.size(), padded.data(), isize, &in_used,
+                                      &out_used) == LIBDEFLATE_SUCCESS &&
+        in_used == data.size() && out_used == isize)
+      return padded;
+  }
   std::string plain;
   auto r = gunzip_into(data, plain);
   if (!r) return io_error(path, r.error());

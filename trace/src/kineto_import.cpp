@@ -275,6 +275,11 @@ class Importer {
   std::uint64_t ignored_arg_types_ = 0;
   std::unordered_map<std::string, std::uint64_t> skipped_phases_, other_categories_;
   std::vector<std::pair<std::int64_t, StringId>> pending_names_;
+  struct PendingFlow {
+    std::size_t row;
+    Id pid, tid;
+  };
+  std::vector<PendingFlow> pending_flows_;
   od::document* doc_ = nullptr;
   const char* base_ = nullptr;
 };
@@ -430,6 +435,7 @@ Status Importer::parse_args(od::object args, Args& a, bool counter) {
     switch (key.size()) {
       case 4:
         if (key == "grid") { if (get_dim3(v, a.grid)) a.has |= kGrid; else ok = false; }
+        else if (key == "cbid") take_int(a.cbid, kCbid);
         else if (key == "kind") take_str(a.kind);
         else if (key == "size") take_int(a.size, kSize);
         else if (key == "name") take_str(a.name);
@@ -447,7 +453,6 @@ Status Importer::parse_args(od::object args, Args& a, bool counter) {
       default:
         if (key == "External id" || key == "external id") take_int(a.external_id, kExternalId);
         else if (key == "correlation") take_int(a.correlation, kCorrelation);
-        else if (key == "cbid") take_int(a.cbid, kCbid);
         else if (key == "registers per thread") take_int(a.registers, kRegisters);
         else if (key == "shared memory") take_int(a.shared_mem, kSharedMem);
         else if (key == "Collective name") take_str(a.coll_name);
@@ -574,8 +579,11 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     }
     case 's': case 't': case 'f': {
       if (!has_id) return fail("flow event without 'id'", index);
+      // The endpoint's track is resolved at the end of the file: a flow that ends on a GPU
+      // (pid = device, tid = stream) belongs on the stream, which may not be seen yet.
+      pending_flows_.push_back({t_.flows.size(), pid, tid});
       t_.flows.ts.push_back(ts);
-      t_.flows.track.push_back(thread_track(pid, tid));
+      t_.flows.track.push_back(kNone);
       t_.flows.category.push_back(t_.strings.intern(cat));
       t_.flows.id.push_back(flow_id);
       t_.flows.phase.push_back(static_cast<std::uint8_t>(phase));
@@ -796,6 +804,11 @@ Status Importer::parse_distributed_info(od::object obj) {
 }
 
 void Importer::finish() {
+  for (const auto& f : pending_flows_) {
+    const auto st = streams_.find({id_of(f.pid), id_of(f.tid), file_});
+    const bool on_gpu = st != streams_.end() && threads_.find({id_of(f.pid), id_of(f.tid), file_}) == threads_.end();
+    t_.flows.track[f.row] = on_gpu ? st->second : thread_track(f.pid, f.tid);
+  }
   // Names from metadata events: pid -> process name, (pid, tid) -> thread name.
   for (std::size_t i = 0; i + 1 < pending_names_.size(); i += 2) {
     const auto [pid, kind_id] = pending_names_[i];

@@ -20,7 +20,7 @@ Result<Db> open_untrusted(const std::string& path) {
       return make_error(path + ": not an SQLite database");
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return make_error(path + ": cannot open: " + db.errmsg());
   int dummy = 0;

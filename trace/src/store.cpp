@@ -4,8 +4,11 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "sqlite_util.h"
@@ -25,6 +28,7 @@ struct Col {
   std::vector<V> Table::*member;
   bool nullable;
   std::int64_t null_value;
+  bool derived = false;  // stored for SQL users, recomputed by Trace::finalize() on load
 };
 
 template <class Table, class V>
@@ -34,6 +38,11 @@ constexpr Col<Table, V> col(const char* name, std::vector<V> Table::*m) {
 template <class Table, class V>
 constexpr Col<Table, V> opt(const char* name, std::vector<V> Table::*m, std::int64_t null_value) {
   return {name, m, true, null_value};
+}
+
+template <class Table, class V>
+constexpr Col<Table, V> derived(const char* name, std::vector<V> Table::*m) {
+  return {name, m, false, 0, true};
 }
 
 template <class V>
@@ -55,11 +64,17 @@ void bind_col(Stmt& s, int idx, const Table& t, const Col<Table, V>& c, std::siz
 }
 
 template <class Table, class V>
-void load_col(const Stmt& s, int idx, Table& t, const Col<Table, V>& c) {
+void load_col(const Stmt& s, int& idx, Table& t, const Col<Table, V>& c) {
+  if (c.derived) {
+    (t.*c.member).push_back(V{});
+    return;
+  }
+  const int col_index = idx++;
   if constexpr (std::is_floating_point_v<V>) {
-    (t.*c.member).push_back(static_cast<V>(s.f64(idx)));
+    (t.*c.member).push_back(static_cast<V>(s.f64(col_index)));
   } else {
-    const std::int64_t x = c.nullable ? s.i64_or(idx, c.null_value) : s.i64(idx);
+    // NULL reads as 0, so only columns whose "unknown" is not 0 need the type check.
+    const std::int64_t x = c.nullable && c.null_value != 0 ? s.i64_or(col_index, c.null_value) : s.i64(col_index);
     if constexpr (std::is_enum_v<V>) (t.*c.member).push_back(static_cast<V>(static_cast<std::underlying_type_t<V>>(x)));
     else (t.*c.member).push_back(static_cast<V>(x));
   }
@@ -104,7 +119,7 @@ const auto kSyncs = span_table<Y>("syncs",
     opt("correlation", &Y::correlation, 0), col("type", &Y::type), opt("stream", &Y::stream, -1),
     opt("event", &Y::event, -1));
 const auto kRanges = span_table<R>("ranges",
-    col("kind", &R::kind), col("depth", &R::depth), col("domain_id", &R::domain),
+    col("kind", &R::kind), derived("depth", &R::depth), col("domain_id", &R::domain),
     opt("external_id", &R::external_id, 0));
 const auto kSteps = span_table<P>("steps", col("number", &P::number));
 const auto kCollectives = span_table<C>("collectives",
@@ -213,7 +228,7 @@ std::string insert_sql(const Def& d) {
 template <class Def>
 std::string select_sql(const Def& d) {
   std::string s = "SELECT track_id, start_ns, end_ns, name_id";
-  std::apply([&](const auto&... c) { ((s += ", " + std::string(c.name)), ...); }, d.cols);
+  std::apply([&](const auto&... c) { ((s += c.derived ? std::string() : ", " + std::string(c.name)), ...); }, d.cols);
   return s + " FROM " + d.name + " ORDER BY id";
 }
 
@@ -258,7 +273,7 @@ Status read_span_table(sqlite3* db, Table& t, const Def& d) {
     t.dur.push_back(s.i64(2) - start);
     t.name.push_back(static_cast<StringId>(s.i64(3)));
     int idx = 4;
-    std::apply([&](const auto&... c) { (load_col(s, idx++, t, c), ...); }, d.cols);
+    std::apply([&](const auto&... c) { (load_col(s, idx, t, c), ...); }, d.cols);
   }
   if (rc != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
   return {};
@@ -444,16 +459,19 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
   if (!out) return make_error(out.error());
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(out->temp_path().c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, nullptr);
   sql::Db db(raw);
   auto fail = [&](const std::string& what) { return make_error(path.string() + ": " + what); };
   if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
   // The temporary is private and renamed only when complete, so no journal is needed; a
   // crash leaves a temporary, never a half-written trace under the real name.
-  if (auto st = sql::exec(db.get(), "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; "
-                                    "PRAGMA locking_mode=EXCLUSIVE; PRAGMA page_size=65536; "
-                                    "PRAGMA cache_size=-65536; PRAGMA application_id=1953784948;");
-      !st)
+  // Big pages make big traces faster to write and load; small traces stay small (every
+  // table and index takes at least one page).
+  const int page_size = t.event_count() > 200'000 ? 65536 : 4096;
+  const std::string pragmas = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+                              "PRAGMA page_size=" + std::to_string(page_size) +
+                              "; PRAGMA cache_size=-65536; PRAGMA application_id=1953784948;";
+  if (auto st = sql::exec(db.get(), pragmas.c_str()); !st)
     return fail(st.error());
   if (auto st = sql::exec(db.get(), "BEGIN"); !st) return fail(st.error());
   if (auto st = sql::exec(db.get(), std::string(schema_sql()).c_str()); !st) return fail("schema: " + st.error());
@@ -601,12 +619,39 @@ Result<Trace> read_trace(const fs::path& path) {
                                std::string(s->text(2)), static_cast<std::uint64_t>(s->i64(3))});
     }
   }
-  for (auto st : {read_span_table(db, t.kernels, kKernels), read_span_table(db, t.memcpys, kMemcpys),
-                  read_span_table(db, t.memsets, kMemsets), read_span_table(db, t.api_calls, kApiCalls),
-                  read_span_table(db, t.syncs, kSyncs), read_span_table(db, t.ranges, kRanges),
-                  read_span_table(db, t.steps, kSteps), read_span_table(db, t.collectives, kCollectives),
-                  read_span_table(db, t.io_calls, kIoCalls)})
-    if (!st) return fail("corrupt trace: " + st.error());
+  // The event tables are independent: read them on parallel connections (SQLite's per-row
+  // cost, not I/O, bounds loading). Largest tables start first.
+  {
+    std::vector<std::function<Status(sqlite3*)>> jobs = {
+        [&](sqlite3* c) { return read_span_table(c, t.ranges, kRanges); },
+        [&](sqlite3* c) { return read_span_table(c, t.kernels, kKernels); },
+        [&](sqlite3* c) { return read_span_table(c, t.api_calls, kApiCalls); },
+        [&](sqlite3* c) { return read_span_table(c, t.memcpys, kMemcpys); },
+        [&](sqlite3* c) { return read_span_table(c, t.io_calls, kIoCalls); },
+        [&](sqlite3* c) { return read_span_table(c, t.memsets, kMemsets); },
+        [&](sqlite3* c) { return read_span_table(c, t.syncs, kSyncs); },
+        [&](sqlite3* c) { return read_span_table(c, t.steps, kSteps); },
+        [&](sqlite3* c) { return read_span_table(c, t.collectives, kCollectives); },
+    };
+    std::vector<Status> results(jobs.size());
+    std::atomic<std::size_t> next{0};
+    auto worker = [&](sqlite3* conn) {
+      for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
+    };
+    const unsigned extra = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()) - 1, 7);
+    std::vector<sql::Db> conns;
+    for (unsigned i = 0; i < extra; ++i) {
+      auto c = sql::open_untrusted(p);
+      if (!c) break;
+      conns.push_back(std::move(c.value()));
+    }
+    std::vector<std::thread> threads;
+    for (auto& c : conns) threads.emplace_back(worker, c.get());
+    worker(db);
+    for (auto& th : threads) th.join();
+    for (const auto& st : results)
+      if (!st) return fail("corrupt trace: " + st.error());
+  }
 
   // Validate references so later code can index without checks.
   const auto nstr = t.strings.size();

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tracetune/trace/file_io.h"
+
+using namespace tt::trace;
+namespace fs = std::filesystem;
+
+namespace {
+// "hello\n" gzipped (gzip -n), and the same member twice for a multi-member stream.
+const unsigned char kHelloGz[] = {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xcb, 0x48, 0xcd,
+                                  0xc9, 0xc9, 0xe7, 0x02, 0x00, 0x20, 0x30, 0x3a, 0x36, 0x06, 0x00, 0x00, 0x00};
+std::string hello_gz() { return std::string(reinterpret_cast<const char*>(kHelloGz), sizeof kHelloGz); }
+}  // namespace
+
+TEST(Gunzip, DecodesOneAndManyMembers) {
+  auto one = gunzip(hello_gz());
+  ASSERT_TRUE(one.ok()) << one.error();
+  EXPECT_EQ(one.value(), "hello\n");
+  auto two = gunzip(hello_gz() + hello_gz());
+  ASSERT_TRUE(two.ok()) << two.error();
+  EXPECT_EQ(two.value(), "hello\nhello\n");
+}
+
+TEST(Gunzip, TruncatedAndGarbageAreErrors) {
+  const std::string gz = hello_gz();
+  for (std::size_t cut : {gz.size() - 1, gz.size() - 5, std::size_t{12}, std::size_t{3}}) {
+    auto r = gunzip(gz.substr(0, cut));
+    EXPECT_FALSE(r.ok()) << "cut at " << cut;
+  }
+  EXPECT_FALSE(gunzip(gz + "trailing junk").ok());
+  EXPECT_FALSE(gunzip("plain text").ok());
+}
+
+TEST(ReadMaybeGzip, NamesTheFileInErrors) {
+  const fs::path p = fs::temp_directory_path() / "tt_truncated_test.json.gz";
+  {
+    std::ofstream out(p, std::ios::binary);
+    const std::string gz = hello_gz();
+    out.write(gz.data(), static_cast<std::streamsize>(gz.size() - 6));
+  }
+  auto r = read_maybe_gzip(p);
+  fs::remove(p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("tt_truncated_test.json.gz"), std::string::npos);
+  EXPECT_NE(r.error().find("truncated"), std::string::npos);
+  auto missing = read_maybe_gzip("/nonexistent/x.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("/nonexistent/x.json"), std::string::npos);
+}

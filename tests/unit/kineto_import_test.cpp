@@ -1,0 +1,232 @@
+// The Kineto importer on hand-written fixtures that cover every category, the legacy 2021
+// names, per-rank directories and the malformed inputs users actually have.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tracetune/trace/importers.h"
+#include "tracetune/trace/summary.h"
+
+using namespace tt::trace;
+
+namespace {
+
+const std::string kData = TT_TEST_DATA_DIR;
+
+Trace import_file(const std::string& rel) {
+  Trace t;
+  const std::filesystem::path p[] = {kData + "/" + rel};
+  auto st = import_any(p, t);
+  EXPECT_TRUE(st.ok()) << st.error();
+  t.finalize();
+  return t;
+}
+
+std::size_t find_name(const Trace& t, const SpanColumns& table, std::string_view name) {
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (t.strings.get(table.name[i]) == name) return i;
+  ADD_FAILURE() << "no event named " << name;
+  return 0;
+}
+
+std::string import_error(std::string_view json) {
+  Trace t;
+  auto st = import_kineto_buffer(json, "input.json", t);
+  return st.ok() ? std::string("OK") : st.error();
+}
+
+}  // namespace
+
+TEST(KinetoImport, TimestampsAreExactNanoseconds) {
+  const Trace t = import_file("kineto/all_categories.json");
+  const auto step = find_name(t, t.steps, "ProfilerStep#3");
+  EXPECT_EQ(t.steps.start[step], 100000500);  // 100000.5 us
+  EXPECT_EQ(t.steps.dur[step], 900250);       // 900.25 us
+  EXPECT_EQ(t.steps.number[step], 3);
+  const auto mm = find_name(t, t.ranges, "aten::mm");
+  EXPECT_EQ(t.ranges.start[mm], 100010123);
+  EXPECT_EQ(t.ranges.dur[mm], 40000);  // 40.0004 us rounds to the nearest ns
+}
+
+TEST(KinetoImport, EveryCategoryLandsInItsTable) {
+  const Trace t = import_file("kineto/all_categories.json");
+  EXPECT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.memcpys.size(), 2u);
+  EXPECT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.api_calls.size(), 2u);
+  EXPECT_EQ(t.syncs.size(), 1u);
+  EXPECT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(t.flows.size(), 2u);
+  EXPECT_EQ(t.counters.size(), 2u);
+  EXPECT_EQ(t.collectives.size(), 2u);
+  EXPECT_EQ(t.ranges.size(), 9u);
+  const auto drv = find_name(t, t.api_calls, "cuLaunchKernel");
+  EXPECT_EQ(t.api_calls.api[drv], ApiKind::Driver);
+  EXPECT_EQ(t.api_calls.correlation[drv], 901u);
+  EXPECT_EQ(t.api_calls.cbid[drv], 307u);
+  const auto py = find_name(t, t.ranges, "torch/nn/modules/module.py(1501): _call_impl");
+  EXPECT_EQ(t.ranges.kind[py], RangeKind::PythonFunction);
+  const auto fwd = find_name(t, t.ranges, "## forward ##");
+  EXPECT_EQ(t.ranges.kind[fwd], RangeKind::GpuAnnotation);
+  EXPECT_EQ(t.tracks[t.ranges.track[fwd]].type, TrackType::Stream);
+  const auto manual = find_name(t, t.ranges, "manual region");
+  EXPECT_EQ(t.ranges.dur[manual], 50500);  // from a B/E pair
+  // unknown categories are kept, and said so
+  find_name(t, t.ranges, "custom thing");
+  const bool noted = std::any_of(t.diagnostics.begin(), t.diagnostics.end(), [](const Diagnostic& d) {
+    return d.reason.find("hip_mystery") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+  const bool skipped_b = std::any_of(t.diagnostics.begin(), t.diagnostics.end(), [](const Diagnostic& d) {
+    return d.kind == DiagnosticKind::Skipped && d.reason.find("'b'") != std::string::npos && d.count == 1;
+  });
+  EXPECT_TRUE(skipped_b);
+}
+
+TEST(KinetoImport, KernelsCarryLaunchConfigAndCorrelation) {
+  const Trace t = import_file("kineto/all_categories.json");
+  const auto k = find_name(t, t.kernels, "sm90_xmma_gemm_bf16bf16_bf16f32");
+  EXPECT_EQ(t.kernels.correlation[k], 900u);
+  EXPECT_EQ(t.kernels.external_id[k], 5u);
+  ASSERT_NE(t.kernels.config[k], kNone);
+  const LaunchConfig& c = t.launch_configs[t.kernels.config[k]];
+  EXPECT_EQ(c.grid_x, 66u);
+  EXPECT_EQ(c.grid_y, 2u);
+  EXPECT_EQ(c.block_x, 384u);
+  EXPECT_EQ(c.registers, 168u);
+  EXPECT_EQ(c.shared_static, 82944u);
+  const Track& tr = t.tracks[t.kernels.track[k]];
+  ASSERT_EQ(tr.type, TrackType::Stream);
+  EXPECT_EQ(t.streams[tr.owner].stream, 7);
+  EXPECT_EQ(t.streams[tr.owner].name, "stream 7");
+  const Device& d = t.devices[t.streams[tr.owner].device];
+  EXPECT_EQ(d.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(d.sm_count, 132);
+  EXPECT_EQ(d.compute_major, 9);
+}
+
+TEST(KinetoImport, CopiesKnowDirectionAndMemoryKinds) {
+  const Trace t = import_file("kineto/all_categories.json");
+  const auto h2d = find_name(t, t.memcpys, "Memcpy HtoD (Pinned -> Device)");
+  EXPECT_EQ(t.memcpys.direction[h2d], MemcpyDirection::HtoD);
+  EXPECT_EQ(t.memcpys.src_kind[h2d], MemoryKind::Pinned);
+  EXPECT_EQ(t.memcpys.dst_kind[h2d], MemoryKind::Device);
+  EXPECT_EQ(t.memcpys.bytes[h2d], 1048576u);
+  const auto d2h = find_name(t, t.memcpys, "Memcpy DtoH (Device -> Pageable)");
+  EXPECT_EQ(t.memcpys.direction[d2h], MemcpyDirection::DtoH);
+  EXPECT_EQ(t.memcpys.dst_kind[d2h], MemoryKind::Pageable);
+  EXPECT_EQ(t.memsets.mem_kind[0], MemoryKind::Device);
+  EXPECT_EQ(t.syncs.type[0], SyncType::StreamWaitEvent);
+  EXPECT_EQ(t.syncs.stream[0], 20);
+  EXPECT_EQ(t.syncs.event[0], 12);
+}
+
+TEST(KinetoImport, CollectivesFromKernelAndHostArgs) {
+  const Trace t = import_file("kineto/all_categories.json");
+  ASSERT_EQ(t.collectives.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(t.strings.get(t.collectives.op[i]), "allreduce");
+    EXPECT_EQ(t.collectives.count[i], 1048576u);
+    EXPECT_EQ(t.collectives.group_size[i], 8);
+    if (t.collectives.side[i] == CollectiveSide::Device) {
+      EXPECT_EQ(t.collectives.bytes[i], 4u * 1048576u);  // Float
+      EXPECT_EQ(t.strings.get(t.collectives.communicator[i]), "0");
+      EXPECT_EQ(t.collectives.correlation[i], 902u);
+    } else {
+      EXPECT_EQ(t.collectives.bytes[i], 2u * 1048576u);  // BFloat16
+      EXPECT_EQ(t.strings.get(t.collectives.communicator[i]), "3");
+    }
+  }
+}
+
+TEST(KinetoImport, ProcessesThreadsAndRank) {
+  const Trace t = import_file("kineto/all_categories.json");
+  // distributedInfo comes after traceEvents in this file: the rank still applies
+  bool found = false;
+  for (const Process& p : t.processes) {
+    EXPECT_EQ(p.rank, 5);
+    if (p.pid == 777) {
+      found = true;
+      EXPECT_EQ(p.name, "python3");
+    }
+  }
+  EXPECT_TRUE(found);
+  bool main_thread = false;
+  for (const Thread& th : t.threads) main_thread |= th.tid == 778 && th.name == "main";
+  EXPECT_TRUE(main_thread);
+  // counters from a 'C' event with two series
+  EXPECT_EQ(t.strings.get(t.counters.name[0]).substr(0, 7), "memory.");
+}
+
+TEST(KinetoImport, Legacy2021Categories) {
+  const Trace t = import_file("kineto/legacy_2021.json");
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.kernels.correlation[0], 501u);
+  EXPECT_EQ(t.kernels.external_id[0], 11u);  // lower-case "external id"
+  EXPECT_EQ(t.streams[t.tracks[t.kernels.track[0]].owner].stream, 7);
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys.src_kind[0], MemoryKind::Pageable);
+  EXPECT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.api_calls.size(), 2u);
+  const auto op = find_name(t, t.ranges, "aten::linear");
+  EXPECT_EQ(t.ranges.kind[op], RangeKind::CpuOp);
+  const auto py = find_name(t, t.ranges, "train.py(12): step");
+  EXPECT_EQ(t.ranges.kind[py], RangeKind::PythonFunction);
+  // the Python range contains the op: depth is computed per track
+  EXPECT_EQ(t.ranges.depth[py], 0);
+  EXPECT_EQ(t.ranges.depth[op], 1);
+  // legacy "stream 7" tid on the flow endpoint maps to the same numeric stream id
+  EXPECT_EQ(t.flows.size(), 2u);
+}
+
+TEST(KinetoImport, DirectoryOfRanks) {
+  const Trace t = import_file("kineto/two_ranks");
+  const auto s = summarize(t);
+  EXPECT_EQ(s.ranks, (std::vector<int>{0, 1}));
+  ASSERT_EQ(t.steps.size(), 2u);
+  // each rank's device 0 is its own device
+  EXPECT_EQ(t.devices.size(), 2u);
+  EXPECT_NE(t.devices[0].process, t.devices[1].process);
+}
+
+TEST(KinetoImport, BadInputsGiveOneClearLine) {
+  EXPECT_NE(import_error("").find("input.json"), std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": [").find("input.json"), std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": [{\"ph\": \"X\", \"ts\": \"late\"}]}").find("'ts' must be a number"),
+            std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": [{\"ts\": 1}]}").find("missing 'ph'"), std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"n\"}]}").find("missing 'ts'"),
+            std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": [{\"ph\": 5, \"ts\": 1}]}").find("'ph' must be a string"),
+            std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": {}}").find("'traceEvents' must be an array"), std::string::npos);
+  EXPECT_NE(import_error("{\"schemaVersion\": 1}").find("no 'traceEvents'"), std::string::npos);
+  EXPECT_NE(import_error("42").find("not a Chrome trace"), std::string::npos);
+  EXPECT_NE(import_error("{\"traceEvents\": []} trailing").find("input.json"), std::string::npos);
+  const std::string deep(100000, '[');
+  EXPECT_NE(import_error("{\"traceEvents\": " + deep).find("input.json"), std::string::npos);
+  // error messages are one line
+  for (const char* bad : {"{", "{\"traceEvents\": [1]}", "nul"}) {
+    const std::string e = import_error(bad);
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_NE(e, "OK");
+  }
+}
+
+TEST(KinetoImport, MegabyteStringsAndOddArgTypesAreFine) {
+  const std::string big(1 << 20, 'n');
+  const std::string json = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"" + big +
+                           "\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 2, \"args\": {\"External id\": \"0x10\", "
+                           "\"correlation\": [1], \"stream\": null}}]}";
+  Trace t;
+  auto st = import_kineto_buffer(json, "big.json", t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_EQ(t.ranges.size(), 1u);
+  EXPECT_EQ(t.strings.get(t.ranges.name[0]).size(), big.size());
+  EXPECT_EQ(t.ranges.external_id[0], 16u);
+  const bool noted = std::any_of(t.diagnostics.begin(), t.diagnostics.end(), [](const Diagnostic& d) {
+    return d.reason.find("unexpected type") != std::string::npos && d.count == 2;
+  });
+  EXPECT_TRUE(noted);
+}

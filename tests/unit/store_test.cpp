@@ -1,0 +1,219 @@
+// The SQLite store: a trace survives write -> read unchanged; bad files are refused with a
+// clear message; outputs are private and never partial.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tracetune/trace/file_io.h"
+#include "tracetune/trace/importers.h"
+#include "tracetune/trace/store.h"
+
+using namespace tt::trace;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "tt_store_XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+Trace fixture() {
+  Trace t;
+  const fs::path p[] = {fs::path(TT_TEST_DATA_DIR) / "kineto/all_categories.json"};
+  EXPECT_TRUE(import_any(p, t).ok());
+  t.finalize();
+  return t;
+}
+
+void exec_sql(const fs::path& db, const char* sql) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(h, sql, nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(h);
+}
+
+template <class V>
+void expect_same(const std::vector<V>& a, const std::vector<V>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << what << " row " << i;
+}
+
+void expect_same_strings(const Trace& a, const std::vector<StringId>& x, const Trace& b,
+                         const std::vector<StringId>& y, const char* what) {
+  ASSERT_EQ(x.size(), y.size()) << what;
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(a.strings.get(x[i]), b.strings.get(y[i])) << what;
+}
+
+}  // namespace
+
+TEST(Store, RoundTripKeepsEveryColumn) {
+  TempDir dir;
+  Trace t = fixture();
+  const fs::path db = dir.path / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  auto r = read_trace(db);
+  ASSERT_TRUE(r.ok()) << r.error();
+  const Trace& u = r.value();
+  EXPECT_EQ(u.clock_domain, t.clock_domain);
+  EXPECT_EQ(u.event_count(), t.event_count());
+  expect_same(t.kernels.start, u.kernels.start, "kernels.start");
+  expect_same(t.kernels.dur, u.kernels.dur, "kernels.dur");
+  expect_same(t.kernels.correlation, u.kernels.correlation, "kernels.correlation");
+  expect_same(t.kernels.config, u.kernels.config, "kernels.config");
+  expect_same_strings(t, t.kernels.name, u, u.kernels.name, "kernels.name");
+  expect_same(t.memcpys.direction, u.memcpys.direction, "memcpys.direction");
+  expect_same(t.memcpys.src_kind, u.memcpys.src_kind, "memcpys.src_kind");
+  expect_same(t.memcpys.bytes, u.memcpys.bytes, "memcpys.bytes");
+  expect_same(t.memcpys.async, u.memcpys.async, "memcpys.async");
+  expect_same(t.syncs.stream, u.syncs.stream, "syncs.stream");
+  expect_same(t.syncs.event, u.syncs.event, "syncs.event");
+  expect_same(t.ranges.depth, u.ranges.depth, "ranges.depth");
+  expect_same(t.ranges.kind, u.ranges.kind, "ranges.kind");
+  expect_same_strings(t, t.ranges.domain, u, u.ranges.domain, "ranges.domain");
+  expect_same(t.collectives.group_size, u.collectives.group_size, "collectives.group_size");
+  expect_same(t.collectives.bytes, u.collectives.bytes, "collectives.bytes");
+  expect_same(t.collectives.channels, u.collectives.channels, "collectives.channels");
+  expect_same(t.counters.value, u.counters.value, "counters.value");
+  expect_same(t.flows.id, u.flows.id, "flows.id");
+  expect_same(t.flows.phase, u.flows.phase, "flows.phase");
+  expect_same(t.steps.number, u.steps.number, "steps.number");
+  ASSERT_EQ(u.processes.size(), t.processes.size());
+  for (std::size_t i = 0; i < t.processes.size(); ++i) {
+    EXPECT_EQ(u.processes[i].pid, t.processes[i].pid);
+    EXPECT_EQ(u.processes[i].rank, t.processes[i].rank);
+    EXPECT_EQ(u.processes[i].name, t.processes[i].name);
+  }
+  ASSERT_EQ(u.devices.size(), t.devices.size());
+  EXPECT_EQ(u.devices[0].name, t.devices[0].name);
+  EXPECT_EQ(u.devices[0].total_memory, t.devices[0].total_memory);
+  ASSERT_EQ(u.diagnostics.size(), t.diagnostics.size());
+  EXPECT_EQ(u.diagnostics[0].reason, t.diagnostics[0].reason);
+}
+
+TEST(Store, IoCallsRoundTrip) {
+  TempDir dir;
+  Trace t;
+  const auto tr = t.add_thread({t.add_process({}), 99, "worker"});
+  auto& io = t.io_calls;
+  io.start = {10, 20};
+  io.dur = {5, 7};
+  io.track = {tr, tr};
+  io.name = {t.strings.intern("openat"), t.strings.intern("pread64")};
+  io.op = {IoOp::Open, IoOp::Read};
+  io.fd = {-1, 3};
+  io.path = {t.strings.intern("/data/x.bin"), t.strings.intern("/data/x.bin")};
+  io.bytes = {-1, 4096};
+  io.offset = {-1, 8192};
+  io.result = {3, 4096};
+  io.err = {0, 0};
+  ASSERT_TRUE(write_trace(t, dir.path / "io.db", "test").ok());
+  auto u = read_trace(dir.path / "io.db");
+  ASSERT_TRUE(u.ok()) << u.error();
+  expect_same(t.io_calls.fd, u->io_calls.fd, "fd");
+  expect_same(t.io_calls.bytes, u->io_calls.bytes, "bytes");
+  expect_same(t.io_calls.offset, u->io_calls.offset, "offset");
+  expect_same(t.io_calls.op, u->io_calls.op, "op");
+  EXPECT_EQ(u->strings.get(u->io_calls.path[1]), "/data/x.bin");
+}
+
+TEST(Store, OutputIsPrivateAndAtomic) {
+  TempDir dir;
+  Trace t = fixture();
+  const fs::path db = dir.path / "out.db";
+  {
+    std::ofstream(db) << "previous good content";
+  }
+  ::chmod(db.c_str(), 0644);
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(db.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  // no temporaries left behind
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(Store, FailedWriteLeavesNothing) {
+  TempDir dir;
+  Trace t = fixture();
+  auto st = write_trace(t, dir.path / "missing_dir" / "out.db", "test");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().find("missing_dir"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+TEST(Store, RefusesWhatIsNotATrace) {
+  TempDir dir;
+  const fs::path text = dir.path / "notes.txt";
+  std::ofstream(text) << "hello";
+  auto a = read_trace(text);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().find("not an SQLite database"), std::string::npos);
+  EXPECT_NE(a.error().find("notes.txt"), std::string::npos);
+
+  const fs::path foreign = dir.path / "foreign.db";
+  exec_sql(foreign, "CREATE TABLE foo(x); INSERT INTO foo VALUES(1);");
+  auto b = read_trace(foreign);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().find("not a tracetune trace"), std::string::npos);
+}
+
+TEST(Store, RefusesTriggersViewsAndNewerSchemas) {
+  TempDir dir;
+  Trace t = fixture();
+  const fs::path db = dir.path / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  const fs::path with_view = dir.path / "view.db";
+  fs::copy_file(db, with_view);
+  exec_sql(with_view, "CREATE VIEW v AS SELECT * FROM kernels;");
+  auto a = read_trace(with_view);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().find("view"), std::string::npos);
+
+  const fs::path with_trigger = dir.path / "trigger.db";
+  fs::copy_file(db, with_trigger);
+  exec_sql(with_trigger, "CREATE TRIGGER tr AFTER INSERT ON kernels BEGIN DELETE FROM kernels; END;");
+  auto b = read_trace(with_trigger);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().find("trigger"), std::string::npos);
+
+  const fs::path newer = dir.path / "newer.db";
+  fs::copy_file(db, newer);
+  exec_sql(newer, "UPDATE meta SET value='99' WHERE key='schema_version';");
+  auto c = read_trace(newer);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().find("schema version 99"), std::string::npos);
+}
+
+TEST(Store, RefusesDanglingReferences) {
+  TempDir dir;
+  Trace t = fixture();
+  const fs::path db = dir.path / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  exec_sql(db, "UPDATE kernels SET track_id = 100000 WHERE id = 1;");
+  auto r = read_trace(db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("corrupt trace"), std::string::npos);
+}
+
+TEST(Store, TruncatedFileIsAnError) {
+  TempDir dir;
+  Trace t = fixture();
+  const fs::path db = dir.path / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  fs::resize_file(db, fs::file_size(db) / 3);
+  auto r = read_trace(db);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("t.db"), std::string::npos);
+}
