@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Golden test for one real trace: import it with `tracetune import`, then check
+
+1. `tracetune info --json` equals the checked-in expected file (paths normalised);
+2. the event counts per kind equal counts taken from the source file by this script's own,
+   independent reading of it (Python's json module, not our importer);
+3. a few time-range queries over the trace DB (through its per-track indexes) equal the
+   checked-in expected answers;
+4. the file is private (0600) and `tracetune export --format chrome` writes valid JSON with
+   one complete event per span.
+
+Run with --update to rewrite the expected files after a deliberate change.
+"""
+import argparse
+import collections
+import gzip
+import json
+import os
+import pathlib
+import sqlite3
+import stat
+import subprocess
+import sys
+import tempfile
+
+SPAN_TABLES = ["kernels", "memcpys", "memsets", "api_calls", "syncs", "ranges", "steps",
+               "collectives", "io_calls"]
+
+
+def load_json(path: pathlib.Path):
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def source_counts(inputs):
+    """Counts per kind from the Kineto files, by the mapping in docs/trace-format.md."""
+    c = collections.Counter()
+    for path in inputs:
+        doc = load_json(path)
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        for e in events:
+            ph, cat, name = e.get("ph"), e.get("cat"), e.get("name", "")
+            args = e.get("args") or {}
+            if ph in ("s", "t", "f"):
+                c["flows"] += 1
+            elif ph == "M":
+                c["metadata"] += 1
+            elif ph in ("i", "I", "R", "n"):
+                c["ranges"] += 1
+            elif ph == "C":
+                c["counters"] += sum(1 for v in args.values() if isinstance(v, (int, float)))
+            elif ph == "X":
+                if cat in ("kernel", "Kernel"):
+                    c["kernels"] += 1
+                elif cat == "mtia_ccp_events":
+                    c["memcpys" if name == "dma_request" else "kernels"] += 1
+                elif cat in ("gpu_memcpy", "Memcpy"):
+                    c["memcpys"] += 1
+                elif cat in ("gpu_memset", "Memset"):
+                    c["memsets"] += 1
+                elif cat in ("cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime",
+                             "privateuse1_runtime", "privateuse1_driver"):
+                    c["api_calls"] += 1
+                elif cat == "cuda_sync":
+                    c["syncs"] += 1
+                else:
+                    c["ranges"] += 1
+                if isinstance(name, str) and name.startswith("ProfilerStep#") and cat not in (
+                        "kernel", "gpu_user_annotation"):
+                    c["steps"] += 1
+                if "Collective name" in args and cat in ("kernel", "cpu_op", "user_annotation"):
+                    c["collectives"] += 1
+            else:
+                c["skipped:" + str(ph)] += 1
+    return c
+
+
+def range_queries(db: pathlib.Path):
+    """Events per table overlapping windows of the busiest track: 4 quarters of its span."""
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    out = {}
+    for table in ("kernels", "ranges", "api_calls"):
+        row = con.execute(f"SELECT track_id, count(*) n FROM {table} GROUP BY track_id "
+                          f"ORDER BY n DESC, track_id LIMIT 1").fetchone()
+        if row is None:
+            continue
+        track = row[0]
+        lo, hi = con.execute(f"SELECT min(start_ns), max(end_ns) FROM {table} WHERE track_id=?",
+                             (track,)).fetchone()
+        span = hi - lo
+        answers = []
+        for q in range(4):
+            a, b = lo + span * q // 4, lo + span * (q + 1) // 4
+            n, busy = con.execute(
+                f"SELECT count(*), coalesce(sum(min(end_ns, ?) - max(start_ns, ?)), 0) FROM {table} "
+                f"WHERE track_id=? AND start_ns < ? AND end_ns > ?", (b, a, track, b, a)).fetchone()
+            answers.append({"window_ns": [a, b], "events": n, "covered_ns": busy})
+        out[table] = {"track_id": track, "events": row[1], "quarters": answers}
+    con.close()
+    return out
+
+
+def normalise(text: str, inputs) -> str:
+    for p in inputs:
+        text = text.replace(json.dumps(str(p))[1:-1], "<input>")
+    return text
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tracetune", required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--expected-dir", required=True, type=pathlib.Path)
+    ap.add_argument("--update", action="store_true")
+    ap.add_argument("inputs", nargs="+", type=pathlib.Path)
+    a = ap.parse_args()
+    inputs = [p.resolve() for p in a.inputs]
+    files = []
+    for p in inputs:
+        files += sorted(q for q in p.iterdir() if q.name.endswith((".json", ".json.gz"))) if p.is_dir() else [p]
+    failures = []
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = pathlib.Path(tmp) / "trace.db"
+        subprocess.run([a.tracetune, "import", "-q", *map(str, inputs), "-o", str(db)], check=True)
+        mode = stat.S_IMODE(os.stat(db).st_mode)
+        if mode != 0o600:
+            failures.append(f"trace file mode is {oct(mode)}, expected 0o600")
+
+        info_text = subprocess.run([a.tracetune, "info", "--json", str(db)], check=True,
+                                   capture_output=True, text=True).stdout
+        info = json.loads(normalise(info_text, inputs))
+        queries = range_queries(db)
+
+        # 2. independent counts
+        want = source_counts(files)
+        got = info["counts"]
+        for kind in ("kernels", "memcpys", "memsets", "api_calls", "syncs", "ranges", "steps",
+                     "collectives", "flows", "counters"):
+            if got.get(kind, 0) != want.get(kind, 0):
+                failures.append(f"{kind}: imported {got.get(kind, 0)}, source has {want.get(kind, 0)}")
+        meta_note = sum(d["count"] for d in info["diagnostics"] if d["reason"].startswith("metadata events"))
+        if meta_note != want.get("metadata", 0):
+            failures.append(f"metadata: noted {meta_note}, source has {want.get('metadata', 0)}")
+        for k, n in want.items():
+            if k.startswith("skipped:"):
+                ph = k.split(":", 1)[1]
+                noted = sum(d["count"] for d in info["diagnostics"] if f"phase '{ph}'" in d["reason"])
+                if noted != n:
+                    failures.append(f"phase {ph}: {n} events in source, {noted} counted as skipped")
+
+        # 4. chrome export
+        chrome = pathlib.Path(tmp) / "trace.json"
+        subprocess.run([a.tracetune, "export", str(db), "--format", "chrome", "-o", str(chrome)], check=True,
+                       capture_output=True)
+        exported = json.loads(chrome.read_text())
+        n_x = sum(1 for e in exported["traceEvents"] if e.get("ph") == "X")
+        n_spans = sum(got.get(t, 0) for t in SPAN_TABLES)
+        if n_x != n_spans:
+            failures.append(f"chrome export has {n_x} complete events, trace has {n_spans} spans")
+
+    # 1 + 3. golden files
+    a.expected_dir.mkdir(parents=True, exist_ok=True)
+    for suffix, value in (("info.json", info), ("queries.json", queries)):
+        path = a.expected_dir / f"{a.name}.{suffix}"
+        text = json.dumps(value, indent=1, sort_keys=True) + "\n"
+        if a.update:
+            path.write_text(text)
+        elif not path.exists():
+            failures.append(f"missing expected file {path} (run with --update)")
+        elif json.loads(path.read_text()) != value:
+            failures.append(f"{path.name} differs from `tracetune` output:\n{text}")
+
+    for f in failures:
+        print(f"FAIL {a.name}: {f}")
+    if not failures:
+        print(f"ok {a.name}: {info['total_events']} events, counts match the source")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
