@@ -371,7 +371,8 @@ std::pair<std::uint32_t, std::uint32_t> query_range(const SpanColumns& table,
                                                     std::uint32_t track, Ns t0, Ns t1) {
   auto it = std::lower_bound(slices.begin(), slices.end(), track,
                              [](const TrackSlice& s, std::uint32_t tr) { return s.track < tr; });
-  if (it == slices.end() || it->track != track || t1 <= t0) return {0, 0};
+  if (it == slices.end() || it->track != track) return {0, 0};
+  if (t1 <= t0) return {it->begin, it->begin};
   const auto* st = table.start.data();
   // Any event overlapping [t0,t1) starts in [t0 - max_dur, t1).
   const Ns lo_start = t0 - it->max_dur;
@@ -382,7 +383,8 @@ std::pair<std::uint32_t, std::uint32_t> query_range(const SpanColumns& table,
   // Skip leading candidates that ended before t0; later ones may still be non-overlapping
   // (a short event after a long one): callers filter by end when they need exactness.
   std::uint32_t f = first;
-  while (f < last && table.end(f) <= t0) ++f;
+  // (An instant, zero-length event exactly at t0 is inside the window.)
+  while (f < last && (table.end(f) < t0 || (table.end(f) == t0 && table.dur[f] > 0))) ++f;
   return {f, last};
 }
 

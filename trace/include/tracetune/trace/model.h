@@ -295,9 +295,10 @@ struct Trace {
   void compute_slices();
 };
 
-// Events on `track` in a finalized table overlapping [t0, t1): index range [first, last).
-// Uses the table's per-track slice and a binary search on start (plus the track's max
-// duration bound, so long events that begin before t0 are found too).
+// Events on `track` in a finalized table overlapping [t0, t1): an index range [first, last)
+// that contains every event with start < t1 and end > t0 (and instants in [t0, t1)). It may
+// also contain a few that end before t0 (behind a longer one): callers that need exactness
+// test the end. Binary search on start, bounded by the slice's longest event: O(log n + k).
 std::pair<std::uint32_t, std::uint32_t> query_range(const SpanColumns& table,
                                                     std::span<const TrackSlice> slices,
                                                     std::uint32_t track, Ns t0, Ns t1);
