@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -23,6 +24,10 @@ std::uint32_t le32(const unsigned char* p) {
   return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
          std::uint32_t(p[3]) << 24;
 }
+
+// DEFLATE cannot expand data more than 1032:1, so a size claim beyond that is a lie (a
+// corrupt or hostile trailer); never allocate for it.
+std::size_t max_inflated_size(std::size_t compressed) { return compressed * 1032 + 4096; }
 
 bool is_gzip(std::string_view d) {
   return d.size() >= 2 && static_cast<unsigned char>(d[0]) == 0x1f &&
@@ -47,6 +52,7 @@ Result<void> gunzip_into(std::string_view in, std::string& out) {
     // member; use it as a first guess and grow on demand.
     std::size_t guess = le32(reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4));
     if (guess < member.size()) guess = member.size() * 4;
+    guess = std::min(guess, max_inflated_size(member.size()));
     for (;;) {
       const std::size_t base = out.size();
       out.resize(base + guess);
@@ -115,6 +121,7 @@ Result<simdjson::padded_string> read_maybe_gzip(const fs::path& path) {
   // straight into the padded buffer the JSON parser needs, with no second copy.
   if (data.size() >= 18) {
     const std::size_t isize = le32(reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4));
+    if (isize > max_inflated_size(data.size())) return io_error(path, "corrupt gzip stream (impossible size)");
     simdjson::padded_string padded(isize);
     struct Free { void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); } };
     std::unique_ptr<libdeflate_decompressor, Free> dec(libdeflate_alloc_decompressor());
