@@ -49,7 +49,12 @@ def source_counts(inputs):
             elif ph in ("i", "I", "R", "n"):
                 c["ranges"] += 1
             elif ph == "C":
-                c["counters"] += sum(1 for v in args.values() if isinstance(v, (int, float)))
+                c["counters"] += sum(1 for v in args.values()
+                                     if isinstance(v, (int, float)) and not isinstance(v, bool))
+            elif ph == "E":
+                c["ranges"] += 1  # a B/E pair becomes one range
+            elif ph == "B":
+                pass
             elif ph == "X":
                 if cat in ("kernel", "Kernel"):
                     c["kernels"] += 1
@@ -66,10 +71,14 @@ def source_counts(inputs):
                     c["syncs"] += 1
                 else:
                     c["ranges"] += 1
-                if isinstance(name, str) and name.startswith("ProfilerStep#") and cat not in (
-                        "kernel", "gpu_user_annotation"):
+                device = cat in ("kernel", "Kernel", "mtia_ccp_events", "gpu_memcpy", "Memcpy", "gpu_memset",
+                                 "Memset", "cuda_sync", "gpu_user_annotation")
+                api = cat in ("cuda_runtime", "Runtime", "cuda_driver", "mtia_runtime", "privateuse1_runtime",
+                              "privateuse1_driver")
+                if (isinstance(name, str) and name.startswith("ProfilerStep#") and name[13:].isdigit()
+                        and not device and not api):
                     c["steps"] += 1
-                if "Collective name" in args and cat in ("kernel", "cpu_op", "user_annotation"):
+                if "Collective name" in args and (cat in ("kernel", "Kernel") or (not device and not api)):
                     c["collectives"] += 1
             else:
                 c["skipped:" + str(ph)] += 1

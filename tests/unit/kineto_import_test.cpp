@@ -230,3 +230,18 @@ TEST(KinetoImport, MegabyteStringsAndOddArgTypesAreFine) {
   });
   EXPECT_TRUE(noted);
 }
+
+TEST(KinetoImport, CounterArgsBeforePhase) {
+  // Field order is free in JSON: a counter whose args precede "ph" keeps its values.
+  Trace t;
+  auto st = import_kineto_buffer(
+      R"({"traceEvents": [{"args": {"bytes": 5, "flag": true}, "name": "mem", "ph": "C", "pid": 1, "tid": 1, "ts": 2},
+                          {"args": {"External id": 7}, "ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 3, "dur": 1}]})",
+      "order.json", t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_EQ(t.counters.size(), 1u);
+  EXPECT_EQ(t.counters.value[0], 5.0);
+  EXPECT_EQ(t.strings.get(t.counters.name[0]), "mem");
+  ASSERT_EQ(t.ranges.size(), 1u);
+  EXPECT_EQ(t.ranges.external_id[0], 7u);
+}

@@ -21,13 +21,13 @@ InputFormat detect_format(const fs::path& path) {
   if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b) return InputFormat::KinetoJson;
   if (n == 16 && std::memcmp(head, "SQLite format 3", 16) == 0) {
     auto db = sql::open_untrusted(path.string());
-    if (!db) return InputFormat::Unknown;
+    if (!db) return InputFormat::OtherSqlite;
     auto q = sql::Stmt::prepare(db->get(), "SELECT name FROM sqlite_schema WHERE type='table' AND name IN ('meta','StringIds')");
-    if (!q) return InputFormat::Unknown;
-    InputFormat f = InputFormat::Unknown;
+    if (!q) return InputFormat::OtherSqlite;
+    InputFormat f = InputFormat::OtherSqlite;
     while (q->step() == SQLITE_ROW) {
       if (q->text(0) == "meta") f = InputFormat::TracetuneDb;
-      else if (f == InputFormat::Unknown) f = InputFormat::NsysSqlite;
+      else if (f == InputFormat::OtherSqlite) f = InputFormat::NsysSqlite;
     }
     return f;
   }
@@ -51,6 +51,12 @@ Status import_any(std::span<const fs::path> inputs, Trace& out) {
       case InputFormat::NsysSqlite: st = import_nsys(in, out); break;
       case InputFormat::TracetuneDb:
         return make_error(in.string() + ": already a tracetune trace: use it directly (info, export, analyze)");
+      case InputFormat::OtherSqlite: {
+        // say what is wrong with it: unreadable, refused (triggers/views), or foreign
+        auto db = sql::open_untrusted(in.string());
+        if (!db) return make_error(db.error());
+        return make_error(in.string() + ": an SQLite database that is neither a tracetune trace nor an Nsight Systems export");
+      }
       case InputFormat::Unknown:
         return make_error(in.string() + ": unrecognised input (expected Kineto JSON, an nsys SQLite export or a tracetune trace)");
     }

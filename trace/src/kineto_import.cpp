@@ -81,6 +81,14 @@ bool us_token_to_ns(std::string_view tok, Ns& out) {
   return true;
 }
 
+// Stable across platforms and library versions (std::hash is not): string flow ids become
+// this number in the file.
+std::uint64_t fnv1a64(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
 bool parse_int_text(std::string_view s, std::int64_t& out) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   int base = 10;
@@ -241,7 +249,8 @@ class Importer {
   };
 
   Status parse_event(od::object obj, std::size_t index);
-  Status parse_args(od::object args, Args& a, bool counter);
+  // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
+  Status parse_args(od::object args, Args& a, int numeric);
   Status parse_device_properties(od::array arr);
   Status parse_distributed_info(od::object obj);
   Error fail(std::string_view what, std::size_t index) const;
@@ -412,7 +421,7 @@ bool get_dim3(od::value v, std::int64_t (&out)[3]) {
   return i == 3;
 }
 
-Status Importer::parse_args(od::object args, Args& a, bool counter) {
+Status Importer::parse_args(od::object args, Args& a, int numeric) {
   for (auto field : args) {
     std::string_view key;
     if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
@@ -426,11 +435,17 @@ Status Importer::parse_args(od::object args, Args& a, bool counter) {
     auto take_str = [&](std::string_view& dst) {
       if (v.get_string().get(dst)) ok = false;
     };
-    if (counter) {  // 'C' events: every numeric arg is a series
+    if (numeric != 0) {  // 'C' events (or 'ph' not seen yet): numeric args may be series
+      od::json_type type;
       double d;
-      if (!v.get_double().get(d)) a.numeric.emplace_back(key, d);
-      else ++ignored_arg_types_;
-      continue;
+      if (!v.type().get(type) && type == od::json_type::number && !v.get_double().get(d)) {
+        a.numeric.emplace_back(key, d);
+        if (numeric == 1) continue;
+        // not known to be a counter: fall through, the value may also be a known arg
+        // (On-Demand scalars can be read again until the iterator moves on)
+      } else if (numeric == 1) {
+        continue;
+      }
     }
     switch (key.size()) {
       case 4:
@@ -498,7 +513,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
         if (get_int(v, x)) { flow_id = static_cast<std::uint64_t>(x); has_id = true; }
         else {
           std::string_view s;  // Chrome ids may be strings like "0x1f"
-          if (!v.get_string().get(s)) { flow_id = std::hash<std::string_view>{}(s); has_id = true; }
+          if (!v.get_string().get(s)) { flow_id = fnv1a64(s); has_id = true; }
         }
       } else if (key == "bp") {
         if (v.get_string().get(bp)) bp = {};
@@ -528,7 +543,8 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     } else if (key == "args") {
       od::object a;
       if (v.get_object().get(a)) return fail("'args' must be an object", index);
-      if (auto st = parse_args(a, args, ph == "C"); !st) return st;
+      // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
+      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" ? 1 : 0); !st) return st;
       has_args = true;
     }
   }
@@ -898,11 +914,14 @@ Status Importer::run(simdjson::padded_string_view json) {
         if (auto st = parse_distributed_info(o); !st) return st;
       } else if (key == "baseTimeNanoseconds" || key == "schemaVersion" || key == "traceName" ||
                  key == "displayTimeUnit") {
-        std::string_view tok = v.raw_json_token();
-        {
-          while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == ',' || tok.back() == '\r' || tok.back() == '\t')) tok.remove_suffix(1);
-          t_.metadata.emplace_back(std::string(source_) + ":" + std::string(key), std::string(tok));
+        std::string_view text;
+        if (v.get_string().get(text)) {  // numbers: keep the token as written
+          text = v.raw_json_token();
+          while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == ',' ||
+                                   text.back() == '\r' || text.back() == '\t'))
+            text.remove_suffix(1);
         }
+        t_.metadata.emplace_back(source_ + ":" + std::string(key), std::string(text));
       }
     }
   } else {

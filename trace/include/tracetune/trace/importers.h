@@ -15,7 +15,7 @@
 
 namespace tt::trace {
 
-enum class InputFormat { Unknown, KinetoJson, NsysSqlite, TracetuneDb };
+enum class InputFormat { Unknown, KinetoJson, NsysSqlite, TracetuneDb, OtherSqlite };
 
 // Sniffs a path: a directory of JSON files is Kineto; SQLite files are told apart by schema.
 InputFormat detect_format(const std::filesystem::path& path);

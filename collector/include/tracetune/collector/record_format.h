@@ -1,0 +1,220 @@
+// The raw record format: what the injected collector writes, per process, and the merger
+// reads. Shared by the collector library (which must stay dependency-free: plain C++ with
+// no exceptions, no allocation on the hot path) and by the merger.
+//
+// One file per process: <out>/<host>/proc-<pid>-<start_ns>.ttr, created 0600 with
+// O_EXCL|O_NOFOLLOW in a 0700 directory. Layout:
+//
+//   [FileHeader, kHeaderSize bytes][chunk 0][chunk 1]...   each chunk kChunkSize bytes
+//
+// Each writing thread owns one chunk at a time, mapped MAP_SHARED: a record is in the page
+// cache as soon as it is written, so a SIGKILLed process keeps every committed record with
+// no flush. Chunks are reserved with fallocate first, so a full disk is an error at chunk
+// reservation (recording stops, counted), never a SIGBUS inside the job.
+//
+// Records inside a chunk are packed, each 8-byte aligned:
+//
+//   RecordHeader{size, type, flags, checksum, tid} + payload, size = header + payload, padded
+//
+// Commit protocol: the writer fills the payload, type, tid and checksum, then stores `size`
+// last with release order. A reader sees size == 0 as "no more records in this chunk". A
+// record whose checksum does not match is a torn write (crash mid-record, lost page):
+// the reader stops that chunk there and reports it; nothing before it is lost.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tt::collector {
+
+inline constexpr char kMagic[8] = {'T', 'T', 'R', 'E', 'C', 'O', 'R', 'D'};
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kHeaderSize = 4096;
+inline constexpr std::uint32_t kChunkSize = 1u << 20;  // 1 MiB per thread at a time
+inline constexpr std::uint32_t kMaxRecordSize = 64u * 1024u;
+
+// File header. Fields that become known later (end time, exit status) are updated in
+// place in the mapped header; all fields are little-endian host order.
+struct FileHeader {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_size;   // kHeaderSize
+  std::uint32_t chunk_size;    // kChunkSize
+  std::uint32_t flags;         // FileFlags
+  std::int64_t pid;
+  std::int64_t ppid;
+  std::int64_t start_mono_ns;  // CLOCK_MONOTONIC at process start (the trace clock)
+  std::int64_t start_real_ns;  // CLOCK_REALTIME at the same instant (cross-host alignment)
+  std::int64_t end_mono_ns;    // 0 until the process ends cleanly (exit/_exit/exec)
+  std::int32_t exit_status;    // valid when flags & kExited
+  std::int32_t rank;           // -1 unknown (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID)
+  std::int32_t local_rank;     // -1 unknown (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID)
+  std::int32_t world_size;     // -1 unknown
+  std::uint32_t chunks_reserved;  // chunks allocated so far (the file may be longer on disk)
+  std::uint32_t reserved0;
+  char host[64];               // NUL-terminated
+  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64];
+};
+static_assert(sizeof(FileHeader) == kHeaderSize, "FileHeader must fill the header page");
+
+enum FileFlags : std::uint32_t {
+  kExited = 1u << 0,         // end_mono_ns and exit_status are valid
+  kExecReplaced = 1u << 1,   // the process image was replaced by exec (a new file follows)
+  kForkChild = 1u << 2,      // started by fork() from a recorded parent (ppid's file)
+  kRecordingStopped = 1u << 3,  // an error (e.g. ENOSPC) stopped recording; see kDropped
+};
+
+struct RecordHeader {
+  std::uint32_t size;      // header + payload, multiple of 8; 0 = end of data in this chunk
+  std::uint16_t type;      // RecordType
+  std::uint16_t flags;     // reserved, 0
+  std::uint32_t checksum;  // checksum32() over type, flags, tid and the payload bytes
+  std::uint32_t tid;       // kernel thread id of the writer
+};
+static_assert(sizeof(RecordHeader) == 16);
+
+enum class RecordType : std::uint16_t {
+  String = 1,       // StringRecord + bytes: defines a per-process string id
+  ProcessInfo = 2,  // ProcessInfoRecord: command line / environment / executable string ids
+  ThreadName = 3,   // ThreadNameRecord
+  Io = 4,           // IoRecord
+  Range = 5,        // RangeRecord: a closed NVTX / Python / user range
+  Mark = 6,         // MarkRecord: an instant
+  Step = 7,         // StepRecord: a training step or a "waiting for the next batch" span
+  Fork = 8,         // ForkRecord: this process forked a child
+  Exec = 9,         // ExecRecord: this process is about to exec (the image is replaced)
+  Exit = 10,        // ExitRecord: the process is leaving (exit, _exit, fatal signal)
+  Dropped = 11,     // DroppedRecord: events not recorded, with the reason
+  Counter = 12,     // CounterRecord
+  // 100..199 reserved for GPU capture (CUPTI) and the NCCL profiler plugin.
+};
+
+// Interned string: ids are per process file, assigned by the writer, 0 = empty string.
+struct StringRecord {
+  std::uint32_t id;
+  std::uint32_t length;  // bytes that follow (not NUL-terminated)
+};
+
+struct ProcessInfoRecord {
+  std::uint32_t command_line;  // string id: argv joined by spaces (arguments quoted if needed)
+  std::uint32_t executable;    // string id: /proc/self/exe target
+  std::uint32_t environment;   // string id: NAME=value lines, secrets redacted; 0 with --no-env
+  std::uint32_t cwd;           // string id
+};
+
+struct ThreadNameRecord {
+  std::uint32_t tid;
+  std::uint32_t name;  // string id
+};
+
+// The libc function that was called (a finer grain than the trace's IoOp).
+enum class IoFunc : std::uint8_t {
+  Open, Open64, OpenAt, OpenAt64, Creat, Creat64, Open2, Open64_2, OpenAt2,
+  Read, Pread, Pread64, Readv, Preadv, Preadv64, Preadv2,
+  Write, Pwrite, Pwrite64, Writev,
+  Close, Lseek, Lseek64,
+  Stat, Fstat, Lstat, Fstatat, Statx, Stat64, Fstat64, Lstat64, Fstatat64,
+  Mmap, Mmap64,
+  Fopen, Fopen64, Fread, Fwrite, Fclose,
+  Count
+};
+
+struct IoRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::int64_t bytes;    // requested (read/write) or mapped length; -1 n/a
+  std::int64_t offset;   // explicit (pread) or current file offset when known; -1 n/a
+  std::int64_t result;   // the call's return value (fd, bytes, 0/-1, or 0/1 for pointers)
+  std::int32_t fd;       // -1 n/a
+  std::int32_t err;      // errno when the call failed, else 0
+  std::uint32_t path;    // string id of the path (from the call or the fd table), 0 unknown
+  IoFunc func;
+  std::uint8_t pad[3];
+};
+
+enum class RangeSource : std::uint8_t { Nvtx = 0, Python = 1, User = 2 };
+
+struct RangeRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t name;      // string id
+  std::uint32_t domain;    // string id (NVTX domain name; 0 = default domain)
+  std::uint32_t category;  // NVTX category id, 0 none
+  std::uint32_t color;     // ARGB, 0 none
+  std::uint64_t payload;   // NVTX payload value (or NCCL payload summary), 0 none
+  std::uint16_t depth;     // nesting depth on its thread at push time (push/pop ranges)
+  RangeSource source;
+  std::uint8_t flags;      // bit 0: start/end (not push/pop) range; bit 1: payload valid
+  std::uint32_t pad;
+};
+
+struct MarkRecord {
+  std::int64_t ts_ns;
+  std::uint32_t name;
+  std::uint32_t domain;
+  std::uint32_t category;
+  RangeSource source;
+  std::uint8_t pad[3];
+};
+
+enum class StepKind : std::uint8_t { Step = 0, BatchWait = 1, OptimizerStep = 2 };
+
+struct StepRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::int64_t number;  // step number (BatchWait: the step it waits for)
+  StepKind kind;
+  std::uint8_t pad[7];
+};
+
+struct ForkRecord {
+  std::int64_t ts_ns;
+  std::int64_t child_pid;
+};
+
+struct ExecRecord {
+  std::int64_t ts_ns;
+  std::uint32_t path;  // string id of the program
+  std::uint32_t pad;
+};
+
+struct ExitRecord {
+  std::int64_t ts_ns;
+  std::int32_t status;  // exit status, or 128 + signal for a fatal signal
+  std::int32_t how;     // 0 exit(), 1 _exit()/_Exit(), 2 signal
+};
+
+struct DroppedRecord {
+  std::uint64_t count;
+  std::uint32_t reason;  // string id
+  std::uint32_t pad;
+};
+
+struct CounterRecord {
+  std::int64_t ts_ns;
+  std::uint32_t name;  // string id
+  std::uint32_t pad;
+  double value;
+};
+
+// FNV-1a-style 32-bit checksum, cheap enough for the hot path; it detects torn and
+// zero-filled records, not adversaries.
+inline std::uint32_t checksum32(const void* data, std::size_t n, std::uint32_t h = 2166136261u) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+// Checksum of a record as the writer computes it: type, flags and tid, then the payload.
+inline std::uint32_t record_checksum(const RecordHeader& h, const void* payload, std::size_t n) {
+  std::uint32_t c = checksum32(&h.type, sizeof h.type);
+  c = checksum32(&h.flags, sizeof h.flags, c);
+  c = checksum32(&h.tid, sizeof h.tid, c);
+  return checksum32(payload, n, c);
+}
+
+inline constexpr std::uint32_t padded_record_size(std::size_t payload) {
+  return static_cast<std::uint32_t>((sizeof(RecordHeader) + payload + 7) & ~std::size_t{7});
+}
+
+}  // namespace tt::collector
