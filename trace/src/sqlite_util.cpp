@@ -4,10 +4,23 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <mutex>
 
 namespace tt::trace::sql {
 
+void configure_sqlite() {
+  // Memory statistics take a process-wide mutex on every allocation, which serializes the
+  // parallel table readers; we never read the statistics. Must precede sqlite3_initialize;
+  // if the host program already initialized SQLite this is refused, harmlessly.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    sqlite3_initialize();
+  });
+}
+
 Result<Db> open_untrusted(const std::string& path) {
+  configure_sqlite();
   // Check the magic first: SQLite would happily "open" any file and fail later with a vague
   // "file is not a database".
   {

@@ -80,6 +80,9 @@ inline Status exec(sqlite3* db, const char* sql) {
   return {};
 }
 
+// Process-wide SQLite settings for our use (no allocation statistics); call before opening.
+void configure_sqlite();
+
 // Opens an untrusted database read-only with SQLite's defensive settings: no triggers, no
 // views, no untrusted schema functions, no memory mapping, and cell-size checks. Refuses a
 // file that is not SQLite or that defines triggers or views (they can run code on read).

@@ -251,20 +251,19 @@ Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
   return {};
 }
 
+// Reads the rows with lo <= id < hi, in id order, appending to `t`.
 template <class Table, class Def>
-Status read_span_table(sqlite3* db, Table& t, const Def& d) {
-  {
-    auto cnt = Stmt::prepare(db, "SELECT count(*) FROM " + std::string(d.name));
-    if (!cnt) return make_error(cnt.error());
-    if (cnt->step() == SQLITE_ROW) {
-      const auto n = static_cast<std::size_t>(cnt->i64(0));
-      t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
-      std::apply([&](const auto&... c) { ((t.*c.member).reserve(n), ...); }, d.cols);
-    }
-  }
-  auto st = Stmt::prepare(db, select_sql(d));
+Status read_span_rows(sqlite3* db, Table& t, const Def& d, std::int64_t lo, std::int64_t hi) {
+  std::string sql = select_sql(d);
+  sql.insert(sql.size() - std::string(" ORDER BY id").size(), " WHERE id >= ?1 AND id < ?2");
+  auto st = Stmt::prepare(db, sql);
   if (!st) return make_error(std::string(d.name) + ": " + st.error());
   Stmt& s = st.value();
+  s.bind(1, lo);
+  s.bind(2, hi);
+  const auto n = static_cast<std::size_t>(hi - lo);  // ids are dense: the exact row count
+  t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
+  std::apply([&](const auto&... c) { ((t.*c.member).reserve(n), ...); }, d.cols);
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     t.track.push_back(static_cast<std::uint32_t>(s.i64(0)));
@@ -277,6 +276,50 @@ Status read_span_table(sqlite3* db, Table& t, const Def& d) {
   }
   if (rc != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
   return {};
+}
+
+// One event table read as id-range chunks on parallel connections, then concatenated in
+// order: the per-row cost of SQLite, not I/O, bounds loading, so a big table must be split
+// across cores too.
+template <class Table, class Def>
+struct ChunkedRead {
+  Table* dst;
+  const Def* def;
+  std::vector<Table> parts;
+
+  Status plan(sqlite3* db, std::size_t rows_per_chunk, std::vector<std::function<Status(sqlite3*)>>& jobs) {
+    // two subqueries: each is one b-tree descent, while "min(id), max(id)" together scan
+    const std::string name(def->name);
+    auto q = Stmt::prepare(db, "SELECT (SELECT min(id) FROM " + name + "), (SELECT max(id) FROM " + name + ")");
+    if (!q) return make_error(q.error());
+    if (q->step() != SQLITE_ROW || sqlite3_column_type(q->get(), 0) == SQLITE_NULL) return {};
+    const std::int64_t lo = q->i64(0), hi = q->i64(1) + 1;
+    const auto step = static_cast<std::int64_t>(rows_per_chunk);
+    parts.resize(static_cast<std::size_t>((hi - lo + step - 1) / step));
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const std::int64_t a = lo + static_cast<std::int64_t>(i) * step, b = std::min(hi, a + step);
+      jobs.emplace_back([this, i, a, b](sqlite3* c) { return read_span_rows(c, parts[i], *def, a, b); });
+    }
+    return {};
+  }
+
+  void finish() {
+    std::size_t n = 0;
+    for (const auto& p : parts) n += p.size();
+    auto append = [&](auto member) {
+      auto& out = (*dst).*member;
+      out.reserve(n);
+      for (auto& p : parts) out.insert(out.end(), (p.*member).begin(), (p.*member).end());
+    };
+    append(&Table::start); append(&Table::dur); append(&Table::track); append(&Table::name);
+    std::apply([&](const auto&... c) { (append(c.member), ...); }, def->cols);
+    parts.clear();
+  }
+};
+
+template <class Table, class Def>
+ChunkedRead<Table, Def> chunked(Table& t, const Def& d) {
+  return {&t, &d, {}};
 }
 
 void bind_text_or_null(Stmt& s, int i, const std::string& v) {
@@ -457,6 +500,7 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
   t.finalize();
   auto out = AtomicOutput::create(path);
   if (!out) return make_error(out.error());
+  sql::configure_sqlite();
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(out->temp_path().c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, nullptr);
@@ -619,38 +663,43 @@ Result<Trace> read_trace(const fs::path& path) {
                                std::string(s->text(2)), static_cast<std::uint64_t>(s->i64(3))});
     }
   }
-  // The event tables are independent: read them on parallel connections (SQLite's per-row
-  // cost, not I/O, bounds loading). Largest tables start first.
   {
-    std::vector<std::function<Status(sqlite3*)>> jobs = {
-        [&](sqlite3* c) { return read_span_table(c, t.ranges, kRanges); },
-        [&](sqlite3* c) { return read_span_table(c, t.kernels, kKernels); },
-        [&](sqlite3* c) { return read_span_table(c, t.api_calls, kApiCalls); },
-        [&](sqlite3* c) { return read_span_table(c, t.memcpys, kMemcpys); },
-        [&](sqlite3* c) { return read_span_table(c, t.io_calls, kIoCalls); },
-        [&](sqlite3* c) { return read_span_table(c, t.memsets, kMemsets); },
-        [&](sqlite3* c) { return read_span_table(c, t.syncs, kSyncs); },
-        [&](sqlite3* c) { return read_span_table(c, t.steps, kSteps); },
-        [&](sqlite3* c) { return read_span_table(c, t.collectives, kCollectives); },
-    };
+    const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
+    std::size_t total = 0;
+    {
+      // rows are numbered densely by the writer: max(id) is the size without a scan
+      auto q = Stmt::prepare(db, "SELECT coalesce((SELECT max(id) FROM ranges), 0) + coalesce((SELECT max(id) FROM kernels), 0) + "
+                                 "coalesce((SELECT max(id) FROM api_calls), 0)");
+      if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
+    }
+    const std::size_t chunk = std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
+    auto readers = std::make_tuple(chunked(t.ranges, kRanges), chunked(t.kernels, kKernels),
+                                   chunked(t.api_calls, kApiCalls), chunked(t.memcpys, kMemcpys),
+                                   chunked(t.io_calls, kIoCalls), chunked(t.memsets, kMemsets),
+                                   chunked(t.syncs, kSyncs), chunked(t.steps, kSteps),
+                                   chunked(t.collectives, kCollectives));
+    std::vector<std::function<Status(sqlite3*)>> jobs;
+    Status planned;
+    std::apply([&](auto&... r) { ((planned.ok() ? (void)(planned = r.plan(db, chunk, jobs)) : (void)0), ...); }, readers);
+    if (!planned) return fail("corrupt trace: " + planned.error());
     std::vector<Status> results(jobs.size());
     std::atomic<std::size_t> next{0};
     auto worker = [&](sqlite3* conn) {
       for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
     };
-    const unsigned extra = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()) - 1, 7);
     std::vector<sql::Db> conns;
-    for (unsigned i = 0; i < extra; ++i) {
+    for (unsigned i = 1; i < std::min<std::size_t>(threads, jobs.size()); ++i) {
       auto c = sql::open_untrusted(p);
       if (!c) break;
       conns.push_back(std::move(c.value()));
     }
-    std::vector<std::thread> threads;
-    for (auto& c : conns) threads.emplace_back(worker, c.get());
+    std::vector<std::thread> pool;
+    for (auto& c : conns) pool.emplace_back(worker, c.get());
     worker(db);
-    for (auto& th : threads) th.join();
+    for (auto& th : pool) th.join();
     for (const auto& st : results)
       if (!st) return fail("corrupt trace: " + st.error());
+    std::apply([](auto&... r) { (r.finish(), ...); }, readers);
   }
 
   // Validate references so later code can index without checks.
