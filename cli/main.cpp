@@ -1,8 +1,6 @@
 // The `tracetune` command: thin verbs over the modules. Each verb parses its flags, calls one
 // module function, prints a result or a one-line error, and returns 0 (ok), 1 (failed) or
 // 2 (usage).
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +10,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tracetune/collector/launcher.h"
+#include "tracetune/collector/merge.h"
 #include "tracetune/trace/exporters.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
@@ -69,6 +69,28 @@ int cmd_export(const std::string& input, const std::string& format, const std::s
   return 0;
 }
 
+int cmd_record(collector::RecordOptions opt) {
+  auto r = collector::record(opt);
+  if (!r) return fail(r.error());
+  return r->exit_code;  // the job's, unchanged, even when the trace could not be written
+}
+
+int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
+  std::vector<fs::path> paths(dirs.begin(), dirs.end());
+  collector::MergeReport report;
+  collector::MergeOptions mopt;
+  auto t = collector::merge_raw(paths, mopt, report);
+  if (!t) return fail(t.error());
+  if (auto st = trace::write_trace(t.value(), output, "tracetune merge " TT_VERSION); !st) return fail(st.error());
+  std::printf("%s", trace::summary_text(trace::summarize(t.value())).c_str());
+  for (const auto& h : report.hosts)
+    std::printf("host %-20s clock offset %lld ns (%zu files)\n", h.host.c_str(), static_cast<long long>(h.offset_ns), h.files);
+  if (report.truncated > 0) std::printf("%zu processes ended without an exit record (marked truncated)\n", report.truncated);
+  for (const auto& w : report.warnings) std::printf("warning: %s\n", w.c_str());
+  std::printf("wrote %s\n", output.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,7 +101,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 #endif
-  ::umask(077);  // every file we create is private to the user
+  // No umask change here: `record` passes it on to the job, which must behave as without us.
+  // Every file we create is made private explicitly (0600 files, 0700 directories).
   CLI::App app{"tracetune: profile GPU training jobs, find each step's bottleneck, and tune it.\n"
                "Traces are SQLite files (docs/trace-format.md); Kineto JSON and Nsight Systems\n"
                "SQLite exports are accepted wherever a trace is."};
@@ -106,6 +129,27 @@ int main(int argc, char** argv) {
   exp->add_option("--format", exp_format, "Output format")->check(CLI::IsMember({"chrome"}));
   exp->add_option("-o,--output", exp_out, "Output file")->required();
 
+  collector::RecordOptions rec_opt;
+  std::string rec_trace = "io,nvtx,python";
+  std::string rec_out = "trace.db";
+  bool rec_no_env = false;
+  auto* rec = app.add_subcommand("record", "Run a job with the collector injected and record it into a trace:\n"
+                                           "  tracetune record [-o OUT.db] [--trace io,nvtx,python] -- CMD...");
+  rec->add_option("-o,--output", rec_out, "Trace database to write (default trace.db)");
+  rec->add_option("--trace", rec_trace, "What to record: comma-separated io, nvtx, python");
+  rec->add_flag("--no-env", rec_no_env, "Do not record the job's environment (secrets are always redacted)");
+  std::string rec_raw;
+  rec->add_option("--raw-dir", rec_raw, "Directory for the per-process record files (default OUT.db.raw; must not exist or be empty)");
+  rec->add_flag("--keep-raw", rec_opt.keep_raw, "Keep the per-process record files (OUT.db.raw/) after merging");
+  rec->add_option("command", rec_opt.command, "The job to run, after --")->required();
+  rec->positionals_at_end();
+
+  std::vector<std::string> merge_dirs;
+  std::string merge_out;
+  auto* mrg = app.add_subcommand("merge", "Join raw record directories (e.g. one per host, from record --keep-raw) into one trace, aligning clocks");
+  mrg->add_option("dirs", merge_dirs, "Raw record directories")->required();
+  mrg->add_option("-o,--output", merge_out, "Output trace database")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -115,5 +159,21 @@ int main(int argc, char** argv) {
   if (*imp) return cmd_import(imp_inputs, imp_out, imp_quiet);
   if (*info) return cmd_info(info_in, info_json);
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
+  if (*mrg) return cmd_merge(merge_dirs, merge_out);
+  if (*rec) {
+    rec_opt.output = rec_out;
+    rec_opt.raw_dir = rec_raw;
+    rec_opt.record_env = !rec_no_env;
+    rec_opt.trace.clear();
+    for (std::size_t pos = 0; pos <= rec_trace.size();) {
+      const auto comma = std::min(rec_trace.find(',', pos), rec_trace.size());
+      const std::string item = rec_trace.substr(pos, comma - pos);
+      if (item != "io" && item != "nvtx" && item != "python")
+        return fail("record: unknown --trace item '" + item + "' (known: io, nvtx, python)");
+      rec_opt.trace.push_back(item);
+      pos = comma + 1;
+    }
+    return cmd_record(rec_opt);
+  }
   return 2;
 }

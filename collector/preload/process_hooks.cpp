@@ -1,0 +1,260 @@
+// Process lifecycle hooks for libtracetune_collector.so: fork, exec, exit, thread names.
+//
+// Place in the collector: these wrappers tell writer.cpp when the process changes identity
+// or ends; the bookkeeping itself (files, header flags, records) lives in writer.cpp.
+//
+//  - fork(): the child gets its own record file from the pthread_atfork child handler (it
+//    runs first among child handlers because we register from the library constructor);
+//    the parent records Fork{child pid} from the wrapper, the only place that knows the pid.
+//    _Fork() (glibc >= 2.34, runs no atfork handlers) is wrapped for the same reason.
+//  - vfork(): deliberately not interposed (a C wrapper cannot return twice on one stack).
+//    A vfork child shares our memory, so exec*/_exit wrappers and the exit handler detect it
+//    (getpid() differs from the pid that owns the file) and then only call the real function.
+//  - exec family: Exec record and kExecReplaced before the call, undone if exec returns;
+//    the new image re-initializes through LD_PRELOAD and writes its own file (same pid).
+//    posix_spawn needs no hook: its child runs only libc-internal code, then a new image.
+//  - exit(): an on_exit handler (gets the status); _exit()/_Exit() are wrapped because
+//    multiprocessing children (PyTorch DataLoader workers) leave through os._exit().
+//  - Signals: no handlers are installed; a killed process keeps every committed record and
+//    the merger marks it truncated (no Exit record).
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "writer.h"
+
+#define TT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace tt::collector {
+namespace {
+
+using fork_fn = pid_t (*)();
+using execve_fn = int (*)(const char*, char* const[], char* const[]);
+using execv_fn = int (*)(const char*, char* const[]);
+using fexecve_fn = int (*)(int, char* const[], char* const[]);
+using exit_fn = void (*)(int);
+using setname_fn = int (*)(pthread_t, const char*);
+
+constinit RealFunction<fork_fn> r_fork{"fork"};
+constinit RealFunction<fork_fn> r_Fork{"_Fork"};
+constinit RealFunction<execve_fn> r_execve{"execve"};
+constinit RealFunction<execv_fn> r_execv{"execv"};
+constinit RealFunction<execv_fn> r_execvp{"execvp"};
+constinit RealFunction<execve_fn> r_execvpe{"execvpe"};
+constinit RealFunction<fexecve_fn> r_fexecve{"fexecve"};
+constinit RealFunction<exit_fn> r_exit{"_exit"};
+constinit RealFunction<exit_fn> r_Exit{"_Exit"};
+constinit RealFunction<setname_fn> r_setname{"pthread_setname_np"};
+
+// Exec record before the call; the header mark is undone if exec returns (it failed).
+template <class Call>
+int traced_exec(const char* path, std::uint32_t path_id, Call call) {
+  const bool marked = record_exec(path, path_id);
+  const int result = call();
+  if (marked) {
+    const int err = errno;
+    exec_failed();
+    errno = err;
+  }
+  return result;
+}
+
+int do_execve(const char* path, char* const argv[], char* const envp[]) {
+  execve_fn real = r_execve.get();
+  return traced_exec(path, 0, [&] {
+    return real ? real(path, argv, envp) : static_cast<int>(::syscall(SYS_execve, path, argv, envp));
+  });
+}
+
+int do_execvp(const char* file, char* const argv[]) {
+  execv_fn real = r_execvp.get();
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return traced_exec(file, 0, [&] { return real(file, argv); });
+}
+
+int do_execvpe(const char* file, char* const argv[], char* const envp[]) {
+  execve_fn real = r_execvpe.get();
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return traced_exec(file, 0, [&] { return real(file, argv, envp); });
+}
+
+// execl-style argument lists: the arguments after `first`, up to the terminating null.
+std::size_t count_args(const char* first, va_list ap) {
+  if (first == nullptr) return 0;
+  std::size_t n = 1;
+  while (va_arg(ap, const char*) != nullptr) ++n;
+  return n;
+}
+
+void fill_args(char** argv, std::size_t n, const char* first, va_list ap) {
+  if (n > 0) argv[0] = const_cast<char*>(first);
+  for (std::size_t i = 1; i < n; ++i) argv[i] = va_arg(ap, char*);
+  argv[n] = nullptr;
+}
+
+void atfork_child() { restart_in_fork_child(); }
+
+void at_exit(int status, void*) { record_exit(status, 0); }
+
+}  // namespace
+
+void resolve_process_functions() {
+  r_fork.get(), r_Fork.get(), r_execve.get(), r_execv.get(), r_execvp.get(), r_execvpe.get();
+  r_fexecve.get(), r_exit.get(), r_Exit.get(), r_setname.get();
+}
+
+void install_process_handlers() {
+  pthread_atfork(nullptr, nullptr, &atfork_child);
+  on_exit(&at_exit, nullptr);
+}
+
+}  // namespace tt::collector
+
+using namespace tt::collector;
+
+// ---- fork ----
+
+TT_EXPORT pid_t fork(void) {
+  fork_fn real = r_fork.get();
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  // Held across the whole fork: I/O in other atfork handlers on this thread must not be
+  // recorded into a file that is about to belong to the other process.
+  ReentryGuard guard;
+  const pid_t pid = real();
+  if (pid > 0 && guard.active()) {
+    const int err = errno;
+    record_fork(pid);
+    errno = err;
+  }
+  return pid;
+}
+
+#if __GLIBC_PREREQ(2, 34)  // _Fork: async-signal-safe fork without atfork handlers
+TT_EXPORT pid_t _Fork(void) noexcept {
+  fork_fn real = r_Fork.get();
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  ReentryGuard guard;
+  const pid_t pid = real();
+  const int err = errno;
+  if (pid == 0) {
+    restart_in_fork_child();
+  } else if (pid > 0 && guard.active()) {
+    record_fork(pid);
+  }
+  errno = err;
+  return pid;
+}
+#endif
+
+// ---- exec family ----
+
+TT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
+  return do_execve(path, argv, envp);
+}
+
+TT_EXPORT int execv(const char* path, char* const argv[]) noexcept {
+  execv_fn real = r_execv.get();
+  if (real == nullptr) return do_execve(path, argv, environ);
+  return traced_exec(path, 0, [&] { return real(path, argv); });
+}
+
+TT_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
+  return do_execvp(file, argv);
+}
+
+TT_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
+  return do_execvpe(file, argv, envp);
+}
+
+TT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
+  fexecve_fn real = r_fexecve.get();
+  if (real == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return traced_exec(nullptr, fd_path(fd), [&] { return real(fd, argv, envp); });
+}
+
+// The variadic forms build argv on the stack (as glibc does) and share the paths above.
+TT_EXPORT int execl(const char* path, const char* arg, ...) noexcept {
+  va_list ap;
+  va_start(ap, arg);
+  const std::size_t n = count_args(arg, ap);
+  va_end(ap);
+  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
+  va_start(ap, arg);
+  fill_args(argv, n, arg, ap);
+  va_end(ap);
+  return do_execve(path, argv, environ);
+}
+
+TT_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
+  va_list ap;
+  va_start(ap, arg);
+  const std::size_t n = count_args(arg, ap);
+  va_end(ap);
+  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
+  va_start(ap, arg);
+  fill_args(argv, n, arg, ap);
+  va_end(ap);
+  return do_execvp(file, argv);
+}
+
+TT_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
+  va_list ap;
+  va_start(ap, arg);
+  const std::size_t n = count_args(arg, ap);
+  va_end(ap);
+  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
+  va_start(ap, arg);
+  fill_args(argv, n, arg, ap);
+  if (n > 0) (void)va_arg(ap, char*);  // the null that ends the list; envp follows it
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return do_execve(path, argv, envp);
+}
+
+// ---- exit ----
+
+TT_EXPORT void _exit(int status) {
+  record_exit(status, 1);  // no-op in a vfork child
+  if (exit_fn real = r_exit.get()) real(status);
+  ::syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+TT_EXPORT void _Exit(int status) noexcept {
+  record_exit(status, 1);
+  if (exit_fn real = r_Exit.get()) real(status);
+  ::syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// ---- thread names ----
+
+// Only names set for the calling thread are recorded: glibc offers no pthread_t -> tid
+// mapping for other threads (PyTorch and CPython name threads from the thread itself).
+TT_EXPORT int pthread_setname_np(pthread_t thread, const char* name) noexcept {
+  setname_fn real = r_setname.get();
+  if (real == nullptr) return ENOSYS;
+  const int result = real(thread, name);
+  if (result == 0 && pthread_equal(thread, pthread_self())) record_thread_name(name);
+  return result;
+}

@@ -1,0 +1,68 @@
+// The C API that tracetune's Python integration calls through ctypes.
+//
+// Place in the collector: the "python" side of recording. Python code (training-loop
+// steps, user ranges and marks, counters) reaches the same per-process record file as the
+// libc hooks by calling these exported functions in the already-loaded
+// libtracetune_collector.so. All of them are cheap no-ops when the process is not
+// recording, so the Python side can call them unconditionally. Times are CLOCK_MONOTONIC ns
+// (tracetune_now_ns), the trace clock.
+#include <cstdint>
+
+#include "writer.h"
+
+#define TT_EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace tt::collector;
+
+TT_EXPORT std::int64_t tracetune_now_ns(void) { return now_ns(); }
+
+TT_EXPORT int tracetune_is_recording(void) { return recording() ? 1 : 0; }
+
+// kind: StepKind (0 step, 1 batch wait, 2 optimizer step); other values are ignored.
+TT_EXPORT void tracetune_step(int kind, std::int64_t start_ns, std::int64_t end_ns,
+                              std::int64_t number) {
+  if (kind < 0 || kind > static_cast<int>(StepKind::OptimizerStep) || !recording()) return;
+  ReentryGuard guard;
+  StepRecord r{};
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.number = number;
+  r.kind = static_cast<StepKind>(kind);
+  emit(RecordType::Step, r);
+}
+
+// A closed range measured by Python. Depth 0 and flags 0: the merger nests Python ranges
+// by time containment.
+TT_EXPORT void tracetune_range(const char* name, const char* domain, std::int64_t start_ns,
+                               std::int64_t end_ns) {
+  if (!recording()) return;
+  ReentryGuard guard;
+  RangeRecord r{};
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.name = intern(name);
+  r.domain = intern(domain);
+  r.source = RangeSource::Python;
+  emit(RecordType::Range, r);
+}
+
+TT_EXPORT void tracetune_mark(const char* name, const char* domain) {
+  if (!recording()) return;
+  ReentryGuard guard;
+  MarkRecord r{};
+  r.ts_ns = now_ns();
+  r.name = intern(name);
+  r.domain = intern(domain);
+  r.source = RangeSource::Python;
+  emit(RecordType::Mark, r);
+}
+
+TT_EXPORT void tracetune_counter(const char* name, double value) {
+  if (!recording()) return;
+  ReentryGuard guard;
+  CounterRecord r{};
+  r.ts_ns = now_ns();
+  r.name = intern(name);
+  r.value = value;
+  emit(RecordType::Counter, r);
+}

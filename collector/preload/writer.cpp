@@ -1,0 +1,1305 @@
+// The record writer and the process lifecycle core of libtracetune_collector.so.
+//
+// Place in the collector: every record the injected library produces goes through emit()
+// here (io_hooks.cpp, process_hooks.cpp, python_api.cpp and nvtx_injection.cpp are its
+// clients). This file also owns the process's record file: the library constructor creates
+// it, fork children replace it with their own (restart_in_fork_child), and exit/exec close
+// it logically (record_exit/record_exec). See record_format.h for the on-disk contract.
+//
+// Design notes (the reasons behind the code below):
+//  - Each writing thread owns one 1 MiB chunk of the file, mapped MAP_SHARED. A record is in
+//    the page cache as soon as its `size` is stored, so SIGKILL loses nothing committed and
+//    no flush thread is needed.
+//  - File space is reserved with fallocate before a chunk is mapped: a full disk stops
+//    recording (counted, flagged in the header); it can never raise SIGBUS in the job.
+//  - The collector keeps no file descriptor open. Each chunk reservation opens the file by
+//    its absolute path and checks (st_dev, st_ino): a long-lived descriptor could be closed
+//    or dup2()'ed over by the job, and we would then fallocate/map the job's own file.
+//  - The collector never calls the libc entry points it interposes: its file and memory
+//    operations are raw syscalls. It cannot recurse into its own hooks, and the fork-child
+//    path stays async-signal-safe (no malloc, no stdio, no locale).
+//  - No allocation on record paths. Interned strings live in anonymous mmap memory.
+//  - Checksums (record_checksum) cover the payload as given to emit, not the zero padding;
+//    they are computed from the bytes as stored in the file, not from the caller's buffers.
+#include "writer.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+namespace tt::collector {
+namespace {
+
+static_assert(sizeof(void*) == 8, "the collector targets 64-bit Linux (x86_64, aarch64)");
+
+// ---------------------------------------------------------------------------------------
+// Small utilities
+// ---------------------------------------------------------------------------------------
+
+// Keeps the caller's errno: every public entry point that may run a syscall uses it.
+class ErrnoSaver {
+ public:
+  ErrnoSaver() : saved_(errno) {}
+  ~ErrnoSaver() { errno = saved_; }
+  ErrnoSaver(const ErrnoSaver&) = delete;
+  ErrnoSaver& operator=(const ErrnoSaver&) = delete;
+
+ private:
+  int saved_;
+};
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Rare-path lock (string interning, descriptor reopen). Yields after a short spin so a
+// preempted holder is not starved; never used on the per-record path.
+class SpinLock {
+ public:
+  constexpr SpinLock() = default;
+  void lock() {
+    int spins = 0;
+    while (state_.exchange(1, std::memory_order_acquire) != 0) {
+      while (state_.load(std::memory_order_relaxed) != 0) {
+        if (++spins < 256) {
+          cpu_relax();
+        } else {
+          ::syscall(SYS_sched_yield);
+        }
+      }
+    }
+  }
+  void unlock() { state_.store(0, std::memory_order_release); }
+  // After fork the holder may be a thread that no longer exists.
+  void reset() { state_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint32_t> state_{0};
+};
+
+// Raw system calls: see the header comment for why libc wrappers are avoided.
+int sys_openat(int dirfd, const char* path, int flags, int mode = 0) {
+  return static_cast<int>(::syscall(SYS_openat, dirfd, path, flags, mode));
+}
+int sys_close(int fd) { return static_cast<int>(::syscall(SYS_close, fd)); }
+long sys_read(int fd, void* buf, std::size_t n) { return ::syscall(SYS_read, fd, buf, n); }
+long sys_pwrite(int fd, const void* buf, std::size_t n, off_t off) {
+  return ::syscall(SYS_pwrite64, fd, buf, n, off);
+}
+int sys_fstat(int fd, struct stat* st) { return static_cast<int>(::syscall(SYS_fstat, fd, st)); }
+int sys_fchmod(int fd, int mode) { return static_cast<int>(::syscall(SYS_fchmod, fd, mode)); }
+int sys_mkdirat(int dirfd, const char* path, int mode) {
+  return static_cast<int>(::syscall(SYS_mkdirat, dirfd, path, mode));
+}
+int sys_unlinkat(int dirfd, const char* path) {
+  return static_cast<int>(::syscall(SYS_unlinkat, dirfd, path, 0));
+}
+int sys_fallocate(int fd, off_t off, off_t len) {
+  return static_cast<int>(::syscall(SYS_fallocate, fd, 0, off, len));
+}
+void* sys_mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t off) {
+  return reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+}
+int sys_munmap(void* p, std::size_t len) { return static_cast<int>(::syscall(SYS_munmap, p, len)); }
+std::int64_t sys_getpid() { return ::syscall(SYS_getpid); }
+std::int64_t sys_getppid() { return ::syscall(SYS_getppid); }
+std::uint32_t sys_gettid() { return static_cast<std::uint32_t>(::syscall(SYS_gettid)); }
+std::uint32_t sys_geteuid() { return static_cast<std::uint32_t>(::syscall(SYS_geteuid)); }
+
+void* map_anonymous(std::size_t n) {
+  void* p = sys_mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+std::int64_t clock_ns(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);  // vDSO: no syscall, async-signal-safe
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// getenv without libc: reads environ directly (no locks, no hooks, safe in fork children).
+const char* env_get(const char* name) {
+  const std::size_t n = std::strlen(name);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return nullptr;
+}
+
+// Bounded text builder over a caller-provided buffer; silently truncates when full.
+struct Text {
+  char* data;
+  std::size_t cap;
+  std::size_t len = 0;
+  bool full = false;
+
+  void put(const char* s, std::size_t n) {
+    if (full) return;
+    if (n > cap - len) {
+      n = cap - len;
+      full = true;
+    }
+    std::memcpy(data + len, s, n);
+    len += n;
+  }
+  void put(const char* s) { put(s, std::strlen(s)); }
+  void put(char c) { put(&c, 1); }
+  void put_int(std::int64_t v) {
+    char tmp[24];
+    int i = 24;
+    std::uint64_t u = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+    do {
+      tmp[--i] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) tmp[--i] = '-';
+    put(tmp + i, static_cast<std::size_t>(24 - i));
+  }
+  // For paths passed to syscalls: false when it did not fit.
+  bool terminate() {
+    if (full || len >= cap) return false;
+    data[len] = '\0';
+    return true;
+  }
+};
+
+// Strict decimal parse for rank variables; false for anything that is not a small integer.
+bool parse_int(const char* s, std::int32_t* out) {
+  if (s == nullptr || *s == '\0') return false;
+  std::int64_t v = 0;
+  for (const char* p = s; *p != '\0'; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > INT32_MAX) return false;
+  }
+  *out = static_cast<std::int32_t>(v);
+  return true;
+}
+
+const char* errno_text(int err) {
+  switch (err) {
+    case ENOSPC: return "no space left on device";
+    case EDQUOT: return "disk quota exceeded";
+    case EFBIG: return "file too large";
+    case EIO: return "input/output error";
+    case EMFILE: return "too many open files";
+    case ENFILE: return "too many open files in system";
+    case ENOMEM: return "out of memory";
+    case EACCES: return "permission denied";
+    case EPERM: return "operation not permitted";
+    case ENOENT: return "file not found";
+    case EROFS: return "read-only file system";
+    default: return "system error";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Process state
+// ---------------------------------------------------------------------------------------
+
+enum Mode : std::uint32_t { kOff = 0, kRecording = 1, kStopped = 2 };
+
+enum DropReason : int { kDropStopped, kDropNested, kDropVforkChild, kDropTooLarge, kDropReasons };
+constexpr const char* kDropText[kDropReasons] = {
+    nullptr,  // kDropStopped uses the recorded stop reason
+    "record written from a signal handler while this thread was writing one",
+    "record from a vfork child when its thread's chunk was full",
+    "record larger than the maximum record size",
+};
+
+// Ceiling on chunks per process file (1 TiB); beyond it recording stops like a full disk.
+constexpr std::uint32_t kMaxChunks = 1u << 20;
+
+struct Process {
+  std::atomic<std::uint32_t> mode{kOff};
+  std::atomic<std::int64_t> pid{0};      // pid that owns the current file (vfork detection)
+  FileHeader* header = nullptr;          // MAP_SHARED view of the file's first page
+  std::uint64_t file_dev = 0;            // identity of the record file, checked on reopen
+  std::uint64_t file_ino = 0;
+  std::atomic<std::uint32_t> next_chunk{0};
+  std::atomic<std::uint64_t> dropped[kDropReasons]{};
+  std::atomic<std::uint32_t> exit_recorded{0};
+  std::atomic<std::uint32_t> stop_claimed{0};
+  char stop_reason[160]{};
+
+  // Configuration, fixed by the constructor before recording starts.
+  bool configured = false;  // TRACETUNE_OUTPUT_DIR usable and this is the only instance
+  bool io = true;
+  bool no_env = false;
+  bool trace_all = true;
+  char trace_list[256]{};
+  char out_dir[PATH_MAX]{};   // absolute
+  char host[64]{};            // sanitized host name: the directory and FileHeader::host
+  char file_path[PATH_MAX]{}; // absolute path of the current record file
+  pthread_key_t key{};
+  bool key_ok = false;
+};
+constinit Process g;
+
+// Per-thread state. Trivially destructible and small: it lives in the static TLS block
+// (initial-exec), which is also why it holds no C++ objects with destructors.
+enum Busy : std::uint8_t { kInEmit = 1, kInIntern = 2, kResolving = 4 };
+struct ThreadState {
+  char* chunk;             // current chunk mapping, nullptr before the first record
+  std::uint32_t used;      // bytes used in chunk
+  std::uint32_t tid;       // kernel tid, 0 until first needed
+  std::uint32_t io_seed;   // checksum state after (type=Io, flags=0, tid)
+  std::uint16_t depth;     // ReentryGuard nesting
+  std::uint8_t busy;       // Busy bits: re-entry from signal handlers / dlsym
+  std::uint8_t key_set;    // pthread key value set (destructor will run)
+};
+constinit thread_local ThreadState t_state{};
+
+void drop(DropReason reason, std::uint64_t n = 1) {
+  g.dropped[reason].fetch_add(n, std::memory_order_relaxed);
+}
+
+std::uint32_t prefix_checksum(RecordType type, std::uint32_t tid) {
+  RecordHeader h{};
+  h.type = static_cast<std::uint16_t>(type);
+  h.tid = tid;
+  return record_checksum(h, nullptr, 0);
+}
+
+std::uint32_t thread_id(ThreadState& ts) {
+  if (ts.tid == 0) {
+    ts.tid = sys_gettid();
+    ts.io_seed = prefix_checksum(RecordType::Io, ts.tid);
+  }
+  return ts.tid;
+}
+
+void header_or_flags(std::uint32_t bits) {
+  if (g.header != nullptr) __atomic_fetch_or(&g.header->flags, bits, __ATOMIC_SEQ_CST);
+}
+
+// First error wins: it becomes the reason text of the Dropped record.
+void stop_recording(const char* what, int err) {
+  std::uint32_t expected = kRecording;
+  if (!g.mode.compare_exchange_strong(expected, kStopped)) return;
+  if (g.stop_claimed.exchange(1) == 0) {
+    Text t{g.stop_reason, sizeof g.stop_reason - 1};
+    t.put("recording stopped: ");
+    t.put(what);
+    if (err != 0) {
+      t.put(": ");
+      t.put(errno_text(err));
+      t.put(" (errno ");
+      t.put_int(err);
+      t.put(')');
+    }
+    g.stop_reason[t.len] = '\0';
+  }
+  header_or_flags(kRecordingStopped);
+}
+
+// ---------------------------------------------------------------------------------------
+// Chunks
+// ---------------------------------------------------------------------------------------
+
+// Live chunk mappings, so a fork child can unmap its parent's (they point into the
+// parent's file). A full registry only means a fork child keeps some address space mapped.
+constexpr std::size_t kChunkSlots = 4096;
+constinit std::atomic<char*> g_chunk_slots[kChunkSlots]{};
+
+void remember_chunk(char* p, std::uint32_t hint) {
+  for (std::size_t i = 0; i < kChunkSlots; ++i) {
+    char* expected = nullptr;
+    if (g_chunk_slots[(hint + i) % kChunkSlots].compare_exchange_strong(expected, p)) return;
+  }
+}
+
+void release_chunk(char* p, std::uint32_t hint) {
+  for (std::size_t i = 0; i < kChunkSlots; ++i) {
+    char* expected = p;
+    if (g_chunk_slots[(hint + i) % kChunkSlots].compare_exchange_strong(expected, nullptr)) break;
+  }
+  sys_munmap(p, kChunkSize);
+}
+
+// Zero source for file systems without fallocate (posix_fallocate's emulation).
+char g_zeros[64 * 1024];
+
+// Growing a file past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the job:
+// check first and treat it like a full disk instead.
+bool within_file_size_limit(off_t end) {
+  struct rlimit limit;
+  if (::syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, nullptr, &limit) != 0) return true;
+  return limit.rlim_cur == RLIM_INFINITY || static_cast<rlim_t>(end) <= limit.rlim_cur;
+}
+
+// Reserves [off, off+len) on disk; returns 0 or an errno value.
+int reserve_space(int fd, off_t off, off_t len) {
+  if (!within_file_size_limit(off + len)) return EFBIG;
+  for (;;) {
+    if (sys_fallocate(fd, off, len) == 0) return 0;
+    if (errno != EINTR) break;
+  }
+  if (errno != EOPNOTSUPP && errno != ENOSYS) return errno;
+  for (off_t done = 0; done < len;) {
+    const std::size_t n = static_cast<std::size_t>(
+        len - done < static_cast<off_t>(sizeof g_zeros) ? len - done : sizeof g_zeros);
+    const long w = sys_pwrite(fd, g_zeros, n, off + done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += w;
+  }
+  return 0;
+}
+
+// Opens the record file for one reservation (see the header comment: no long-lived fd).
+int open_record_file() {
+  const int fd = sys_openat(AT_FDCWD, g.file_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st;
+  if (sys_fstat(fd, &st) != 0 || st.st_dev != g.file_dev || st.st_ino != g.file_ino) {
+    sys_close(fd);
+    errno = ESTALE;
+    return -1;
+  }
+  return fd;
+}
+
+void note_chunk_reserved(std::uint32_t count) {
+  std::uint32_t cur = __atomic_load_n(&g.header->chunks_reserved, __ATOMIC_RELAXED);
+  while (cur < count && !__atomic_compare_exchange_n(&g.header->chunks_reserved, &cur, count, true,
+                                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
+}
+
+// Reserves and maps the next chunk of the file; nullptr (recording stopped) on failure.
+char* map_new_chunk() {
+  const std::uint32_t index = g.next_chunk.fetch_add(1, std::memory_order_relaxed);
+  if (index >= kMaxChunks) {
+    stop_recording("the record file reached its size limit (1 TiB)", 0);
+    return nullptr;
+  }
+  const int fd = open_record_file();
+  if (fd < 0) {
+    stop_recording("reopening the record file", errno);
+    return nullptr;
+  }
+  const off_t off = static_cast<off_t>(kHeaderSize) + static_cast<off_t>(index) * kChunkSize;
+  const int err = reserve_space(fd, off, kChunkSize);
+  void* p = MAP_FAILED;
+  if (err == 0) p = sys_mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+  const int map_err = errno;
+  sys_close(fd);
+  if (err != 0) {
+    stop_recording("reserving file space for a chunk", err);
+    return nullptr;
+  }
+  if (p == MAP_FAILED) {
+    stop_recording("mapping a chunk", map_err);
+    return nullptr;
+  }
+  note_chunk_reserved(index + 1);
+  return static_cast<char*>(p);
+}
+
+void thread_exit(void*);
+
+// Gives the thread a fresh chunk. Slow path: once per 1 MiB of records.
+bool next_chunk(ThreadState& ts) {
+  if (g.mode.load(std::memory_order_relaxed) != kRecording) {
+    drop(kDropStopped);
+    return false;
+  }
+  ErrnoSaver errno_saver;
+  if (in_vfork_child()) {  // the file belongs to the parent; mmap would land in its memory
+    drop(kDropVforkChild);
+    return false;
+  }
+  char* fresh = map_new_chunk();
+  if (fresh == nullptr) {
+    drop(kDropStopped);
+    return false;
+  }
+  const std::uint32_t tid = thread_id(ts);
+  if (ts.chunk != nullptr) release_chunk(ts.chunk, tid);
+  ts.chunk = fresh;
+  ts.used = 0;
+  remember_chunk(fresh, tid);
+  if (!ts.key_set && g.key_ok) {
+    // Registers thread_exit for this thread (the value itself is unused).
+    pthread_setspecific(g.key, reinterpret_cast<void*>(1));
+    ts.key_set = 1;
+  }
+  return true;
+}
+
+// pthread key destructor: the thread is exiting; its data stays in the file.
+void thread_exit(void*) {
+  ThreadState& ts = t_state;
+  ts.key_set = 0;
+  if (ts.chunk == nullptr) return;
+  ErrnoSaver errno_saver;
+  release_chunk(ts.chunk, ts.tid);
+  ts.chunk = nullptr;
+  ts.used = 0;
+}
+
+// Bytes at the end of every chunk that only `force` records may use: after a full disk stops
+// recording, the thread that exits still has room for the stop reason, Dropped and Exit.
+constexpr std::uint32_t kEndReserve = 512;
+
+// Appends one record for this thread. `force` lets exit/exec bookkeeping use the space left
+// in the current chunk after recording stopped (no new chunk is taken then).
+bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
+                 std::uint32_t tail_size, bool force) {
+  const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
+  if (mode != kRecording) {
+    if (mode == kOff) return false;
+    if (!force) {
+      drop(kDropStopped);
+      return false;
+    }
+  }
+  const std::size_t payload = std::size_t{head_size} + tail_size;
+  if (payload > kMaxRecordSize - sizeof(RecordHeader)) {
+    drop(kDropTooLarge);
+    return false;
+  }
+  ThreadState& ts = t_state;
+  if (ts.busy & kInEmit) {  // a signal handler interrupted this thread inside emit
+    drop(kDropNested);
+    return false;
+  }
+  ts.busy |= kInEmit;
+  const std::uint32_t size = padded_record_size(payload);
+  const std::int64_t room = std::int64_t{kChunkSize} - ts.used - (force ? 0 : kEndReserve);
+  if ((ts.chunk == nullptr || size > room) && !next_chunk(ts)) {
+    ts.busy &= static_cast<std::uint8_t>(~kInEmit);
+    return false;
+  }
+  char* rec = ts.chunk + ts.used;
+  ts.used += size;
+  char* body = rec + sizeof(RecordHeader);
+  std::memcpy(body, head, head_size);
+  if (tail_size != 0) std::memcpy(body + head_size, tail, tail_size);
+  const std::uint32_t tid = thread_id(ts);
+  const std::uint32_t seed = type == RecordType::Io ? ts.io_seed : prefix_checksum(type, tid);
+  // Checksum what is in the file (a caller's buffer could change under us); the zero
+  // padding after the payload is not covered (record_format.h).
+  const std::uint32_t sum = checksum32(body, payload, seed);
+  auto* h = reinterpret_cast<RecordHeader*>(rec);
+  h->type = static_cast<std::uint16_t>(type);
+  h->flags = 0;
+  h->checksum = sum;
+  h->tid = tid;
+  __atomic_store_n(&h->size, size, __ATOMIC_RELEASE);  // commit
+  ts.busy &= static_cast<std::uint8_t>(~kInEmit);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// String interning
+// ---------------------------------------------------------------------------------------
+//
+// Lock-free lookup of known strings, spinlock for new ones. A new string gets the next id
+// and a String record (emitted before the id is published, so no record can reference an
+// undefined id). Memory: an open-addressing table of (hash, Entry*) that doubles up to
+// kMaxSlots, an arena of 1 MiB blocks up to kMaxArena. Past either limit strings are still
+// emitted with fresh ids, just no longer deduplicated. Old tables are kept (lock-free
+// readers may still probe them) and freed with everything else in a fork child.
+// Strings longer than kMaxInternLength bytes (the largest String record) are truncated.
+
+constexpr std::size_t kMaxInternLength =
+    kMaxRecordSize - sizeof(RecordHeader) - sizeof(StringRecord);
+constexpr std::uint32_t kInitialSlots = 1u << 12;
+constexpr std::uint32_t kMaxSlots = 1u << 20;
+constexpr std::size_t kArenaBlock = 1u << 20;
+constexpr std::size_t kMaxArena = 32u << 20;
+constexpr std::uint32_t kIdBlockBits = 16;
+constexpr std::uint32_t kIdBlocks = 64;  // ids < 4M can be looked up by id
+constexpr int kMaxMappings = 256;
+
+struct Entry {
+  std::uint32_t id;
+  std::uint32_t len;
+  const char* bytes() const { return reinterpret_cast<const char*>(this + 1); }
+};
+
+struct Slot {
+  std::atomic<std::uint64_t> hash;  // 0 = empty; stored last
+  std::atomic<const Entry*> entry;
+};
+
+struct Table {
+  std::uint32_t mask;
+  std::uint32_t used;
+  Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
+};
+
+struct Interner {
+  SpinLock lock;
+  std::atomic<Table*> table{nullptr};
+  std::uint32_t next_id = 1;
+  char* arena = nullptr;
+  std::size_t arena_left = 0;
+  std::size_t arena_total = 0;
+  bool dedup_full = false;
+  std::atomic<std::atomic<const Entry*>*> id_blocks[kIdBlocks]{};
+  struct Mapping {
+    void* p;
+    std::size_t n;
+  };
+  Mapping maps[kMaxMappings]{};
+  int nmaps = 0;
+};
+
+// Two instances: a fork child translates its inherited fd table from the parent's strings
+// into a fresh table, then frees the parent's.
+constinit Interner g_interners[2];
+constinit std::atomic<Interner*> g_strings{&g_interners[0]};
+
+std::uint64_t hash_bytes(const char* s, std::size_t n) {
+  std::uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
+  while (n >= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    s += 8;
+    n -= 8;
+  }
+  if (n != 0) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, s, n);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+  }
+  h *= 0x94D049BB133111EBull;
+  h ^= h >> 32;
+  return h | 1;  // never 0: that marks an empty slot
+}
+
+void* interner_map(Interner& in, std::size_t n) {
+  if (in.nmaps == kMaxMappings) return nullptr;
+  void* p = map_anonymous(n);
+  if (p != nullptr) in.maps[in.nmaps++] = {p, n};
+  return p;
+}
+
+void reset_interner(Interner& in) {
+  for (int i = 0; i < in.nmaps; ++i) sys_munmap(in.maps[i].p, in.maps[i].n);
+  in.nmaps = 0;
+  in.lock.reset();
+  in.table.store(nullptr, std::memory_order_relaxed);
+  in.next_id = 1;
+  in.arena = nullptr;
+  in.arena_left = 0;
+  in.arena_total = 0;
+  in.dedup_full = false;
+  for (auto& b : in.id_blocks) b.store(nullptr, std::memory_order_relaxed);
+}
+
+std::uint32_t lookup(Interner& in, const char* s, std::size_t n, std::uint64_t h) {
+  Table* tb = in.table.load(std::memory_order_acquire);
+  if (tb == nullptr) return 0;
+  Slot* slots = tb->slots();
+  for (std::uint32_t i = static_cast<std::uint32_t>(h) & tb->mask, probes = 0; probes <= tb->mask;
+       i = (i + 1) & tb->mask, ++probes) {
+    const std::uint64_t v = slots[i].hash.load(std::memory_order_acquire);
+    if (v == 0) return 0;
+    if (v != h) continue;
+    const Entry* e = slots[i].entry.load(std::memory_order_relaxed);
+    if (e->len == n && std::memcmp(e->bytes(), s, n) == 0) return e->id;
+  }
+  return 0;
+}
+
+const Entry* find_id(Interner& in, std::uint32_t id) {
+  const std::uint32_t block = id >> kIdBlockBits;
+  if (id == 0 || block >= kIdBlocks) return nullptr;
+  auto* entries = in.id_blocks[block].load(std::memory_order_acquire);
+  return entries ? entries[id & ((1u << kIdBlockBits) - 1)].load(std::memory_order_acquire)
+                 : nullptr;
+}
+
+void table_put(Table* tb, std::uint64_t h, const Entry* e) {
+  Slot* slots = tb->slots();
+  std::uint32_t i = static_cast<std::uint32_t>(h) & tb->mask;
+  while (slots[i].hash.load(std::memory_order_relaxed) != 0) i = (i + 1) & tb->mask;
+  slots[i].entry.store(e, std::memory_order_relaxed);
+  slots[i].hash.store(h, std::memory_order_release);
+  ++tb->used;
+}
+
+Table* new_table(Interner& in, std::uint32_t nslots) {
+  auto* tb = static_cast<Table*>(interner_map(in, sizeof(Table) + nslots * sizeof(Slot)));
+  if (tb != nullptr) {
+    tb->mask = nslots - 1;
+    tb->used = 0;
+  }
+  return tb;
+}
+
+// A table with room for one more entry (load <= 0.7), growing it if needed; nullptr = full.
+Table* table_with_room(Interner& in) {
+  Table* tb = in.table.load(std::memory_order_relaxed);
+  if (tb == nullptr) {
+    tb = new_table(in, kInitialSlots);
+    if (tb != nullptr) in.table.store(tb, std::memory_order_release);
+    return tb;
+  }
+  const std::uint64_t nslots = std::uint64_t{tb->mask} + 1;
+  if ((tb->used + 1) * 10ull <= nslots * 7) return tb;
+  if (nslots >= kMaxSlots) return nullptr;
+  Table* bigger = new_table(in, static_cast<std::uint32_t>(nslots * 2));
+  if (bigger == nullptr) return nullptr;
+  Slot* old = tb->slots();
+  for (std::uint64_t i = 0; i < nslots; ++i) {
+    const std::uint64_t h = old[i].hash.load(std::memory_order_relaxed);
+    if (h != 0) table_put(bigger, h, old[i].entry.load(std::memory_order_relaxed));
+  }
+  in.table.store(bigger, std::memory_order_release);  // the old one stays mapped for readers
+  return bigger;
+}
+
+Entry* arena_alloc(Interner& in, std::size_t n) {
+  n = (n + 7) & ~std::size_t{7};
+  if (in.arena_left < n) {
+    const std::size_t block = n > kArenaBlock ? n : kArenaBlock;
+    if (in.arena_total + block > kMaxArena) return nullptr;
+    in.arena = static_cast<char*>(interner_map(in, block));
+    if (in.arena == nullptr) return nullptr;
+    in.arena_left = block;
+    in.arena_total += block;
+  }
+  auto* e = reinterpret_cast<Entry*>(in.arena);
+  in.arena += n;
+  in.arena_left -= n;
+  return e;
+}
+
+void set_id_entry(Interner& in, std::uint32_t id, const Entry* e) {
+  const std::uint32_t block = id >> kIdBlockBits;
+  if (block >= kIdBlocks) return;
+  auto* entries = in.id_blocks[block].load(std::memory_order_relaxed);
+  if (entries == nullptr) {
+    entries = static_cast<std::atomic<const Entry*>*>(
+        interner_map(in, sizeof(std::atomic<const Entry*>) << kIdBlockBits));
+    if (entries == nullptr) return;
+    in.id_blocks[block].store(entries, std::memory_order_release);
+  }
+  entries[id & ((1u << kIdBlockBits) - 1)].store(e, std::memory_order_release);
+}
+
+// Keeps the string for deduplication; best effort (memory limits), under the lock.
+void remember(Interner& in, const char* s, std::size_t n, std::uint64_t h, std::uint32_t id) {
+  if (in.dedup_full) return;
+  Table* tb = table_with_room(in);
+  Entry* e = tb != nullptr ? arena_alloc(in, sizeof(Entry) + n) : nullptr;
+  if (e == nullptr) {
+    in.dedup_full = true;
+    return;
+  }
+  e->id = id;
+  e->len = static_cast<std::uint32_t>(n);
+  std::memcpy(e + 1, s, n);
+  set_id_entry(in, id, e);
+  table_put(tb, h, e);
+}
+
+std::uint32_t insert(Interner& in, const char* s, std::size_t n, std::uint64_t h, bool force) {
+  if (in_vfork_child()) return 0;  // ids and records belong to the parent
+  in.lock.lock();
+  std::uint32_t id = lookup(in, s, n, h);  // another thread may have added it meanwhile
+  if (id == 0 && in.next_id != UINT32_MAX) {
+    const StringRecord head{in.next_id, static_cast<std::uint32_t>(n)};
+    if (emit_record(RecordType::String, &head, sizeof head, s, static_cast<std::uint32_t>(n),
+                    force)) {
+      id = in.next_id++;
+      remember(in, s, n, h, id);
+    }
+  }
+  in.lock.unlock();
+  return id;
+}
+
+std::uint32_t intern_impl(const char* s, std::size_t n, bool force) {
+  if (s == nullptr || n == 0) return 0;
+  const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
+  if (mode != kRecording && !(force && mode == kStopped)) return 0;
+  if (n > kMaxInternLength) n = kMaxInternLength;
+  ThreadState& ts = t_state;
+  if (ts.busy & (kInIntern | kInEmit)) return 0;  // re-entered from a signal handler
+  ts.busy |= kInIntern;
+  Interner& in = *g_strings.load(std::memory_order_acquire);
+  const std::uint64_t h = hash_bytes(s, n);
+  std::uint32_t id = lookup(in, s, n, h);
+  if (id == 0) {
+    ErrnoSaver errno_saver;
+    id = insert(in, s, n, h, force);
+  }
+  ts.busy &= static_cast<std::uint8_t>(~kInIntern);
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------
+// fd -> path table
+// ---------------------------------------------------------------------------------------
+
+constexpr int kMaxFds = 65536;  // descriptors beyond are simply unknown
+constinit std::atomic<std::uint32_t> g_fd_paths[kMaxFds]{};
+constinit std::atomic<int> g_fd_high{-1};  // highest fd ever set (bounds the fork-child scan)
+
+// ---------------------------------------------------------------------------------------
+// The record file
+// ---------------------------------------------------------------------------------------
+
+// mkdir -p: missing components are created 0700.
+void make_dirs(const char* path) {
+  char buf[PATH_MAX];
+  const std::size_t n = std::strlen(path);
+  if (n == 0 || n >= sizeof buf) return;
+  std::memcpy(buf, path, n + 1);
+  for (std::size_t i = 1; i < n; ++i) {
+    if (buf[i] != '/') continue;
+    buf[i] = '\0';
+    sys_mkdirat(AT_FDCWD, buf, 0700);
+    buf[i] = '/';
+  }
+  sys_mkdirat(AT_FDCWD, buf, 0700);
+}
+
+// Opens <out>/<host>, creating it 0700. Refuses (returns -1) a directory that is a symlink,
+// not owned by us, or writable by group/others: files are created relative to this fd.
+int open_host_dir() {
+  make_dirs(g.out_dir);
+  const int out = sys_openat(AT_FDCWD, g.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (out < 0) return -1;
+  const bool created = sys_mkdirat(out, g.host, 0700) == 0;
+  const int dir = sys_openat(out, g.host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  sys_close(out);
+  if (dir < 0) return -1;
+  struct stat st;
+  if (sys_fstat(dir, &st) != 0 || st.st_uid != sys_geteuid() ||
+      (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    sys_close(dir);
+    return -1;
+  }
+  if (created) sys_fchmod(dir, 0700);  // exact mode whatever the umask
+  return dir;
+}
+
+// Rank fields: the first variable found (and valid) in `names` wins.
+std::int32_t first_int_env(const char* const* names) {
+  for (; *names != nullptr; ++names) {
+    std::int32_t v;
+    if (parse_int(env_get(*names), &v)) return v;
+  }
+  return -1;
+}
+
+void fill_header(FileHeader* h, std::int64_t pid, std::int64_t ppid, std::uint32_t flags,
+                 std::int64_t mono, std::int64_t real) {
+  static constexpr const char* kRank[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                          "SLURM_PROCID", nullptr};
+  static constexpr const char* kLocal[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                           "SLURM_LOCALID", nullptr};
+  static constexpr const char* kWorld[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                           "SLURM_NTASKS", nullptr};
+  h->version = kFormatVersion;
+  h->header_size = kHeaderSize;
+  h->chunk_size = kChunkSize;
+  h->flags = flags;
+  h->pid = pid;
+  h->ppid = ppid;
+  h->start_mono_ns = mono;
+  h->start_real_ns = real;
+  h->end_mono_ns = 0;
+  h->exit_status = 0;
+  h->rank = first_int_env(kRank);
+  h->local_rank = first_int_env(kLocal);
+  h->world_size = first_int_env(kWorld);
+  h->chunks_reserved = 0;
+  std::memcpy(h->host, g.host, sizeof h->host);
+  // The magic goes last: a reader never accepts a half-written header.
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  std::memcpy(h->magic, kMagic, sizeof kMagic);
+}
+
+// Reads a small /proc file into buf (not NUL-terminated); returns the length read.
+std::size_t read_proc(const char* path, char* buf, std::size_t cap) {
+  const int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::size_t len = 0;
+  while (len < cap) {
+    const long r = sys_read(fd, buf + len, cap - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += static_cast<std::size_t>(r);
+  }
+  sys_close(fd);
+  return len;
+}
+
+bool needs_quotes(const char* s, std::size_t n) {
+  if (n == 0) return true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c <= ' ' || c == 0x7f || std::strchr("'\"\\$`;&|<>(){}*?[]#~!", c) != nullptr) return true;
+  }
+  return false;
+}
+
+// argv from /proc/self/cmdline joined by spaces; arguments quoted shell-style when needed.
+void build_command_line(Text& out, char* raw, std::size_t raw_cap) {
+  const std::size_t n = read_proc("/proc/self/cmdline", raw, raw_cap);
+  std::size_t start = 0;
+  bool first = true;
+  for (std::size_t i = 0; i <= n; ++i) {
+    if (i < n && raw[i] != '\0') continue;
+    if (i == n && i == start) break;  // trailing NUL already consumed the last argument
+    const char* arg = raw + start;
+    const std::size_t len = i - start;
+    if (!first) out.put(' ');
+    first = false;
+    if (!needs_quotes(arg, len)) {
+      out.put(arg, len);
+    } else {
+      out.put('\'');
+      for (std::size_t k = 0; k < len; ++k) {
+        if (arg[k] == '\'') {
+          out.put("'\\''");
+        } else {
+          out.put(arg[k]);
+        }
+      }
+      out.put('\'');
+    }
+    start = i + 1;
+  }
+}
+
+bool contains_nocase(const char* s, std::size_t n, const char* word) {
+  const std::size_t w = std::strlen(word);
+  for (std::size_t i = 0; i + w <= n; ++i) {
+    std::size_t k = 0;
+    while (k < w) {
+      char c = s[i + k];
+      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+      if (c != word[k]) break;
+      ++k;
+    }
+    if (k == w) return true;
+  }
+  return false;
+}
+
+bool is_secret_name(const char* name, std::size_t n) {
+  static constexpr const char* kWords[] = {"TOKEN",      "KEY",    "SECRET", "PASSWORD",
+                                           "CREDENTIAL", "PASSWD", "AUTH",   "COOKIE"};
+  for (const char* w : kWords) {
+    if (contains_nocase(name, n, w)) return true;
+  }
+  return false;
+}
+
+// NAME=value lines; values of secret-looking names replaced. Whole lines only.
+void build_environment(Text& out) {
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* entry = *e;
+    const char* eq = std::strchr(entry, '=');
+    if (eq == nullptr) continue;
+    const std::size_t name_len = static_cast<std::size_t>(eq - entry);
+    const bool secret = is_secret_name(entry, name_len);
+    const char* value = secret ? "<redacted>" : eq + 1;
+    const std::size_t value_len = std::strlen(value);
+    if (name_len + value_len + 2 > out.cap - out.len) break;  // keep lines whole
+    out.put(entry, name_len);
+    out.put('=');
+    out.put(value, value_len);
+    out.put('\n');
+  }
+}
+
+void record_thread_name_of(ThreadState& ts, const char* name, std::size_t n) {
+  const ThreadNameRecord r{thread_id(ts), intern_impl(name, n, false)};
+  emit(RecordType::ThreadName, r);
+}
+
+// ProcessInfo and the current thread's name (from /proc/thread-self/comm).
+void write_process_info() {
+  constexpr std::size_t kText = kMaxInternLength;
+  constexpr std::size_t kScratch = 3 * kText + 2 * PATH_MAX;
+  char* mem = static_cast<char*>(map_anonymous(kScratch));
+  if (mem == nullptr) return;
+  char* raw = mem;
+  Text cmd{mem + kText, kText};
+  Text env{mem + 2 * kText, kText};
+  char* exe = mem + 3 * kText;
+  char* cwd = exe + PATH_MAX;
+
+  build_command_line(cmd, raw, kText);
+  const long exe_len = ::syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, PATH_MAX);
+  const long cwd_ok = ::syscall(SYS_getcwd, cwd, PATH_MAX);
+  if (!g.no_env) build_environment(env);
+
+  ProcessInfoRecord info{};
+  info.command_line = intern_impl(cmd.data, cmd.len, false);
+  info.executable = exe_len > 0 ? intern_impl(exe, static_cast<std::size_t>(exe_len), false) : 0;
+  info.environment = g.no_env ? 0 : intern_impl(env.data, env.len, false);
+  info.cwd = cwd_ok > 0 ? intern_impl(cwd, std::strlen(cwd), false) : 0;
+  emit(RecordType::ProcessInfo, info);
+
+  std::size_t n = read_proc("/proc/thread-self/comm", raw, 64);
+  while (n > 0 && (raw[n - 1] == '\n' || raw[n - 1] == '\0')) --n;
+  if (n > 0) record_thread_name_of(t_state, raw, n);
+  sys_munmap(mem, kScratch);
+}
+
+// Creates this process's record file and starts recording. Async-signal-safe.
+bool start_file(std::int64_t ppid, std::uint32_t flags) {
+  const std::int64_t pid = sys_getpid();
+  g.pid.store(pid, std::memory_order_relaxed);
+  // The two clocks back-to-back: the merger aligns hosts with this pair.
+  const std::int64_t mono = clock_ns(CLOCK_MONOTONIC);
+  const std::int64_t real = clock_ns(CLOCK_REALTIME);
+
+  char name[64];
+  Text nm{name, sizeof name};
+  nm.put("proc-");
+  nm.put_int(pid);
+  nm.put('-');
+  nm.put_int(mono);
+  nm.put(".ttr");
+  Text path{g.file_path, sizeof g.file_path};
+  path.put(g.out_dir);
+  path.put('/');
+  path.put(g.host);
+  path.put('/');
+  path.put(name, nm.len);
+  if (!nm.terminate() || !path.terminate()) return false;
+
+  const int dir = open_host_dir();
+  if (dir < 0) return false;
+  const int fd =
+      sys_openat(dir, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    sys_close(dir);
+    return false;
+  }
+  sys_fchmod(fd, 0600);  // exact mode whatever the umask
+  struct stat st;
+  void* hp = MAP_FAILED;
+  if (sys_fstat(fd, &st) == 0 && reserve_space(fd, 0, kHeaderSize) == 0) {
+    hp = sys_mmap(nullptr, kHeaderSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  }
+  sys_close(fd);
+  if (hp == MAP_FAILED) {
+    sys_unlinkat(dir, name);
+    sys_close(dir);
+    return false;
+  }
+  sys_close(dir);
+
+  g.file_dev = st.st_dev;
+  g.file_ino = st.st_ino;
+  g.header = static_cast<FileHeader*>(hp);
+  fill_header(g.header, pid, ppid, flags, mono, real);
+  g.next_chunk.store(0, std::memory_order_relaxed);
+  g.mode.store(kRecording, std::memory_order_release);
+  write_process_info();
+  return true;
+}
+
+// ---- constructor helpers ----
+
+void sanitize_host(const char* node) {
+  std::size_t n = 0;
+  for (; node[n] != '\0' && n < sizeof g.host - 1; ++n) {
+    const char c = node[n];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || (c == '.' && n > 0);
+    g.host[n] = ok ? c : '_';
+  }
+  g.host[n] = '\0';
+  if (n == 0) std::memcpy(g.host, "unknown-host", sizeof "unknown-host");
+}
+
+// Output directory (made absolute: fork children may chdir) and TRACETUNE_* options.
+bool configure(const char* dir) {
+  Text out{g.out_dir, sizeof g.out_dir};
+  if (dir[0] != '/') {
+    if (::syscall(SYS_getcwd, g.out_dir, sizeof g.out_dir) <= 0) return false;
+    out.len = std::strlen(g.out_dir);
+    out.put('/');
+  }
+  out.put(dir);
+  if (!out.terminate()) return false;
+  while (out.len > 1 && g.out_dir[out.len - 1] == '/') g.out_dir[--out.len] = '\0';
+
+  struct utsname u;
+  if (::syscall(SYS_uname, &u) != 0) std::memcpy(u.nodename, "unknown-host", 13);
+  sanitize_host(u.nodename);
+
+  const char* trace = env_get("TRACETUNE_TRACE");
+  if (trace != nullptr && *trace != '\0') {
+    Text list{g.trace_list, sizeof g.trace_list};
+    list.put(trace);
+    if (list.terminate()) g.trace_all = false;  // an over-long list means "everything"
+  }
+  g.io = trace_enabled("io");
+  const char* no_env = env_get("TRACETUNE_NO_ENV");
+  g.no_env = no_env != nullptr && std::strcmp(no_env, "1") == 0;
+  return true;
+}
+
+// The library may be both LD_PRELOADed and dlopen()ed from another path (e.g. as an
+// injection library): only the first instance, the one in the global scope, records.
+// The address of our own tracetune_now_ns cannot be taken directly (a GOT reference binds
+// to the global-scope definition, i.e. the other instance), so compare the objects.
+bool another_instance_active() {
+  void* first = dlsym(RTLD_DEFAULT, "tracetune_now_ns");
+  if (first == nullptr) return false;
+  Dl_info theirs{};
+  Dl_info ours{};
+  if (dladdr(first, &theirs) == 0 || dladdr(reinterpret_cast<void*>(&g), &ours) == 0) return false;
+  return theirs.dli_fbase != ours.dli_fbase;
+}
+
+__attribute__((constructor)) void tracetune_collector_init() {
+  ErrnoSaver errno_saver;
+  const char* dir = env_get("TRACETUNE_OUTPUT_DIR");
+  if (dir == nullptr || *dir == '\0') return;  // not asked to record: pure pass-through
+  if (another_instance_active() || !configure(dir)) return;
+  resolve_io_functions();
+  resolve_process_functions();
+  dlerror();  // do not leave our failed lookups for the application's dlerror()
+  g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
+  if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
+  g.configured = true;
+  install_process_handlers();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// writer.h API
+// ---------------------------------------------------------------------------------------
+
+std::int64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+bool recording() { return g.mode.load(std::memory_order_relaxed) == kRecording; }
+
+bool in_vfork_child() {
+  // glibc no longer caches the pid, so this is a real syscall: callers use it only on
+  // paths that are slow anyway (open/close, exec, exit, new chunks, new strings).
+  const std::int64_t pid = g.pid.load(std::memory_order_relaxed);
+  return pid != 0 && sys_getpid() != pid;
+}
+
+ReentryGuard::ReentryGuard() : active_(t_state.depth++ == 0) {}
+ReentryGuard::~ReentryGuard() { --t_state.depth; }
+
+std::uint32_t intern(const char* s, std::size_t n) { return intern_impl(s, n, false); }
+
+std::uint32_t intern(const char* s) { return s == nullptr ? 0 : intern_impl(s, std::strlen(s), false); }
+
+void emit(RecordType type, const void* payload, std::uint32_t size) {
+  emit_record(type, payload, size, nullptr, 0, false);
+}
+
+void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
+           std::uint32_t tail_size) {
+  emit_record(type, head, head_size, tail, tail_size, false);
+}
+
+std::uint32_t fd_path(int fd) {
+  return static_cast<unsigned>(fd) < kMaxFds ? g_fd_paths[fd].load(std::memory_order_acquire) : 0;
+}
+
+void set_fd_path(int fd, std::uint32_t path_id) {
+  if (static_cast<unsigned>(fd) >= kMaxFds) return;
+  g_fd_paths[fd].store(path_id, std::memory_order_release);
+  int high = g_fd_high.load(std::memory_order_relaxed);
+  while (path_id != 0 && fd > high &&
+         !g_fd_high.compare_exchange_weak(high, fd, std::memory_order_relaxed)) {
+  }
+}
+
+std::uint32_t take_fd_path(int fd) {
+  return static_cast<unsigned>(fd) < kMaxFds ? g_fd_paths[fd].exchange(0, std::memory_order_acq_rel)
+                                             : 0;
+}
+
+std::size_t copy_string(std::uint32_t id, char* out, std::size_t cap) {
+  const Entry* e = find_id(*g_strings.load(std::memory_order_acquire), id);
+  if (e == nullptr || e->len > cap) return 0;
+  std::memcpy(out, e->bytes(), e->len);
+  return e->len;
+}
+
+bool trace_enabled(const char* category) {
+  if (g.trace_all) return true;
+  const std::size_t n = std::strlen(category);
+  const char* p = g.trace_list;
+  while (*p != '\0') {
+    while (*p == ',' || *p == ' ') ++p;
+    const char* end = p;
+    while (*end != '\0' && *end != ',') ++end;
+    const char* last = end;
+    while (last > p && last[-1] == ' ') --last;
+    const std::size_t len = static_cast<std::size_t>(last - p);
+    if ((len == n && std::strncmp(p, category, n) == 0) || (len == 3 && std::strncmp(p, "all", 3) == 0)) {
+      return true;
+    }
+    p = end;
+  }
+  return false;
+}
+
+bool should_record_io() {
+  const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
+  if (__builtin_expect(mode == kRecording, 1)) return g.io;
+  if (mode == kStopped && g.io) drop(kDropStopped);
+  return false;
+}
+
+void* resolve_next(const char* name, const char* version) {
+  ThreadState& ts = t_state;
+  if (ts.busy & kResolving) return nullptr;
+  const int saved = errno;
+  ts.busy |= kResolving;
+  void* p = dlsym(RTLD_NEXT, name);
+  if (p == nullptr && version != nullptr) p = dlvsym(RTLD_NEXT, name, version);
+  ts.busy &= static_cast<std::uint8_t>(~kResolving);
+  errno = saved;
+  return p;
+}
+
+void record_thread_name(const char* name) {
+  if (name == nullptr || !recording()) return;
+  ErrnoSaver errno_saver;
+  record_thread_name_of(t_state, name, std::strlen(name));
+}
+
+void record_fork(std::int64_t child_pid) {
+  if (!recording()) return;
+  const ForkRecord r{now_ns(), child_pid};
+  emit(RecordType::Fork, r);
+}
+
+namespace {
+
+// Dropped records for every reason counted so far (the counters restart at zero, so a
+// failed exec followed by exit does not report the same drops twice).
+void emit_drops() {
+  for (int r = 0; r < kDropReasons; ++r) {
+    const std::uint64_t n = g.dropped[r].exchange(0, std::memory_order_relaxed);
+    if (n == 0) continue;
+    const char* text = r == kDropStopped ? g.stop_reason : kDropText[r];
+    if (r == kDropStopped && g.stop_claimed.load() == 0) text = "recording stopped";
+    DroppedRecord d{};
+    d.count = n;
+    d.reason = intern_impl(text, std::strlen(text), true);
+    if (!emit_record(RecordType::Dropped, &d, sizeof d, nullptr, 0, true)) {
+      drop(static_cast<DropReason>(r), n);
+    }
+  }
+}
+
+void set_end(std::int64_t ts) {
+  if (g.header != nullptr) __atomic_store_n(&g.header->end_mono_ns, ts, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+void restart_in_fork_child() {
+  if (!g.configured) return;
+  ErrnoSaver errno_saver;
+  const std::int64_t parent = g.pid.load(std::memory_order_relaxed);
+  if (sys_getpid() == parent) return;  // already done (fork() and _Fork() both report)
+
+  // The parent's chunks and header map the parent's file: never write there again.
+  g.mode.store(kOff, std::memory_order_relaxed);
+  ThreadState& ts = t_state;
+  ts.chunk = nullptr;
+  ts.used = 0;
+  ts.tid = 0;
+  ts.busy = 0;
+  for (auto& slot : g_chunk_slots) {
+    if (char* p = slot.exchange(nullptr, std::memory_order_relaxed)) sys_munmap(p, kChunkSize);
+  }
+  if (g.header != nullptr) sys_munmap(g.header, kHeaderSize);
+  g.header = nullptr;
+  for (auto& d : g.dropped) d.store(0, std::memory_order_relaxed);
+  g.exit_recorded.store(0, std::memory_order_relaxed);
+  g.stop_claimed.store(0, std::memory_order_relaxed);
+
+  // String ids are per file: start a fresh table, keep the parent's until the inherited
+  // fd table has been translated.
+  Interner* old = g_strings.load(std::memory_order_relaxed);
+  Interner* fresh = old == &g_interners[0] ? &g_interners[1] : &g_interners[0];
+  reset_interner(*fresh);
+  g_strings.store(fresh, std::memory_order_release);
+
+  start_file(parent, kForkChild);
+
+  const int high = g_fd_high.load(std::memory_order_relaxed);
+  for (int fd = 0; fd <= high && fd < kMaxFds; ++fd) {
+    const std::uint32_t id = g_fd_paths[fd].load(std::memory_order_relaxed);
+    if (id == 0) continue;
+    const Entry* e = find_id(*old, id);
+    g_fd_paths[fd].store(e != nullptr ? intern_impl(e->bytes(), e->len, false) : 0,
+                         std::memory_order_relaxed);
+  }
+  reset_interner(*old);
+}
+
+bool record_exec(const char* path, std::uint32_t path_id) {
+  if (g.mode.load(std::memory_order_relaxed) == kOff) return false;
+  ErrnoSaver errno_saver;
+  if (in_vfork_child()) return false;  // a vfork child shares our memory: touch nothing
+  emit_drops();
+  ExecRecord r{};
+  r.ts_ns = now_ns();
+  r.path = path != nullptr ? intern_impl(path, std::strlen(path), true) : path_id;
+  emit_record(RecordType::Exec, &r, sizeof r, nullptr, 0, true);
+  set_end(r.ts_ns);
+  header_or_flags(kExecReplaced);
+  return true;
+}
+
+void exec_failed() {
+  if (g.header == nullptr) return;
+  __atomic_fetch_and(&g.header->flags, ~static_cast<std::uint32_t>(kExecReplaced), __ATOMIC_SEQ_CST);
+  set_end(0);
+}
+
+void record_exit(int status, int how) {
+  if (g.mode.load(std::memory_order_relaxed) == kOff) return;
+  ErrnoSaver errno_saver;
+  if (in_vfork_child()) return;
+  if (g.exit_recorded.exchange(1) != 0) return;
+  emit_drops();
+  ExitRecord r{};
+  r.ts_ns = now_ns();
+  r.status = status & 0xff;  // what the parent's wait() sees
+  r.how = how;
+  emit_record(RecordType::Exit, &r, sizeof r, nullptr, 0, true);
+  if (g.header != nullptr) __atomic_store_n(&g.header->exit_status, r.status, __ATOMIC_RELAXED);
+  set_end(r.ts_ns);
+  header_or_flags(kExited);
+}
+
+}  // namespace tt::collector

@@ -1,0 +1,267 @@
+// `tracetune record`: the host side of recording. It prepares a private directory for the
+// per-process record files, starts the job with the collector injected through the
+// environment (LD_PRELOAD for I/O and process tracking, NVTX_INJECTION64_PATH for NVTX,
+// PYTHONPATH for the Python integration's sitecustomize), waits for it while forwarding
+// signals that were sent to us, and finally merges the records into one trace DB.
+//
+// The job must behave exactly as without us: it inherits stdin/stdout/stderr, its exit code
+// is returned unchanged, and a failure on our side after it started (disk full while
+// merging, say) is reported on stderr but never changes that exit code.
+#include "tracetune/collector/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "tracetune/collector/merge.h"
+#include "tracetune/trace/store.h"
+#include "tracetune/trace/summary.h"
+
+extern char** environ;
+
+namespace tt::collector {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path self_exe_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+fs::path first_existing(std::initializer_list<fs::path> candidates) {
+  std::error_code ec;
+  for (const auto& c : candidates)
+    if (!c.empty() && fs::exists(c, ec)) return c;
+  return {};
+}
+
+// The job's pid, for the signal handler.
+std::atomic<pid_t> g_child{0};
+
+// Signals sent to us by another process (kill, a scheduler) go on to the job. A terminal's
+// Ctrl-C (si_code SI_KERNEL) already reached the job, which shares our process group:
+// forwarding it would deliver it twice.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  const pid_t child = g_child.load();
+  if (child <= 0) return;
+  if (info != nullptr && info->si_code == SI_KERNEL) return;
+  ::kill(child, sig);
+}
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+struct SignalForwarding {
+  struct sigaction old[std::size(kForwarded)]{};
+  SignalForwarding() {
+    struct sigaction sa {};
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &sa, &old[i]);
+  }
+  ~SignalForwarding() {
+    for (std::size_t i = 0; i < std::size(kForwarded); ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
+  }
+};
+
+// Creates `dir` private to us: 0700, a real directory (not a symlink), owned by us, empty.
+Status make_private_dir(const fs::path& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return make_error(dir.string() + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return make_error(dir.string() + ": exists and is not a directory");
+    if (st.st_uid != ::geteuid() || (st.st_mode & 0077) != 0)
+      return make_error(dir.string() + ": exists and is not private to you (needs mode 0700, your ownership)");
+    std::error_code ec;
+    if (!fs::is_empty(dir, ec))
+      return make_error(dir.string() + ": exists and is not empty (remove it, or choose another -o)");
+  }
+  ::chmod(dir.c_str(), 0700);
+  return {};
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, std::string_view x) {
+  for (const auto& s : v)
+    if (s == x) return true;
+  return false;
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void print_summary(const trace::Trace& t, const MergeReport& report, const RecordOptions& opt,
+                   const fs::path& raw_dir) {
+  std::string s = "\n== tracetune record: " + opt.output.string() + "\n";
+  s += trace::summary_text(trace::summarize(t));
+  s += fmt::format("recorded     {} processes from {} record files{}\n", report.processes, report.files,
+                   report.hosts.size() > 1 ? fmt::format(" on {} hosts", report.hosts.size()) : "");
+  for (const auto& h : report.hosts)
+    if (report.hosts.size() > 1) s += fmt::format("  host {}: clock offset {} ns ({} files)\n", h.host, h.offset_ns, h.files);
+  std::vector<std::string> missing;
+  if (!has(opt.trace, "io")) missing.push_back("file I/O (not requested)");
+  if (!has(opt.trace, "nvtx")) missing.push_back("NVTX ranges (not requested)");
+  if (!has(opt.trace, "python")) missing.push_back("Python steps (not requested)");
+  missing.push_back("GPU kernels, copies and syncs (GPU capture is not part of this build)");
+  s += "not recorded\n";
+  for (const auto& m : missing) s += "  " + m + "\n";
+  if (report.truncated > 0)
+    s += fmt::format("warning      {} processes ended without an exit record (killed or crashed); their "
+                     "events up to the end are kept\n", report.truncated);
+  if (report.torn_records > 0)
+    s += fmt::format("warning      {} torn records detected and skipped\n", report.torn_records);
+  if (report.dropped_records > 0)
+    s += fmt::format("warning      {} records could not be written (see diagnostics)\n", report.dropped_records);
+  for (const auto& w : report.warnings) s += "warning      " + w + "\n";
+  if (opt.keep_raw) s += "raw records  kept in " + raw_dir.string() + "\n";
+  std::fputs(s.c_str(), stderr);
+}
+
+}  // namespace
+
+fs::path collector_library_path() {
+  if (const char* env = std::getenv("TRACETUNE_COLLECTOR_LIB"); env != nullptr && *env != '\0') return env;
+  const fs::path dir = self_exe_dir();
+  return first_existing({
+      dir / "../lib/tracetune/libtracetune_collector.so",
+#ifdef TT_BUILD_COLLECTOR_LIB
+      fs::path(TT_BUILD_COLLECTOR_LIB),
+#endif
+  });
+}
+
+fs::path python_integration_dir() {
+  const fs::path dir = self_exe_dir();
+  return first_existing({
+      dir / "../share/tracetune/python",
+#ifdef TT_SOURCE_PYTHON_DIR
+      fs::path(TT_SOURCE_PYTHON_DIR),
+#endif
+  });
+}
+
+std::vector<std::string> job_environment(const RecordOptions& opt, const fs::path& raw_dir, char** base) {
+  const std::string lib = collector_library_path().string();
+  const std::string py = python_integration_dir().string();
+  std::string ld_preload = lib, pythonpath = py;
+  std::vector<std::string> env;
+  for (char** e = base; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    const auto name = kv.substr(0, kv.find('='));
+    const auto value = kv.find('=') == std::string_view::npos ? std::string_view() : kv.substr(kv.find('=') + 1);
+    // ours replace any inherited value (a nested `tracetune record` records into its own dir)
+    if (name == "LD_PRELOAD") {
+      if (!value.empty()) ld_preload += ":" + std::string(value);
+    } else if (name == "PYTHONPATH") {
+      if (!value.empty()) pythonpath += ":" + std::string(value);
+    } else if (!name.starts_with("TRACETUNE_") && name != "NVTX_INJECTION64_PATH") {
+      env.emplace_back(kv);
+    }
+  }
+  env.push_back("LD_PRELOAD=" + ld_preload);
+  env.push_back("TRACETUNE_OUTPUT_DIR=" + raw_dir.string());
+  env.push_back("TRACETUNE_TRACE=" + join(opt.trace, ","));
+  if (!opt.record_env) env.push_back("TRACETUNE_NO_ENV=1");
+  if (has(opt.trace, "nvtx")) env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  if (has(opt.trace, "python") && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
+  return env;
+}
+
+Result<RecordOutcome> record(const RecordOptions& opt) {
+  if (opt.command.empty()) return make_error("record: no command given (usage: tracetune record -- CMD...)");
+  if (collector_library_path().empty())
+    return make_error("record: the collector library (libtracetune_collector.so) was not found next to tracetune; "
+                      "set TRACETUNE_COLLECTOR_LIB");
+  fs::path out_dir = opt.output.parent_path();
+  if (out_dir.empty()) out_dir = ".";
+  std::error_code ec;
+  if (!fs::is_directory(out_dir, ec)) return make_error(opt.output.string() + ": directory does not exist");
+  const fs::path raw_dir = opt.raw_dir.empty() ? fs::path(opt.output.string() + ".raw") : opt.raw_dir;
+  if (auto st = make_private_dir(raw_dir); !st) return make_error(st.error());
+
+  // argv/envp for the job
+  std::vector<std::string> env = job_environment(opt, fs::absolute(raw_dir), environ);
+  std::vector<char*> envp, argv;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = opt.command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  RecordOutcome outcome;
+  {
+    SignalForwarding forwarding;
+    pid_t pid = 0;
+    const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+    if (rc != 0) {
+      fs::remove_all(raw_dir, ec);
+      return make_error(opt.command[0] + ": " + std::strerror(rc));
+    }
+    g_child.store(pid);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) {
+        status = 0;
+        break;
+      }
+    }
+    g_child.store(0);
+    outcome.exit_code = exit_code_of(status);
+  }
+
+  // Merge what every process recorded.
+  MergeOptions mopt;
+  const bool tty = opt.progress && ::isatty(STDERR_FILENO) != 0;
+  if (tty)
+    mopt.progress = [](std::size_t done, std::size_t total) {
+      std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
+      if (done == total) std::fputc('\n', stderr);
+    };
+  MergeReport report;
+  const fs::path dirs[] = {raw_dir};
+  auto merged = merge_raw(dirs, mopt, report);
+  if (!merged) {
+    outcome.error = merged.error();
+    std::fprintf(stderr, "tracetune: no trace written: %s (raw records kept in %s)\n", merged.error().c_str(),
+                 raw_dir.c_str());
+    return outcome;
+  }
+  trace::Trace& t = merged.value();
+  t.metadata.emplace_back("command", join(opt.command, " "));
+  if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
+    outcome.error = st.error();
+    std::fprintf(stderr, "tracetune: no trace written: %s (raw records kept in %s)\n", st.error().c_str(),
+                 raw_dir.c_str());
+    return outcome;
+  }
+  outcome.trace_written = true;
+  print_summary(t, report, opt, raw_dir);
+  if (!opt.keep_raw) fs::remove_all(raw_dir, ec);
+  return outcome;
+}
+
+}  // namespace tt::collector

@@ -1,0 +1,329 @@
+// Raw record file (.ttr) -> RawProcess: the byte-level half of the merger.
+//
+// The file is mapped read-only and walked once: header, then every chunk present on disk,
+// record by record. The rules follow the writer's commit protocol (record_format.h):
+//  - `size` is stored last, so size == 0 means "nothing more was committed in this chunk";
+//  - a frame that cannot be right (size not a multiple of 8, below the header size, above
+//    kMaxRecordSize, or past the end of the chunk or of the file) or a checksum mismatch is a
+//    torn record: the rest of that chunk is not trusted, the next chunk is read normally;
+//  - a valid record of an unknown type is skipped (a newer collector, or GPU records this
+//    build cannot decode); its size still tells where the next record starts.
+// Chunks are walked by what is on disk, not by `chunks_reserved`: the header counter and the
+// file length are updated at different moments, and a chunk that was never written reads as
+// zeros, which costs one 4-byte look.
+// Mapping rather than reading keeps untouched (never written) chunks off the heap and out of
+// the page cache. It assumes the file does not shrink while it is read (a SIGBUS otherwise):
+// the collector never truncates, and merging happens after the job has ended.
+#include "tracetune/collector/record_reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <system_error>
+#include <utility>
+
+namespace tt::collector {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text(int e) {
+  return std::error_code(e, std::generic_category()).message();
+}
+
+Error file_error(const fs::path& path, std::string_view what) {
+  return make_error(path.string() + ": " + std::string(what));
+}
+
+// An open file descriptor, closed on scope exit.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// A read-only private mapping of a whole file, unmapped on scope exit.
+class Mapping {
+ public:
+  Mapping(const void* data, std::size_t size) : data_(data), size_(size) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (data_ != nullptr) ::munmap(const_cast<void*>(data_), size_);
+  }
+  const unsigned char* bytes() const { return static_cast<const unsigned char*>(data_); }
+  std::size_t size() const { return size_; }
+
+ private:
+  const void* data_;
+  std::size_t size_;
+};
+
+// Opens a regular file for reading and reports its size.
+Result<int> open_regular(const fs::path& path, std::uint64_t& size) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file_error(path, "cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return file_error(path, "cannot stat: " + errno_text(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return file_error(path, "not a regular file");
+  }
+  size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
+// Validates the fixed part of the header; every message names the file and what is wrong.
+Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char* bytes,
+                                       std::uint64_t file_size) {
+  if (file_size < sizeof(FileHeader))
+    return file_error(path, "not a tracetune record file (" + std::to_string(file_size) +
+                                " bytes, shorter than the " + std::to_string(kHeaderSize) + "-byte header)");
+  FileHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    return file_error(path, "not a tracetune record file (bad magic)");
+  if (h.version != kFormatVersion)
+    return file_error(path, "record format version " + std::to_string(h.version) +
+                                " is not supported (this tracetune reads version " +
+                                std::to_string(kFormatVersion) + ")");
+  if (h.header_size != kHeaderSize)
+    return file_error(path, "bad record file header: header_size " + std::to_string(h.header_size) +
+                                " (expected " + std::to_string(kHeaderSize) + ")");
+  // The writer uses kChunkSize, but nothing in the reader depends on it: accept any
+  // page-multiple size that can hold a record frame, refuse values no writer would produce.
+  constexpr std::uint32_t kMaxChunk = 256u << 20;
+  if (h.chunk_size < 4096 || h.chunk_size % 4096 != 0 || h.chunk_size > kMaxChunk)
+    return file_error(path, "bad record file header: chunk_size " + std::to_string(h.chunk_size));
+
+  RecordFileHeader out;
+  out.version = h.version;
+  out.chunk_size = h.chunk_size;
+  out.flags = h.flags;
+  out.pid = h.pid;
+  out.ppid = h.ppid;
+  out.start_mono_ns = h.start_mono_ns;
+  out.start_real_ns = h.start_real_ns;
+  out.end_mono_ns = h.end_mono_ns;
+  out.exit_status = h.exit_status;
+  out.rank = h.rank;
+  out.local_rank = h.local_rank;
+  out.world_size = h.world_size;
+  out.chunks_reserved = h.chunks_reserved;
+  // NUL-terminated by the writer, but a damaged header must not make us read past the field.
+  out.host.assign(h.host, ::strnlen(h.host, sizeof h.host));
+  out.file_size = file_size;
+  return out;
+}
+
+// The writer's checksum covers the payload it was given (record_format.h), which the frame
+// pads to 8 bytes; the reader knows only the padded length, so it tries the (at most 8)
+// unpadded lengths that pad to it. Fixed-size records match on the first try.
+bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint32_t padded_len) {
+  for (std::uint32_t n = padded_len, tries = 0; tries < 8 && n <= padded_len; --n, ++tries) {
+    if (record_checksum(h, payload, n) == h.checksum) return true;
+    if (n == 0) break;
+  }
+  return false;
+}
+
+// Decodes the records of one file into a RawProcess.
+class FileDecoder {
+ public:
+  explicit FileDecoder(RawProcess& out) : p_(out) {}
+
+  // Walks one chunk of `len` bytes (len < chunk_size only for the last, cut chunk).
+  void walk_chunk(const unsigned char* chunk, std::size_t len) {
+    std::size_t off = 0;
+    while (len - off >= sizeof(RecordHeader)) {
+      RecordHeader h;
+      std::memcpy(&h, chunk + off, sizeof h);
+      if (h.size == 0) return;  // nothing more committed in this chunk
+      if (h.size % 8 != 0 || h.size < sizeof(RecordHeader) || h.size > kMaxRecordSize || h.size > len - off) {
+        ++p_.torn_records;
+        return;
+      }
+      const unsigned char* payload = chunk + off + sizeof h;
+      const std::uint32_t n = h.size - static_cast<std::uint32_t>(sizeof h);
+      if (!checksum_ok(h, payload, n)) {
+        ++p_.torn_records;
+        return;
+      }
+      ++p_.records;
+      decode(h, payload, n);
+      off += h.size;
+    }
+  }
+
+ private:
+  template <class T>
+  bool take(const unsigned char* payload, std::uint32_t n, T& out) {
+    // Larger is fine (a newer writer may append fields); shorter cannot be decoded.
+    if (n < sizeof(T)) {
+      ++p_.malformed_records;
+      return false;
+    }
+    std::memcpy(&out, payload, sizeof(T));
+    return true;
+  }
+
+  template <class T>
+  bool push(std::vector<ThreadRecord<T>>& v, const RecordHeader& h, const unsigned char* payload,
+            std::uint32_t n) {
+    T rec;
+    if (!take(payload, n, rec)) return false;
+    v.push_back({h.tid, rec});
+    return true;
+  }
+
+  void saw_time(std::int64_t t) { p_.last_ts_ns = std::max(p_.last_ts_ns, t); }
+
+  void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
+    switch (static_cast<RecordType>(h.type)) {
+      case RecordType::String: {
+        StringRecord s;
+        if (!take(payload, n, s)) return;
+        if (s.length > n - sizeof s) {
+          ++p_.malformed_records;
+          return;
+        }
+        // First definition wins: ids are assigned once per file by the writer.
+        if (s.id != 0)
+          p_.strings.try_emplace(s.id, reinterpret_cast<const char*>(payload + sizeof s), s.length);
+        return;
+      }
+      case RecordType::ProcessInfo: {
+        ProcessInfoRecord r;
+        if (take(payload, n, r)) p_.process_info = r;
+        return;
+      }
+      case RecordType::ThreadName:
+        push(p_.thread_names, h, payload, n);
+        return;
+      case RecordType::Io:
+        if (push(p_.io, h, payload, n))
+          saw_time(std::max(p_.io.back().rec.start_ns, p_.io.back().rec.end_ns));
+        return;
+      case RecordType::Range:
+        if (push(p_.ranges, h, payload, n))
+          saw_time(std::max(p_.ranges.back().rec.start_ns, p_.ranges.back().rec.end_ns));
+        return;
+      case RecordType::Mark:
+        if (push(p_.marks, h, payload, n)) saw_time(p_.marks.back().rec.ts_ns);
+        return;
+      case RecordType::Step:
+        if (push(p_.steps, h, payload, n))
+          saw_time(std::max(p_.steps.back().rec.start_ns, p_.steps.back().rec.end_ns));
+        return;
+      case RecordType::Fork:
+        if (push(p_.forks, h, payload, n)) saw_time(p_.forks.back().rec.ts_ns);
+        return;
+      case RecordType::Exec:
+        if (push(p_.execs, h, payload, n)) saw_time(p_.execs.back().rec.ts_ns);
+        return;
+      case RecordType::Exit:
+        if (push(p_.exits, h, payload, n)) saw_time(p_.exits.back().rec.ts_ns);
+        return;
+      case RecordType::Dropped:
+        push(p_.dropped, h, payload, n);
+        return;
+      case RecordType::Counter:
+        if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
+        return;
+    }
+    ++p_.unknown_records;
+  }
+
+  RawProcess& p_;
+};
+
+}  // namespace
+
+const std::string* RawProcess::find_string(std::uint32_t id) const {
+  static const std::string kEmpty;
+  if (id == 0) return &kEmpty;
+  const auto it = strings.find(id);
+  return it == strings.end() ? nullptr : &it->second;
+}
+
+Result<RecordFileHeader> read_record_header(const fs::path& path) {
+  std::uint64_t size = 0;
+  auto fd = open_regular(path, size);
+  if (!fd) return Error{fd.error()};
+  const Fd guard(fd.value());
+  unsigned char buf[sizeof(FileHeader)] = {};
+  std::size_t got = 0;
+  while (got < sizeof buf && got < size) {
+    const ssize_t r = ::pread(guard.get(), buf + got, sizeof buf - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return file_error(path, "cannot read: " + errno_text(errno));
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  return decode_header(path, buf, got);
+}
+
+Result<RawProcess> read_record_file(const fs::path& path) {
+  std::uint64_t size = 0;
+  auto fd = open_regular(path, size);
+  if (!fd) return Error{fd.error()};
+  const Fd guard(fd.value());
+  // Too short to map a header: decode_header reports it without touching the bytes.
+  if (size < sizeof(FileHeader)) return Error{decode_header(path, nullptr, size).error()};
+  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, guard.get(), 0);
+  if (data == MAP_FAILED) return file_error(path, "cannot map: " + errno_text(errno));
+  const Mapping map(data, size);
+  // One forward pass: let the kernel read ahead and drop pages behind us.
+  ::madvise(data, size, MADV_SEQUENTIAL);
+
+  auto header = decode_header(path, map.bytes(), size);
+  if (!header) return Error{header.error()};
+
+  RawProcess p;
+  p.path = path;
+  p.header = std::move(header.value());
+  const std::uint64_t chunk = p.header.chunk_size;
+  const std::uint64_t body = size - kHeaderSize;
+  p.chunks = static_cast<std::uint32_t>((body + chunk - 1) / chunk);
+  p.partial_chunk = body % chunk != 0;
+  p.short_file = body < static_cast<std::uint64_t>(p.header.chunks_reserved) * chunk;
+
+  FileDecoder decoder(p);
+  for (std::uint64_t off = kHeaderSize; off < size; off += chunk)
+    decoder.walk_chunk(map.bytes() + off, static_cast<std::size_t>(std::min(chunk, size - off)));
+  return p;
+}
+
+std::string_view io_func_name(IoFunc f) {
+  // Indexed by IoFunc, in declaration order; the static_assert keeps the two in step.
+  static constexpr std::string_view kNames[] = {
+      "open",       "open64", "openat",   "openat64", "creat",  "creat64", "__open_2", "__open64_2",
+      "__openat_2", "read",   "pread",    "pread64",  "readv",  "preadv",  "preadv64", "preadv2",
+      "write",      "pwrite", "pwrite64", "writev",   "close",  "lseek",   "lseek64",  "stat",
+      "fstat",      "lstat",  "fstatat",  "statx",    "stat64", "fstat64", "lstat64",  "fstatat64",
+      "mmap",       "mmap64", "fopen",    "fopen64",  "fread",  "fwrite",  "fclose",
+  };
+  static_assert(std::size(kNames) == static_cast<std::size_t>(IoFunc::Count));
+  const auto i = static_cast<std::size_t>(f);
+  return i < std::size(kNames) ? kNames[i] : std::string_view("unknown");
+}
+
+}  // namespace tt::collector

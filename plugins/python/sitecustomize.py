@@ -1,0 +1,39 @@
+"""tracetune's Python integration, loaded by every Python process that `tracetune record`
+starts (PYTHONPATH points here). It only installs lazy import hooks, so a job that never
+imports torch pays nothing; then it hands over to any sitecustomize the job had before.
+"""
+import os as _os
+import sys as _sys
+
+
+def _tracetune_bootstrap():
+    try:
+        import tracetune._autostep as autostep
+        autostep.install()
+    except Exception as e:  # never break the job
+        _sys.stderr.write(f"tracetune: Python integration disabled: {e}\n")
+
+
+def _chain_next_sitecustomize():
+    """Run the sitecustomize that would have run without us (the next one on sys.path)."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    import importlib.machinery
+    import importlib.util
+    for entry in _sys.path:
+        try:
+            if not entry or _os.path.abspath(entry) == here:
+                continue
+        except Exception:
+            continue
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", [entry])
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        _sys.modules["_tracetune_chained_sitecustomize"] = module
+        spec.loader.exec_module(module)
+        return
+
+
+if _os.environ.get("TRACETUNE_OUTPUT_DIR") and "python" in _os.environ.get("TRACETUNE_TRACE", "python").split(","):
+    _tracetune_bootstrap()
+_chain_next_sitecustomize()

@@ -1,0 +1,65 @@
+"""tracetune's in-process Python API.
+
+    import tracetune
+    for batch in loader:
+        ...
+        tracetune.step()          # mark a step boundary explicitly (optional)
+
+Under `tracetune record`, PyTorch jobs get step boundaries and "waiting for the next batch"
+spans without code changes (see docs/python.md); `tracetune.step()` is for loops that do not
+iterate a DataLoader, and takes precedence over the automatic boundaries once called.
+Outside `tracetune record` every function here is a cheap no-op.
+"""
+from tracetune import _collector
+
+__all__ = ["step", "range", "mark", "counter", "is_recording"]
+
+_explicit_step = {"number": 0, "start": None}
+
+
+def is_recording() -> bool:
+    """True when this process runs under `tracetune record`."""
+    return _collector.available()
+
+
+def step(number: int = None) -> None:
+    """End the current step and start the next one. The first call starts step 0."""
+    if not _collector.available():
+        return
+    from tracetune import _autostep
+    _autostep.explicit_steps_in_use()
+    now = _collector.now_ns()
+    state = _explicit_step
+    if state["start"] is not None:
+        _collector.step(_collector.STEP, state["start"], now, state["number"])
+        state["number"] += 1
+    if number is not None:
+        state["number"] = int(number)
+    state["start"] = now
+
+
+class range:  # noqa: A001 - mirrors NVTX naming
+    """A named span on the current thread: `with tracetune.range("load"): ...`."""
+
+    __slots__ = ("_name", "_domain", "_start")
+
+    def __init__(self, name: str, domain: str = "user"):
+        self._name, self._domain, self._start = name, domain, 0
+
+    def __enter__(self):
+        self._start = _collector.now_ns()
+        return self
+
+    def __exit__(self, *exc):
+        _collector.range(self._name, self._domain, self._start, _collector.now_ns())
+        return False
+
+
+def mark(name: str, domain: str = "user") -> None:
+    """An instant event."""
+    _collector.mark(name, domain)
+
+
+def counter(name: str, value: float) -> None:
+    """A counter sample (e.g. samples/s) at the current time."""
+    _collector.counter(name, float(value))

@@ -1,0 +1,186 @@
+"""Step boundaries for unmodified PyTorch jobs.
+
+Installed by sitecustomize under `tracetune record`. Nothing is imported eagerly: an import
+hook patches torch's classes when the job imports them.
+
+- DataLoader iteration (main thread): each `next(iterator)` call is a "waiting for the next
+  batch" span, and the start of each fetch begins a new step; the step in progress ends when
+  the next fetch starts (or the iterator is exhausted).
+- `torch.optim` optimizers: each `step()` call becomes an "optimizer.step" span.
+- `torch.profiler.profile.step()` and `tracetune.step()` also mark step boundaries. The
+  sources rank explicit > profiler > DataLoader: once a higher one is used, lower ones stop
+  marking steps (their spans are still recorded).
+"""
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+
+from tracetune import _collector
+
+_EXPLICIT, _PROFILER, _DATALOADER = 3, 2, 1
+
+
+class _Steps:
+    def __init__(self):
+        self.source = 0       # the highest source seen so far
+        self.number = 0
+        self.start = None     # start of the step in progress
+        self.lock = threading.Lock()
+
+    def boundary(self, source: int, now: int) -> None:
+        """A step boundary from `source` at time `now`."""
+        with self.lock:
+            if source < self.source:
+                return
+            if source > self.source:  # a better source takes over; restart numbering
+                self.source, self.start, self.number = source, None, 0
+            if self.start is not None:
+                _collector.step(_collector.STEP, self.start, now, self.number)
+                self.number += 1
+            self.start = now
+
+    def finish(self, source: int, now: int) -> None:
+        """End the step in progress without starting another (iterator exhausted)."""
+        with self.lock:
+            if source == self.source and self.start is not None:
+                _collector.step(_collector.STEP, self.start, now, self.number)
+                self.number += 1
+                self.start = None
+
+
+STEPS = _Steps()
+
+
+def explicit_steps_in_use() -> None:
+    STEPS.source = max(STEPS.source, _EXPLICIT)
+
+
+def _patch_dataloader(module) -> None:
+    it_cls = getattr(module, "_BaseDataLoaderIter", None)
+    if it_cls is None or getattr(it_cls, "_tracetune_patched", False):
+        return
+    original = it_cls.__next__
+    main = threading.main_thread
+
+    def __next__(self):
+        if threading.current_thread() is not main():
+            return original(self)
+        t0 = _collector.now_ns()
+        try:
+            batch = original(self)
+        except StopIteration:
+            STEPS.finish(_DATALOADER, t0)
+            raise
+        t1 = _collector.now_ns()
+        STEPS.boundary(_DATALOADER, t0)
+        _collector.step(_collector.BATCH_WAIT, t0, t1, STEPS.number)
+        return batch
+
+    it_cls.__next__ = __next__
+    it_cls._tracetune_patched = True
+
+
+def _wrap_optimizer_step(cls) -> None:
+    step = cls.__dict__.get("step")
+    if step is None or getattr(step, "_tracetune_wrapped", False):
+        return
+
+    def wrapped(self, *args, **kwargs):
+        t0 = _collector.now_ns()
+        try:
+            return step(self, *args, **kwargs)
+        finally:
+            _collector.step(_collector.OPTIMIZER_STEP, t0, _collector.now_ns(), STEPS.number)
+
+    wrapped._tracetune_wrapped = True
+    wrapped.__wrapped__ = step
+    wrapped.__name__, wrapped.__qualname__, wrapped.__doc__ = step.__name__, step.__qualname__, step.__doc__
+    cls.step = wrapped
+
+
+def _patch_optim(module) -> None:
+    base = getattr(module, "Optimizer", None)
+    if base is None:
+        return
+    pending = [base]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls is not base:
+            _wrap_optimizer_step(cls)
+    # optimizers defined later (user code, torch submodules imported afterwards)
+    original_init_subclass = base.__dict__.get("__init_subclass__")
+
+    @classmethod
+    def __init_subclass__(cls, **kwargs):
+        if original_init_subclass is not None:
+            original_init_subclass.__func__(cls, **kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)
+        _wrap_optimizer_step(cls)
+
+    base.__init_subclass__ = __init_subclass__
+
+
+def _patch_profiler(module) -> None:
+    prof = getattr(module, "profile", None)
+    if prof is None or getattr(prof, "_tracetune_patched", False):
+        return
+    original = prof.step
+
+    def step(self, *args, **kwargs):
+        STEPS.boundary(_PROFILER, _collector.now_ns())
+        return original(self, *args, **kwargs)
+
+    prof.step = step
+    prof._tracetune_patched = True
+
+
+_PATCHES = {
+    "torch.utils.data.dataloader": _patch_dataloader,
+    "torch.optim.optimizer": lambda m: None,  # patched via torch.optim, after all optimizers load
+    "torch.optim": _patch_optim,
+    "torch.profiler.profiler": _patch_profiler,
+}
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader, patch):
+        self._loader, self._patch = loader, patch
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        try:
+            self._patch(module)
+        except Exception as e:  # never break the job's import
+            sys.stderr.write(f"tracetune: could not hook {module.__name__}: {e}\n")
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        patch = _PATCHES.get(name)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader, patch)
+                return spec
+        return None
+
+
+def install() -> None:
+    if not _collector.available():
+        return
+    if any(isinstance(f, _Finder) for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _Finder())
+    for name, patch in _PATCHES.items():  # already imported (unusual for sitecustomize)
+        if name in sys.modules:
+            patch(sys.modules[name])

@@ -1,0 +1,51 @@
+"""ctypes bindings to the C API that libtracetune_collector.so (already loaded into this
+process by LD_PRELOAD) exports. Without the collector every call is a no-op."""
+import ctypes
+import os
+import time
+
+STEP, BATCH_WAIT, OPTIMIZER_STEP = 0, 1, 2  # StepKind in record_format.h
+
+_lib = None
+if os.environ.get("TRACETUNE_OUTPUT_DIR"):
+    try:
+        _self = ctypes.CDLL(None)
+        _self.tracetune_is_recording.restype = ctypes.c_int
+        if _self.tracetune_is_recording():
+            _lib = _self
+            _lib.tracetune_now_ns.restype = ctypes.c_int64
+            _lib.tracetune_step.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            _lib.tracetune_range.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
+            _lib.tracetune_mark.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+            _lib.tracetune_counter.argtypes = [ctypes.c_char_p, ctypes.c_double]
+    except (AttributeError, OSError):
+        _lib = None
+
+
+def available() -> bool:
+    return _lib is not None
+
+
+def now_ns() -> int:
+    # the collector's clock is CLOCK_MONOTONIC, which time.monotonic_ns() reads too on Linux
+    return time.monotonic_ns()
+
+
+def step(kind: int, start_ns: int, end_ns: int, number: int) -> None:
+    if _lib is not None:
+        _lib.tracetune_step(kind, start_ns, end_ns, number)
+
+
+def range(name: str, domain: str, start_ns: int, end_ns: int) -> None:  # noqa: A001
+    if _lib is not None:
+        _lib.tracetune_range(name.encode("utf-8", "replace"), domain.encode("utf-8", "replace"), start_ns, end_ns)
+
+
+def mark(name: str, domain: str) -> None:
+    if _lib is not None:
+        _lib.tracetune_mark(name.encode("utf-8", "replace"), domain.encode("utf-8", "replace"))
+
+
+def counter(name: str, value: float) -> None:
+    if _lib is not None:
+        _lib.tracetune_counter(name.encode("utf-8", "replace"), value)

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""`tracetune record` on real jobs: the DataLoader sample (workers, reads, steps), exit codes
+and output left untouched, signals, a full output disk, 1000 subprocesses, and a 2-rank gloo
+DDP job under torchrun. Every check reads the trace DB the command wrote.
+
+usage: record_test.py TRACETUNE SOURCE_DIR [CASE...]
+"""
+import collections
+import os
+import pathlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+TRACETUNE = sys.argv[1]
+SRC = pathlib.Path(sys.argv[2])
+ONLY = set(sys.argv[3:])
+PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+SAMPLES = SRC / "samples"
+results = []
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+
+
+def query(db, sql, *args):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def record(tmp, *cmd, out="trace.db", extra=(), **kw):
+    db = pathlib.Path(tmp) / out
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), *extra, "--", *cmd], capture_output=True, text=True,
+                       timeout=kw.pop("timeout", 600), **kw)
+    return r, db
+
+
+def dataset(tmp, files=96):
+    d = pathlib.Path(tmp) / "data"
+    subprocess.run([PY, str(SAMPLES / "dataloader/make_dataset.py"), str(d), "--files", str(files)], check=True,
+                   capture_output=True)
+    return d
+
+
+def case_dataloader(tmp):
+    data = dataset(tmp)
+    r, db = record(tmp, PY, str(SAMPLES / "dataloader/train.py"), str(data), "--num-workers", "2",
+                   "--steps", "6", "--batch-size", "8")
+    check("dataloader: job succeeds under record", r.returncode == 0, r.stderr[-2000:])
+    check("dataloader: job output untouched", r.stdout.startswith("steps=6 "), r.stdout)
+    check("dataloader: trace file is private", (os.stat(db).st_mode & 0o777) == 0o600)
+    procs = query(db, "SELECT id, pid, parent_pid, truncated, exit_status FROM processes")
+    main = [p for p in procs if p[2] not in {q[1] for q in procs}]
+    workers = [p for p in procs if main and p[2] == main[0][1]]
+    check("dataloader: main process and 2 workers recorded", len(main) == 1 and len(workers) >= 2,
+          f"{procs}")
+    check("dataloader: workers leave through os._exit and keep their exit status",
+          all(w[3] == 0 and w[4] == 0 for w in workers), f"{workers}")
+    # bytes read per data file (actual bytes, summed over all processes) are whole copies of it
+    rows = query(db, """SELECT s.value, sum(io.result) FROM io_calls io JOIN strings s ON s.id = io.path_id
+                        WHERE io.op = 1 AND io.result > 0 AND s.value LIKE '%.timg' GROUP BY s.value""")
+    sizes = {str(p): p.stat().st_size for p in data.iterdir()}
+    bad = [(p, n, sizes.get(p)) for p, n in rows if p not in sizes or n % sizes[p] != 0 or n == 0]
+    check("dataloader: files read by workers, bytes read per file equal its size", rows and not bad,
+          f"{len(rows)} files, mismatches {bad[:5]}")
+    worker_pids = {w[0] for w in workers}
+    reads_by_worker = query(db, """SELECT t.process_id, count(*) FROM io_calls io JOIN tracks k ON k.id = io.track_id
+                                   JOIN threads t ON t.id = k.owner_id WHERE io.op = 1 GROUP BY t.process_id""")
+    check("dataloader: every worker has reads", worker_pids <= {p for p, n in reads_by_worker if n > 0},
+          f"{reads_by_worker}")
+    steps = query(db, "SELECT count(*) FROM steps")[0][0]
+    waits = query(db, "SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id "
+                      "WHERE s.value = 'DataLoader: waiting for batch'")[0][0]
+    check("dataloader: steps and batch waits from the Python integration", steps >= 5 and waits >= 6,
+          f"steps={steps} waits={waits}")
+
+
+def case_exit_and_output(tmp):
+    r, db = record(tmp, PY, "-c", "import sys; print('hello'); sys.stderr.write('warn\\n'); sys.exit(7)")
+    check("exit code passes through", r.returncode == 7, f"rc={r.returncode}")
+    check("stdout untouched", r.stdout == "hello\n", repr(r.stdout))
+    check("job stderr first, then our summary", r.stderr.startswith("warn\n"), r.stderr[:200])
+    check("trace written for a failing job", db.exists())
+    r, _ = record(tmp, "/nonexistent/program", out="x.db")
+    check("a command that cannot start is an error", r.returncode != 0 and "nonexistent" in r.stderr, r.stderr)
+    r, _ = record(tmp, PY, "-c", "import os; os.kill(os.getpid(), 9)", out="k.db")
+    check("a job killed by a signal returns 128+signal", r.returncode == 128 + 9, f"rc={r.returncode}")
+    r, db = record(tmp, PY, "-c", "import os; open(os.devnull).read()", out="env.db",
+                   env={**os.environ, "MY_API_TOKEN": "s3cr3t-value"})
+    raw = pathlib.Path(db).read_bytes()
+    check("secrets in the environment are not in the trace", b"s3cr3t-value" not in raw)
+
+
+def case_signals(tmp):
+    db = pathlib.Path(tmp) / "sig.db"
+    p = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--", PY, "-c",
+                          "import signal, sys, time\n"
+                          "signal.signal(signal.SIGTERM, lambda *a: (print('got TERM', flush=True), sys.exit(3)))\n"
+                          "print('ready', flush=True)\ntime.sleep(60)"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    check("SIGTERM to tracetune reaches the job", "got TERM" in out, out + err)
+    check("the job's exit code after SIGTERM", p.returncode == 3, f"rc={p.returncode}")
+    check("trace written after SIGTERM", db.exists(), err[-500:])
+
+
+def case_full_disk(tmp):
+    mnt = pathlib.Path(tmp) / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        check("full disk: SKIPPED (cannot mount a tmpfs here)", True)
+        return
+    try:
+        data = dataset(tmp, files=32)
+        job = [PY, "-c", f"import os\nfor _ in range(400):\n    for f in sorted(os.listdir('{data}')):\n"
+                         f"        open(os.path.join('{data}', f), 'rb').read()\nprint('done')"]
+        bare = subprocess.run(job, capture_output=True, text=True)
+        r, db = record(tmp, *job, extra=["--raw-dir", str(mnt / "raw")])
+        check("full disk: job output and exit code unchanged", r.returncode == bare.returncode == 0 and
+              r.stdout == bare.stdout, f"{r.returncode} {r.stdout!r} {r.stderr[-500:]}")
+        check("full disk: reported", any(m in r.stderr for m in (
+            "recording stopped early", "could not be written", "no trace written")), r.stderr[-1000:])
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+def case_subprocesses(tmp):
+    job = [PY, "-c",
+           "import subprocess, threading, os\n"
+           "stop = False\n"
+           "def reader():\n"
+           "    while not stop:\n"
+           "        open('/etc/hostname', 'rb').read()\n"
+           "t = threading.Thread(target=reader); t.start()\n"
+           "for i in range(1000):\n"
+           "    subprocess.run(['/bin/true'], check=True)\n"
+           "stop = True; t.join(); print('ok')"]
+    t0 = time.time()
+    r, db = record(tmp, *job, out="sub.db", timeout=900)
+    check("1000 subprocesses: job succeeds", r.returncode == 0 and r.stdout == "ok\n", r.stderr[-1000:])
+    torn = query(db, "SELECT coalesce(sum(count), 0) FROM diagnostics WHERE reason LIKE '%torn%'")[0][0]
+    procs = query(db, "SELECT count(*) FROM processes")[0][0]
+    check("1000 subprocesses: no torn records, every process recorded", torn == 0 and procs >= 1001,
+          f"torn={torn} processes={procs} in {time.time() - t0:.0f}s")
+
+
+def case_ddp(tmp):
+    data = dataset(tmp, files=64)
+    # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
+    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--redirects", "2", "--tee", "2",
+                   "--log_dir", str(pathlib.Path(tmp) / "logs"), str(SAMPLES / "ddp/train_ddp.py"), str(data),
+                   "--steps", "6", "--batch-size", "8", out="ddp.db")
+    check("ddp: torchrun job succeeds", r.returncode == 0, r.stderr[-2000:])
+    ranks = query(db, "SELECT DISTINCT rank FROM processes WHERE rank IS NOT NULL ORDER BY rank")
+    check("ddp: two ranks recorded", [x[0] for x in ranks] == [0, 1], f"{ranks}")
+    per_rank = dict(query(db, """SELECT p.rank, count(*) FROM steps s JOIN tracks k ON k.id = s.track_id
+                                 JOIN threads t ON t.id = k.owner_id JOIN processes p ON p.id = t.process_id
+                                 GROUP BY p.rank"""))
+    check("ddp: each rank has steps", per_rank.get(0, 0) >= 5 and per_rank.get(1, 0) >= 5, f"{per_rank}")
+
+
+CASES = {"dataloader": case_dataloader, "exit": case_exit_and_output, "signals": case_signals,
+         "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp}
+
+for name, fn in CASES.items():
+    if ONLY and name not in ONLY:
+        continue
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            fn(tmp)
+        except Exception as e:  # a crash in a case is a failure, not a test-runner error
+            check(f"{name}: raised {type(e).__name__}", False, str(e))
+passed = sum(1 for _, ok, _ in results if ok)
+print(f"{passed} passed, {len(results) - passed} failed")
+sys.exit(0 if passed == len(results) else 1)

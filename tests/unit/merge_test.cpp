@@ -1,0 +1,524 @@
+// merge_raw: raw record files of several processes and hosts -> one Trace. Process rows
+// (fork, exec, crash), event mapping, clock alignment, damage reporting, determinism.
+#include "tracetune/collector/merge.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "record_file_writer.h"
+
+namespace tt::collector {
+namespace {
+
+using testing::RecordFileWriter;
+using testing::TempDir;
+using trace::DiagnosticKind;
+namespace fs = std::filesystem;
+
+Result<trace::Trace> merge_dirs(std::vector<fs::path> dirs, MergeReport& report,
+                                const MergeOptions& opt = {}) {
+  return merge_raw(dirs, opt, report);
+}
+
+std::string_view s(const trace::Trace& t, trace::StringId id) {
+  return t.strings.get(id);
+}
+
+const trace::Process* find_process(const trace::Trace& t, std::int64_t pid, std::string_view host = {}) {
+  for (const auto& p : t.processes)
+    if (p.pid == pid && (host.empty() || p.host == host)) return &p;
+  return nullptr;
+}
+
+const trace::Diagnostic* find_diag(const trace::Trace& t, DiagnosticKind kind, std::string_view reason_part) {
+  for (const auto& d : t.diagnostics)
+    if (d.kind == kind && d.reason.find(reason_part) != std::string::npos) return &d;
+  return nullptr;
+}
+
+// Index of the only range named `name`, or -1.
+int range_named(const trace::Trace& t, std::string_view name) {
+  int found = -1;
+  for (std::size_t i = 0; i < t.ranges.size(); ++i)
+    if (s(t, t.ranges.name[i]) == name) {
+      if (found >= 0) return -2;
+      found = static_cast<int>(i);
+    }
+  return found;
+}
+
+const trace::Thread& thread_of(const trace::Trace& t, std::uint32_t track) {
+  return t.threads[t.tracks[track].owner];
+}
+
+TEST(Merge, OneProcessEveryEventKind) {
+  TempDir dir;
+  RecordFileWriter w(100, "node-a");
+  w.header.ppid = 1;
+  w.header.rank = 0;
+  w.header.local_rank = 0;
+  w.process_info("python train.py", "/usr/bin/python3.12");
+  w.thread_name(101, "pt_data_worker");
+  const std::int64_t t0 = w.header.start_mono_ns;
+  w.io(100, IoFunc::OpenAt, t0 + 10, t0 + 20, "/data/a.bin", -1, -1, 7);
+  w.io(101, IoFunc::Pread64, t0 + 30, t0 + 80, "/data/a.bin", 4096, 7, 4096, 0, 8192);
+  w.io(101, IoFunc::Fread, t0 + 90, t0 + 95, "/data/b.txt", 10, -1, 10);
+  w.io(101, IoFunc::Fstatat, t0 + 96, t0 + 97, "/data", -1, -1, -1, 2);
+  w.io(100, IoFunc::Mmap, t0 + 98, t0 + 99, "/data/a.bin", 1 << 20, 7);
+  w.io(100, IoFunc::Lseek64, t0 + 99, t0 + 100, "", -1, 7);
+  w.io(100, IoFunc::Fclose, t0 + 100, t0 + 101, "");
+  w.range(100, RangeSource::Nvtx, t0 + 200, t0 + 300, "forward", "torch");
+  w.range(100, RangeSource::Python, t0 + 210, t0 + 220, "model.forward");
+  w.range(100, RangeSource::User, t0 + 230, t0 + 240, "my span", "mine");
+  w.mark(100, RangeSource::Nvtx, t0 + 250, "nvtx.category 3 Communication", "torch");
+  w.mark(100, RangeSource::Nvtx, t0 + 260, "loss spike", "torch");
+  w.step(100, StepKind::Step, t0 + 150, t0 + 400, 12);
+  w.step(100, StepKind::BatchWait, t0 + 150, t0 + 190, 12);
+  w.step(100, StepKind::OptimizerStep, t0 + 350, t0 + 390, 12);
+  w.counter(101, t0 + 500, "queue_depth", 3.0);
+  w.exit(t0 + 1000, 0);
+  w.write(dir.path() / "node-a" / "proc-100-1.ttr");
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  trace::Trace& t = r.value();
+
+  EXPECT_EQ(t.clock_domain, "CLOCK_MONOTONIC");
+  ASSERT_EQ(report.hosts.size(), 1u);
+  EXPECT_EQ(report.hosts[0].host, "node-a");
+  EXPECT_EQ(report.hosts[0].offset_ns, 0);
+  EXPECT_EQ(report.files, 1u);
+  EXPECT_EQ(report.processes, 1u);
+  EXPECT_EQ(report.truncated, 0u);
+  EXPECT_NE(std::find(t.metadata.begin(), t.metadata.end(),
+                      std::pair<std::string, std::string>("clock_offset_ns:node-a", "0")),
+            t.metadata.end());
+
+  ASSERT_EQ(t.processes.size(), 1u);
+  const trace::Process& p = t.processes[0];
+  EXPECT_EQ(p.pid, 100);
+  EXPECT_EQ(p.parent_pid, 1);
+  EXPECT_EQ(p.rank, 0);
+  EXPECT_EQ(p.host, "node-a");
+  EXPECT_EQ(p.name, "python3.12");
+  EXPECT_EQ(p.command_line, "python train.py");
+  EXPECT_EQ(p.start, t0);
+  EXPECT_EQ(p.end, t0 + 1000);
+  EXPECT_EQ(p.exit_status, 0);
+  EXPECT_FALSE(p.truncated);
+
+  // Threads: the main thread first (named after the process), then each writer tid.
+  ASSERT_EQ(t.threads.size(), 2u);
+  EXPECT_EQ(t.threads[0].tid, 100);
+  EXPECT_EQ(t.threads[0].name, "python3.12");
+  EXPECT_EQ(t.threads[1].tid, 101);
+  EXPECT_EQ(t.threads[1].name, "pt_data_worker");
+  EXPECT_EQ(t.threads[1].process, 0u);
+
+  ASSERT_EQ(t.io_calls.size(), 7u);
+  EXPECT_EQ(s(t, t.io_calls.name[0]), "openat");
+  EXPECT_EQ(t.io_calls.op[0], trace::IoOp::Open);
+  EXPECT_EQ(t.io_calls.result[0], 7);
+  EXPECT_EQ(s(t, t.io_calls.path[0]), "/data/a.bin");
+  EXPECT_EQ(t.io_calls.start[0], t0 + 10);
+  EXPECT_EQ(t.io_calls.dur[0], 10);
+  EXPECT_EQ(thread_of(t, t.io_calls.track[0]).tid, 100);
+  EXPECT_EQ(s(t, t.io_calls.name[1]), "pread64");
+  EXPECT_EQ(t.io_calls.op[1], trace::IoOp::Read);
+  EXPECT_EQ(t.io_calls.bytes[1], 4096);
+  EXPECT_EQ(t.io_calls.offset[1], 8192);
+  EXPECT_EQ(t.io_calls.fd[1], 7);
+  EXPECT_EQ(thread_of(t, t.io_calls.track[1]).tid, 101);
+  EXPECT_EQ(s(t, t.io_calls.name[2]), "fread");
+  EXPECT_EQ(t.io_calls.op[2], trace::IoOp::Read);
+  EXPECT_EQ(t.io_calls.op[3], trace::IoOp::Stat);
+  EXPECT_EQ(t.io_calls.err[3], 2);
+  EXPECT_EQ(t.io_calls.op[4], trace::IoOp::Mmap);
+  EXPECT_EQ(t.io_calls.op[5], trace::IoOp::Seek);
+  EXPECT_EQ(s(t, t.io_calls.path[5]), "");
+  EXPECT_EQ(t.io_calls.op[6], trace::IoOp::Close);
+  EXPECT_EQ(s(t, t.io_calls.name[6]), "fclose");
+
+  const int fwd = range_named(t, "forward");
+  ASSERT_GE(fwd, 0);
+  EXPECT_EQ(t.ranges.kind[fwd], trace::RangeKind::Nvtx);
+  EXPECT_EQ(s(t, t.ranges.domain[fwd]), "torch");
+  EXPECT_EQ(t.ranges.dur[fwd], 100);
+  const int py = range_named(t, "model.forward");
+  ASSERT_GE(py, 0);
+  EXPECT_EQ(t.ranges.kind[py], trace::RangeKind::UserAnnotation);
+  EXPECT_EQ(s(t, t.ranges.domain[py]), "python");
+  const int user = range_named(t, "my span");
+  ASSERT_GE(user, 0);
+  EXPECT_EQ(t.ranges.kind[user], trace::RangeKind::UserAnnotation);
+  EXPECT_EQ(s(t, t.ranges.domain[user]), "mine");
+  const int mark = range_named(t, "loss spike");
+  ASSERT_GE(mark, 0);
+  EXPECT_EQ(t.ranges.kind[mark], trace::RangeKind::Instant);
+  EXPECT_EQ(t.ranges.dur[mark], 0);
+  EXPECT_EQ(t.ranges.start[mark], t0 + 260);
+  EXPECT_EQ(range_named(t, "nvtx.category 3 Communication"), -1);
+  const auto* cat = find_diag(t, DiagnosticKind::Note, "NVTX category");
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(cat->count, 1u);
+
+  const int wait = range_named(t, "DataLoader: waiting for batch");
+  ASSERT_GE(wait, 0);
+  EXPECT_EQ(t.ranges.kind[wait], trace::RangeKind::UserAnnotation);
+  EXPECT_EQ(s(t, t.ranges.domain[wait]), "tracetune");
+  EXPECT_EQ(t.ranges.dur[wait], 40);
+  const int opt = range_named(t, "optimizer.step");
+  ASSERT_GE(opt, 0);
+  EXPECT_EQ(s(t, t.ranges.domain[opt]), "tracetune");
+  EXPECT_EQ(t.ranges.size(), 6u);
+
+  ASSERT_EQ(t.steps.size(), 1u);
+  EXPECT_EQ(s(t, t.steps.name[0]), "step");
+  EXPECT_EQ(t.steps.number[0], 12);
+  EXPECT_EQ(t.steps.start[0], t0 + 150);
+  EXPECT_EQ(t.steps.dur[0], 250);
+  EXPECT_EQ(thread_of(t, t.steps.track[0]).tid, 100);
+
+  ASSERT_EQ(t.counters.size(), 1u);
+  EXPECT_EQ(s(t, t.counters.name[0]), "queue_depth");
+  EXPECT_DOUBLE_EQ(t.counters.value[0], 3.0);
+  EXPECT_EQ(thread_of(t, t.counters.track[0]).tid, 101);
+
+  // The merged trace is a valid model: finalize sorts it and recomputes nesting.
+  t.finalize();
+  EXPECT_EQ(t.event_count(), 7u + 6u + 1u + 1u);
+}
+
+// Two hosts whose monotonic clocks started at different boots: each host's events move by
+// its own (realtime - monotonic) anchor, so the same wall-clock instant lines up.
+TEST(Merge, TwoHostsAreAlignedOnRealtime) {
+  TempDir dir;
+  const std::int64_t real0 = 1'700'000'000'000'000'000;
+  // Host a booted long ago (large monotonic), host b recently.
+  RecordFileWriter a(10, "node-a");
+  a.header.start_mono_ns = 900'000'000'000;
+  a.header.start_real_ns = real0;
+  a.io(10, IoFunc::Read, 900'000'000'500, 900'000'000'600, "");
+  a.exit(900'000'001'000, 0);
+  a.write(dir.path() / "node-a" / "proc-10.ttr");
+  // A second file on node-a with a 3 us anchor error (an NTP step between the two reads):
+  // the median of three picks a sound anchor.
+  RecordFileWriter a2(11, "node-a");
+  a2.header.start_mono_ns = 900'000'000'100;
+  a2.header.start_real_ns = real0 + 100 + 3000;
+  a2.exit(900'000'000'200, 0);
+  a2.write(dir.path() / "node-a" / "proc-11.ttr");
+  RecordFileWriter a3(12, "node-a");
+  a3.header.start_mono_ns = 900'000'000'200;
+  a3.header.start_real_ns = real0 + 200;
+  a3.exit(900'000'000'300, 0);
+  a3.write(dir.path() / "node-a" / "proc-12.ttr");
+
+  RecordFileWriter b(10, "node-b");  // same pid on another host: a different process
+  b.header.start_mono_ns = 5'000'000'000;
+  b.header.start_real_ns = real0 + 250;                      // started 250 ns after a's first process
+  b.io(10, IoFunc::Read, 5'000'000'250, 5'000'000'350, "");  // wall clock: real0 + 500
+  b.exit(5'000'001'000, 0);
+  fs::path other = dir.path() / "second-dir";
+  b.write(other / "node-b" / "proc-10.ttr");
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path(), other}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  EXPECT_EQ(t.clock_domain, "CLOCK_REALTIME (aligned from per-host monotonic clocks)");
+  ASSERT_EQ(report.hosts.size(), 2u);
+  EXPECT_EQ(report.hosts[0].host, "node-a");
+  EXPECT_EQ(report.hosts[0].files, 3u);
+  EXPECT_EQ(report.hosts[0].offset_ns, real0 - 900'000'000'000);
+  EXPECT_EQ(report.hosts[1].host, "node-b");
+  EXPECT_EQ(report.hosts[1].files, 1u);
+  EXPECT_EQ(report.hosts[1].offset_ns, real0 + 250 - 5'000'000'000);
+  for (const auto& h : report.hosts)
+    EXPECT_NE(std::find(t.metadata.begin(), t.metadata.end(),
+                        std::pair<std::string, std::string>("clock_offset_ns:" + h.host,
+                                                            std::to_string(h.offset_ns))),
+              t.metadata.end());
+
+  ASSERT_EQ(t.processes.size(), 4u);
+  const auto* pa = find_process(t, 10, "node-a");
+  const auto* pb = find_process(t, 10, "node-b");
+  ASSERT_NE(pa, nullptr);
+  ASSERT_NE(pb, nullptr);
+  EXPECT_EQ(pa->start, real0);
+  EXPECT_EQ(pb->start, real0 + 250);
+  EXPECT_EQ(pb->end, real0 + 250 + 1000);
+  ASSERT_EQ(t.io_calls.size(), 2u);
+  std::vector<std::int64_t> starts(t.io_calls.start.begin(), t.io_calls.start.end());
+  std::sort(starts.begin(), starts.end());
+  EXPECT_EQ(starts[0], real0 + 500);  // both reads happened at the same wall-clock instant
+  EXPECT_EQ(starts[1], real0 + 500);
+}
+
+TEST(Merge, ProcessWithoutExitIsTruncatedAtItsLastEvent) {
+  TempDir dir;
+  RecordFileWriter w(300, "h");
+  const std::int64_t t0 = w.header.start_mono_ns;
+  w.io(300, IoFunc::Read, t0 + 10, t0 + 20, "");
+  w.range(301, RangeSource::Nvtx, t0 + 30, t0 + 7000, "long");
+  w.counter(300, t0 + 500, "c", 1);
+  w.write(dir.path() / "proc-300.ttr");  // SIGKILL: no exit record, header never updated
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  ASSERT_EQ(t.processes.size(), 1u);
+  EXPECT_TRUE(t.processes[0].truncated);
+  EXPECT_EQ(t.processes[0].end, t0 + 7000);
+  EXPECT_EQ(t.processes[0].exit_status, -1);
+  EXPECT_EQ(report.truncated, 1u);
+  const auto* d = find_diag(t, DiagnosticKind::Truncated, "process 300 ");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find(std::to_string(t0 + 7000)), std::string::npos) << d->reason;
+  EXPECT_EQ(d->source, (dir.path() / "proc-300.ttr").string());
+}
+
+TEST(Merge, ExitRecordWithoutHeaderUpdateStillEnds) {
+  TempDir dir;
+  RecordFileWriter w(310, "h");
+  const std::int64_t t0 = w.header.start_mono_ns;
+  w.add(RecordType::Exit, ExitRecord{t0 + 90, 128 + 9, 2}, 310);  // fatal signal path
+  w.write(dir.path() / "p.ttr");
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const auto& p = r->processes.at(0);
+  EXPECT_FALSE(p.truncated);
+  EXPECT_EQ(p.exit_status, 137);
+  EXPECT_EQ(p.end, t0 + 90);
+  EXPECT_EQ(report.truncated, 0u);
+  EXPECT_NE(find_diag(r.value(), DiagnosticKind::Note, "signal 9"), nullptr);
+}
+
+TEST(Merge, NegativeDurationsAreClampedAndCounted) {
+  TempDir dir;
+  RecordFileWriter w(400, "h");
+  w.io(400, IoFunc::Read, 2000, 1500, "");
+  w.range(400, RangeSource::User, 3000, 2000, "backwards");
+  w.io(400, IoFunc::Read, 4000, 4100, "");
+  w.exit(5000, 0);
+  w.write(dir.path() / "p.ttr");
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  EXPECT_EQ(t.io_calls.dur[0], 0);
+  EXPECT_EQ(t.io_calls.start[0], 2000);
+  EXPECT_EQ(t.io_calls.dur[1], 100);
+  EXPECT_EQ(t.ranges.dur[0], 0);
+  const auto* d = find_diag(t, DiagnosticKind::Note, "clamped");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 2u);
+}
+
+TEST(Merge, ForkChildKeepsItsParent) {
+  TempDir dir;
+  RecordFileWriter parent(500, "h");
+  parent.process_info("python train.py", "/usr/bin/python3");
+  parent.fork(parent.header.start_mono_ns + 100, 501);
+  parent.exit(parent.header.start_mono_ns + 9000, 0);
+  parent.write(dir.path() / "proc-500.ttr");
+  RecordFileWriter child(501, "h");
+  child.header.ppid = 500;
+  child.header.flags |= kForkChild;
+  child.header.start_mono_ns = parent.header.start_mono_ns + 100;
+  child.io(501, IoFunc::Read, child.header.start_mono_ns + 5, child.header.start_mono_ns + 50, "/data/x");
+  child.exit(child.header.start_mono_ns + 100, 0);
+  child.write(dir.path() / "proc-501.ttr");
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const auto* c = find_process(r.value(), 501);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->parent_pid, 500);
+  EXPECT_FALSE(c->truncated);
+  EXPECT_EQ(report.processes, 2u);
+  // Fork/exec/exit records describe processes; they are not events.
+  EXPECT_EQ(r->event_count(), 1u);
+}
+
+// exec keeps the pid and starts a new file; the old one is flagged kExecReplaced. Two rows,
+// two command lines, neither truncated.
+TEST(Merge, ExecReplacedFileIsOwnProcessAndNotTruncated) {
+  TempDir dir;
+  RecordFileWriter before(600, "h");
+  before.process_info("bash run.sh", "/usr/bin/bash");
+  before.exec(before.header.start_mono_ns + 200, "/usr/bin/python3");
+  before.header.flags |= kExecReplaced;
+  before.header.end_mono_ns = before.header.start_mono_ns + 200;
+  before.write(dir.path() / "proc-600-1.ttr");
+  RecordFileWriter after(600, "h");
+  after.header.start_mono_ns = before.header.start_mono_ns + 201;
+  after.process_info("python3 train.py", "/usr/bin/python3");
+  after.io(600, IoFunc::Open, after.header.start_mono_ns + 10, after.header.start_mono_ns + 20, "/etc/hosts");
+  after.exit(after.header.start_mono_ns + 1000, 3);
+  after.write(dir.path() / "proc-600-2.ttr");
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[0].pid, 600);
+  EXPECT_EQ(t.processes[0].command_line, "bash run.sh");
+  EXPECT_EQ(t.processes[0].name, "bash");
+  EXPECT_FALSE(t.processes[0].truncated);
+  EXPECT_EQ(t.processes[0].end, before.header.start_mono_ns + 200);
+  EXPECT_EQ(t.processes[0].exit_status, -1);
+  EXPECT_EQ(t.processes[1].pid, 600);
+  EXPECT_EQ(t.processes[1].command_line, "python3 train.py");
+  EXPECT_FALSE(t.processes[1].truncated);
+  EXPECT_EQ(t.processes[1].exit_status, 3);
+  EXPECT_EQ(report.truncated, 0u);
+  // Each file's main thread belongs to its own row.
+  ASSERT_EQ(t.threads.size(), 2u);
+  EXPECT_EQ(t.threads[0].process, 0u);
+  EXPECT_EQ(t.threads[1].process, 1u);
+  EXPECT_EQ(thread_of(t, t.io_calls.track[0]).process, 1u);
+}
+
+TEST(Merge, DamageBecomesDiagnosticsAndReportCounts) {
+  TempDir dir;
+  RecordFileWriter w(700, "h");
+  w.str("/x");
+  w.io(700, IoFunc::Read, 100, 200, "/x");
+  w.tear(w.io(700, IoFunc::Read, 300, 400, "/x"));
+  const unsigned char unknown[16] = {};
+  w.new_chunk();
+  w.add_raw(120, unknown, sizeof unknown, 700);
+  w.dropped(5, "disk full");
+  w.dropped(2, "disk full");
+  w.header.flags |= kRecordingStopped;
+  RangeRecord orphan{};  // its name's String record was lost with the torn chunk tail
+  orphan.start_ns = 500;
+  orphan.end_ns = 600;
+  orphan.name = 999;
+  w.add(RecordType::Range, orphan, 700);
+  w.step(700, static_cast<StepKind>(9), 600, 700, 1);
+  w.exit(1000, 0);
+  w.header.chunks_reserved = 5;  // the file is shorter than the chunks it reserved
+  w.write(dir.path() / "p.ttr");
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  EXPECT_EQ(report.torn_records, 1u);
+  EXPECT_EQ(report.dropped_records, 7u);
+  const auto* torn = find_diag(t, DiagnosticKind::Truncated, "torn");
+  ASSERT_NE(torn, nullptr);
+  EXPECT_EQ(torn->count, 1u);
+  const auto* dropped = find_diag(t, DiagnosticKind::Dropped, "disk full");
+  ASSERT_NE(dropped, nullptr);
+  EXPECT_EQ(dropped->count, 7u);
+  const auto* skipped = find_diag(t, DiagnosticKind::Skipped, "type");
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_EQ(skipped->count, 1u);
+  EXPECT_EQ(t.io_calls.size(), 1u);
+  ASSERT_EQ(t.ranges.size(), 1u);
+  EXPECT_EQ(s(t, t.ranges.name[0]), "");
+  const auto* unresolved = find_diag(t, DiagnosticKind::Note, "without a String record");
+  ASSERT_NE(unresolved, nullptr);
+  EXPECT_EQ(unresolved->count, 1u);
+  EXPECT_NE(find_diag(t, DiagnosticKind::Skipped, "unknown kind"), nullptr);
+  EXPECT_EQ(t.steps.size(), 0u);
+  EXPECT_NE(find_diag(t, DiagnosticKind::Note, "file ends inside"), nullptr);
+  EXPECT_EQ(report.warnings.size(), 1u);  // recording stopped early
+}
+
+TEST(Merge, UnreadableFilesAreSkippedNotFatal) {
+  TempDir dir;
+  RecordFileWriter good(800, "h");
+  good.exit(good.header.start_mono_ns + 10, 0);
+  good.write(dir.path() / "a.ttr");
+  RecordFileWriter bad(801, "h");
+  bad.header.magic[0] = 'Z';
+  bad.write(dir.path() / "b.ttr");
+  std::ofstream(dir.path() / "notes.txt") << "not a record file, not *.ttr";
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(report.files, 1u);
+  EXPECT_EQ(report.skipped_files, 1u);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_NE(report.warnings[0].find("b.ttr"), std::string::npos);
+  const auto* d = find_diag(r.value(), DiagnosticKind::Skipped, "bad magic");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->source, (dir.path() / "b.ttr").string());
+}
+
+TEST(Merge, UnusableInputIsAnError) {
+  TempDir dir;
+  MergeReport report;
+  auto empty = merge_dirs({dir.path()}, report);
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().find("no raw record files"), std::string::npos) << empty.error();
+  EXPECT_NE(empty.error().find(dir.path().string()), std::string::npos) << empty.error();
+
+  auto missing = merge_dirs({dir.path() / "nope"}, report);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("nope"), std::string::npos) << missing.error();
+
+  RecordFileWriter bad(1, "h");
+  bad.header.version = 7;
+  bad.write(dir.path() / "only.ttr");
+  MergeReport report2;
+  auto all_bad = merge_dirs({dir.path()}, report2);
+  ASSERT_FALSE(all_bad);
+  EXPECT_NE(all_bad.error().find("only.ttr"), std::string::npos) << all_bad.error();
+  EXPECT_NE(all_bad.error().find("version 7"), std::string::npos) << all_bad.error();
+}
+
+// Many files take the parallel path: the result must not depend on which reader finishes
+// first, progress is reported once per file in order, and a directory named twice (or a
+// parent and its child) does not duplicate processes.
+TEST(Merge, ParallelReadIsDeterministicWithOrderedProgress) {
+  TempDir dir;
+  constexpr int kFiles = 24;
+  for (int i = 0; i < kFiles; ++i) {
+    RecordFileWriter w(1000 + i, "h");
+    w.process_info("worker " + std::to_string(i), "/bin/worker");
+    for (int k = 0; k < 50; ++k)
+      w.io(static_cast<std::uint32_t>(1000 + i + (k % 3)), IoFunc::Read, 100 * k, 100 * k + 10,
+           "/data/shard-" + std::to_string((i + k) % 7));
+    if (i % 5 != 0) w.exit(100'000, 0);
+    w.write(dir.path() / "h" / ("proc-" + std::to_string(1000 + i) + ".ttr"));
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> progress;
+  MergeOptions opt;
+  opt.progress = [&](std::size_t done, std::size_t total) { progress.emplace_back(done, total); };
+  MergeReport r1, r2;
+  auto a = merge_dirs({dir.path(), dir.path() / "h", dir.path()}, r1, opt);
+  ASSERT_TRUE(a) << a.error();
+  auto b = merge_dirs({dir.path()}, r2);
+  ASSERT_TRUE(b) << b.error();
+
+  ASSERT_EQ(progress.size(), static_cast<std::size_t>(kFiles));
+  for (std::size_t i = 0; i < progress.size(); ++i)
+    EXPECT_EQ(progress[i], std::make_pair(i + 1, std::size_t{kFiles}));
+  EXPECT_EQ(r1.files, static_cast<std::size_t>(kFiles));
+  EXPECT_EQ(r1.truncated, 5u);
+  ASSERT_EQ(a->processes.size(), static_cast<std::size_t>(kFiles));
+  for (int i = 0; i < kFiles; ++i) EXPECT_EQ(a->processes[i].pid, 1000 + i);
+  EXPECT_EQ(a->threads.size(), b->threads.size());
+  ASSERT_EQ(a->io_calls.size(), static_cast<std::size_t>(kFiles * 50));
+  ASSERT_EQ(a->io_calls.size(), b->io_calls.size());
+  for (std::size_t i = 0; i < a->io_calls.size(); ++i) {
+    ASSERT_EQ(a->io_calls.track[i], b->io_calls.track[i]);
+    ASSERT_EQ(a->io_calls.path[i], b->io_calls.path[i]);
+    ASSERT_EQ(a->io_calls.start[i], b->io_calls.start[i]);
+  }
+}
+
+}  // namespace
+}  // namespace tt::collector

@@ -1,0 +1,351 @@
+// record_reader: one .ttr file -> RawProcess, clean and damaged (torn records, zero-filled
+// tails, files cut inside a chunk, bad headers). Files are built by record_file_writer.h.
+#include "tracetune/collector/record_reader.h"
+
+#include <gtest/gtest.h>
+
+#include "record_file_writer.h"
+
+namespace tt::collector {
+namespace {
+
+using testing::RecordFileWriter;
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+std::string str(const RawProcess& p, std::uint32_t id) {
+  const std::string* s = p.find_string(id);
+  return s == nullptr ? "<missing>" : *s;
+}
+
+TEST(RecordReader, CleanFileRoundTrip) {
+  TempDir dir;
+  RecordFileWriter w(4242, "gpu-node-7");
+  w.header.ppid = 4000;
+  w.header.rank = 3;
+  w.header.local_rank = 1;
+  w.header.world_size = 8;
+  w.header.start_real_ns = 1'700'000'000'123'456'789;
+  w.process_info("python train.py --epochs 2", "/usr/bin/python3.12");
+  w.thread_name(4243, "pt_data_worker");
+  w.io(4242, IoFunc::OpenAt, 1'000'000'100, 1'000'000'200, "/data/shard-0.bin", -1, -1, 5);
+  w.io(4243, IoFunc::Pread64, 1'000'000'300, 1'000'000'900, "/data/shard-0.bin", 4096, 5, 4096, 0, 8192);
+  w.range(4242, RangeSource::Nvtx, 1'000'001'000, 1'000'002'000, "forward", "torch", 1);
+  w.mark(4242, RangeSource::User, 1'000'002'500, "checkpoint");
+  w.step(4242, StepKind::Step, 1'000'000'000, 1'000'003'000, 7);
+  w.counter(4243, 1'000'003'500, "queue_depth", 2.5);
+  w.fork(1'000'003'600, 5000);
+  w.dropped(3, "disk full");
+  w.exit(1'000'004'000, 0);
+  w.write(dir.path() / "proc.ttr");
+
+  auto r = read_record_file(dir.path() / "proc.ttr");
+  ASSERT_TRUE(r) << r.error();
+  const RawProcess& p = r.value();
+  EXPECT_EQ(p.header.pid, 4242);
+  EXPECT_EQ(p.header.ppid, 4000);
+  EXPECT_EQ(p.header.rank, 3);
+  EXPECT_EQ(p.header.local_rank, 1);
+  EXPECT_EQ(p.header.world_size, 8);
+  EXPECT_EQ(p.header.host, "gpu-node-7");
+  EXPECT_EQ(p.header.start_real_ns, 1'700'000'000'123'456'789);
+  EXPECT_TRUE(p.header.has(kExited));
+  EXPECT_EQ(p.header.end_mono_ns, 1'000'004'000);
+  EXPECT_EQ(p.chunks, 1u);
+  EXPECT_FALSE(p.partial_chunk);
+  EXPECT_FALSE(p.short_file);
+
+  ASSERT_TRUE(p.process_info);
+  EXPECT_EQ(str(p, p.process_info->command_line), "python train.py --epochs 2");
+  EXPECT_EQ(str(p, p.process_info->executable), "/usr/bin/python3.12");
+  ASSERT_EQ(p.thread_names.size(), 1u);
+  EXPECT_EQ(p.thread_names[0].rec.tid, 4243u);
+  EXPECT_EQ(str(p, p.thread_names[0].rec.name), "pt_data_worker");
+
+  ASSERT_EQ(p.io.size(), 2u);
+  EXPECT_EQ(p.io[0].tid, 4242u);
+  EXPECT_EQ(p.io[0].rec.func, IoFunc::OpenAt);
+  EXPECT_EQ(p.io[0].rec.result, 5);
+  EXPECT_EQ(p.io[1].tid, 4243u);
+  EXPECT_EQ(p.io[1].rec.func, IoFunc::Pread64);
+  EXPECT_EQ(p.io[1].rec.bytes, 4096);
+  EXPECT_EQ(p.io[1].rec.offset, 8192);
+  EXPECT_EQ(p.io[1].rec.fd, 5);
+  EXPECT_EQ(str(p, p.io[1].rec.path), "/data/shard-0.bin");
+
+  ASSERT_EQ(p.ranges.size(), 1u);
+  EXPECT_EQ(str(p, p.ranges[0].rec.name), "forward");
+  EXPECT_EQ(str(p, p.ranges[0].rec.domain), "torch");
+  EXPECT_EQ(p.ranges[0].rec.depth, 1);
+  ASSERT_EQ(p.marks.size(), 1u);
+  EXPECT_EQ(str(p, p.marks[0].rec.name), "checkpoint");
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].rec.number, 7);
+  ASSERT_EQ(p.counters.size(), 1u);
+  EXPECT_EQ(str(p, p.counters[0].rec.name), "queue_depth");
+  EXPECT_DOUBLE_EQ(p.counters[0].rec.value, 2.5);
+  ASSERT_EQ(p.forks.size(), 1u);
+  EXPECT_EQ(p.forks[0].rec.child_pid, 5000);
+  ASSERT_EQ(p.dropped.size(), 1u);
+  EXPECT_EQ(p.dropped[0].rec.count, 3u);
+  EXPECT_EQ(str(p, p.dropped[0].rec.reason), "disk full");
+  ASSERT_EQ(p.exits.size(), 1u);
+  EXPECT_EQ(p.exits[0].rec.status, 0);
+
+  EXPECT_EQ(p.torn_records, 0u);
+  EXPECT_EQ(p.unknown_records, 0u);
+  EXPECT_EQ(p.malformed_records, 0u);
+  EXPECT_EQ(p.last_ts_ns, 1'000'004'000);
+  EXPECT_EQ(p.find_string(0)->size(), 0u);
+  EXPECT_EQ(p.find_string(999), nullptr);
+}
+
+TEST(RecordReader, HeaderOnlyReadMatchesFullRead) {
+  TempDir dir;
+  RecordFileWriter w(77, "h");
+  w.header.start_real_ns = 123;
+  w.write(dir.path() / "p.ttr");
+  auto h = read_record_header(dir.path() / "p.ttr");
+  ASSERT_TRUE(h) << h.error();
+  EXPECT_EQ(h->pid, 77);
+  EXPECT_EQ(h->host, "h");
+  EXPECT_EQ(h->start_real_ns, 123);
+  EXPECT_EQ(h->chunk_size, kChunkSize);
+}
+
+// A torn record in the middle of a chunk: what came before it is kept, the rest of that
+// chunk is not trusted, the next chunk is read normally.
+TEST(RecordReader, TornRecordStopsOnlyItsChunk) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.str("/a");  // String records first, so the damage below hits only events
+  w.io(10, IoFunc::Read, 100, 200, "/a");
+  const auto torn = w.io(10, IoFunc::Read, 300, 400, "/a");
+  w.io(10, IoFunc::Read, 500, 600, "/a");  // after the torn one: lost with the chunk's tail
+  w.new_chunk();
+  w.io(11, IoFunc::Write, 700, 800, "/a");
+  w.tear(torn);
+  w.write(dir.path() / "p.ttr");
+
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->torn_records, 1u);
+  ASSERT_EQ(r->io.size(), 2u);
+  EXPECT_EQ(r->io[0].rec.start_ns, 100);
+  EXPECT_EQ(r->io[1].rec.start_ns, 700);
+  EXPECT_EQ(r->io[1].tid, 11u);
+  EXPECT_EQ(r->chunks, 2u);
+}
+
+TEST(RecordReader, ZeroFilledTailEndsTheChunkCleanly) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.io(10, IoFunc::Close, 100, 110, "");
+  w.io(10, IoFunc::Close, 120, 130, "");
+  w.write(dir.path() / "p.ttr");  // the rest of the 1 MiB chunk is zeros: size 0 = end
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->io.size(), 2u);
+  EXPECT_EQ(r->torn_records, 0u);
+  EXPECT_EQ(r->last_ts_ns, 130);
+}
+
+TEST(RecordReader, CommittedSizeWithZeroedPayloadIsTorn) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.io(10, IoFunc::Close, 100, 110, "");
+  const auto lost = w.io(10, IoFunc::Close, 120, 130, "");
+  w.zero_payload(lost);  // size and checksum reached the disk, the payload page did not
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->io.size(), 1u);
+  EXPECT_EQ(r->torn_records, 1u);
+  EXPECT_EQ(r->last_ts_ns, 110);
+}
+
+// The process died while the second chunk was being reserved / written: the file ends in
+// the middle of a chunk, in the middle of a record.
+TEST(RecordReader, FileCutInsideAChunk) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.io(10, IoFunc::Read, 100, 200, "");
+  w.new_chunk();
+  w.io(10, IoFunc::Read, 300, 400, "");
+  const auto cut = w.io(10, IoFunc::Read, 500, 600, "");
+  w.header.chunks_reserved = 3;  // a third chunk was promised and never reached the disk
+  const std::uint64_t chunk1 = kHeaderSize + std::uint64_t{kChunkSize};
+  w.write(dir.path() / "p.ttr", chunk1 + cut.offset + 24);
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->io.size(), 2u);
+  EXPECT_EQ(r->io[1].rec.start_ns, 300);
+  EXPECT_EQ(r->torn_records, 1u);  // the record the cut went through
+  EXPECT_EQ(r->chunks, 2u);
+  EXPECT_TRUE(r->partial_chunk);
+  EXPECT_TRUE(r->short_file);
+}
+
+TEST(RecordReader, FileCutRightAfterTheHeader) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.chunks_reserved = 1;
+  w.write(dir.path() / "p.ttr", kHeaderSize);
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->records, 0u);
+  EXPECT_EQ(r->chunks, 0u);
+  EXPECT_TRUE(r->short_file);
+  EXPECT_EQ(r->last_ts_ns, 0);
+}
+
+TEST(RecordReader, BadHeadersAreErrorsNamingTheFile) {
+  TempDir dir;
+  const fs::path p = dir.path() / "bad.ttr";
+  {
+    RecordFileWriter w(1);
+    w.header.magic[0] = 'X';
+    w.write(p);
+    auto r = read_record_file(p);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().find(p.string()), std::string::npos) << r.error();
+    EXPECT_NE(r.error().find("bad magic"), std::string::npos) << r.error();
+    auto h = read_record_header(p);
+    ASSERT_FALSE(h);
+    EXPECT_EQ(h.error(), r.error());
+  }
+  {
+    RecordFileWriter w(1);
+    w.header.version = 99;
+    w.write(p);
+    auto r = read_record_file(p);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().find("version 99"), std::string::npos) << r.error();
+  }
+  {
+    RecordFileWriter w(1);
+    w.header.chunk_size = 1000;
+    w.write(p, kHeaderSize);
+    auto r = read_record_file(p);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().find("chunk_size"), std::string::npos) << r.error();
+  }
+  {
+    RecordFileWriter w(1);
+    w.header.header_size = 512;
+    w.write(p, kHeaderSize);
+    EXPECT_FALSE(read_record_file(p));
+  }
+  {
+    RecordFileWriter w(1);
+    w.write(p, 100);  // created, header never written out
+    auto r = read_record_file(p);
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.error().find(p.string()), std::string::npos) << r.error();
+    EXPECT_NE(r.error().find("100 bytes"), std::string::npos) << r.error();
+  }
+  auto missing = read_record_file(dir.path() / "missing.ttr");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("missing.ttr"), std::string::npos);
+  auto directory = read_record_file(dir.path());
+  ASSERT_FALSE(directory);
+  EXPECT_NE(directory.error().find("not a regular file"), std::string::npos) << directory.error();
+}
+
+TEST(RecordReader, ImpossibleFramesAreTorn) {
+  struct Case {
+    const char* what;
+    std::uint32_t size;
+  };
+  for (const Case c : {Case{"not a multiple of 8", 28}, Case{"below the header size", 8},
+                       Case{"above kMaxRecordSize", kMaxRecordSize + 8}, Case{"past the chunk end", 4096}}) {
+    TempDir dir;
+    RecordFileWriter w(10, "h", 4096);  // a small chunk, so a legal size can overrun it
+    w.io(10, IoFunc::Read, 100, 200, "");
+    const auto bad = w.io(10, IoFunc::Read, 300, 400, "");
+    std::memcpy(w.at(bad), &c.size, sizeof c.size);
+    w.write(dir.path() / "p.ttr");
+    auto r = read_record_file(dir.path() / "p.ttr");
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(r->io.size(), 1u) << c.what;
+    EXPECT_EQ(r->torn_records, 1u) << c.what;
+  }
+}
+
+TEST(RecordReader, UnknownTypesAreSkippedAndCounted) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  const unsigned char gpu[40] = {1, 2, 3};
+  w.add_raw(150, gpu, sizeof gpu, 10);  // e.g. a CUPTI record this build cannot decode
+  w.io(10, IoFunc::Read, 100, 200, "");
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->unknown_records, 1u);
+  EXPECT_EQ(r->io.size(), 1u);
+  EXPECT_EQ(r->torn_records, 0u);
+}
+
+TEST(RecordReader, PayloadTooShortForItsTypeIsSkipped) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  const std::int64_t half[2] = {100, 200};
+  w.add_bytes(RecordType::Io, half, sizeof half, 10);
+  w.io(10, IoFunc::Read, 300, 400, "");
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->malformed_records, 1u);
+  ASSERT_EQ(r->io.size(), 1u);
+  EXPECT_EQ(r->io[0].rec.start_ns, 300);
+}
+
+// String records are the padded ones (5 + 8 bytes -> 16 of payload). The format does not
+// say whether padding is checksummed: both conventions must verify.
+TEST(RecordReader, StringChecksumWithOrWithoutPadding) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  for (const bool padded : {false, true}) {
+    const std::string text = padded ? "hello" : "world";
+    std::vector<unsigned char> buf(sizeof(StringRecord) + text.size());
+    const StringRecord rec{padded ? 1u : 2u, static_cast<std::uint32_t>(text.size())};
+    std::memcpy(buf.data(), &rec, sizeof rec);
+    std::memcpy(buf.data() + sizeof rec, text.data(), text.size());
+    w.add_bytes(RecordType::String, buf.data(), buf.size(), 10, padded);
+  }
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->torn_records, 0u);
+  EXPECT_EQ(str(r.value(), 1), "hello");
+  EXPECT_EQ(str(r.value(), 2), "world");
+}
+
+TEST(RecordReader, StringLongerThanItsRecordIsMalformed) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  const StringRecord rec{1, 100};  // claims 100 bytes, carries none
+  w.add(RecordType::String, rec, 10);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->malformed_records, 1u);
+  EXPECT_EQ(r->find_string(1), nullptr);
+}
+
+TEST(RecordReader, IoFunctionNames) {
+  EXPECT_EQ(io_func_name(IoFunc::OpenAt), "openat");
+  EXPECT_EQ(io_func_name(IoFunc::Pread64), "pread64");
+  EXPECT_EQ(io_func_name(IoFunc::Fread), "fread");
+  EXPECT_EQ(io_func_name(IoFunc::Fclose), "fclose");
+  EXPECT_EQ(io_func_name(IoFunc::OpenAt2), "__openat_2");
+  EXPECT_EQ(io_func_name(IoFunc::Lseek64), "lseek64");
+  EXPECT_EQ(io_func_name(IoFunc::Statx), "statx");
+  EXPECT_EQ(io_func_name(IoFunc::Mmap64), "mmap64");
+  EXPECT_EQ(io_func_name(static_cast<IoFunc>(200)), "unknown");
+  for (int f = 0; f < static_cast<int>(IoFunc::Count); ++f)
+    EXPECT_NE(io_func_name(static_cast<IoFunc>(f)), "unknown") << f;
+}
+
+}  // namespace
+}  // namespace tt::collector
