@@ -22,6 +22,9 @@ import tempfile
 import time
 import uuid
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ttr_checksum import record_checksum  # noqa: E402
+
 # ---- record_format.h, transcribed ----
 
 MAGIC = b"TTRECORD"
@@ -62,25 +65,6 @@ PAYLOAD_FMT = {
 }
 
 
-def checksum32(data, h=2166136261):
-    """record_format.h's checksum32: 8-byte little-endian words, then single bytes."""
-    m, prime = (1 << 64) - 1, 0x100000001B3
-    x, n, i = h, len(data), 0
-    while n - i >= 8:
-        x = ((x ^ int.from_bytes(data[i:i + 8], "little")) * prime) & m
-        x ^= x >> 32
-        i += 8
-    for b in data[i:]:
-        x = ((x ^ b) * prime) & m
-    return (x ^ (x >> 32)) & 0xFFFFFFFF
-
-
-def record_checksum(rtype, flags, tid, payload):
-    """record_format.h's record_checksum: type, flags, tid, payload, chained field by field."""
-    h = checksum32(struct.pack("<H", rtype))
-    h = checksum32(struct.pack("<H", flags), h)
-    h = checksum32(struct.pack("<I", tid), h)
-    return checksum32(payload, h)
 
 
 class Io:

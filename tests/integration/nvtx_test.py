@@ -17,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ttr_checksum import record_checksum  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM_SRC = os.path.join(HERE, "nvtx_program.cpp")
 
@@ -40,25 +43,6 @@ assert HEADER.size == 8 + 4 * 4 + 8 * 5 + 4 * 6 + 64
 assert RANGE_REC.size == 48 and MARK_REC.size == 24
 
 
-def checksum32(data, h=2166136261):
-    """record_format.h's checksum32: 8-byte little-endian words, then single bytes."""
-    m, prime = (1 << 64) - 1, 0x100000001B3
-    x, n, i = h, len(data), 0
-    while n - i >= 8:
-        x = ((x ^ int.from_bytes(data[i:i + 8], "little")) * prime) & m
-        x ^= x >> 32
-        i += 8
-    for b in data[i:]:
-        x = ((x ^ b) * prime) & m
-    return (x ^ (x >> 32)) & 0xFFFFFFFF
-
-
-def record_checksum(rtype, flags, tid, payload):
-    """record_format.h's record_checksum: type, flags, tid, payload, chained field by field."""
-    h = checksum32(struct.pack("<H", rtype))
-    h = checksum32(struct.pack("<H", flags), h)
-    h = checksum32(struct.pack("<I", tid), h)
-    return checksum32(payload, h)
 
 
 def checksum_ok(rtype, rflags, tid, checksum, payload):
