@@ -252,10 +252,10 @@ std::uint32_t generation() { return g_generation.load(std::memory_order_relaxed)
 using Key = std::uint32_t;
 
 struct Text {
-  std::uint32_t offset;               // in g_text_bytes
-  std::uint32_t length;
-  std::uint64_t hash;
-  std::atomic<std::uint64_t> cached;  // (generation << 32) | string id
+  std::uint32_t offset{};               // in g_text_bytes
+  std::uint32_t length{};
+  std::uint64_t hash{};
+  std::atomic<std::uint64_t> cached{};  // (generation << 32) | string id
 };
 
 constinit Text g_texts[kMaxTexts];
@@ -358,9 +358,9 @@ void emit_dropped(std::uint64_t count, const char* reason) {
 // Category names: (domain, category) -> label text, each naming recorded once per file.
 
 struct CategoryName {
-  Key domain;
-  std::uint32_t category;
-  Key label;  // "nvtx.category <id> <name>"
+  Key domain{};
+  std::uint32_t category{};
+  Key label{};  // "nvtx.category <id> <name>"
 };
 
 constinit CategoryName g_categories[kMaxCategoryNames];
@@ -427,11 +427,11 @@ class Scope {
 // Extended payloads: registered schemas (where their byte-count field is).
 
 struct Schema {
-  std::uint64_t id;
-  Key domain;
-  Key name;                  // schema name text, 0 none
-  std::uint32_t bytes_off;   // offset of the byte-count field in the payload
-  std::uint8_t bytes_size;   // its size (1, 2, 4 or 8); 0 = the schema has none
+  std::uint64_t id{};
+  Key domain{};
+  Key name{};                  // schema name text, 0 none
+  std::uint32_t bytes_off{};   // offset of the byte-count field in the payload
+  std::uint8_t bytes_size{};   // its size (1, 2, 4 or 8); 0 = the schema has none
 };
 
 constinit Schema g_schemas[kMaxSchemas];
@@ -797,14 +797,14 @@ int pop_range(Key domain, bool live, std::int64_t end) {
 // shift deletion) under a spinlock.
 
 struct Pending {
-  std::uint64_t id;  // 0 = empty slot
-  std::int64_t start;
-  std::uint64_t payload;
-  Key domain;
-  std::uint32_t name;
-  std::uint32_t category;
-  std::uint32_t color;
-  std::uint8_t flags;
+  std::uint64_t id{};  // 0 = empty slot
+  std::int64_t start{};
+  std::uint64_t payload{};
+  Key domain{};
+  std::uint32_t name{};
+  std::uint32_t category{};
+  std::uint32_t color{};
+  std::uint8_t flags{};
 };
 
 constinit Pending g_pending[kPendingCapacity];

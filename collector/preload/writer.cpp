@@ -384,7 +384,11 @@ void note_chunk_reserved(std::uint32_t count) {
 }
 
 // Reserves and maps the next chunk of the file; nullptr (recording stopped) on failure.
-char* map_new_chunk() {
+// `populate` pre-faults the chunk's pages in one call (MAP_POPULATE): about half the cost of
+// first-touch faults one page at a time, which dominate the hot path's cost on VMs. Only
+// threads that already filled a chunk get it: a thread that writes a handful of records
+// should not make the kernel materialize 1 MiB for it.
+char* map_new_chunk(bool populate) {
   const std::uint32_t index = g.next_chunk.fetch_add(1, std::memory_order_relaxed);
   if (index >= kMaxChunks) {
     stop_recording("the record file reached its size limit (1 TiB)", 0);
@@ -398,7 +402,8 @@ char* map_new_chunk() {
   const off_t off = static_cast<off_t>(kHeaderSize) + static_cast<off_t>(index) * kChunkSize;
   const int err = reserve_space(fd, off, kChunkSize);
   void* p = MAP_FAILED;
-  if (err == 0) p = sys_mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
+  if (err == 0)
+    p = sys_mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, off);
   const int map_err = errno;
   sys_close(fd);
   if (err != 0) {
@@ -426,7 +431,7 @@ bool next_chunk(ThreadState& ts) {
     drop(kDropVforkChild);
     return false;
   }
-  char* fresh = map_new_chunk();
+  char* fresh = map_new_chunk(ts.chunk != nullptr);
   if (fresh == nullptr) {
     drop(kDropStopped);
     return false;

@@ -245,8 +245,11 @@ void read_in_order(const std::vector<fs::path>& files, const std::vector<char>& 
 
 class ProcessConverter {
  public:
-  ProcessConverter(trace::Trace& t, MergeReport& report, const RawProcess& raw, Ns offset)
-      : t_(t), report_(report), raw_(raw), offset_(offset), source_(raw.path.string()) {}
+  // `environments`: keys of the environments already stored, shared by all files.
+  ProcessConverter(trace::Trace& t, MergeReport& report, const RawProcess& raw, Ns offset,
+                   std::set<std::string>& environments)
+      : t_(t), report_(report), raw_(raw), offset_(offset), source_(raw.path.string()),
+        environments_(environments) {}
 
   void run() {
     add_process_and_threads();
@@ -297,6 +300,20 @@ class ProcessConverter {
     return {};
   }
 
+  // The recorded environment (secrets already redacted by the collector) and working
+  // directory go into `meta`: each distinct environment once, as "environment:<hash>", and
+  // per process "process.<row>.environment" = <hash>, "process.<row>.cwd" = the directory.
+  void record_environment() {
+    if (!raw_.process_info) return;
+    const std::string prefix = "process." + std::to_string(process_) + ".";
+    if (const auto cwd = text(raw_.process_info->cwd); !cwd.empty()) t_.metadata.emplace_back(prefix + "cwd", cwd);
+    const std::string_view env = text(raw_.process_info->environment);
+    if (env.empty()) return;
+    const std::string key = fmt::format("{:016x}", std::hash<std::string_view>{}(env));
+    if (environments_.insert(key).second) t_.metadata.emplace_back("environment:" + key, env);
+    t_.metadata.emplace_back(prefix + "environment", key);
+  }
+
   void add_process_and_threads() {
     const RecordFileHeader& h = raw_.header;
     // An Exit record is written on the way out, before the header is updated: a process
@@ -334,6 +351,7 @@ class ProcessConverter {
     const std::string name = p.name;
     process_ = t_.add_process(std::move(p));
     ++report_.processes;
+    record_environment();
 
     if (!raw_.exits.empty() && raw_.exits.back().rec.how == 2)
       t_.add_diagnostic(
@@ -534,6 +552,7 @@ class ProcessConverter {
   const std::string source_;
   std::uint32_t process_ = trace::kNone;
   std::unordered_map<std::uint32_t, std::uint32_t> tracks_;  // tid -> track
+  std::set<std::string>& environments_;
   std::unordered_map<std::uint32_t, StringId> sids_;
   std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0;
 };
@@ -570,13 +589,14 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
     readable[i] = 1;
   }
   const std::map<std::string, Ns> offsets = align_clocks(headers, t, report);
+  std::set<std::string> environments;
 
   read_in_order(files, readable, [&](std::size_t i, Result<RawProcess>* raw) {
     if (raw != nullptr && !*raw) skip(files[i], raw->error());
     if (raw != nullptr && *raw) {
       const RawProcess& p = raw->value();
       const auto off = offsets.find(p.header.host);
-      ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second).run();
+      ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second, environments).run();
       ++report.files;
     }
     if (options.progress) options.progress(i + 1, files.size());

@@ -97,6 +97,11 @@ def case_exit_and_output(tmp):
                    env={**os.environ, "MY_API_TOKEN": "s3cr3t-value"})
     raw = pathlib.Path(db).read_bytes()
     check("secrets in the environment are not in the trace", b"s3cr3t-value" not in raw)
+    env = query(db, "SELECT value FROM meta WHERE key LIKE 'environment:%'")
+    check("the environment is in the trace, redacted", any("MY_API_TOKEN=<redacted>" in v for (v,) in env), env[:1])
+    r, db = record(tmp, PY, "-c", "pass", out="noenv.db", extra=["--no-env"],
+                   env={**os.environ, "MY_API_TOKEN": "s3cr3t-value"})
+    check("--no-env records no environment", not query(db, "SELECT 1 FROM meta WHERE key LIKE 'environment:%'"))
 
 
 def case_signals(tmp):
