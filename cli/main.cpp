@@ -103,9 +103,10 @@ int main(int argc, char** argv) {
 #endif
   // No umask change here: `record` passes it on to the job, which must behave as without us.
   // Every file we create is made private explicitly (0600 files, 0700 directories).
-  CLI::App app{"tracetune: profile GPU training jobs, find each step's bottleneck, and tune it.\n"
-               "Traces are SQLite files (docs/trace-format.md); Kineto JSON and Nsight Systems\n"
-               "SQLite exports are accepted wherever a trace is."};
+  CLI::App app{"tracetune: a profiler for training jobs. Record a job (file I/O, processes, NVTX ranges,\n"
+               "steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
+               "inspect the trace. Traces are SQLite files (docs/trace-format.md); imports are accepted\n"
+               "wherever a trace is."};
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
 

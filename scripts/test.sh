@@ -18,6 +18,6 @@ cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 
 echo "== fuzzers (${TT_FUZZ_SECONDS:-20} s each)"
-cmake --preset fuzz >/dev/null
+cmake --preset fuzz -DTT_FUZZ_SECONDS="${TT_FUZZ_SECONDS:-20}" >/dev/null
 cmake --build --preset fuzz -j "$jobs"
-tests/fuzz/run_fuzzers.sh build-fuzz "${TT_FUZZ_SECONDS:-20}"
+ctest --test-dir build-fuzz -j "$jobs" --output-on-failure --no-tests=error
