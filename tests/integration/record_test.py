@@ -174,8 +174,36 @@ def case_ddp(tmp):
     check("ddp: each rank has steps", per_rank.get(0, 0) >= 5 and per_rank.get(1, 0) >= 5, f"{per_rank}")
 
 
+def case_merge_hosts(tmp):
+    """Two recordings whose raw files claim different hosts (the header is patched the way a
+    second node would have written it: another name, a realtime anchor 5 s later) merge into
+    one trace with one clock offset per host."""
+    job = [PY, "-c", "open('/etc/hostname').read()"]
+    dirs = []
+    for name in ("a", "b"):
+        r, db = record(tmp, *job, out=f"{name}.db", extra=["--keep-raw"])
+        check(f"merge: recording {name} kept its raw files",
+              r.returncode == 0 and (pathlib.Path(tmp) / f"{name}.db.raw").is_dir(), r.stderr[-500:])
+        dirs.append(pathlib.Path(tmp) / f"{name}.db.raw")
+    for f in dirs[1].rglob("*.ttr"):
+        data = bytearray(f.read_bytes())
+        real = int.from_bytes(data[48:56], "little", signed=True) + 5_000_000_000
+        data[48:56] = real.to_bytes(8, "little", signed=True)
+        data[88:152] = b"node-b".ljust(64, b"\0")
+        f.write_bytes(bytes(data))
+    out = pathlib.Path(tmp) / "merged.db"
+    r = subprocess.run([TRACETUNE, "merge", *map(str, dirs), "-o", str(out)], capture_output=True, text=True)
+    check("merge: two hosts merge", r.returncode == 0 and out.exists(), r.stderr)
+    hosts = {h for (h,) in query(out, "SELECT DISTINCT host FROM processes")}
+    check("merge: processes of both hosts", "node-b" in hosts and len(hosts) == 2, f"{hosts}")
+    clock = query(out, "SELECT value FROM meta WHERE key = 'clock_domain'")[0][0]
+    check("merge: aligned clock domain", clock.startswith("CLOCK_REALTIME"), clock)
+    check("merge: clock offsets reported", r.stdout.count("clock offset") == 2, r.stdout)
+
+
 CASES = {"dataloader": case_dataloader, "exit": case_exit_and_output, "signals": case_signals,
-         "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp}
+         "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
+         "merge_hosts": case_merge_hosts}
 
 for name, fn in CASES.items():
     if ONLY and name not in ONLY:
