@@ -141,6 +141,54 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
   std::fputs(s.c_str(), stderr);
 }
 
+
+// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
+fs::path resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    const fs::path candidate = fs::path(dir.empty() ? "." : std::string(dir)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) return {};
+    dirs.remove_prefix(colon + 1);
+  }
+}
+
+// Why LD_PRELOAD cannot reach `program`, or "" when it can (or we cannot tell): a static
+// executable has no dynamic loader, and the loader ignores LD_PRELOAD for setuid/setgid
+// programs. Their dynamically linked children are still recorded.
+std::string preload_blocker(const fs::path& program) {
+  struct stat st {};
+  if (program.empty() || ::stat(program.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  if ((st.st_mode & (S_ISUID | S_ISGID)) != 0) return "is setuid/setgid";
+  const int fd = ::open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  unsigned char ehdr[64] = {};
+  const bool elf64 = ::pread(fd, ehdr, sizeof ehdr, 0) == static_cast<ssize_t>(sizeof ehdr) &&
+                     std::memcmp(ehdr, "\x7f" "ELF", 4) == 0 && ehdr[4] == 2 /* ELFCLASS64 */ &&
+                     ehdr[5] == 1 /* little-endian */;
+  std::string why;
+  if (elf64) {
+    std::uint64_t phoff = 0;
+    std::uint16_t phentsize = 0, phnum = 0;
+    std::memcpy(&phoff, ehdr + 32, 8);
+    std::memcpy(&phentsize, ehdr + 54, 2);
+    std::memcpy(&phnum, ehdr + 56, 2);
+    bool interp = false;
+    for (std::uint16_t i = 0; i < phnum && i < 256 && phentsize >= 4; ++i) {
+      std::uint32_t type = 0;
+      if (::pread(fd, &type, 4, static_cast<off_t>(phoff + std::uint64_t{i} * phentsize)) != 4) break;
+      interp |= type == 3 /* PT_INTERP */;
+    }
+    if (!interp) why = "is statically linked";
+  }
+  ::close(fd);
+  return why;
+}
+
 }  // namespace
 
 fs::path collector_library_path() {
@@ -202,6 +250,11 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   if (!fs::is_directory(out_dir, ec)) return make_error(opt.output.string() + ": directory does not exist");
   const fs::path raw_dir = opt.raw_dir.empty() ? fs::path(opt.output.string() + ".raw") : opt.raw_dir;
   if (auto st = make_private_dir(raw_dir); !st) return make_error(st.error());
+
+  if (const fs::path program = resolve_program(opt.command[0]); !program.empty())
+    if (const std::string why = preload_blocker(program); !why.empty())
+      std::fprintf(stderr, "tracetune: warning: %s %s: the collector cannot be injected into it; only "
+                   "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
 
   // argv/envp for the job
   std::vector<std::string> env = job_environment(opt, fs::absolute(raw_dir), environ);

@@ -91,6 +91,13 @@ def case_exit_and_output(tmp):
     check("trace written for a failing job", db.exists())
     r, _ = record(tmp, "/nonexistent/program", out="x.db")
     check("a command that cannot start is an error", r.returncode != 0 and "nonexistent" in r.stderr, r.stderr)
+    static = pathlib.Path(tmp) / "static_prog"
+    src = pathlib.Path(tmp) / "static_prog.c"
+    src.write_text('#include <stdio.h>\nint main(void) { puts("static ok"); return 5; }\n')
+    if subprocess.run(["cc", "-static", "-o", str(static), str(src)], capture_output=True).returncode == 0:
+        r, _ = record(tmp, str(static), out="static.db")
+        check("a static program runs unchanged and is warned about",
+              r.returncode == 5 and r.stdout == "static ok\n" and "statically linked" in r.stderr, r.stderr[-500:])
     r, _ = record(tmp, PY, "-c", "import os; os.kill(os.getpid(), 9)", out="k.db")
     check("a job killed by a signal returns 128+signal", r.returncode == 128 + 9, f"rc={r.returncode}")
     r, db = record(tmp, PY, "-c", "import os; open(os.devnull).read()", out="env.db",
