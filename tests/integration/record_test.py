@@ -208,9 +208,42 @@ def case_merge_hosts(tmp):
     check("merge: clock offsets reported", r.stdout.count("clock offset") == 2, r.stdout)
 
 
+def case_killed_rank(tmp):
+    """A torchrun job whose rank 1 is SIGKILLed mid-run: the trace is still written, the dead
+    rank is marked truncated with its events up to the kill, and the job's exit code is
+    torchrun's (non-zero)."""
+    script = pathlib.Path(tmp) / "die.py"
+    script.write_text(
+        "import os, signal, time\n"
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "rank = dist.get_rank()\n"
+        "for i in range(200):\n"
+        "    open('/etc/hostname', 'rb').read()\n"
+        "    if rank == 1 and i == 3:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    dist.all_reduce(torch.ones(4))\n"
+        "    time.sleep(0.01)\n")
+    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--redirects", "2", "--tee", "2",
+                   "--log_dir", str(pathlib.Path(tmp) / "logs"), str(script), out="killed.db", timeout=300)
+    check("killed rank: the job fails as it would without us", r.returncode != 0, f"rc={r.returncode}")
+    check("killed rank: trace written", db.exists(), r.stderr[-1000:])
+    if not db.exists():
+        return
+    rows = query(db, "SELECT rank, truncated, end_ns FROM processes WHERE rank = 1")
+    check("killed rank: rank 1 is marked truncated", rows and all(t == 1 for _, t, _ in rows), f"{rows}")
+    reads = query(db, """SELECT count(*), max(io.end_ns) FROM io_calls io JOIN tracks k ON k.id = io.track_id
+                         JOIN threads t ON t.id = k.owner_id JOIN processes p ON p.id = t.process_id
+                         JOIN strings s ON s.id = io.path_id
+                         WHERE p.rank = 1 AND s.value = '/etc/hostname' AND io.op = 1""")
+    check("killed rank: its reads before the kill are kept", reads[0][0] >= 4, f"{reads}")
+    check("killed rank: its end is its last event", rows and reads[0][1] is not None and rows[0][2] >= reads[0][1],
+          f"{rows} {reads}")
+
+
 CASES = {"dataloader": case_dataloader, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
-         "merge_hosts": case_merge_hosts}
+         "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank}
 
 for name, fn in CASES.items():
     if ONLY and name not in ONLY:
