@@ -217,3 +217,22 @@ TEST(Store, TruncatedFileIsAnError) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().find("t.db"), std::string::npos);
 }
+
+TEST(Store, PlantedSymlinkAtTheTargetIsReplacedNotFollowed) {
+  TempDir dir;
+  const fs::path victim = dir.path / "victim.txt";
+  {
+    std::ofstream(victim) << "do not touch";
+  }
+  const fs::path out = dir.path / "trace.db";
+  fs::create_symlink(victim, out);
+  Trace t = fixture();
+  ASSERT_TRUE(write_trace(t, out, "test").ok());
+  EXPECT_FALSE(fs::is_symlink(out));
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "do not touch");
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+}
