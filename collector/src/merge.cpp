@@ -25,6 +25,7 @@
 #include "tracetune/collector/merge.h"
 
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -448,7 +449,40 @@ class ProcessConverter {
     for (const auto& [tid, r] : raw_.ranges) {
       const auto [kind, domain] = classify(r.source, r.domain);
       push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns), sid(r.name), kind, domain, r.depth);
+      add_nccl_collective(tid, r);
     }
+  }
+
+  // NCCL's own NVTX ranges (domain "NCCL", named after the API call, e.g. "ncclAllReduce")
+  // carry the per-rank byte count in their payload (the NVTX handler decodes NCCL's payload
+  // schemas): they become host-side collectives, so every trace with NCCL NVTX has its
+  // collective calls in one table. Communicator, root/peer and dtype are not in the records.
+  void add_nccl_collective(std::uint32_t tid, const RangeRecord& r) {
+    constexpr std::uint8_t kPayloadValid = 1u << 1;
+    if (r.source != RangeSource::Nvtx || (r.flags & kPayloadValid) == 0 || text(r.domain) != "NCCL") return;
+    const std::string_view name = text(r.name);
+    if (!name.starts_with("nccl") || name.size() <= 4) return;
+    std::string op(name.substr(4));  // "AllReduce" -> "allreduce", as Kineto names ops
+    for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto& col = t_.collectives;
+    col.start.push_back(at(r.start_ns));
+    col.dur.push_back(dur(r.start_ns, r.end_ns));
+    col.track.push_back(track(tid));
+    col.name.push_back(sid(r.name));
+    col.op.push_back(t_.strings.intern(op));
+    col.bytes.push_back(r.payload);
+    col.count.push_back(0);
+    col.dtype.push_back(0);
+    col.group_size.push_back(-1);
+    col.communicator.push_back(0);
+    col.algorithm.push_back(0);
+    col.protocol.push_back(0);
+    col.channels.push_back(-1);
+    col.seq.push_back(-1);
+    col.peer.push_back(-1);
+    col.root.push_back(-1);
+    col.side.push_back(trace::CollectiveSide::Host);
+    col.correlation.push_back(0);
   }
 
   void add_marks() {

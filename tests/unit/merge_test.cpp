@@ -521,4 +521,28 @@ TEST(Merge, ParallelReadIsDeterministicWithOrderedProgress) {
 }
 
 }  // namespace
+TEST(Merge, NcclNvtxRangesWithBytesBecomeCollectives) {
+  TempDir dir;
+  RecordFileWriter w(600, "h");
+  const std::int64_t t0 = w.header.start_mono_ns;
+  w.range(600, RangeSource::Nvtx, t0 + 10, t0 + 50, "ncclAllReduce", "NCCL", 0, 4 << 20);
+  w.range(600, RangeSource::Nvtx, t0 + 60, t0 + 70, "ncclAllGather", "NCCL", 0, 1024);
+  w.range(600, RangeSource::Nvtx, t0 + 80, t0 + 90, "ncclAllReduce", "NCCL");       // no payload
+  w.range(600, RangeSource::Nvtx, t0 + 95, t0 + 99, "ncclFake", "mine", 0, 64);      // other domain
+  w.exit(t0 + 100, 0);
+  w.write(dir.path() / "p.ttr");
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  EXPECT_EQ(t.ranges.size(), 4u);  // the ranges themselves stay
+  ASSERT_EQ(t.collectives.size(), 2u);
+  EXPECT_EQ(t.strings.get(t.collectives.op[0]), "allreduce");
+  EXPECT_EQ(t.collectives.bytes[0], 4u << 20);
+  EXPECT_EQ(t.collectives.dur[0], 40);
+  EXPECT_EQ(t.collectives.side[0], trace::CollectiveSide::Host);
+  EXPECT_EQ(t.strings.get(t.collectives.op[1]), "allgather");
+  EXPECT_EQ(t.collectives.bytes[1], 1024u);
+}
+
 }  // namespace tt::collector

@@ -131,8 +131,10 @@ class RecordFileWriter {
     r.func = f;
     return add(RecordType::Io, r, tid);
   }
+  // `payload` >= 0 sets the NVTX payload (flags bit 1), as the NVTX handler does.
   RecordPos range(std::uint32_t tid, RangeSource src, std::int64_t start, std::int64_t end,
-                  std::string_view name, std::string_view domain = {}, std::uint16_t depth = 0) {
+                  std::string_view name, std::string_view domain = {}, std::uint16_t depth = 0,
+                  std::int64_t payload = -1) {
     RangeRecord r{};
     r.start_ns = start;
     r.end_ns = end;
@@ -140,6 +142,10 @@ class RecordFileWriter {
     r.domain = str(domain, tid);
     r.depth = depth;
     r.source = src;
+    if (payload >= 0) {
+      r.payload = static_cast<std::uint64_t>(payload);
+      r.flags |= 2;
+    }
     return add(RecordType::Range, r, tid);
   }
   void mark(std::uint32_t tid, RangeSource src, std::int64_t ts, std::string_view name,
