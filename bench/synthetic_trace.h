@@ -45,9 +45,7 @@ inline trace::Trace make_synthetic_trace(std::size_t target_events, int ranks = 
       for (int k = 0; k < 200 && made < per_rank; ++k) {
         const Ns kd = kernel_dur(rng);
         // an op with one launch inside
-        t.ranges.start.push_back(cpu); t.ranges.dur.push_back(6'000); t.ranges.track.push_back(thread);
-        t.ranges.name.push_back(op); t.ranges.kind.push_back(RangeKind::CpuOp); t.ranges.domain.push_back(0);
-        t.ranges.external_id.push_back(corr);
+        t.ranges.push(cpu, 6'000, thread, op, RangeKind::CpuOp, 0, corr);
         auto& a = t.api_calls;
         a.start.push_back(cpu + 1'000); a.dur.push_back(4'000); a.track.push_back(thread); a.name.push_back(launch);
         a.correlation.push_back(corr); a.external_id.push_back(corr); a.cbid.push_back(211); a.return_value.push_back(0);

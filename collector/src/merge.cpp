@@ -419,17 +419,8 @@ class ProcessConverter {
     }
   }
 
-  void push_range(std::uint32_t tid, Ns start, Ns d, StringId name, trace::RangeKind kind, StringId domain,
-                  std::uint16_t depth) {
-    auto& rg = t_.ranges;
-    rg.start.push_back(start);
-    rg.dur.push_back(d);
-    rg.track.push_back(track(tid));
-    rg.name.push_back(name);
-    rg.kind.push_back(kind);
-    rg.depth.push_back(depth);  // the writer's push depth; finalize() recomputes it from times
-    rg.domain.push_back(domain);
-    rg.external_id.push_back(0);
+  void push_range(std::uint32_t tid, Ns start, Ns d, StringId name, trace::RangeKind kind, StringId domain) {
+    t_.ranges.push(start, d, track(tid), name, kind, domain);  // finalize() computes the depth
   }
 
   // Kind and domain of an NVTX / Python / user range or mark.
@@ -448,7 +439,7 @@ class ProcessConverter {
   void add_ranges() {
     for (const auto& [tid, r] : raw_.ranges) {
       const auto [kind, domain] = classify(r.source, r.domain);
-      push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns), sid(r.name), kind, domain, r.depth);
+      push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns), sid(r.name), kind, domain);
       add_nccl_collective(tid, r);
     }
   }
@@ -464,25 +455,8 @@ class ProcessConverter {
     if (!name.starts_with("nccl") || name.size() <= 4) return;
     std::string op(name.substr(4));  // "AllReduce" -> "allreduce", as Kineto names ops
     for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    auto& col = t_.collectives;
-    col.start.push_back(at(r.start_ns));
-    col.dur.push_back(dur(r.start_ns, r.end_ns));
-    col.track.push_back(track(tid));
-    col.name.push_back(sid(r.name));
-    col.op.push_back(t_.strings.intern(op));
-    col.bytes.push_back(r.payload);
-    col.count.push_back(0);
-    col.dtype.push_back(0);
-    col.group_size.push_back(-1);
-    col.communicator.push_back(0);
-    col.algorithm.push_back(0);
-    col.protocol.push_back(0);
-    col.channels.push_back(-1);
-    col.seq.push_back(-1);
-    col.peer.push_back(-1);
-    col.root.push_back(-1);
-    col.side.push_back(trace::CollectiveSide::Host);
-    col.correlation.push_back(0);
+    t_.collectives.push(at(r.start_ns), dur(r.start_ns, r.end_ns), track(tid), sid(r.name),
+                        t_.strings.intern(op), r.payload, 0, 0, -1, 0, trace::CollectiveSide::Host, 0);
   }
 
   void add_marks() {
@@ -492,7 +466,7 @@ class ProcessConverter {
         continue;
       }
       const auto domain = classify(r.source, r.domain).second;
-      push_range(tid, at(r.ts_ns), 0, sid(r.name), trace::RangeKind::Instant, domain, 0);
+      push_range(tid, at(r.ts_ns), 0, sid(r.name), trace::RangeKind::Instant, domain);
     }
   }
 
@@ -513,11 +487,11 @@ class ProcessConverter {
         case StepKind::BatchWait:
           push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns),
                      t_.strings.intern("DataLoader: waiting for batch"), trace::RangeKind::UserAnnotation,
-                     tracetune, 0);
+                     tracetune);
           break;
         case StepKind::OptimizerStep:
           push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns), t_.strings.intern("optimizer.step"),
-                     trace::RangeKind::UserAnnotation, tracetune, 0);
+                     trace::RangeKind::UserAnnotation, tracetune);
           break;
         default:
           ++unknown_steps_;

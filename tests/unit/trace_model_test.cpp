@@ -28,9 +28,7 @@ TEST(TraceModel, FinalizeSortsByTrackThenStartAndNests) {
   const auto a = t.add_thread({p, 1, ""});
   const auto b = t.add_thread({p, 2, ""});
   auto add = [&](std::uint32_t track, Ns start, Ns dur, const char* name) {
-    t.ranges.start.push_back(start); t.ranges.dur.push_back(dur); t.ranges.track.push_back(track);
-    t.ranges.name.push_back(t.strings.intern(name)); t.ranges.kind.push_back(RangeKind::CpuOp);
-    t.ranges.domain.push_back(0); t.ranges.external_id.push_back(0);
+    t.ranges.push(start, dur, track, t.strings.intern(name), RangeKind::CpuOp, 0);
   };
   add(b, 50, 10, "b1");
   add(a, 20, 5, "child2");

@@ -121,16 +121,15 @@ struct Args {
 
 // ---- the importer ----
 
+// (pid, tid), (device, stream) or (pid, 0), within one file: each file has its own importer.
 struct TrackKey {
   std::int64_t a, b;
-  std::uint32_t file;
   bool operator==(const TrackKey&) const = default;
 };
 struct TrackKeyHash {
   std::size_t operator()(const TrackKey& k) const {
     std::uint64_t h = static_cast<std::uint64_t>(k.a) * 0x9E3779B97F4A7C15ull;
     h ^= static_cast<std::uint64_t>(k.b) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
-    h ^= k.file * 0x85EBCA6Bu;
     return static_cast<std::size_t>(h);
   }
 };
@@ -235,8 +234,7 @@ SyncType sync_type_of(std::string_view kind) {
 
 class Importer {
  public:
-  Importer(Trace& t, std::string_view source, std::uint32_t file_index, int rank_hint)
-      : t_(t), source_(source), file_(file_index), rank_(rank_hint) {}
+  Importer(Trace& t, std::string_view source, int rank_hint) : t_(t), source_(source), rank_(rank_hint) {}
 
   Status run(simdjson::padded_string_view json);
 
@@ -267,13 +265,13 @@ class Importer {
 
   Trace& t_;
   std::string source_;
-  std::uint32_t file_;
   int rank_;
   std::unordered_map<TrackKey, std::uint32_t, TrackKeyHash> threads_, streams_, processes_,
       devices_;
   std::unordered_map<std::string, std::int64_t> string_ids_;
   // last lookups, a cheap cache: consecutive events share a thread
-  TrackKey last_thread_key_{0, 0, 0xffffffffu};
+  TrackKey last_thread_key_{0, 0};
+  bool have_last_thread_ = false;
   std::uint32_t last_thread_track_ = 0;
   std::uint32_t first_cpu_process_ = kNone;
   std::vector<std::uint32_t> file_devices_;
@@ -321,7 +319,7 @@ std::int64_t Importer::id_of(const Id& id) {
 
 std::uint32_t Importer::process_index(const Id& pid) {
   const std::int64_t p = id_of(pid);
-  const TrackKey key{p, 0, file_};
+  const TrackKey key{p, 0};
   auto it = processes_.find(key);
   if (it != processes_.end()) return it->second;
   Process proc;
@@ -335,8 +333,8 @@ std::uint32_t Importer::process_index(const Id& pid) {
 }
 
 std::uint32_t Importer::thread_track(const Id& pid, const Id& tid) {
-  const TrackKey key{id_of(pid), id_of(tid), file_};
-  if (key == last_thread_key_) return last_thread_track_;
+  const TrackKey key{id_of(pid), id_of(tid)};
+  if (have_last_thread_ && key == last_thread_key_) return last_thread_track_;
   auto it = threads_.find(key);
   std::uint32_t track;
   if (it != threads_.end()) {
@@ -350,12 +348,13 @@ std::uint32_t Importer::thread_track(const Id& pid, const Id& tid) {
     threads_.emplace(key, track);
   }
   last_thread_key_ = key;
+  have_last_thread_ = true;
   last_thread_track_ = track;
   return track;
 }
 
 std::uint32_t Importer::device_index(std::int64_t device) {
-  const TrackKey key{device, 0, file_};
+  const TrackKey key{device, 0};
   auto it = devices_.find(key);
   if (it != devices_.end()) return it->second;
   Device d;
@@ -367,7 +366,7 @@ std::uint32_t Importer::device_index(std::int64_t device) {
 }
 
 std::uint32_t Importer::stream_track(std::int64_t device, std::int64_t stream) {
-  const TrackKey key{device, stream, file_};
+  const TrackKey key{device, stream};
   auto it = streams_.find(key);
   if (it != streams_.end()) return it->second;
   Stream s;
@@ -572,25 +571,13 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       } else {
         auto [b, nm] = stack.back();
         stack.pop_back();
-        t_.ranges.start.push_back(b);
-        t_.ranges.dur.push_back(std::max<Ns>(0, ts - b));
-        t_.ranges.track.push_back(track);
-        t_.ranges.name.push_back(nm);
-        t_.ranges.kind.push_back(RangeKind::Other);
-        t_.ranges.domain.push_back(t_.strings.intern(cat));
-        t_.ranges.external_id.push_back(0);
+        t_.ranges.push(b, std::max<Ns>(0, ts - b), track, nm, RangeKind::Other, t_.strings.intern(cat));
       }
       return {};
     }
     case 'i': case 'I': case 'R': case 'n': {
-      const std::uint32_t track = thread_track(pid, tid);
-      t_.ranges.start.push_back(ts);
-      t_.ranges.dur.push_back(0);
-      t_.ranges.track.push_back(track);
-      t_.ranges.name.push_back(t_.strings.intern(name));
-      t_.ranges.kind.push_back(RangeKind::Instant);
-      t_.ranges.domain.push_back(t_.strings.intern(cat));
-      t_.ranges.external_id.push_back(0);
+      t_.ranges.push(ts, 0, thread_track(pid, tid), t_.strings.intern(name), RangeKind::Instant,
+                     t_.strings.intern(cat));
       return {};
     }
     case 's': case 't': case 'f': {
@@ -704,11 +691,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       s.stream.push_back((args.has & kWaitStream) ? args.wait_stream : (args.has & kStream) ? args.stream : -1);
       s.event.push_back((args.has & kWaitEvent) ? args.wait_event : -1);
     } else {  // GpuAnnotation
-      auto& r = t_.ranges;
-      r.start.push_back(ts); r.dur.push_back(dur); r.track.push_back(track); r.name.push_back(nm);
-      r.kind.push_back(RangeKind::GpuAnnotation);
-      r.domain.push_back(t_.strings.intern(cat));
-      r.external_id.push_back(ext);
+      t_.ranges.push(ts, dur, track, nm, RangeKind::GpuAnnotation, t_.strings.intern(cat), ext);
     }
     if (!args.coll_name.empty() && c == Cat::Kernel)
       push_collective(ts, dur, track, nm, args, CollectiveSide::Device, corr);
@@ -739,11 +722,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     case Cat::ProfilerSpan: kind = RangeKind::ProfilerSpan; break;
     default: break;
   }
-  auto& r = t_.ranges;
-  r.start.push_back(ts); r.dur.push_back(dur); r.track.push_back(track); r.name.push_back(nm);
-  r.kind.push_back(kind);
-  r.domain.push_back(t_.strings.intern(cat));
-  r.external_id.push_back(static_cast<std::uint32_t>(args.external_id));
+  t_.ranges.push(ts, dur, track, nm, kind, t_.strings.intern(cat), static_cast<std::uint32_t>(args.external_id));
 
   if (name.starts_with("ProfilerStep#")) {
     std::int64_t n = 0;
@@ -758,21 +737,14 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
 
 void Importer::push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name,
                                const Args& a, CollectiveSide side, std::uint32_t correlation) {
-  auto& col = t_.collectives;
-  col.start.push_back(ts); col.dur.push_back(dur); col.track.push_back(track); col.name.push_back(name);
-  col.op.push_back(t_.strings.intern(a.coll_name));
   const auto n = static_cast<std::uint64_t>((a.has & kInNelems) ? a.in_nelems : 0);
-  col.count.push_back(n);
-  col.bytes.push_back(n * dtype_size(a.dtype));  // per rank, as NCCL counts
-  col.dtype.push_back(t_.strings.intern(a.dtype));
-  col.group_size.push_back((a.has & kGroupSize) ? static_cast<std::int32_t>(a.group_size) : -1);
   std::string comm(a.pg_name);
   if (comm.empty() && (a.has & kPgId)) comm = std::to_string(a.pg_id);
-  col.communicator.push_back(t_.strings.intern(comm));
-  col.algorithm.push_back(0); col.protocol.push_back(0); col.channels.push_back(-1);
-  col.seq.push_back(-1); col.peer.push_back(-1); col.root.push_back(-1);
-  col.side.push_back(side);
-  col.correlation.push_back(correlation);
+  t_.collectives.push(ts, dur, track, name, t_.strings.intern(a.coll_name),
+                      n * dtype_size(a.dtype),  // per rank, as NCCL counts
+                      n, t_.strings.intern(a.dtype),
+                      (a.has & kGroupSize) ? static_cast<std::int32_t>(a.group_size) : -1,
+                      t_.strings.intern(comm), side, correlation);
 }
 
 Status Importer::parse_device_properties(od::array arr) {
@@ -821,8 +793,8 @@ Status Importer::parse_distributed_info(od::object obj) {
 
 void Importer::finish() {
   for (const auto& f : pending_flows_) {
-    const auto st = streams_.find({id_of(f.pid), id_of(f.tid), file_});
-    const bool on_gpu = st != streams_.end() && threads_.find({id_of(f.pid), id_of(f.tid), file_}) == threads_.end();
+    const auto st = streams_.find({id_of(f.pid), id_of(f.tid)});
+    const bool on_gpu = st != streams_.end() && threads_.find({id_of(f.pid), id_of(f.tid)}) == threads_.end();
     t_.flows.track[f.row] = on_gpu ? st->second : thread_track(f.pid, f.tid);
   }
   // Names from metadata events: pid -> process name, (pid, tid) -> thread name.
@@ -831,12 +803,12 @@ void Importer::finish() {
     const auto [tid, value] = pending_names_[i + 1];
     const bool proc = t_.strings.get(kind_id) == "process_name";
     if (proc) {
-      if (auto it = processes_.find({pid, 0, file_}); it != processes_.end() && t_.processes[it->second].name.empty())
+      if (auto it = processes_.find({pid, 0}); it != processes_.end() && t_.processes[it->second].name.empty())
         t_.processes[it->second].name = std::string(t_.strings.get(value));
-    } else if (auto it = threads_.find({pid, tid, file_}); it != threads_.end()) {
+    } else if (auto it = threads_.find({pid, tid}); it != threads_.end()) {
       auto& th = t_.threads[t_.tracks[it->second].owner];
       if (th.name.empty()) th.name = std::string(t_.strings.get(value));
-    } else if (auto st = streams_.find({pid, tid, file_}); st != streams_.end()) {
+    } else if (auto st = streams_.find({pid, tid}); st != streams_.end()) {
       auto& s = t_.streams[t_.tracks[st->second].owner];
       if (s.name.empty()) {
         std::string_view v = t_.strings.get(value);
@@ -942,7 +914,7 @@ Status import_kineto_buffer(std::string_view json, std::string_view source, Trac
                             int rank_hint) {
   simdjson::padded_string padded(json);
   if (out.clock_domain == "unknown") out.clock_domain = "kineto-us";
-  Importer imp(out, source, 0, rank_hint);
+  Importer imp(out, source, rank_hint);
   return imp.run(padded);
 }
 
@@ -962,11 +934,10 @@ Status import_kineto(const fs::path& path, Trace& out) {
     files.push_back(path);
   }
   if (out.clock_domain == "unknown") out.clock_domain = "kineto-us";
-  std::uint32_t file_index = 0;
   for (const auto& f : files) {
     auto data = read_maybe_gzip(f);
     if (!data) return make_error(data.error());
-    Importer imp(out, f.string(), file_index++, -1);
+    Importer imp(out, f.string(), -1);
     if (auto st = imp.run(data.value()); !st) return st;
   }
   return {};

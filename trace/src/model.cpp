@@ -263,7 +263,6 @@ void Trace::finalize() {
   sort_span_table(memsets);
   sort_span_table(api_calls);
   sort_span_table(syncs);
-  if (ranges.depth.size() != ranges.size()) ranges.depth.assign(ranges.size(), 0);
   sort_span_table(ranges);
   compute_depths(ranges);
   sort_span_table(steps);
@@ -271,11 +270,6 @@ void Trace::finalize() {
   sort_span_table(io_calls);
   sort_point_table(counters);
   sort_point_table(flows);
-  compute_slices();
-  finalized_ = true;
-}
-
-void Trace::mark_finalized_sorted() {
   compute_slices();
   finalized_ = true;
 }

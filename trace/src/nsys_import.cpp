@@ -206,13 +206,6 @@ struct Span {
   Ns start = 0, dur = 0;
 };
 
-template <class Table>
-void push_span(Table& t, Span s, std::uint32_t track, StringId name) {
-  t.start.push_back(s.start);
-  t.dur.push_back(s.dur);
-  t.track.push_back(track);
-  t.name.push_back(name);
-}
 
 struct PairHash {
   std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
@@ -619,7 +612,7 @@ Status NsysImporter::import_api(std::string_view table, ApiKind default_kind) {
       kind = c == 0 ? ApiKind::Runtime : (c == 1 || c == 13) ? ApiKind::Driver : ApiKind::Other;
     }
     auto& a = t_.api_calls;
-    push_span(a, span, track, name);
+    a.push_span(span.start, span.dur, track, name);
     a.correlation.push_back(corr);
     a.external_id.push_back(0);
     a.cbid.push_back(0);  // nsys does not export CUPTI callback ids
@@ -668,7 +661,7 @@ Status NsysImporter::import_kernels() {
     if (graph == 0 && r.i64_or(kGraphNode, 0) != 0) graph = u32(kGraphNode) != 0 ? u32(kGraphNode) : 1;
 
     auto& k = t_.kernels;
-    push_span(k, row->span, stream_track(row->pkey, row->device, row->stream), name);
+    k.push_span(row->span.start, row->span.dur, stream_track(row->pkey, row->device, row->stream), name);
     k.correlation.push_back(row->correlation);
     k.external_id.push_back(0);
     k.config.push_back(t_.intern_config(lc));
@@ -693,7 +686,7 @@ Status NsysImporter::import_memcpys() {
       async = it->second;
 
     auto& m = t_.memcpys;
-    push_span(m, row->span, stream_track(row->pkey, row->device, row->stream), memcpy_name(kind, src, dst));
+    m.push_span(row->span.start, row->span.dur, stream_track(row->pkey, row->device, row->stream), memcpy_name(kind, src, dst));
     m.bytes.push_back(static_cast<std::uint64_t>(r.i64_or(kBytes, 0)));
     m.correlation.push_back(row->correlation);
     m.direction.push_back(kind != nullptr ? kind->value : MemcpyDirection::Unknown);
@@ -716,7 +709,7 @@ Status NsysImporter::import_memsets() {
     const std::string name = "Memset (" + std::string(mk != nullptr ? mk->label : "Unknown") + ")";
 
     auto& m = t_.memsets;
-    push_span(m, row->span, stream_track(row->pkey, row->device, row->stream), t_.strings.intern(name));
+    m.push_span(row->span.start, row->span.dur, stream_track(row->pkey, row->device, row->stream), t_.strings.intern(name));
     m.bytes.push_back(static_cast<std::uint64_t>(r.i64_or(kBytes, 0)));
     m.correlation.push_back(row->correlation);
     m.mem_kind.push_back(mk != nullptr ? mk->value : MemoryKind::Unknown);
@@ -739,7 +732,7 @@ Status NsysImporter::import_syncs() {
     const std::uint32_t track = is_null(r, kTid) ? stream_track(row->pkey, row->device, row->stream)
                                                  : thread_track(r.i64(kTid));
     auto& s = t_.syncs;
-    push_span(s, row->span, track, t_.strings.intern(type != nullptr ? type->label : "Unknown Sync"));
+    s.push_span(row->span.start, row->span.dur, track, t_.strings.intern(type != nullptr ? type->label : "Unknown Sync"));
     s.correlation.push_back(row->correlation);
     s.type.push_back(type != nullptr ? type->value : SyncType::Unknown);
     s.stream.push_back(row->stream);
@@ -801,11 +794,8 @@ Status NsysImporter::import_nvtx() {
     if (!is_null(r, kDomain))
       if (auto it = domains.find({process_key(gtid), r.i64(kDomain)}); it != domains.end()) domain = it->second;
 
-    auto& g = t_.ranges;
-    push_span(g, span, thread_track(gtid), text_of(r));
-    g.kind.push_back(type == kMark ? RangeKind::Instant : RangeKind::Nvtx);
-    g.domain.push_back(domain);
-    g.external_id.push_back(0);
+    t_.ranges.push(span.start, span.dur, thread_track(gtid), text_of(r),
+                   type == kMark ? RangeKind::Instant : RangeKind::Nvtx, domain);
   });
   if (!st) return st;
   for (const auto& [type, n] : other_types) {
@@ -838,18 +828,14 @@ Status NsysImporter::import_osrt() {
       fn = it->second;
     }
     if (fn.io == nullptr) {  // pthread_*, poll, sem_wait, ...: kept as generic host ranges
-      auto& g = t_.ranges;
-      push_span(g, span, track, fn.name);
-      g.kind.push_back(RangeKind::Other);
-      g.domain.push_back(osrt);
-      g.external_id.push_back(0);
+      t_.ranges.push(span.start, span.dur, track, fn.name, RangeKind::Other, osrt);
       return;
     }
     // OSRT_API records only the return value: arguments (fd, path, offset) and errno are not
     // exported (OSRT_ARGUMENTS is documented as experimental), so they stay unknown.
     const std::int64_t ret = r.i64_or(kReturn, -1);
     auto& io = t_.io_calls;
-    push_span(io, span, track, fn.name);
+    io.push_span(span.start, span.dur, track, fn.name);
     io.op.push_back(fn.io->op);
     const bool is_fd = fn.io->result == IoResult::Fd && ret >= 0 && ret <= 0x7fffffff;
     io.fd.push_back(is_fd ? static_cast<std::int32_t>(ret) : -1);

@@ -117,6 +117,13 @@ struct SpanColumns {
 
   std::size_t size() const { return start.size(); }
   Ns end(std::size_t i) const { return start[i] + dur[i]; }
+  // Appends the common columns of one event; the caller appends the table's own columns.
+  void push_span(Ns s, Ns d, std::uint32_t tr, StringId n) {
+    start.push_back(s);
+    dur.push_back(d);
+    track.push_back(tr);
+    name.push_back(n);
+  }
 };
 
 // Deduplicated kernel launch configuration: most kernels repeat a handful of shapes.
@@ -170,6 +177,15 @@ struct RangeTable : SpanColumns {
   std::vector<std::uint16_t> depth;      // nesting depth on its track, computed by finalize()
   std::vector<StringId> domain;          // NVTX domain or source category
   std::vector<std::uint32_t> external_id;
+
+  // Appends one range; its depth stays 0 until finalize() computes it from the times.
+  void push(Ns s, Ns d, std::uint32_t tr, StringId n, RangeKind k, StringId dom, std::uint32_t ext = 0) {
+    push_span(s, d, tr, n);
+    kind.push_back(k);
+    depth.push_back(0);
+    domain.push_back(dom);
+    external_id.push_back(ext);
+  }
 };
 
 struct StepTable : SpanColumns {  // track = the process's main thread track
@@ -189,6 +205,28 @@ struct CollectiveTable : SpanColumns {
   std::vector<std::int32_t> peer, root;
   std::vector<CollectiveSide> side;
   std::vector<std::uint32_t> correlation;
+
+  // Appends a collective as profiler annotations describe one: algorithm, protocol,
+  // channels, sequence number, peer and root unknown (the NCCL profiler plugin knows them).
+  void push(Ns s, Ns d, std::uint32_t tr, StringId n, StringId op_, std::uint64_t bytes_, std::uint64_t count_,
+            StringId dtype_, std::int32_t group_size_, StringId communicator_, CollectiveSide side_,
+            std::uint32_t correlation_) {
+    push_span(s, d, tr, n);
+    op.push_back(op_);
+    bytes.push_back(bytes_);
+    count.push_back(count_);
+    dtype.push_back(dtype_);
+    group_size.push_back(group_size_);
+    communicator.push_back(communicator_);
+    algorithm.push_back(0);
+    protocol.push_back(0);
+    channels.push_back(-1);
+    seq.push_back(-1);
+    peer.push_back(-1);
+    root.push_back(-1);
+    side.push_back(side_);
+    correlation.push_back(correlation_);
+  }
 };
 
 struct IoTable : SpanColumns {  // name = the libc function
@@ -285,9 +323,6 @@ struct Trace {
   // Owning process of a track, kNone when unknown (e.g. a stream of an unowned device).
   std::uint32_t process_of_track(std::uint32_t track) const;
   std::string track_label(std::uint32_t track) const;
-
-  // Mark a trace built by a loader that already delivered sorted tables with depths.
-  void mark_finalized_sorted();
 
  private:
   bool finalized_ = false;
