@@ -10,9 +10,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include "tracetune/analyzer/analyze.h"
 #include "tracetune/collector/launcher.h"
 #include "tracetune/collector/merge.h"
 #include "tracetune/trace/exporters.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/summary.h"
@@ -66,6 +70,71 @@ int cmd_export(const std::string& input, const std::string& format, const std::s
   if (auto st = trace::export_chrome(t.value(), output); !st) return fail(st.error());
   std::printf("wrote %s (%zu events; open it in the Perfetto UI or chrome://tracing)\n", output.c_str(),
               t->event_count());
+  return 0;
+}
+
+// "A:B", "A:", ":B" or "A" -> inclusive step-number range.
+bool parse_steps(const std::string& spec, std::pair<std::int64_t, std::int64_t>& out) {
+  auto num = [](std::string_view s, std::int64_t& v) {
+    if (s.empty()) return false;
+    std::size_t pos = 0;
+    try { v = std::stoll(std::string(s), &pos); } catch (...) { return false; }
+    return pos == s.size();
+  };
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos) {
+    if (!num(spec, out.first)) return false;
+    out.second = out.first;
+    return true;
+  }
+  const std::string_view a = std::string_view(spec).substr(0, colon), b = std::string_view(spec).substr(colon + 1);
+  out = {INT64_MIN, INT64_MAX};
+  if (!a.empty() && !num(a, out.first)) return false;
+  if (!b.empty() && !num(b, out.second)) return false;
+  return out.first <= out.second;
+}
+
+struct AnalyzeArgs {
+  std::string input, format = "text", output, steps;
+  int rank = -1;
+  bool hta_compat = false;
+};
+
+int cmd_analyze(const AnalyzeArgs& args) {
+  analyzer::Options opt;
+  opt.hta_compat = args.hta_compat;
+  opt.rank = args.rank;
+  if (!args.steps.empty()) {
+    std::pair<std::int64_t, std::int64_t> r;
+    if (!parse_steps(args.steps, r)) {
+      std::fprintf(stderr, "tracetune: analyze: --steps wants A:B, A:, :B or A (step numbers), got '%s'\n", args.steps.c_str());
+      return 2;
+    }
+    opt.steps = r;
+  }
+  auto t = load(args.input);
+  if (!t) return fail(t.error());
+  const analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
+  std::string text;
+  if (args.format == "json") text = analyzer::render_json(a);
+  else if (args.format == "md") text = analyzer::render_markdown(a);
+  else {
+    const bool color = args.output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    text = analyzer::render_text(a, color);
+  }
+  if (args.output.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  auto out = trace::AtomicOutput::create(args.output);
+  if (!out) return fail(out.error());
+  {
+    std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
+    if (f == nullptr) return fail(args.output + ": cannot write the report");
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return fail(args.output + ": cannot write the report (disk full?)");
+  }
+  if (auto st = out->commit(); !st) return fail(st.error());
   return 0;
 }
 
@@ -147,6 +216,18 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> merge_dirs;
   std::string merge_out;
+  AnalyzeArgs an_args;
+  auto* an = app.add_subcommand("analyze", "Name each step's bottleneck with evidence, estimated gain and the knobs that fix it "
+                                           "(docs/analysis.md)");
+  an->add_option("trace", an_args.input, "A tracetune trace, a Kineto JSON file or directory of ranks, or an nsys export")->required();
+  an->add_option("--format", an_args.format, "Report format: text (terminal), json (versioned schema), md (Markdown)")
+      ->check(CLI::IsMember({"text", "json", "md"}));
+  an->add_option("-o,--output", an_args.output, "Write the report to this file instead of stdout (mode 0600)");
+  an->add_option("--rank", an_args.rank, "Analyse only this rank");
+  an->add_option("--steps", an_args.steps, "Analyse only these step numbers: A:B, A:, :B or A");
+  an->add_flag("--hta-compat", an_args.hta_compat,
+               "HTA 0.6's definitions (µs rounding, last step dropped, its kernel-name classes) for side-by-side numbers");
+
   auto* mrg = app.add_subcommand("merge", "Join raw record directories (e.g. one per host, from record --keep-raw) into one trace, aligning clocks");
   mrg->add_option("dirs", merge_dirs, "Raw record directories")->required();
   mrg->add_option("-o,--output", merge_out, "Output trace database")->required();
@@ -159,6 +240,7 @@ int main(int argc, char** argv) {
   }
   if (*imp) return cmd_import(imp_inputs, imp_out, imp_quiet);
   if (*info) return cmd_info(info_in, info_json);
+  if (*an) return cmd_analyze(an_args);
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
   if (*rec) {

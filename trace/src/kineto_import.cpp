@@ -259,7 +259,7 @@ class Importer {
                        CollectiveSide side, std::uint32_t correlation);
   std::uint32_t process_index(const Id& pid);
   std::uint32_t thread_track(const Id& pid, const Id& tid);
-  std::uint32_t stream_track(std::int64_t device, std::int64_t stream);
+  std::uint32_t stream_track(std::int64_t device, std::int64_t stream, bool from_tid = false);
   std::uint32_t device_index(std::int64_t device);
   void finish();
 
@@ -365,13 +365,16 @@ std::uint32_t Importer::device_index(std::int64_t device) {
   return idx;
 }
 
-std::uint32_t Importer::stream_track(std::int64_t device, std::int64_t stream) {
+std::uint32_t Importer::stream_track(std::int64_t device, std::int64_t stream, bool from_tid) {
   const TrackKey key{device, stream};
   auto it = streams_.find(key);
   if (it != streams_.end()) return it->second;
   Stream s;
   s.device = device_index(device);
   s.stream = stream;
+  // Device events without a stream id (e.g. MTIA dma_request) are placed by thread id; the
+  // name says so (kNoStreamIdPrefix), and HTA-compatible analysis leaves them out as HTA does.
+  if (from_tid) s.name = std::string(kNoStreamIdPrefix) + " " + std::to_string(stream);
   const std::uint32_t track = t_.add_stream(std::move(s));
   streams_.emplace(key, track);
   return track;
@@ -634,7 +637,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
   if (is_device_cat(c)) {
     const std::int64_t device = (args.has & kDevice) ? args.device : id_of(pid);
     const std::int64_t stream = (args.has & kStream) ? args.stream : id_of(tid);
-    const std::uint32_t track = stream_track(device, stream);
+    const std::uint32_t track = stream_track(device, stream, !(args.has & kStream));
     const StringId nm = t_.strings.intern(name);
     const auto corr = static_cast<std::uint32_t>(args.correlation);
     const auto ext = static_cast<std::uint32_t>(args.external_id);

@@ -15,6 +15,10 @@
 
 namespace tt::trace {
 
+// Name prefix of a Kineto stream track made from a thread id because the events carried no
+// stream id ("no stream id: tid 801").
+inline constexpr std::string_view kNoStreamIdPrefix = "no stream id: tid";
+
 enum class InputFormat { Unknown, KinetoJson, NsysSqlite, TracetuneDb, OtherSqlite };
 
 // Sniffs a path: a directory of JSON files is Kineto; SQLite files are told apart by schema.

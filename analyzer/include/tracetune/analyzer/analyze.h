@@ -1,0 +1,32 @@
+// The analyzer's front door: metrics + rules over a finalized Trace, and the three report
+// formats. The JSON document is versioned ("schema": "tracetune.analysis", "version": 1) and
+// documented in docs/analysis.md; the GUI and the tuner read it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tracetune/analyzer/metrics.h"
+#include "tracetune/analyzer/rules.h"
+#include "tracetune/trace/model.h"
+
+namespace tt::analyzer {
+
+inline constexpr int kReportVersion = 1;
+
+struct Analysis {
+  Options options;
+  std::string source;        // the analysed file
+  std::string clock_domain;
+  std::size_t events = 0;
+  Metrics metrics;
+  std::vector<Finding> findings;
+};
+
+Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);
+
+std::string render_json(const Analysis& a);
+std::string render_text(const Analysis& a, bool color);
+std::string render_markdown(const Analysis& a);
+
+}  // namespace tt::analyzer

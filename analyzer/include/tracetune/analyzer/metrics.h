@@ -1,0 +1,160 @@
+// Per-rank and per-step metrics over a finalized Trace. Every definition is written down in
+// docs/analysis.md; the field comments here are the short form. Times are ns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tracetune/analyzer/intervals.h"
+#include "tracetune/trace/model.h"
+
+namespace tt::analyzer {
+
+struct Options {
+  bool hta_compat = false;               // HTA 0.6's conventions (see docs/analysis.md)
+  std::int32_t rank = -1;                // analyse only this rank (-1: all)
+  std::optional<std::pair<std::int64_t, std::int64_t>> steps;  // step numbers A..B inclusive
+  Ns kernel_wait_threshold = 30'000;     // idle gap below this after a queued op: launch overhead
+  unsigned threads = 0;                  // 0: one per core
+};
+
+// GPU time of a rank split by what ran (HTA's "temporal breakdown", plus classes and overlaps).
+struct GpuBreakdown {
+  Ns span = 0;           // window the breakdown covers (default: the steps; HTA: first to last op)
+  Ns busy = 0;           // union of all GPU ops
+  Ns idle = 0;           // span - busy
+  Ns compute = 0;        // union of compute kernels
+  Ns non_compute = 0;    // busy - compute
+  Ns communication = 0;  // union of communication kernels
+  Ns memory = 0;         // union of copies and sets
+  Ns comm_compute_overlap = 0;    // |communication ∩ compute|
+  Ns comm_memory_overlap = 0;     // |communication ∩ memory|
+  Ns exposed_communication = 0;   // communication - compute
+  // Time by exactly which classes were running (bit 0 compute, 1 communication, 2 memory).
+  Ns exclusive[8] = {};
+};
+
+struct StreamIdle {
+  std::uint32_t track = 0;
+  std::int64_t stream = 0;
+  std::uint64_t ops = 0;
+  Ns host_wait = 0;    // the op's launch call began after the previous op ended: the CPU was late
+  Ns kernel_wait = 0;  // short gap (< threshold) after an op that was already queued
+  Ns other = 0;        // the rest (waits on other streams or events, ...)
+};
+
+struct LaunchStats {
+  std::uint64_t kernels = 0;
+  std::uint64_t correlated = 0;     // kernels whose launching API call is in the trace
+  Ns kernel_median = 0, kernel_p90 = 0;
+  double short_kernel_share = 0;    // kernels shorter than 10 µs
+  Ns launch_call_median = 0;        // CPU duration of the launch API call
+  Ns launch_delay_median = 0, launch_delay_p90 = 0;  // kernel start - launch call start
+  double queue_mean = 0;            // ops already queued on the stream at each launch
+  std::uint32_t queue_max = 0;
+};
+
+struct TransferStats {
+  std::uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0, d2h_bytes = 0, d2h_pageable_bytes = 0;
+  std::uint64_t h2d_count = 0, d2h_count = 0;
+  Ns h2d_time = 0, h2d_pageable_time = 0, d2h_time = 0;  // sums of copy durations
+  Ns h2d_exposed = 0;             // union of H2D copies not overlapped by compute kernels
+  double h2d_pageable_gbps = 0, h2d_pinned_gbps = 0, d2h_gbps = 0;  // bytes / copy time
+};
+
+struct IoStats {  // the rank's process and its descendants (DataLoader workers)
+  std::uint64_t calls = 0, read_calls = 0, write_calls = 0, errors = 0;
+  std::uint64_t bytes_read = 0, bytes_written = 0;
+  Ns time = 0;        // sum of call durations, all threads
+  Ns main_thread = 0; // union on the rank's main thread (in the job's critical path)
+};
+
+struct GemmStats {
+  Ns fp32_simt = 0, tensor_core = 0, fp64 = 0, unknown = 0;  // kernel time sums
+  Ns by_format[10] = {};                                      // indexed by GemmFormat
+  std::uint64_t fp32_simt_kernels = 0;
+  std::string top_fp32_kernel;  // the FP32 GEMM with the most time
+};
+
+struct KernelTotal {
+  std::string name;
+  std::uint64_t count = 0;
+  Ns total = 0;
+  std::string kernel_class;
+};
+
+struct StepMetrics {
+  std::int64_t number = 0;
+  Ns start = 0, end = 0;
+  Ns wall() const { return end - start; }
+  Ns gpu_busy = 0, gpu_idle = 0, compute = 0, communication = 0, memory = 0;
+  Ns comm_compute_overlap = 0, exposed_communication = 0;
+  Ns data_wait = 0;        // main thread waiting for the next batch
+  Ns sync_wait = 0;        // host blocked in synchronising API calls
+  Ns io_main = 0;          // main-thread I/O calls
+  Ns h2d = 0, h2d_exposed = 0, h2d_pageable = 0;  // union of H2D copies; not under compute; pageable
+  // GPU idle time inside the step split by what the host was doing.
+  Ns idle_data = 0, idle_sync = 0, idle_launch = 0, idle_other = 0;
+  std::uint64_t kernels = 0;
+  Ns memory_bound_kernels = 0, fp32_gemm = 0;
+};
+
+struct CollectiveStats {
+  std::uint64_t count = 0;
+  std::uint64_t bytes = 0;
+  Ns time = 0;   // sum of durations (device side when present, else host side)
+  bool device_side = false;
+};
+
+struct RankMetrics {
+  std::int32_t rank = -1;        // the job's rank, or the process index when unknown
+  std::uint32_t process = trace::kNone;
+  std::int64_t pid = 0;
+  std::string label;             // "rank 3 (pid 123 on host)"
+  bool has_gpu = false;
+  bool has_steps = false;        // false: the whole trace is one window
+  bool hta_filtered = false;     // HTA mode dropped the last step
+  Ns window_start = 0, window_end = 0;
+  GpuBreakdown gpu;
+  std::vector<StreamIdle> streams;
+  LaunchStats launch;
+  TransferStats transfers;
+  IoStats io;
+  GemmStats gemm;
+  Ns memory_bound_kernels = 0;   // time in elementwise/reduction kernels
+  Ns data_wait = 0, sync_wait = 0;
+  std::uint64_t sync_calls = 0;   // synchronising API calls in the window
+  std::string top_sync_call;      // the one with the most blocked time
+  CollectiveStats collectives;
+  std::vector<KernelTotal> top_kernels;  // by total time, at most 10
+  std::vector<StepMetrics> steps;
+  Ns step_median = 0, step_p90 = 0, step_min = 0, step_max = 0;
+  std::vector<std::string> notes;  // what could not be determined and why
+};
+
+struct CrossRank {
+  std::size_t ranks = 0;
+  Ns step_median_min = 0, step_median_max = 0, step_median_median = 0;
+  double step_spread = 0;         // (slowest - median) / median of per-rank median step times
+  std::int32_t slowest_rank = -1;
+  std::uint64_t matched_collectives = 0;
+  Ns arrival_skew_median = 0, arrival_skew_max = 0;  // last minus first arrival per collective
+  std::int32_t last_arriver = -1;  // rank most often last to arrive
+  double last_arriver_share = 0;
+};
+
+struct Metrics {
+  std::vector<RankMetrics> ranks;
+  CrossRank cross;
+  std::vector<std::string> notes;
+};
+
+Metrics compute_metrics(const trace::Trace& t, const Options& opt);
+
+// Sorted-sample helpers (exposed for tests).
+Ns percentile(std::vector<Ns> v, double p);
+
+}  // namespace tt::analyzer

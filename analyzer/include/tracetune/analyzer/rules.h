@@ -1,0 +1,78 @@
+// Bottleneck rules: each a small function over one rank's metrics (or the cross-rank ones)
+// that may emit a Finding. Every threshold lives in the one Thresholds table below;
+// docs/analysis.md states each rule's definition, evidence and gain model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracetune/analyzer/metrics.h"
+
+namespace tt::analyzer {
+
+enum class Category : std::uint8_t {
+  DataLoading, H2dCopy, LaunchBound, SyncStall, ExposedCommunication, Precision, MemoryBound, LoadImbalance, CpuBound,
+};
+std::string_view to_string(Category);  // the ids the tuner's knob catalogue uses ("data_loading", ...)
+
+enum class Severity : std::uint8_t { Low = 0, Medium = 1, High = 2 };
+std::string_view to_string(Severity);
+
+struct Evidence {
+  std::string what;              // plain-language fact with numbers
+  Ns start = 0, end = 0;         // a time range that shows it (0/0: none)
+  std::int32_t rank = -1;
+};
+
+struct Finding {
+  Category category{};
+  Severity severity = Severity::Low;
+  std::int32_t rank = -1;        // -1: cross-rank
+  std::string title;             // one line
+  std::string detail;            // what to do, in plain language
+  double share = 0;              // of the median step (or window) time this bottleneck costs
+  Ns cost = 0;                   // time per step it costs (median over steps)
+  Ns gain = 0;                   // estimated step-time saving from the what-if replay
+  double gain_share = 0;         // gain / step time
+  std::string gain_model;        // how the gain was estimated
+  std::vector<Evidence> evidence;
+  std::vector<std::string> knobs;  // tuner knob ids that address it
+};
+
+struct Thresholds {
+  double data_wait_share = 0.10;        // data wait ≥ 10% of the step
+  double h2d_exposed_share = 0.05;      // exposed H2D copies ≥ 5% of the step
+  double h2d_pageable_share = 0.02;     // or pageable H2D copies ≥ 2% of the step
+  double pinned_speedup = 2.0;          // pageable → pinned H2D bandwidth (what-if)
+  double launch_idle_share = 0.15;      // GPU idle waiting for launches ≥ 15% of the step
+  Ns launch_short_kernel = 20'000;      // ... with median kernel < 20 µs
+  double sync_share = 0.05;             // host blocked in syncs ≥ 5% of the step
+  double exposed_comm_share = 0.10;     // communication not under compute ≥ 10% of the step
+  double fp32_gemm_share = 0.10;        // FP32 SIMT GEMMs ≥ 10% of GPU busy time
+  double tf32_speedup = 2.0;            // FP32 SIMT → TF32/BF16 tensor cores (what-if, conservative)
+  double memory_bound_share = 0.30;     // elementwise/reduction kernels ≥ 30% of compute
+  double fusion_saving = 0.30;          // share of that time fusion removes (what-if)
+  double imbalance_spread = 0.10;       // slowest rank ≥ 10% above the median rank
+  double cpu_share = 0.50;              // no-GPU rank: host busy outside waits ≥ 50% of the step
+  double cpu_idle_share = 0.20;         // GPU rank: GPU idle, host late (not data/sync) ≥ 20%
+  double high = 0.25, medium = 0.10;    // severity by gain share
+};
+const Thresholds& default_thresholds();
+
+// One rule each (exposed for the per-rule tests).
+std::vector<Finding> rule_data_loading(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_h2d_copy(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_launch_bound(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_sync_stall(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_exposed_communication(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_precision(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_memory_bound(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_cpu_bound(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_load_imbalance(const Metrics&, const Thresholds&);
+
+// All rules over all ranks, ranked by estimated gain (largest first).
+std::vector<Finding> run_rules(const Metrics&, const Thresholds& = default_thresholds());
+
+}  // namespace tt::analyzer

@@ -1,0 +1,101 @@
+#include "tracetune/analyzer/intervals.h"
+
+#include <algorithm>
+
+namespace tt::analyzer {
+
+IntervalSet::IntervalSet(std::vector<Interval> disjoint_sorted) : iv_(std::move(disjoint_sorted)) { build_prefix(); }
+
+void IntervalSet::build_prefix() {
+  prefix_.resize(iv_.size());
+  Ns sum = 0;
+  for (std::size_t i = 0; i < iv_.size(); ++i) {
+    sum += iv_[i].length();
+    prefix_[i] = sum;
+  }
+}
+
+IntervalSet IntervalSet::union_of_sorted(const std::vector<Interval>& in) {
+  std::vector<Interval> out;
+  for (const Interval& x : in) {
+    if (x.end <= x.start) continue;
+    if (!out.empty() && x.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, x.end);
+    } else {
+      out.push_back(x);
+    }
+  }
+  return IntervalSet(std::move(out));
+}
+
+IntervalSet IntervalSet::union_of(std::vector<Interval> raw) {
+  std::sort(raw.begin(), raw.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  return union_of_sorted(raw);
+}
+
+IntervalSet IntervalSet::intersect(const IntervalSet& o) const {
+  std::vector<Interval> out;
+  std::size_t i = 0, j = 0;
+  while (i < iv_.size() && j < o.iv_.size()) {
+    const Ns s = std::max(iv_[i].start, o.iv_[j].start);
+    const Ns e = std::min(iv_[i].end, o.iv_[j].end);
+    if (s < e) out.push_back({s, e});
+    if (iv_[i].end < o.iv_[j].end) ++i; else ++j;
+  }
+  return IntervalSet(std::move(out));
+}
+
+IntervalSet IntervalSet::unite(const IntervalSet& o) const {
+  std::vector<Interval> all;
+  all.reserve(iv_.size() + o.iv_.size());
+  std::merge(iv_.begin(), iv_.end(), o.iv_.begin(), o.iv_.end(), std::back_inserter(all),
+             [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  return union_of_sorted(all);
+}
+
+IntervalSet IntervalSet::subtract(const IntervalSet& o) const {
+  std::vector<Interval> out;
+  std::size_t j = 0;
+  for (Interval x : iv_) {
+    while (j < o.iv_.size() && o.iv_[j].end <= x.start) ++j;
+    std::size_t k = j;
+    Ns cur = x.start;
+    while (k < o.iv_.size() && o.iv_[k].start < x.end) {
+      if (o.iv_[k].start > cur) out.push_back({cur, o.iv_[k].start});
+      cur = std::max(cur, o.iv_[k].end);
+      ++k;
+    }
+    if (cur < x.end) out.push_back({cur, x.end});
+  }
+  return IntervalSet(std::move(out));
+}
+
+IntervalSet IntervalSet::complement_in(Interval w) const {
+  if (w.end <= w.start) return {};
+  return IntervalSet(std::vector<Interval>{w}).subtract(*this);
+}
+
+Ns IntervalSet::measure_in(Ns t0, Ns t1) const {
+  if (t1 <= t0 || iv_.empty()) return 0;
+  // first interval ending after t0, first interval starting at or after t1
+  auto lo = std::partition_point(iv_.begin(), iv_.end(), [&](const Interval& x) { return x.end <= t0; });
+  auto hi = std::partition_point(lo, iv_.end(), [&](const Interval& x) { return x.start < t1; });
+  if (lo == hi) return 0;
+  const std::size_t a = static_cast<std::size_t>(lo - iv_.begin());
+  const std::size_t b = static_cast<std::size_t>(hi - iv_.begin()) - 1;
+  Ns total = prefix_[b] - (a == 0 ? 0 : prefix_[a - 1]);
+  if (iv_[a].start < t0) total -= t0 - iv_[a].start;
+  if (iv_[b].end > t1) total -= iv_[b].end - t1;
+  return total;
+}
+
+IntervalSet IntervalSet::clip(Ns t0, Ns t1) const {
+  std::vector<Interval> out;
+  if (t1 <= t0) return {};
+  auto lo = std::partition_point(iv_.begin(), iv_.end(), [&](const Interval& x) { return x.end <= t0; });
+  for (auto it = lo; it != iv_.end() && it->start < t1; ++it)
+    out.push_back({std::max(it->start, t0), std::min(it->end, t1)});
+  return IntervalSet(std::move(out));
+}
+
+}  // namespace tt::analyzer

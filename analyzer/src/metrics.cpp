@@ -1,0 +1,813 @@
+// Metrics: one pass over each rank's GPU ops and host events, then interval algebra.
+// Definitions: docs/analysis.md. Ranks are analysed in parallel.
+#include "tracetune/analyzer/metrics.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "tracetune/analyzer/kernel_class.h"
+#include "tracetune/trace/importers.h"
+
+namespace tt::analyzer {
+
+using trace::kNone;
+using trace::Trace;
+using trace::TrackType;
+
+Ns percentile(std::vector<Ns> v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(std::clamp(p, 0.0, 1.0) * static_cast<double>(v.size() - 1) + 0.5);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+namespace {
+
+enum class OpTable : std::uint8_t { Kernel = 0, Memcpy = 1, Memset = 2 };
+
+struct GpuOp {
+  Ns s = 0, e = 0;
+  std::uint32_t track = 0;
+  std::uint32_t index = 0;  // row in its table
+  std::uint32_t corr = 0;
+  OpTable table = OpTable::Kernel;
+  KernelClass cls = KernelClass::Compute;
+};
+
+// HTA reads Kineto's decimal microseconds as doubles, then rounds: start up, end
+// (= start + dur, added in doubles) down, to whole µs. Emulating the doubles matters: at
+// epoch-sized timestamps a double holds µs only to 1/4, and sums land on either side of an
+// integer. `us_double` is the double Python's float() makes of the original decimal text
+// (our importer kept its exact ns value): strtod rounds correctly, as Python does.
+double us_double(Ns ns) {
+  const bool neg = ns < 0;
+  const auto mag = neg ? -static_cast<unsigned long long>(ns) : static_cast<unsigned long long>(ns);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s%llu.%03llu", neg ? "-" : "", mag / 1000, mag % 1000);
+  return std::strtod(buf, nullptr);
+}
+Ns hta_start(Ns ns) { return static_cast<Ns>(std::ceil(us_double(ns))) * 1000; }
+Ns hta_end(Ns start, Ns dur) { return static_cast<Ns>(std::floor(us_double(start) + us_double(dur))) * 1000; }
+
+bool is_data_wait_name(std::string_view n) {
+  if (n == "DataLoader: waiting for batch") return true;  // our Python integration
+  // PyTorch profiler: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+  return n.find("DataLoader") != std::string_view::npos && n.find("__next__") != std::string_view::npos;
+}
+
+bool is_sync_call_name(std::string_view n) {
+  if (n.find("Synchronize") != std::string_view::npos) return true;  // cuda/cu/hip*Synchronize
+  // synchronous copies block the host until the GPU has drained the stream
+  return n == "cudaMemcpy" || n == "cudaMemcpy2D" || n == "hipMemcpy" || n == "cuMemcpyDtoH_v2" ||
+         n == "cuMemcpyDtoH" || n == "cudaMemcpyFromSymbol";
+}
+
+struct ApiRef {
+  Ns start = 0, dur = 0;
+};
+
+class RankAnalyzer {
+ public:
+  RankAnalyzer(const Trace& t, const Options& opt, std::uint32_t process, std::vector<std::uint32_t> tree,
+               bool hta_step_filter)
+      : t_(t), opt_(opt), p_(process), tree_(std::move(tree)), hta_step_filter_(hta_step_filter) {}
+
+  RankMetrics run() {
+    m_.process = p_;
+    const auto& proc = t_.processes[p_];
+    m_.pid = proc.pid;
+    m_.rank = proc.rank >= 0 ? proc.rank : static_cast<std::int32_t>(p_);
+    m_.label = proc.rank >= 0 ? fmt::format("rank {} (pid {}{}{})", proc.rank, proc.pid, proc.host.empty() ? "" : " on ",
+                                            proc.host)
+                              : fmt::format("process {} (pid {}{}{})", proc.name.empty() ? "?" : proc.name, proc.pid,
+                                            proc.host.empty() ? "" : " on ", proc.host);
+    classify_tracks();
+    collect_api();
+    collect_steps();
+    collect_gpu_ops();
+    choose_window();
+    build_sets();
+    stream_gaps_and_launches();
+    transfers();
+    kernel_tables();
+    host_sets();
+    io();
+    collectives();
+    step_metrics();
+    return std::move(m_);
+  }
+
+ private:
+  const Trace& t_;
+  const Options& opt_;
+  std::uint32_t p_;
+  std::vector<std::uint32_t> tree_;  // p_ and its non-rank descendants
+  bool hta_step_filter_;
+  RankMetrics m_;
+
+  std::vector<std::uint32_t> host_tracks_, stream_tracks_, tree_tracks_;
+  std::uint32_t main_track_ = kNone;
+  std::unordered_map<std::uint32_t, ApiRef> api_;
+  std::vector<std::size_t> step_rows_;
+  std::vector<GpuOp> ops_;
+  Interval window_{};
+  IntervalSet all_, compute_, comm_, memory_, h2d_, h2d_pageable_, data_, sync_, idle_launch_, idle_other_, io_main_;
+  std::vector<Ns> kernel_starts_, mb_prefix_, fp32_prefix_;
+
+  Ns rs(Ns s) const { return opt_.hta_compat ? hta_start(s) : s; }
+  Ns re(Ns s, Ns d) const { return opt_.hta_compat ? hta_end(s, d) : s + d; }
+
+  void classify_tracks() {
+    std::unordered_set<std::uint32_t> tree(tree_.begin(), tree_.end());
+    for (std::uint32_t tr = 0; tr < t_.tracks.size(); ++tr) {
+      const std::uint32_t owner = t_.process_of_track(tr);
+      const auto type = t_.tracks[tr].type;
+      if (owner == p_) {
+        // HTA counts only rows that carry a stream id
+        if (type == TrackType::Stream && opt_.hta_compat &&
+            t_.streams[t_.tracks[tr].owner].name.starts_with(trace::kNoStreamIdPrefix))
+          continue;
+        if (type == TrackType::Stream) stream_tracks_.push_back(tr);
+        else host_tracks_.push_back(tr);
+      }
+      if (owner != kNone && tree.count(owner) && type != TrackType::Stream) tree_tracks_.push_back(tr);
+    }
+  }
+
+  template <typename F>
+  void for_slices(std::span<const trace::TrackSlice> slices, const std::vector<std::uint32_t>& tracks, F&& f) const {
+    // slices are sorted by track
+    for (std::uint32_t tr : tracks) {
+      auto it = std::lower_bound(slices.begin(), slices.end(), tr,
+                                 [](const trace::TrackSlice& s, std::uint32_t v) { return s.track < v; });
+      if (it != slices.end() && it->track == tr) f(*it);
+    }
+  }
+
+  void collect_api() {
+    const auto& a = t_.api_calls;
+    for_slices(t_.slices_api_calls(), host_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i)
+        if (a.correlation[i] != 0) api_.emplace(a.correlation[i], ApiRef{a.start[i], a.dur[i]});
+    });
+  }
+
+  void collect_steps() {
+    const auto& st = t_.steps;
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      if (t_.process_of_track(st.track[i]) != p_) continue;
+      if (main_track_ == kNone) main_track_ = st.track[i];
+      step_rows_.push_back(i);
+    }
+    std::sort(step_rows_.begin(), step_rows_.end(), [&](std::size_t a, std::size_t b) { return st.start[a] < st.start[b]; });
+    if (main_track_ == kNone) {  // the thread whose tid is the pid, else the first thread
+      for (std::uint32_t tr : host_tracks_) {
+        const auto& trk = t_.tracks[tr];
+        if (trk.type == TrackType::Thread && t_.threads[trk.owner].tid == m_.pid) { main_track_ = tr; break; }
+      }
+      if (main_track_ == kNone) {
+        for (std::uint32_t tr : host_tracks_)
+          if (t_.tracks[tr].type == TrackType::Thread) { main_track_ = tr; break; }
+      }
+    }
+  }
+
+  void add_op(Ns s, Ns d, std::uint32_t tr, std::uint32_t idx, std::uint32_t corr, OpTable tab, KernelClass cls,
+              std::uint64_t& negative) {
+    if (d < 0) { ++negative; d = 0; }
+    ops_.push_back({rs(s), re(s, d), tr, idx, corr, tab, cls});
+    if (opt_.hta_compat && ops_.back().e < ops_.back().s) ops_.back().e = ops_.back().s;
+  }
+
+  void collect_gpu_ops() {
+    std::uint64_t negative = 0;
+    const auto& k = t_.kernels;
+    for_slices(t_.slices_kernels(), stream_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i) {
+        const std::string_view n = t_.strings.get(k.name[i]);
+        add_op(k.start[i], k.dur[i], k.track[i], i, k.correlation[i], OpTable::Kernel,
+               opt_.hta_compat ? classify_kernel_hta(n) : classify_kernel(n), negative);
+      }
+    });
+    const auto& c = t_.memcpys;
+    for_slices(t_.slices_memcpys(), stream_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i)
+        add_op(c.start[i], c.dur[i], c.track[i], i, c.correlation[i], OpTable::Memcpy,
+               opt_.hta_compat ? classify_kernel_hta(t_.strings.get(c.name[i])) : KernelClass::Memory, negative);
+    });
+    const auto& ms = t_.memsets;
+    for_slices(t_.slices_memsets(), stream_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i)
+        add_op(ms.start[i], ms.dur[i], ms.track[i], i, ms.correlation[i], OpTable::Memset,
+               opt_.hta_compat ? classify_kernel_hta(t_.strings.get(ms.name[i])) : KernelClass::Memory, negative);
+    });
+    if (negative)
+      m_.notes.push_back(fmt::format("{} GPU ops had negative durations (clock skew in the source); counted as 0", negative));
+    if (opt_.hta_compat && hta_step_filter_) hta_filter();
+    std::sort(ops_.begin(), ops_.end(), [](const GpuOp& a, const GpuOp& b) { return a.s != b.s ? a.s < b.s : a.e > b.e; });
+    m_.has_gpu = !ops_.empty();
+  }
+
+  // HTA drops the last ProfilerStep and every GPU op whose launching call is not in a kept step.
+  void hta_filter() {
+    Ns last = 0;
+    bool found = false;
+    for (std::size_t i : step_rows_) {
+      if (!t_.strings.get(t_.steps.name[i]).starts_with("ProfilerStep#")) continue;
+      last = found ? std::max(last, hta_start(t_.steps.start[i])) : hta_start(t_.steps.start[i]);
+      found = true;
+    }
+    if (!found) {  // HTA falls back to the earliest CPU event: nothing on the GPU is kept
+      Ns first = 0;
+      bool any = false;
+      auto take = [&](const trace::SpanColumns& tab, std::span<const trace::TrackSlice> sl) {
+        for_slices(sl, host_tracks_, [&](const trace::TrackSlice& s) {
+          if (s.begin < s.end) { first = any ? std::min(first, hta_start(tab.start[s.begin])) : hta_start(tab.start[s.begin]); any = true; }
+        });
+      };
+      take(t_.ranges, t_.slices_ranges());
+      take(t_.api_calls, t_.slices_api_calls());
+      last = first;
+    }
+    std::erase_if(ops_, [&](const GpuOp& op) {
+      if (op.corr == 0) return op.s >= last;
+      auto it = api_.find(op.corr);
+      return it == api_.end() || hta_start(it->second.start) >= last;
+    });
+    m_.hta_filtered = true;
+    m_.notes.push_back("HTA mode: the last ProfilerStep and the GPU ops it launched are excluded, as HTA does");
+  }
+
+  void choose_window() {
+    const auto& st = t_.steps;
+    std::vector<std::size_t> kept;
+    for (std::size_t i : step_rows_) {
+      if (opt_.steps && (st.number[i] < opt_.steps->first || st.number[i] > opt_.steps->second)) continue;
+      kept.push_back(i);
+    }
+    if (opt_.steps && kept.empty() && !step_rows_.empty())
+      m_.notes.push_back(fmt::format("no step numbered {}..{} on this rank", opt_.steps->first, opt_.steps->second));
+    step_rows_ = std::move(kept);
+    m_.has_steps = !step_rows_.empty();
+    if (opt_.hta_compat || !m_.has_steps) {
+      if (!ops_.empty()) {
+        Ns e = ops_.front().e;
+        for (const auto& op : ops_) e = std::max(e, op.e);
+        window_ = {ops_.front().s, e};
+      } else {
+        window_ = host_bounds();
+      }
+    }
+    if (m_.has_steps && !opt_.hta_compat) {
+      window_ = {st.start[step_rows_.front()], st.start[step_rows_.front()]};
+      for (std::size_t i : step_rows_) window_.end = std::max(window_.end, st.end(i));
+    }
+    if (!m_.has_steps)
+      m_.notes.push_back(step_rows_.empty() && opt_.steps ? "no steps selected: the whole trace is one window"
+                                                          : "no step markers: the whole trace is analysed as one window");
+    m_.window_start = window_.start;
+    m_.window_end = window_.end;
+  }
+
+  Interval host_bounds() const {
+    Interval w{0, 0};
+    bool any = false;
+    auto take = [&](const trace::SpanColumns& tab, std::span<const trace::TrackSlice> sl) {
+      for_slices(sl, tree_tracks_, [&](const trace::TrackSlice& s) {
+        for (std::uint32_t i = s.begin; i < s.end; ++i) {
+          const Ns a = tab.start[i], b = tab.start[i] + std::max<Ns>(tab.dur[i], 0);
+          if (!any) { w = {a, b}; any = true; } else { w.start = std::min(w.start, a); w.end = std::max(w.end, b); }
+        }
+      });
+    };
+    take(t_.ranges, t_.slices_ranges());
+    take(t_.api_calls, t_.slices_api_calls());
+    take(t_.io_calls, t_.slices_io());
+    return w;
+  }
+
+  void build_sets() {
+    std::vector<Interval> all, comp, comm, mem;
+    all.reserve(ops_.size());
+    for (const auto& op : ops_) {
+      Interval iv{op.s, op.e};
+      if (!opt_.hta_compat) { iv.start = std::max(iv.start, window_.start); iv.end = std::min(iv.end, window_.end); }
+      all.push_back(iv);
+      switch (op.cls) {
+        case KernelClass::Compute: comp.push_back(iv); break;
+        case KernelClass::Communication: comm.push_back(iv); break;
+        case KernelClass::Memory: mem.push_back(iv); break;
+        default: break;
+      }
+    }
+    // ops_ is sorted by start and clipping keeps that order except where it raises a start
+    // to the window's: union_of re-sorts to be safe.
+    all_ = IntervalSet::union_of(std::move(all));
+    compute_ = IntervalSet::union_of(std::move(comp));
+    comm_ = IntervalSet::union_of(std::move(comm));
+    memory_ = IntervalSet::union_of(std::move(mem));
+    auto& g = m_.gpu;
+    g.span = window_.end - window_.start;
+    g.busy = all_.measure();
+    g.idle = g.span - g.busy;
+    g.compute = compute_.measure();
+    g.non_compute = g.busy - g.compute;
+    g.communication = comm_.measure();
+    g.memory = memory_.measure();
+    const IntervalSet ck = compute_.intersect(comm_), cm = compute_.intersect(memory_), km = comm_.intersect(memory_);
+    const Ns ckm = ck.intersect(memory_).measure();
+    g.comm_compute_overlap = ck.measure();
+    g.comm_memory_overlap = km.measure();
+    g.exposed_communication = g.communication - g.comm_compute_overlap;
+    g.exclusive[1] = g.compute - ck.measure() - cm.measure() + ckm;
+    g.exclusive[2] = g.communication - ck.measure() - km.measure() + ckm;
+    g.exclusive[4] = g.memory - cm.measure() - km.measure() + ckm;
+    g.exclusive[3] = ck.measure() - ckm;
+    g.exclusive[5] = cm.measure() - ckm;
+    g.exclusive[6] = km.measure() - ckm;
+    g.exclusive[7] = ckm;
+    g.exclusive[0] = g.idle;
+  }
+
+  void stream_gaps_and_launches() {
+    std::map<std::uint32_t, std::vector<const GpuOp*>> by_stream;
+    for (const auto& op : ops_) by_stream[op.track].push_back(&op);
+    std::vector<Ns> kdur, ldur, ldelay;
+    std::uint64_t queued_sum = 0, queued_n = 0, short_k = 0;
+    auto& L = m_.launch;
+    for (auto& [track, ops] : by_stream) {
+      StreamIdle si;
+      si.track = track;
+      const auto& trk = t_.tracks[track];
+      si.stream = trk.type == TrackType::Stream ? t_.streams[trk.owner].stream : -1;
+      si.ops = ops.size();
+      std::vector<Ns> run_max_end(ops.size());
+      Ns max_end = 0;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        const GpuOp& op = *ops[i];
+        auto api = op.corr ? api_.find(op.corr) : api_.end();
+        if (i > 0) {
+          const Ns prev_end = opt_.hta_compat ? ops[i - 1]->e : max_end;
+          Ns gap = op.s - prev_end;
+          bool in_window = opt_.hta_compat || (op.s > window_.start && prev_end < window_.end);
+          if (!opt_.hta_compat) {
+            gap = std::min(op.s, window_.end) - std::max(prev_end, window_.start);
+            if (gap < 0) gap = 0;
+          }
+          if (in_window && (gap != 0 || opt_.hta_compat)) {
+            const bool host_late = api != api_.end() && rs(api->second.start) > prev_end;
+            if (host_late) si.host_wait += gap;
+            else if (gap < opt_.kernel_wait_threshold) si.kernel_wait += gap;
+            else si.other += gap;
+          }
+        }
+        max_end = i == 0 ? op.e : std::max(max_end, op.e);
+        run_max_end[i] = max_end;
+        if (op.table != OpTable::Kernel) continue;
+        if (!opt_.hta_compat && (op.e <= window_.start || op.s >= window_.end)) continue;
+        ++L.kernels;
+        kdur.push_back(op.e - op.s);
+        if (op.e - op.s < 10'000) ++short_k;
+        if (api == api_.end()) continue;
+        ++L.correlated;
+        ldur.push_back(api->second.dur);
+        ldelay.push_back(op.s - api->second.start);
+        // ops queued ahead of this one when it was launched: earlier ops still running then
+        const Ns at = api->second.start;
+        const auto first_running = std::upper_bound(run_max_end.begin(), run_max_end.begin() + static_cast<std::ptrdiff_t>(i), at);
+        const auto q = static_cast<std::uint32_t>(run_max_end.begin() + static_cast<std::ptrdiff_t>(i) - first_running);
+        queued_sum += q;
+        ++queued_n;
+        L.queue_max = std::max(L.queue_max, q);
+      }
+      m_.streams.push_back(si);
+    }
+    L.kernel_median = percentile(kdur, 0.5);
+    L.kernel_p90 = percentile(kdur, 0.9);
+    L.short_kernel_share = L.kernels ? static_cast<double>(short_k) / static_cast<double>(L.kernels) : 0;
+    L.launch_call_median = percentile(ldur, 0.5);
+    L.launch_delay_median = percentile(ldelay, 0.5);
+    L.launch_delay_p90 = percentile(std::move(ldelay), 0.9);
+    L.queue_mean = queued_n ? static_cast<double>(queued_sum) / static_cast<double>(queued_n) : 0;
+    if (L.kernels && L.correlated < L.kernels)
+      m_.notes.push_back(fmt::format("{} of {} kernels have no launch call in the trace: launch statistics and host-wait "
+                                     "attribution cover the rest",
+                                     L.kernels - L.correlated, L.kernels));
+  }
+
+  void transfers() {
+    auto& T = m_.transfers;
+    const auto& c = t_.memcpys;
+    std::vector<Interval> h2d, h2d_pageable;
+    for (const auto& op : ops_) {
+      if (op.table != OpTable::Memcpy) continue;
+      if (!opt_.hta_compat && (op.e <= window_.start || op.s >= window_.end)) continue;
+      const std::uint32_t i = op.index;
+      const Ns d = op.e - op.s;
+      if (c.direction[i] == trace::MemcpyDirection::HtoD) {
+        const bool pageable = c.src_kind[i] == trace::MemoryKind::Pageable;
+        ++T.h2d_count;
+        T.h2d_bytes += c.bytes[i];
+        T.h2d_time += d;
+        h2d.push_back({std::max(op.s, window_.start), std::min(op.e, window_.end)});
+        if (pageable) {
+          T.h2d_pageable_bytes += c.bytes[i];
+          T.h2d_pageable_time += d;
+          h2d_pageable.push_back(h2d.back());
+        }
+      } else if (c.direction[i] == trace::MemcpyDirection::DtoH) {
+        ++T.d2h_count;
+        T.d2h_bytes += c.bytes[i];
+        T.d2h_time += d;
+        if (c.dst_kind[i] == trace::MemoryKind::Pageable) T.d2h_pageable_bytes += c.bytes[i];
+      }
+    }
+    h2d_ = IntervalSet::union_of(std::move(h2d));
+    h2d_pageable_ = IntervalSet::union_of(std::move(h2d_pageable));
+    T.h2d_exposed = h2d_.subtract(compute_).measure();
+    auto gbps = [](std::uint64_t b, Ns t) { return t > 0 ? static_cast<double>(b) / static_cast<double>(t) : 0.0; };
+    T.h2d_pageable_gbps = gbps(T.h2d_pageable_bytes, T.h2d_pageable_time);
+    T.h2d_pinned_gbps = gbps(T.h2d_bytes - T.h2d_pageable_bytes, T.h2d_time - T.h2d_pageable_time);
+    T.d2h_gbps = gbps(T.d2h_bytes, T.d2h_time);
+  }
+
+  void kernel_tables() {
+    std::unordered_map<trace::StringId, KernelTotal> totals;
+    const auto& k = t_.kernels;
+    auto& G = m_.gemm;
+    Ns fp32_best = 0;
+    std::unordered_map<trace::StringId, Ns> fp32_by_name;
+    std::vector<std::pair<Ns, std::pair<Ns, Ns>>> per_kernel;  // start, (memory-bound time, fp32 time)
+    for (const auto& op : ops_) {
+      if (op.table != OpTable::Kernel) continue;
+      if (!opt_.hta_compat && (op.e <= window_.start || op.s >= window_.end)) continue;
+      const Ns d = op.e - op.s;
+      auto& tot = totals[k.name[op.index]];
+      ++tot.count;
+      tot.total += d;
+      tot.kernel_class = std::string(to_string(op.cls));
+      const std::string_view n = t_.strings.get(k.name[op.index]);
+      Ns mb = 0, fp32 = 0;
+      if (op.cls == KernelClass::Compute) {
+        const GemmFormat f = classify_gemm(n);
+        G.by_format[static_cast<int>(f)] += d;
+        if (f == GemmFormat::Fp32Simt) {
+          G.fp32_simt += d;
+          ++G.fp32_simt_kernels;
+          fp32 = d;
+          Ns& acc = fp32_by_name[k.name[op.index]];
+          acc += d;
+          if (acc > fp32_best) { fp32_best = acc; G.top_fp32_kernel = std::string(n); }
+        } else if (uses_tensor_cores(f)) {
+          G.tensor_core += d;
+        } else if (f == GemmFormat::Fp64) {
+          G.fp64 += d;
+        } else if (f == GemmFormat::Unknown) {
+          G.unknown += d;
+        } else if (is_memory_bound_kernel(n)) {
+          m_.memory_bound_kernels += d;
+          mb = d;
+        }
+      }
+      per_kernel.push_back({op.s, {mb, fp32}});
+    }
+    for (auto& [id, tot] : totals) tot.name = std::string(t_.strings.get(id));
+    std::vector<KernelTotal> all;
+    all.reserve(totals.size());
+    for (auto& [id, tot] : totals) all.push_back(std::move(tot));
+    std::sort(all.begin(), all.end(), [](const KernelTotal& a, const KernelTotal& b) {
+      return a.total != b.total ? a.total > b.total : a.name < b.name;
+    });
+    if (all.size() > 10) all.resize(10);
+    m_.top_kernels = std::move(all);
+    std::sort(per_kernel.begin(), per_kernel.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    kernel_starts_.reserve(per_kernel.size());
+    mb_prefix_.assign(1, 0);
+    fp32_prefix_.assign(1, 0);
+    for (const auto& [s, v] : per_kernel) {
+      kernel_starts_.push_back(s);
+      mb_prefix_.push_back(mb_prefix_.back() + v.first);
+      fp32_prefix_.push_back(fp32_prefix_.back() + v.second);
+    }
+  }
+
+  void host_sets() {
+    std::vector<Interval> data, sync;
+    const auto& r = t_.ranges;
+    for_slices(t_.slices_ranges(), host_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i)
+        if (is_data_wait_name(t_.strings.get(r.name[i]))) data.push_back({r.start[i], r.end(i)});
+    });
+    const auto& a = t_.api_calls;
+    std::unordered_map<trace::StringId, Ns> sync_by_name;
+    for_slices(t_.slices_api_calls(), host_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i)
+        if (is_sync_call_name(t_.strings.get(a.name[i])) && a.end(i) > window_.start && a.start[i] < window_.end) {
+          sync.push_back({a.start[i], a.end(i)});
+          sync_by_name[a.name[i]] += a.dur[i];
+        }
+    });
+    m_.sync_calls = sync.size();
+    trace::StringId top = 0;
+    Ns top_t = -1;
+    for (const auto& [id, d] : sync_by_name)
+      if (d > top_t || (d == top_t && id < top)) { top = id; top_t = d; }
+    if (top_t >= 0) m_.top_sync_call = std::string(t_.strings.get(top));
+    data_ = IntervalSet::union_of(std::move(data)).clip(window_.start, window_.end);
+    sync_ = IntervalSet::union_of(std::move(sync)).clip(window_.start, window_.end).subtract(data_);
+    m_.data_wait = data_.measure();
+    m_.sync_wait = sync_.measure();
+    if (!m_.has_gpu) return;
+    // GPU idle split: waiting for data, waiting on a host sync, host late launching, other.
+    const IntervalSet idle = all_.complement_in(window_);
+    const IntervalSet rest = idle.subtract(data_).subtract(sync_);
+    std::vector<Interval> launch, other;
+    for (const Interval& gap : rest.intervals()) {
+      // the op that ends this idle stretch: the first op starting at or after its end
+      auto it = std::partition_point(ops_.begin(), ops_.end(), [&](const GpuOp& op) { return op.s < gap.end; });
+      bool host_late = false;
+      if (it != ops_.end()) {
+        auto api = it->corr ? api_.find(it->corr) : api_.end();
+        host_late = api != api_.end() && api->second.start > gap.start;
+      }
+      (host_late ? launch : other).push_back(gap);
+    }
+    idle_launch_ = IntervalSet::union_of_sorted(launch);
+    idle_other_ = IntervalSet::union_of_sorted(other);
+  }
+
+  void io() {
+    auto& I = m_.io;
+    const auto& io = t_.io_calls;
+    std::vector<Interval> main;
+    for_slices(t_.slices_io(), tree_tracks_, [&](const trace::TrackSlice& sl) {
+      for (std::uint32_t i = sl.begin; i < sl.end; ++i) {
+        if (!opt_.hta_compat && (io.end(i) <= window_.start || io.start[i] >= window_.end)) continue;
+        ++I.calls;
+        I.time += std::max<Ns>(io.dur[i], 0);
+        if (io.err[i] != 0) ++I.errors;
+        if (io.op[i] == trace::IoOp::Read) { ++I.read_calls; if (io.bytes[i] > 0) I.bytes_read += static_cast<std::uint64_t>(io.bytes[i]); }
+        if (io.op[i] == trace::IoOp::Write) { ++I.write_calls; if (io.bytes[i] > 0) I.bytes_written += static_cast<std::uint64_t>(io.bytes[i]); }
+        if (sl.track == main_track_) main.push_back({io.start[i], io.end(i)});
+      }
+    });
+    io_main_ = IntervalSet::union_of(std::move(main)).clip(window_.start, window_.end);
+    I.main_thread = io_main_.measure();
+  }
+
+  void collectives() {
+    auto& C = m_.collectives;
+    const auto& c = t_.collectives;
+    std::uint64_t dev = 0;
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (c.side[i] == trace::CollectiveSide::Device && t_.process_of_track(c.track[i]) == p_) ++dev;
+    C.device_side = dev > 0;
+    const auto want = C.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (c.side[i] != want || t_.process_of_track(c.track[i]) != p_) continue;
+      ++C.count;
+      C.bytes += c.bytes[i];
+      C.time += std::max<Ns>(c.dur[i], 0);
+    }
+  }
+
+  Ns kernel_sum(const std::vector<Ns>& prefix, Ns t0, Ns t1) const {
+    const auto a = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), t0) - kernel_starts_.begin();
+    const auto b = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), t1) - kernel_starts_.begin();
+    return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)];
+  }
+
+  void step_metrics() {
+    std::vector<Interval> windows;
+    std::vector<std::int64_t> numbers;
+    if (m_.has_steps && !opt_.hta_compat) {
+      for (std::size_t i : step_rows_) { windows.push_back({t_.steps.start[i], t_.steps.end(i)}); numbers.push_back(t_.steps.number[i]); }
+    } else {
+      windows.push_back(window_);
+      numbers.push_back(-1);
+    }
+    const IntervalSet comm_exposed = comm_.subtract(compute_);
+    const IntervalSet ck = comm_.intersect(compute_);
+    const IntervalSet h2d_exposed = h2d_.subtract(compute_);
+    const IntervalSet idle_all = m_.has_gpu ? all_.complement_in(window_) : IntervalSet{};
+    const IntervalSet idle_data = idle_all.intersect(data_), idle_sync = idle_all.intersect(sync_);
+    std::vector<Ns> walls;
+    for (std::size_t k = 0; k < windows.size(); ++k) {
+      const Interval w = windows[k];
+      StepMetrics s;
+      s.number = numbers[k];
+      s.start = w.start;
+      s.end = w.end;
+      s.gpu_busy = all_.measure_in(w.start, w.end);
+      s.gpu_idle = m_.has_gpu ? s.wall() - s.gpu_busy : 0;
+      s.compute = compute_.measure_in(w.start, w.end);
+      s.communication = comm_.measure_in(w.start, w.end);
+      s.memory = memory_.measure_in(w.start, w.end);
+      s.comm_compute_overlap = ck.measure_in(w.start, w.end);
+      s.exposed_communication = comm_exposed.measure_in(w.start, w.end);
+      s.data_wait = data_.measure_in(w.start, w.end);
+      s.sync_wait = sync_.measure_in(w.start, w.end);
+      s.io_main = io_main_.measure_in(w.start, w.end);
+      s.h2d = h2d_.measure_in(w.start, w.end);
+      s.h2d_exposed = h2d_exposed.measure_in(w.start, w.end);
+      s.h2d_pageable = h2d_pageable_.measure_in(w.start, w.end);
+      s.idle_data = idle_data.measure_in(w.start, w.end);
+      s.idle_sync = idle_sync.measure_in(w.start, w.end);
+      s.idle_launch = idle_launch_.measure_in(w.start, w.end);
+      s.idle_other = idle_other_.measure_in(w.start, w.end);
+      const auto a = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), w.start);
+      const auto b = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), w.end);
+      s.kernels = static_cast<std::uint64_t>(b - a);
+      s.memory_bound_kernels = kernel_sum(mb_prefix_, w.start, w.end);
+      s.fp32_gemm = kernel_sum(fp32_prefix_, w.start, w.end);
+      walls.push_back(s.wall());
+      m_.steps.push_back(s);
+    }
+    m_.step_median = percentile(walls, 0.5);
+    m_.step_p90 = percentile(walls, 0.9);
+    m_.step_min = walls.empty() ? 0 : *std::min_element(walls.begin(), walls.end());
+    m_.step_max = walls.empty() ? 0 : *std::max_element(walls.begin(), walls.end());
+    if (!m_.has_gpu) m_.notes.push_back("no GPU activity on this rank: GPU metrics are not determined");
+  }
+};
+
+// Ranks: processes that ran GPU work or marked steps; without any, the root processes.
+std::vector<std::uint32_t> pick_ranks(const Trace& t) {
+  std::vector<char> is_rank(t.processes.size(), 0), has_events(t.processes.size(), 0);
+  auto mark = [&](std::span<const trace::TrackSlice> slices, bool rank_worthy) {
+    for (const auto& s : slices) {
+      if (s.begin == s.end) continue;
+      const auto p = t.process_of_track(s.track);
+      if (p == kNone) continue;
+      has_events[p] = 1;
+      if (rank_worthy) is_rank[p] = 1;
+    }
+  };
+  mark(t.slices_kernels(), true);
+  mark(t.slices_memcpys(), true);
+  mark(t.slices_memsets(), true);
+  mark(t.slices_ranges(), false);
+  mark(t.slices_api_calls(), false);
+  mark(t.slices_io(), false);
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    const auto p = t.process_of_track(t.steps.track[i]);
+    if (p != kNone) is_rank[p] = 1;
+  }
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t p = 0; p < t.processes.size(); ++p)
+    if (is_rank[p]) out.push_back(p);
+  if (out.empty()) {  // no GPU work, no steps: per known rank, its busiest process
+    std::vector<std::size_t> events(t.processes.size(), 0);
+    auto count = [&](std::span<const trace::TrackSlice> slices) {
+      for (const auto& s : slices) {
+        const auto p = t.process_of_track(s.track);
+        if (p != kNone) events[p] += s.end - s.begin;
+      }
+    };
+    count(t.slices_ranges());
+    count(t.slices_api_calls());
+    count(t.slices_io());
+    std::map<std::int32_t, std::uint32_t> best;
+    for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
+      if (t.processes[p].rank < 0 || !events[p]) continue;
+      auto [it, fresh] = best.emplace(t.processes[p].rank, p);
+      if (!fresh && events[p] > events[it->second]) it->second = p;
+    }
+    for (const auto& [rank, p] : best) out.push_back(p);
+  }
+  if (out.empty()) {
+    std::unordered_set<std::int64_t> pids;
+    for (const auto& pr : t.processes) pids.insert(pr.pid);
+    for (std::uint32_t p = 0; p < t.processes.size(); ++p)
+      if (has_events[p] && !pids.count(t.processes[p].parent_pid)) out.push_back(p);
+  }
+  std::sort(out.begin(), out.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto& x = t.processes[a];
+    const auto& y = t.processes[b];
+    const std::int32_t rx = x.rank >= 0 ? x.rank : INT32_MAX, ry = y.rank >= 0 ? y.rank : INT32_MAX;
+    return rx != ry ? rx < ry : a < b;
+  });
+  return out;
+}
+
+// Each rank's process tree: itself and descendants that are not ranks themselves.
+std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks) {
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> children;
+  for (std::uint32_t p = 0; p < t.processes.size(); ++p) children[t.processes[p].parent_pid].push_back(p);
+  std::vector<std::uint32_t> out{root}, stack{root};
+  std::unordered_set<std::uint32_t> seen{root};
+  while (!stack.empty()) {
+    const auto p = stack.back();
+    stack.pop_back();
+    auto it = children.find(t.processes[p].pid);
+    if (it == children.end()) continue;
+    for (auto c : it->second)
+      if (!ranks.count(c) && seen.insert(c).second) { out.push_back(c); stack.push_back(c); }
+  }
+  return out;
+}
+
+void cross_rank(const Trace& t, Metrics& M) {
+  auto& X = M.cross;
+  X.ranks = M.ranks.size();
+  std::vector<std::pair<Ns, std::int32_t>> med;
+  for (const auto& r : M.ranks)
+    if (r.has_steps || r.has_gpu) med.push_back({r.step_median, r.rank});
+  if (med.size() >= 2) {
+    std::sort(med.begin(), med.end());
+    X.step_median_min = med.front().first;
+    X.step_median_max = med.back().first;
+    X.step_median_median = med[(med.size() - 1) / 2].first;
+    X.slowest_rank = med.back().second;
+    X.step_spread = X.step_median_median > 0
+                        ? static_cast<double>(X.step_median_max - X.step_median_median) / static_cast<double>(X.step_median_median)
+                        : 0;
+  }
+  if (M.ranks.size() < 2) return;
+  // The k-th collective of each (communicator, op) on every rank is the same collective.
+  const auto& c = t.collectives;
+  std::unordered_map<std::uint32_t, std::size_t> rank_of_process;
+  for (std::size_t i = 0; i < M.ranks.size(); ++i) rank_of_process[M.ranks[i].process] = i;
+  std::map<std::tuple<std::size_t, trace::StringId, trace::StringId>, std::vector<Ns>> seqs;
+  std::vector<std::vector<std::size_t>> rows(M.ranks.size());
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    auto it = rank_of_process.find(t.process_of_track(c.track[i]));
+    if (it == rank_of_process.end()) continue;
+    const auto want = M.ranks[it->second].collectives.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
+    if (c.side[i] == want) rows[it->second].push_back(i);
+  }
+  std::map<std::tuple<trace::StringId, trace::StringId, std::size_t>, std::vector<std::pair<Ns, std::size_t>>> arrivals;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    std::sort(rows[r].begin(), rows[r].end(), [&](std::size_t a, std::size_t b) { return c.start[a] < c.start[b]; });
+    std::map<std::pair<trace::StringId, trace::StringId>, std::size_t> ordinal;
+    for (std::size_t i : rows[r]) {
+      const auto key = std::make_pair(c.communicator[i], c.op[i]);
+      const std::size_t k = ordinal[key]++;
+      arrivals[{key.first, key.second, k}].push_back({c.start[i], r});
+    }
+  }
+  std::vector<Ns> skews;
+  std::vector<std::uint64_t> last_count(M.ranks.size(), 0);
+  for (auto& [key, v] : arrivals) {
+    if (v.size() < 2) continue;
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    skews.push_back(hi->first - lo->first);
+    ++last_count[hi->second];
+  }
+  X.matched_collectives = skews.size();
+  if (!skews.empty()) {
+    X.arrival_skew_median = percentile(skews, 0.5);
+    X.arrival_skew_max = *std::max_element(skews.begin(), skews.end());
+    const auto best = std::max_element(last_count.begin(), last_count.end()) - last_count.begin();
+    X.last_arriver = M.ranks[static_cast<std::size_t>(best)].rank;
+    X.last_arriver_share = static_cast<double>(last_count[static_cast<std::size_t>(best)]) / static_cast<double>(skews.size());
+  }
+}
+
+}  // namespace
+
+Metrics compute_metrics(const Trace& t, const Options& opt) {
+  Metrics M;
+  std::vector<std::uint32_t> ranks = pick_ranks(t);
+  if (opt.rank >= 0) {
+    std::erase_if(ranks, [&](std::uint32_t p) {
+      const auto& pr = t.processes[p];
+      return (pr.rank >= 0 ? pr.rank : static_cast<std::int32_t>(p)) != opt.rank;
+    });
+    if (ranks.empty()) M.notes.push_back(fmt::format("no rank {} in this trace", opt.rank));
+  }
+  if (ranks.empty() && opt.rank < 0) M.notes.push_back("the trace has no events to analyse");
+  // HTA filters steps only when the trace names two or more distinct ProfilerStep#N.
+  std::unordered_set<trace::StringId> step_names;
+  for (std::size_t i = 0; i < t.steps.size(); ++i)
+    if (t.strings.get(t.steps.name[i]).starts_with("ProfilerStep#")) step_names.insert(t.steps.name[i]);
+  const bool hta_step_filter = step_names.size() >= 2;
+
+  const std::unordered_set<std::uint32_t> rank_set(ranks.begin(), ranks.end());
+  M.ranks.resize(ranks.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < ranks.size();)
+      M.ranks[i] = RankAnalyzer(t, opt, ranks[i], tree_of(t, ranks[i], rank_set), hta_step_filter).run();
+  };
+  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, ranks.size()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  cross_rank(t, M);
+  return M;
+}
+
+}  // namespace tt::analyzer

@@ -1,0 +1,467 @@
+// Reports: JSON (for tools), text (for terminals) and Markdown (for sharing).
+#include <fmt/format.h>
+
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/kernel_class.h"
+#include "tracetune/trace/summary.h"
+
+namespace tt::analyzer {
+
+Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) {
+  Analysis a;
+  a.options = opt;
+  a.source = std::move(source);
+  a.clock_domain = t.clock_domain;
+  a.events = t.event_count();
+  a.metrics = compute_metrics(t, opt);
+  a.findings = run_rules(a.metrics);
+  return a;
+}
+
+namespace {
+
+double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
+double pct(Ns part, Ns whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+
+// A small streaming JSON writer: commas and nesting handled, numbers written exactly.
+class Json {
+ public:
+  std::string out;
+  void begin_object() { value_prefix(); out += '{'; first_.push_back(true); }
+  void end_object() { out += '}'; first_.pop_back(); }
+  void begin_array() { value_prefix(); out += '['; first_.push_back(true); }
+  void end_array() { out += ']'; first_.pop_back(); }
+  Json& key(std::string_view k) {
+    comma();
+    trace::append_json_string(out, k);
+    out += ':';
+    after_key_ = true;
+    return *this;
+  }
+  void str(std::string_view v) { value_prefix(); trace::append_json_string(out, v); }
+  void num(std::int64_t v) { value_prefix(); out += std::to_string(v); }
+  void unum(std::uint64_t v) { value_prefix(); out += std::to_string(v); }
+  void dbl(double v) { value_prefix(); out += fmt::format("{:.6g}", v); }
+  void boolean(bool v) { value_prefix(); out += v ? "true" : "false"; }
+  void null() { value_prefix(); out += "null"; }
+  template <typename T>
+  void kv(std::string_view k, const T& v) {
+    key(k);
+    if constexpr (std::is_same_v<T, bool>) boolean(v);
+    else if constexpr (std::is_floating_point_v<T>) dbl(v);
+    else if constexpr (std::is_signed_v<T>) num(static_cast<std::int64_t>(v));
+    else if constexpr (std::is_unsigned_v<T>) unum(static_cast<std::uint64_t>(v));
+    else str(v);
+  }
+
+ private:
+  std::vector<bool> first_;
+  bool after_key_ = false;
+  void comma() {
+    if (!first_.empty()) {
+      if (!first_.back()) out += ',';
+      first_.back() = false;
+    }
+  }
+  void value_prefix() {
+    if (after_key_) { after_key_ = false; return; }
+    comma();
+  }
+};
+
+void write_breakdown(Json& j, const GpuBreakdown& g) {
+  j.key("gpu").begin_object();
+  j.kv("span_ns", g.span);
+  j.kv("busy_ns", g.busy);
+  j.kv("idle_ns", g.idle);
+  j.kv("compute_ns", g.compute);
+  j.kv("non_compute_ns", g.non_compute);
+  j.kv("communication_ns", g.communication);
+  j.kv("memory_ns", g.memory);
+  j.kv("comm_compute_overlap_ns", g.comm_compute_overlap);
+  j.kv("comm_memory_overlap_ns", g.comm_memory_overlap);
+  j.kv("exposed_communication_ns", g.exposed_communication);
+  j.kv("idle_pct", pct(g.idle, g.span));
+  j.kv("compute_pct", pct(g.compute, g.span));
+  j.kv("non_compute_pct", pct(g.non_compute, g.span));
+  j.kv("comm_compute_overlap_pct", pct(g.comm_compute_overlap, g.communication));
+  j.key("exclusive_ns").begin_object();
+  static constexpr const char* kNames[8] = {"idle", "compute", "communication", "compute+communication", "memory",
+                                            "compute+memory", "communication+memory", "compute+communication+memory"};
+  for (int i = 0; i < 8; ++i) j.kv(kNames[i], g.exclusive[i]);
+  j.end_object();
+  j.end_object();
+}
+
+void write_rank(Json& j, const RankMetrics& r) {
+  j.begin_object();
+  j.kv("rank", r.rank);
+  j.kv("pid", r.pid);
+  j.kv("label", r.label);
+  j.kv("has_gpu", r.has_gpu);
+  j.kv("has_steps", r.has_steps);
+  j.kv("window_start_ns", r.window_start);
+  j.kv("window_end_ns", r.window_end);
+  j.key("step_time").begin_object();
+  j.kv("count", r.steps.size());
+  j.kv("median_ns", r.step_median);
+  j.kv("p90_ns", r.step_p90);
+  j.kv("min_ns", r.step_min);
+  j.kv("max_ns", r.step_max);
+  j.end_object();
+  write_breakdown(j, r.gpu);
+  j.key("idle_by_stream").begin_array();
+  for (const auto& s : r.streams) {
+    j.begin_object();
+    j.kv("stream", s.stream);
+    j.kv("ops", s.ops);
+    j.kv("host_wait_ns", s.host_wait);
+    j.kv("kernel_wait_ns", s.kernel_wait);
+    j.kv("other_ns", s.other);
+    j.end_object();
+  }
+  j.end_array();
+  const auto& L = r.launch;
+  j.key("launch").begin_object();
+  j.kv("kernels", L.kernels);
+  j.kv("correlated", L.correlated);
+  j.kv("kernel_median_ns", L.kernel_median);
+  j.kv("kernel_p90_ns", L.kernel_p90);
+  j.kv("short_kernel_share", L.short_kernel_share);
+  j.kv("launch_call_median_ns", L.launch_call_median);
+  j.kv("launch_delay_median_ns", L.launch_delay_median);
+  j.kv("launch_delay_p90_ns", L.launch_delay_p90);
+  j.kv("queue_mean", L.queue_mean);
+  j.kv("queue_max", L.queue_max);
+  j.end_object();
+  const auto& T = r.transfers;
+  j.key("transfers").begin_object();
+  j.kv("h2d_count", T.h2d_count);
+  j.kv("h2d_bytes", T.h2d_bytes);
+  j.kv("h2d_pageable_bytes", T.h2d_pageable_bytes);
+  j.kv("h2d_time_ns", T.h2d_time);
+  j.kv("h2d_pageable_time_ns", T.h2d_pageable_time);
+  j.kv("h2d_exposed_ns", T.h2d_exposed);
+  j.kv("h2d_pageable_gbps", T.h2d_pageable_gbps);
+  j.kv("h2d_pinned_gbps", T.h2d_pinned_gbps);
+  j.kv("d2h_count", T.d2h_count);
+  j.kv("d2h_bytes", T.d2h_bytes);
+  j.kv("d2h_pageable_bytes", T.d2h_pageable_bytes);
+  j.kv("d2h_time_ns", T.d2h_time);
+  j.kv("d2h_gbps", T.d2h_gbps);
+  j.end_object();
+  const auto& I = r.io;
+  j.key("io").begin_object();
+  j.kv("calls", I.calls);
+  j.kv("read_calls", I.read_calls);
+  j.kv("write_calls", I.write_calls);
+  j.kv("errors", I.errors);
+  j.kv("bytes_read", I.bytes_read);
+  j.kv("bytes_written", I.bytes_written);
+  j.kv("time_ns", I.time);
+  j.kv("main_thread_ns", I.main_thread);
+  j.end_object();
+  j.key("gemm").begin_object();
+  j.kv("fp32_simt_ns", r.gemm.fp32_simt);
+  j.kv("tensor_core_ns", r.gemm.tensor_core);
+  j.kv("fp64_ns", r.gemm.fp64);
+  j.kv("unknown_ns", r.gemm.unknown);
+  j.kv("fp32_simt_kernels", r.gemm.fp32_simt_kernels);
+  j.kv("top_fp32_kernel", r.gemm.top_fp32_kernel);
+  j.key("by_format_ns").begin_object();
+  for (int f = 1; f < 10; ++f)
+    if (r.gemm.by_format[f]) j.kv(to_string(static_cast<GemmFormat>(f)), r.gemm.by_format[f]);
+  j.end_object();
+  j.end_object();
+  j.kv("memory_bound_kernels_ns", r.memory_bound_kernels);
+  j.kv("data_wait_ns", r.data_wait);
+  j.kv("sync_wait_ns", r.sync_wait);
+  j.kv("sync_calls", r.sync_calls);
+  j.kv("top_sync_call", r.top_sync_call);
+  j.key("collectives").begin_object();
+  j.kv("count", r.collectives.count);
+  j.kv("bytes", r.collectives.bytes);
+  j.kv("time_ns", r.collectives.time);
+  j.kv("side", std::string_view(r.collectives.device_side ? "device" : "host"));
+  j.end_object();
+  j.key("top_kernels").begin_array();
+  for (const auto& k : r.top_kernels) {
+    j.begin_object();
+    j.kv("name", k.name);
+    j.kv("class", k.kernel_class);
+    j.kv("count", k.count);
+    j.kv("total_ns", k.total);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("steps").begin_array();
+  for (const auto& s : r.steps) {
+    j.begin_object();
+    j.kv("number", s.number);
+    j.kv("start_ns", s.start);
+    j.kv("end_ns", s.end);
+    j.kv("wall_ns", s.wall());
+    j.kv("gpu_busy_ns", s.gpu_busy);
+    j.kv("gpu_idle_ns", s.gpu_idle);
+    j.kv("compute_ns", s.compute);
+    j.kv("communication_ns", s.communication);
+    j.kv("memory_ns", s.memory);
+    j.kv("exposed_communication_ns", s.exposed_communication);
+    j.kv("data_wait_ns", s.data_wait);
+    j.kv("sync_wait_ns", s.sync_wait);
+    j.kv("io_main_ns", s.io_main);
+    j.kv("h2d_ns", s.h2d);
+    j.kv("h2d_exposed_ns", s.h2d_exposed);
+    j.kv("idle_data_ns", s.idle_data);
+    j.kv("idle_sync_ns", s.idle_sync);
+    j.kv("idle_launch_ns", s.idle_launch);
+    j.kv("idle_other_ns", s.idle_other);
+    j.kv("kernels", s.kernels);
+    j.end_object();
+  }
+  j.end_array();
+  j.key("notes").begin_array();
+  for (const auto& n : r.notes) j.str(n);
+  j.end_array();
+  j.end_object();
+}
+
+}  // namespace
+
+std::string render_json(const Analysis& a) {
+  Json j;
+  j.begin_object();
+  j.kv("schema", std::string_view("tracetune.analysis"));
+  j.kv("version", kReportVersion);
+  j.kv("source", a.source);
+  j.kv("clock_domain", a.clock_domain);
+  j.kv("events", a.events);
+  j.key("options").begin_object();
+  j.kv("hta_compat", a.options.hta_compat);
+  if (a.options.rank >= 0) j.kv("rank", a.options.rank); else { j.key("rank"); j.null(); }
+  if (a.options.steps) {
+    j.key("steps").begin_array();
+    j.num(a.options.steps->first);
+    j.num(a.options.steps->second);
+    j.end_array();
+  } else {
+    j.key("steps");
+    j.null();
+  }
+  j.kv("kernel_wait_threshold_ns", a.options.kernel_wait_threshold);
+  j.end_object();
+  j.key("findings").begin_array();
+  for (const auto& f : a.findings) {
+    j.begin_object();
+    j.kv("category", to_string(f.category));
+    j.kv("severity", to_string(f.severity));
+    if (f.rank >= 0) j.kv("rank", f.rank); else { j.key("rank"); j.null(); }
+    j.kv("title", f.title);
+    j.kv("detail", f.detail);
+    j.kv("share", f.share);
+    j.kv("cost_ns", f.cost);
+    j.kv("gain_ns", f.gain);
+    j.kv("gain_share", f.gain_share);
+    j.kv("gain_model", f.gain_model);
+    j.key("evidence").begin_array();
+    for (const auto& e : f.evidence) {
+      j.begin_object();
+      j.kv("what", e.what);
+      if (e.end > e.start) {
+        j.kv("start_ns", e.start);
+        j.kv("end_ns", e.end);
+      }
+      if (e.rank >= 0) j.kv("rank", e.rank);
+      j.end_object();
+    }
+    j.end_array();
+    j.key("knobs").begin_array();
+    for (const auto& k : f.knobs) j.str(k);
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
+  j.key("ranks").begin_array();
+  for (const auto& r : a.metrics.ranks) write_rank(j, r);
+  j.end_array();
+  const auto& X = a.metrics.cross;
+  j.key("cross_rank").begin_object();
+  j.kv("ranks", X.ranks);
+  j.kv("step_median_min_ns", X.step_median_min);
+  j.kv("step_median_median_ns", X.step_median_median);
+  j.kv("step_median_max_ns", X.step_median_max);
+  j.kv("step_spread", X.step_spread);
+  j.kv("slowest_rank", X.slowest_rank);
+  j.kv("matched_collectives", X.matched_collectives);
+  j.kv("arrival_skew_median_ns", X.arrival_skew_median);
+  j.kv("arrival_skew_max_ns", X.arrival_skew_max);
+  j.kv("last_arriver", X.last_arriver);
+  j.kv("last_arriver_share", X.last_arriver_share);
+  j.end_object();
+  j.key("notes").begin_array();
+  for (const auto& n : a.metrics.notes) j.str(n);
+  j.end_array();
+  j.end_object();
+  j.out += '\n';
+  return j.out;
+}
+
+namespace {
+
+struct Style {
+  bool color;
+  std::string bold(std::string_view s) const { return color ? fmt::format("\x1b[1m{}\x1b[0m", s) : std::string(s); }
+  std::string sev(Severity v) const {
+    const std::string_view label = v == Severity::High ? "HIGH" : v == Severity::Medium ? "MED " : "LOW ";
+    if (!color) return std::string(label);
+    const char* c = v == Severity::High ? "\x1b[1;31m" : v == Severity::Medium ? "\x1b[1;33m" : "\x1b[36m";
+    return fmt::format("{}{}\x1b[0m", c, label);
+  }
+  std::string dim(std::string_view s) const { return color ? fmt::format("\x1b[2m{}\x1b[0m", s) : std::string(s); }
+};
+
+std::string rank_name(std::int32_t r) { return r >= 0 ? fmt::format("rank {}", r) : std::string("all ranks"); }
+
+std::size_t total_steps(const Analysis& a) {
+  std::size_t n = 0;
+  for (const auto& r : a.metrics.ranks) n += r.has_steps ? r.steps.size() : 0;
+  return n;
+}
+
+}  // namespace
+
+std::string render_text(const Analysis& a, bool color) {
+  const Style st{color};
+  std::string o;
+  const auto& M = a.metrics;
+  o += st.bold(fmt::format("tracetune analyze: {}", a.source)) + "\n";
+  o += fmt::format("{} rank{}, {} steps analysed, {} events, clock {}{}\n\n", M.ranks.size(), M.ranks.size() == 1 ? "" : "s",
+                   total_steps(a), a.events, a.clock_domain, a.options.hta_compat ? " (HTA-compatible definitions)" : "");
+  o += st.bold("Findings") + " (largest estimated gain first)\n";
+  if (a.findings.empty()) o += "  none: no rule passed its threshold (see the metrics below)\n";
+  int n = 0;
+  for (const auto& f : a.findings) {
+    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), rank_name(f.rank), f.title);
+    if (f.gain > 0)
+      o += fmt::format("       est. gain {:.1f} ms/step ({:.0f}%): {}\n", ms(f.gain), 100 * f.gain_share, f.gain_model);
+    else
+      o += fmt::format("       est. gain: {}\n", f.gain_model);
+    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
+    o += fmt::format("       fix: {}\n", f.detail);
+    if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
+  }
+  o += "\n" + st.bold("Per rank") + "\n";
+  o += fmt::format("  {:<6} {:>6} {:>11} {:>9} {:>9} {:>8} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "rank", "steps", "step med",
+                   "step p90", "GPU busy", "idle", "compute", "comm exp.", "data wait", "sync", "I/O");
+  for (const auto& r : M.ranks) {
+    const Ns span = r.gpu.span;
+    o += fmt::format("  {:<6} {:>6} {:>9.1f}ms {:>7.1f}ms {:>8.1f}% {:>7.1f}% {:>8.1f}% {:>9.1f}% {:>8.1f}ms {:>6.1f}ms {:>6.1f}ms\n",
+                     r.rank, r.has_steps ? r.steps.size() : 0, ms(r.step_median), ms(r.step_p90),
+                     r.has_gpu ? pct(r.gpu.busy, span) : 0.0, r.has_gpu ? pct(r.gpu.idle, span) : 0.0,
+                     r.has_gpu ? pct(r.gpu.compute, span) : 0.0, r.has_gpu ? pct(r.gpu.exposed_communication, span) : 0.0,
+                     ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
+                     ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
+                     ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())));
+  }
+  o += st.dim("  (GPU columns: % of the analysed window; waits: per step on the main thread)") + "\n";
+  for (const auto& r : M.ranks) {
+    o += "\n" + st.bold(r.label) + "\n";
+    if (r.has_gpu) {
+      const auto& g = r.gpu;
+      o += fmt::format("  GPU: span {:.1f} ms · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {:.1f} ms "
+                       "({:.1f}% overlapped with compute) · copies/sets {:.1f} ms\n",
+                       ms(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
+                       ms(g.communication), pct(g.comm_compute_overlap, g.communication), ms(g.memory));
+      for (const auto& s : r.streams)
+        o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {:.2f} ms, kernel wait {:.2f} ms, other {:.2f} ms\n",
+                         s.stream, s.ops, ms(s.host_wait), ms(s.kernel_wait), ms(s.other));
+      const auto& L = r.launch;
+      o += fmt::format("  launches: {} kernels (median {:.1f} µs, {:.0f}% < 10 µs), launch call median {:.1f} µs, "
+                       "launch→start median {:.1f} µs, queue depth mean {:.1f} max {}\n",
+                       L.kernels, static_cast<double>(L.kernel_median) / 1e3, 100 * L.short_kernel_share,
+                       static_cast<double>(L.launch_call_median) / 1e3, static_cast<double>(L.launch_delay_median) / 1e3,
+                       L.queue_mean, L.queue_max);
+      const auto& T = r.transfers;
+      if (T.h2d_count || T.d2h_count)
+        o += fmt::format("  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {:.1f} ms "
+                         "exposed) · D2H {} × {:.1f} MB\n",
+                         T.h2d_count, static_cast<double>(T.h2d_bytes) / 1e6,
+                         T.h2d_bytes ? 100.0 * static_cast<double>(T.h2d_pageable_bytes) / static_cast<double>(T.h2d_bytes) : 0.0,
+                         T.h2d_pageable_gbps, T.h2d_pinned_gbps, ms(T.h2d_exposed), T.d2h_count,
+                         static_cast<double>(T.d2h_bytes) / 1e6);
+      if (r.gemm.fp32_simt || r.gemm.tensor_core)
+        o += fmt::format("  GEMMs: FP32 on CUDA cores {:.1f} ms, on tensor cores {:.1f} ms\n", ms(r.gemm.fp32_simt),
+                         ms(r.gemm.tensor_core));
+      if (!r.top_kernels.empty()) {
+        o += "  top kernels:\n";
+        for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
+          const auto& k = r.top_kernels[i];
+          std::string name = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
+          o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, name);
+        }
+      }
+    }
+    if (r.io.calls)
+      o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {:.1f} ms in calls, "
+                       "{:.1f} ms on the main thread\n",
+                       r.io.calls, static_cast<double>(r.io.bytes_read) / 1e6, static_cast<double>(r.io.bytes_written) / 1e6,
+                       ms(r.io.time), ms(r.io.main_thread));
+    if (r.collectives.count)
+      o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {:.1f} ms\n", r.collectives.count,
+                       r.collectives.device_side ? "GPU" : "host", static_cast<double>(r.collectives.bytes) / 1e6,
+                       ms(r.collectives.time));
+    for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
+  }
+  const auto& X = M.cross;
+  if (X.ranks >= 2) {
+    o += "\n" + st.bold("Across ranks") + "\n";
+    o += fmt::format("  median step: fastest {:.1f} ms, median {:.1f} ms, slowest {:.1f} ms (rank {}, +{:.1f}%)\n",
+                     ms(X.step_median_min), ms(X.step_median_median), ms(X.step_median_max), X.slowest_rank,
+                     100 * X.step_spread);
+    if (X.matched_collectives)
+      o += fmt::format("  collective arrival skew: median {:.3f} ms, max {:.3f} ms over {} collectives; last to arrive: "
+                       "rank {} ({:.0f}%)\n",
+                       ms(X.arrival_skew_median), ms(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
+                       100 * X.last_arriver_share);
+  }
+  for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", note)) + "\n";
+  return o;
+}
+
+std::string render_markdown(const Analysis& a) {
+  std::string o;
+  const auto& M = a.metrics;
+  o += fmt::format("# tracetune analysis: `{}`\n\n", a.source);
+  o += fmt::format("{} rank(s), {} steps analysed, {} events, clock `{}`{}.\n\n", M.ranks.size(), total_steps(a), a.events,
+                   a.clock_domain, a.options.hta_compat ? ", HTA-compatible definitions" : "");
+  o += "## Findings\n\n";
+  if (a.findings.empty()) o += "No rule passed its threshold.\n\n";
+  int n = 0;
+  for (const auto& f : a.findings) {
+    o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), rank_name(f.rank), f.title);
+    if (f.gain > 0) o += fmt::format("   - Estimated gain: {:.1f} ms per step ({:.0f}%): {}\n", ms(f.gain), 100 * f.gain_share, f.gain_model);
+    for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", e.what);
+    o += fmt::format("   - Fix: {}\n", f.detail);
+    if (!f.knobs.empty()) o += fmt::format("   - Knobs: `{}`\n", fmt::join(f.knobs, "`, `"));
+  }
+  o += "\n## Per rank\n\n| rank | steps | median step (ms) | GPU busy % | idle % | compute % | exposed comm % | data wait (ms/step) | "
+       "sync (ms/step) |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : M.ranks) {
+    const double steps = static_cast<double>(std::max<std::size_t>(1, r.steps.size()));
+    o += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", r.rank,
+                     r.has_steps ? r.steps.size() : 0, ms(r.step_median), pct(r.gpu.busy, r.gpu.span),
+                     pct(r.gpu.idle, r.gpu.span), pct(r.gpu.compute, r.gpu.span),
+                     pct(r.gpu.exposed_communication, r.gpu.span), ms(r.data_wait) / steps, ms(r.sync_wait) / steps);
+  }
+  bool any_notes = !M.notes.empty();
+  for (const auto& r : M.ranks) any_notes = any_notes || !r.notes.empty();
+  if (any_notes) {
+    o += "\n## Notes\n\n";
+    for (const auto& note : M.notes) o += fmt::format("- {}\n", note);
+    for (const auto& r : M.ranks)
+      for (const auto& note : r.notes) o += fmt::format("- {}: {}\n", r.label, note);
+  }
+  return o;
+}
+
+}  // namespace tt::analyzer

@@ -1,0 +1,300 @@
+// The bottleneck rules. Each looks at per-step quantities, takes their median over the
+// analysed steps (robust to a slow first step), compares it with the median step time and,
+// past its threshold, emits a Finding with evidence from the worst step and a what-if gain.
+#include "tracetune/analyzer/rules.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <fmt/format.h>
+
+namespace tt::analyzer {
+namespace {
+
+double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
+double pct(double share) { return 100.0 * share; }
+
+Ns median_of(const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& f) {
+  std::vector<Ns> v;
+  v.reserve(r.steps.size());
+  for (const auto& s : r.steps) v.push_back(f(s));
+  return percentile(std::move(v), 0.5);
+}
+
+double share_of(Ns part, Ns whole) { return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+
+// The step where f is largest: the example the evidence points at.
+const StepMetrics* worst_step(const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& f) {
+  const StepMetrics* best = nullptr;
+  for (const auto& s : r.steps)
+    if (!best || f(s) > f(*best)) best = &s;
+  return best;
+}
+
+std::string step_name(const StepMetrics& s) { return s.number >= 0 ? fmt::format("step {}", s.number) : "the window"; }
+
+Severity severity_for(double share, const Thresholds& th) {
+  return share >= th.high ? Severity::High : share >= th.medium ? Severity::Medium : Severity::Low;
+}
+
+Finding make(Category c, const RankMetrics& r, Ns cost, Ns gain, const Thresholds& th) {
+  Finding f;
+  f.category = c;
+  f.rank = r.rank;
+  f.cost = cost;
+  f.share = share_of(cost, r.step_median);
+  f.gain = std::max<Ns>(0, std::min(gain, r.step_median));
+  f.gain_share = share_of(f.gain, r.step_median);
+  f.severity = severity_for(f.gain > 0 ? f.gain_share : f.share, th);
+  return f;
+}
+
+void add_worst(Finding& f, const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& g, std::string_view what) {
+  if (const StepMetrics* w = worst_step(r, g)) {
+    f.evidence.push_back({fmt::format("worst: {} ({:.1f} ms of {:.1f} ms {})", step_name(*w), ms(g(*w)), ms(w->wall()), what),
+                          w->start, w->end, r.rank});
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(Category c) {
+  switch (c) {
+    case Category::DataLoading: return "data_loading";
+    case Category::H2dCopy: return "h2d_copy";
+    case Category::LaunchBound: return "launch_bound";
+    case Category::SyncStall: return "sync_stall";
+    case Category::ExposedCommunication: return "exposed_communication";
+    case Category::Precision: return "precision";
+    case Category::MemoryBound: return "memory_bound";
+    case Category::LoadImbalance: return "load_imbalance";
+    case Category::CpuBound: return "cpu_bound";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Severity s) {
+  switch (s) {
+    case Severity::Low: return "low";
+    case Severity::Medium: return "medium";
+    case Severity::High: return "high";
+  }
+  return "low";
+}
+
+const Thresholds& default_thresholds() {
+  static const Thresholds t;
+  return t;
+}
+
+std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& th) {
+  auto wait = [](const StepMetrics& s) { return s.data_wait; };
+  const Ns cost = median_of(r, wait);
+  if (share_of(cost, r.step_median) < th.data_wait_share) return {};
+  // What-if: the batch is ready when asked for. Without a GPU the whole wait goes; with one,
+  // only the part the GPU sat idle through shortens the step.
+  const Ns gain = r.has_gpu ? median_of(r, [](const StepMetrics& s) { return s.idle_data; }) : cost;
+  Finding f = make(Category::DataLoading, r, cost, gain, th);
+  f.title = fmt::format("Data loading: the main thread waits {:.1f} ms per step ({:.0f}% of the step) for the next batch",
+                        ms(cost), pct(f.share));
+  f.detail = "Load batches ahead of the step: more DataLoader workers, pinned memory, a larger prefetch factor and "
+             "persistent workers keep the next batch ready.";
+  f.gain_model = r.has_gpu ? "step shortened by the GPU idle time spent waiting for data" : "step shortened by the wait";
+  f.evidence.push_back({fmt::format("median data wait {:.1f} ms of a {:.1f} ms median step over {} steps", ms(cost),
+                                    ms(r.step_median), r.steps.size()), 0, 0, r.rank});
+  if (r.io.calls)
+    f.evidence.push_back({fmt::format("{} I/O calls read {:.1f} MB in {:.1f} ms (all of the rank's processes)", r.io.calls,
+                                      static_cast<double>(r.io.bytes_read) / 1e6, ms(r.io.time)), 0, 0, r.rank});
+  add_worst(f, r, wait, "waiting for data");
+  f.knobs = {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers", "dataloader.pin_memory"};
+  return {f};
+}
+
+std::vector<Finding> rule_h2d_copy(const RankMetrics& r, const Thresholds& th) {
+  if (!r.has_gpu || r.transfers.h2d_count == 0) return {};
+  const Ns exposed = median_of(r, [](const StepMetrics& s) { return s.h2d_exposed; });
+  const Ns pageable = median_of(r, [](const StepMetrics& s) { return s.h2d_pageable; });
+  if (share_of(exposed, r.step_median) < th.h2d_exposed_share && share_of(pageable, r.step_median) < th.h2d_pageable_share)
+    return {};
+  const Ns faster = static_cast<Ns>(static_cast<double>(pageable) * (1.0 - 1.0 / th.pinned_speedup));
+  Finding f = make(Category::H2dCopy, r, std::max(exposed, pageable), std::max(exposed, faster), th);
+  const auto& T = r.transfers;
+  f.title = fmt::format("Host-to-device copies: {:.1f} ms per step not overlapped with compute; {:.0f}% of bytes from "
+                        "pageable memory",
+                        ms(exposed), pct(share_of(static_cast<Ns>(T.h2d_pageable_bytes), static_cast<Ns>(T.h2d_bytes))));
+  f.detail = "Pin the host buffers (DataLoader pin_memory) and copy with non_blocking=True so copies run at full "
+             "bandwidth and overlap with compute.";
+  f.gain_model = fmt::format("the larger of: exposed copy time hidden, or pageable copies {:.1f}x faster once pinned",
+                             th.pinned_speedup);
+  f.evidence.push_back({fmt::format("{} H2D copies, {:.1f} MB; pageable {:.2f} GB/s, pinned {:.2f} GB/s", T.h2d_count,
+                                    static_cast<double>(T.h2d_bytes) / 1e6, T.h2d_pageable_gbps, T.h2d_pinned_gbps), 0, 0,
+                        r.rank});
+  add_worst(f, r, [](const StepMetrics& s) { return s.h2d_exposed; }, "of exposed H2D copies");
+  f.knobs = {"dataloader.pin_memory"};
+  return {f};
+}
+
+std::vector<Finding> rule_launch_bound(const RankMetrics& r, const Thresholds& th) {
+  if (!r.has_gpu || r.launch.kernel_median >= th.launch_short_kernel) return {};
+  const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
+  if (share_of(idle, r.step_median) < th.launch_idle_share) return {};
+  Finding f = make(Category::LaunchBound, r, idle, idle, th);
+  f.title = fmt::format("Launch bound: the GPU idles {:.1f} ms per step ({:.0f}%) waiting for the CPU to launch short "
+                        "kernels (median {:.1f} µs)",
+                        ms(idle), pct(f.share), static_cast<double>(r.launch.kernel_median) / 1e3);
+  f.detail = "Launch fewer, larger kernels: CUDA graphs (torch.compile mode reduce-overhead), fused or foreach "
+             "optimizers, larger batches.";
+  f.gain_model = "idle gaps the host caused are removed (graph replay launches the step at once)";
+  f.evidence.push_back({fmt::format("{} kernels, {:.0f}% shorter than 10 µs; launch call median {:.1f} µs; median queue "
+                                    "depth at launch {:.1f}",
+                                    r.launch.kernels, pct(r.launch.short_kernel_share),
+                                    static_cast<double>(r.launch.launch_call_median) / 1e3, r.launch.queue_mean),
+                        0, 0, r.rank});
+  add_worst(f, r, [](const StepMetrics& s) { return s.idle_launch; }, "GPU idle waiting for launches");
+  f.knobs = {"compile.mode", "optimizer.foreach", "optimizer.fused"};
+  return {f};
+}
+
+std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) {
+  if (r.has_gpu) {
+    if (r.launch.kernel_median < th.launch_short_kernel) return {};  // that is launch bound
+    const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
+    if (share_of(idle, r.step_median) < th.cpu_idle_share) return {};
+    Finding f = make(Category::CpuBound, r, idle, idle, th);
+    f.title = fmt::format("CPU bound: the GPU idles {:.1f} ms per step ({:.0f}%) because the host is late issuing work",
+                          ms(idle), pct(f.share));
+    f.detail = "The Python/host side of the step is the bottleneck: compile the model (torch.compile), use more CPU "
+               "threads for host ops, move preprocessing into DataLoader workers.";
+    f.gain_model = "idle gaps the host caused are removed";
+    add_worst(f, r, [](const StepMetrics& s) { return s.idle_launch; }, "GPU idle, host late");
+    f.knobs = {"compile.mode", "torch.num_threads", "cpu.omp_num_threads"};
+    return {f};
+  }
+  if (!r.has_steps) return {};
+  auto busy = [](const StepMetrics& s) { return std::max<Ns>(0, s.wall() - s.data_wait - s.sync_wait - s.io_main); };
+  const Ns cost = median_of(r, busy);
+  if (share_of(cost, r.step_median) < th.cpu_share) return {};
+  Finding f = make(Category::CpuBound, r, cost, 0, th);
+  f.severity = severity_for(f.share, th);
+  f.title = fmt::format("CPU bound: the main thread computes {:.1f} ms of each {:.1f} ms step ({:.0f}%); no GPU work "
+                        "was recorded",
+                        ms(cost), ms(r.step_median), pct(f.share));
+  f.detail = "The step is compute on the host: check the intra-op thread count (torch.set_num_threads, OMP_NUM_THREADS) "
+             "against the cores the job may use, or move the model to an accelerator.";
+  f.gain_model = "not estimated: the saving depends on how the host compute scales with threads";
+  add_worst(f, r, busy, "of host compute");
+  f.knobs = {"torch.num_threads", "cpu.omp_num_threads"};
+  return {f};
+}
+
+std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th) {
+  const Ns sync = median_of(r, [](const StepMetrics& s) { return s.sync_wait; });
+  if (!r.has_gpu || share_of(sync, r.step_median) < th.sync_share) return {};
+  // What-if: without the sync the host runs ahead and keeps the queue full: the idle time
+  // the host's lateness caused (bounded by the time it spent blocked) goes.
+  const Ns gain = std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_launch + s.idle_sync; }));
+  Finding f = make(Category::SyncStall, r, sync, gain, th);
+  f.title = fmt::format("Synchronization: the host blocks {:.1f} ms per step ({:.0f}%) in {} calls; top: {}", ms(sync),
+                        pct(f.share), r.sync_calls, r.top_sync_call.empty() ? "?" : r.top_sync_call);
+  f.detail = "Each sync drains the GPU queue and leaves it idle while the host catches up: avoid .item(), .cpu(), "
+             "print(tensor) and torch.cuda.synchronize() inside the step; accumulate metrics on the GPU and read them "
+             "every N steps.";
+  f.gain_model = "GPU idle caused by the host's lateness after syncs, bounded by the blocked time";
+  add_worst(f, r, [](const StepMetrics& s) { return s.sync_wait; }, "blocked in syncs");
+  return {f};
+}
+
+std::vector<Finding> rule_exposed_communication(const RankMetrics& r, const Thresholds& th) {
+  if (!r.has_gpu || r.gpu.communication == 0) return {};
+  const Ns exposed = median_of(r, [](const StepMetrics& s) { return s.exposed_communication; });
+  if (share_of(exposed, r.step_median) < th.exposed_comm_share) return {};
+  // What-if: communication hidden under compute that does not already overlap it.
+  const Ns free_compute = median_of(r, [](const StepMetrics& s) { return s.compute - s.comm_compute_overlap; });
+  Finding f = make(Category::ExposedCommunication, r, exposed, std::min(exposed, free_compute), th);
+  f.title = fmt::format("Exposed communication: {:.1f} ms per step ({:.0f}%) of collectives run with no compute to hide "
+                        "behind ({:.0f}% overlap)",
+                        ms(exposed), pct(f.share), pct(share_of(r.gpu.comm_compute_overlap, r.gpu.communication)));
+  f.detail = "Overlap gradient all-reduce with the backward pass: tune DDP's bucket size, use gradient_as_bucket_view "
+             "and static_graph, pick NCCL's algorithm/protocol/channels for the message sizes, or compress gradients.";
+  f.gain_model = "exposed communication hidden under compute that does not already overlap communication";
+  if (r.collectives.count)
+    f.evidence.push_back({fmt::format("{} collectives, {:.1f} MB, {:.1f} ms in total ({} side)", r.collectives.count,
+                                      static_cast<double>(r.collectives.bytes) / 1e6, ms(r.collectives.time),
+                                      r.collectives.device_side ? "GPU" : "host"), 0, 0, r.rank});
+  add_worst(f, r, [](const StepMetrics& s) { return s.exposed_communication; }, "of exposed communication");
+  f.knobs = {"ddp.bucket_cap_mb", "ddp.gradient_as_bucket_view", "ddp.static_graph", "nccl.algo", "nccl.proto",
+             "nccl.min_nchannels", "ddp.comm_hook"};
+  return {f};
+}
+
+std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) {
+  if (!r.has_gpu || share_of(r.gemm.fp32_simt, r.gpu.busy) < th.fp32_gemm_share) return {};
+  const Ns cost = median_of(r, [](const StepMetrics& s) { return s.fp32_gemm; });
+  const Ns gain = static_cast<Ns>(static_cast<double>(cost) * (1.0 - 1.0 / th.tf32_speedup));
+  Finding f = make(Category::Precision, r, cost, gain, th);
+  f.title = fmt::format("Precision: FP32 GEMMs on CUDA cores take {:.0f}% of GPU busy time; tensor cores are unused for "
+                        "them",
+                        pct(share_of(r.gemm.fp32_simt, r.gpu.busy)));
+  f.detail = "Allow TF32 for matmuls and convolutions, or train in bf16/fp16 autocast: tensor cores run these GEMMs "
+             "several times faster. This changes numerics: the tuner tries it only with --allow-numerics.";
+  f.gain_model = fmt::format("FP32 GEMM time {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup);
+  f.evidence.push_back({fmt::format("{} FP32 SIMT GEMM kernels, {:.1f} ms; top: {}", r.gemm.fp32_simt_kernels,
+                                    ms(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
+  f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype"};
+  return {f};
+}
+
+std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& th) {
+  if (!r.has_gpu || share_of(r.memory_bound_kernels, r.gpu.compute) < th.memory_bound_share) return {};
+  const Ns cost = median_of(r, [](const StepMetrics& s) { return s.memory_bound_kernels; });
+  Finding f = make(Category::MemoryBound, r, cost, static_cast<Ns>(static_cast<double>(cost) * th.fusion_saving), th);
+  f.title = fmt::format("Memory bound: elementwise, normalisation and reduction kernels take {:.0f}% of compute time",
+                        pct(share_of(r.memory_bound_kernels, r.gpu.compute)));
+  f.detail = "These kernels move data more than they compute; fusing them (torch.compile) removes round trips to memory.";
+  f.gain_model = fmt::format("{:.0f}% of their time removed by fusion", pct(th.fusion_saving));
+  f.knobs = {"compile.mode"};
+  return {f};
+}
+
+std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th) {
+  const auto& X = m.cross;
+  if (X.ranks < 2 || X.step_spread < th.imbalance_spread || X.slowest_rank < 0) return {};
+  Finding f;
+  f.category = Category::LoadImbalance;
+  f.rank = X.slowest_rank;
+  f.cost = X.step_median_max - X.step_median_median;
+  f.share = share_of(f.cost, X.step_median_max);
+  f.gain = f.cost;
+  f.gain_share = f.share;
+  f.severity = severity_for(f.gain_share, th);
+  f.title = fmt::format("Straggler: rank {} takes {:.1f} ms per step, {:.0f}% more than the median rank ({:.1f} ms)",
+                        X.slowest_rank, ms(X.step_median_max), pct(X.step_spread), ms(X.step_median_median));
+  f.detail = "Every collective waits for the slowest rank. Check its data shard, its input pipeline and its host "
+             "(thermal throttling, noisy neighbours), and balance the work per rank.";
+  f.gain_model = "all ranks at the median rank's step time";
+  if (X.matched_collectives)
+    f.evidence.push_back({fmt::format("{} collectives matched across ranks: arrival skew median {:.2f} ms, max {:.2f} ms; "
+                                      "rank {} arrives last in {:.0f}% of them",
+                                      X.matched_collectives, ms(X.arrival_skew_median), ms(X.arrival_skew_max),
+                                      X.last_arriver, pct(X.last_arriver_share)), 0, 0, -1});
+  return {f};
+}
+
+std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
+  std::vector<Finding> out;
+  using Rule = std::vector<Finding> (*)(const RankMetrics&, const Thresholds&);
+  static constexpr Rule kRules[] = {rule_data_loading, rule_h2d_copy,   rule_launch_bound, rule_sync_stall,
+                                    rule_exposed_communication, rule_precision, rule_memory_bound, rule_cpu_bound};
+  for (const auto& r : m.ranks)
+    for (Rule rule : kRules)
+      for (auto& f : rule(r, th)) out.push_back(std::move(f));
+  for (auto& f : rule_load_imbalance(m, th)) out.push_back(std::move(f));
+  std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    if (a.gain != b.gain) return a.gain > b.gain;
+    if (a.cost != b.cost) return a.cost > b.cost;
+    return a.rank < b.rank;
+  });
+  return out;
+}
+
+}  // namespace tt::analyzer
