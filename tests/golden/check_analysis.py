@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Golden and HTA-agreement tests for `tracetune analyze` on the real traces in ../shared/data.
+
+  check_analysis.py --tracetune BIN --name NAME --expected-dir DIR INPUT [--update]
+      Runs `analyze --format json` and compares a stable digest (findings, per-rank metrics)
+      with DIR/NAME.analysis.json.
+  check_analysis.py --tracetune BIN --name NAME --hta REFERENCE.json INPUT
+      Runs `analyze --hta-compat --format json` and checks the temporal breakdown and the
+      communication/compute overlap against HTA's numbers within ±0.05 percentage points,
+      and the kernel-type totals and per-stream idle breakdown where HTA published them.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+TOL_PP = 0.05
+
+
+def analyze(binary, path, *extra):
+    r = subprocess.run([binary, "analyze", "--format", "json", *extra, path], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: analyze exited {r.returncode}: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def digest(doc):
+    """What a reviewer should see change: findings and the headline metrics, rounded."""
+    us = lambda ns: round(ns / 1000)
+    out = {"schema": doc["schema"], "version": doc["version"], "findings": [], "ranks": []}
+    for f in doc["findings"]:
+        out["findings"].append({"category": f["category"], "severity": f["severity"], "rank": f["rank"],
+                                "title": f["title"], "gain_us": us(f["gain_ns"]), "knobs": f["knobs"]})
+    for r in doc["ranks"]:
+        g = r["gpu"]
+        out["ranks"].append({
+            "rank": r["rank"], "has_gpu": r["has_gpu"], "steps": r["step_time"]["count"],
+            "step_median_us": us(r["step_time"]["median_ns"]),
+            "gpu_us": {k: us(g[k]) for k in ("span_ns", "busy_ns", "idle_ns", "compute_ns", "communication_ns",
+                                              "memory_ns", "comm_compute_overlap_ns", "exposed_communication_ns")},
+            "kernels": r["launch"]["kernels"], "correlated": r["launch"]["correlated"],
+            "h2d_bytes": r["transfers"]["h2d_bytes"], "d2h_bytes": r["transfers"]["d2h_bytes"],
+            "fp32_simt_us": us(r["gemm"]["fp32_simt_ns"]), "tensor_core_us": us(r["gemm"]["tensor_core_ns"]),
+            "data_wait_us": us(r["data_wait_ns"]), "sync_wait_us": us(r["sync_wait_ns"]),
+            "collectives": r["collectives"]["count"],
+            "top_kernel": r["top_kernels"][0]["name"] if r["top_kernels"] else None,
+            "notes": r["notes"]})
+    out["cross_rank"] = {k: doc["cross_rank"][k] for k in ("ranks", "slowest_rank", "matched_collectives")}
+    out["notes"] = doc["notes"]
+    return out
+
+
+def check_hta(doc, name, ref):
+    failures = []
+    ranks = {str(r["rank"]): r for r in doc["ranks"]}
+    for rank, (idle, comp, noncomp, kt, idle_pct, comp_pct) in ref["temporal"].get(name, {}).items():
+        g = ranks[rank]["gpu"]
+        for label, ours, theirs in (("idle %", g["idle_pct"], idle_pct), ("compute %", g["compute_pct"], comp_pct),
+                                    ("non-compute %", g["non_compute_pct"], 100.0 * noncomp / kt)):
+            if abs(ours - theirs) > TOL_PP:
+                failures.append(f"rank {rank} {label}: ours {ours:.4f}, HTA {theirs:.4f}")
+        print(f"rank {rank}: idle {g['idle_ns'] / 1000:.0f} / compute {g['compute_ns'] / 1000:.0f} / non-compute "
+              f"{g['non_compute_ns'] / 1000:.0f} / kernel_time {g['span_ns'] / 1000:.0f} µs "
+              f"(HTA {idle} / {comp} / {noncomp} / {kt})")
+    for rank, pct in ref["overlap_pct"].get(name, {}).items():
+        ours = ranks[rank]["gpu"]["comm_compute_overlap_pct"]
+        if abs(ours - pct) > TOL_PP:
+            failures.append(f"rank {rank} comm/compute overlap: ours {ours:.4f}%, HTA {pct}%")
+        print(f"rank {rank}: overlap {ours:.2f}% (HTA {pct}%)")
+    totals = ref["kernel_type_totals"].get(name)
+    if totals:
+        ours = {}
+        for r in doc["ranks"]:
+            for k, v in r["gpu"]["exclusive_ns"].items():
+                ours[k] = ours.get(k, 0) + v / 1000
+        for k, v in totals.items():
+            # ±1 µs per rank: HTA's own tests allow that much rounding
+            if abs(ours.get(k, 0) - v) > len(doc["ranks"]):
+                failures.append(f"kernel-type total {k}: ours {ours.get(k, 0):.0f} µs, HTA {v} µs")
+        print(f"kernel-type totals: {({k: round(ours.get(k, 0)) for k in totals})} (HTA {totals})")
+    for stream, (host, kernel, other) in ref["idle_by_stream"].get(name, {}).items():
+        rows = [s for s in doc["ranks"][0]["idle_by_stream"] if str(s["stream"]) == stream]
+        if not rows:
+            failures.append(f"stream {stream} missing from the idle breakdown")
+            continue
+        s = rows[0]
+        got = (s["host_wait_ns"] / 1000, s["kernel_wait_ns"] / 1000, s["other_ns"] / 1000)
+        if any(abs(a - b) > 1 for a, b in zip(got, (host, kernel, other))):
+            failures.append(f"stream {stream} idle host/kernel/other: ours {got}, HTA {(host, kernel, other)}")
+        print(f"stream {stream}: idle host wait / kernel wait / other {got} (HTA {(host, kernel, other)})")
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tracetune", required=True)
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--expected-dir")
+    ap.add_argument("--hta")
+    ap.add_argument("--update", action="store_true")
+    ap.add_argument("input")
+    a = ap.parse_args()
+    if a.hta:
+        ref = json.loads(Path(a.hta).read_text())
+        failures = check_hta(analyze(a.tracetune, a.input, "--hta-compat"), a.name, ref)
+        for f in failures:
+            print("FAIL:", f)
+        return 1 if failures else 0
+    got = digest(analyze(a.tracetune, a.input))
+    expected_path = Path(a.expected_dir) / f"{a.name}.analysis.json"
+    text = json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    if a.update:
+        expected_path.write_text(text)
+        print(f"updated {expected_path}")
+        return 0
+    if not expected_path.exists():
+        print(f"FAIL: {expected_path} missing (run the update_golden target)")
+        return 1
+    expected = json.loads(expected_path.read_text())
+    if expected != got:
+        exp_lines = json.dumps(expected, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+        import difflib
+        print("\n".join(difflib.unified_diff(exp_lines, text.splitlines(), "expected", "got", lineterm="", n=2)))
+        print(f"FAIL: analysis of {a.name} differs from {expected_path}")
+        return 1
+    print(f"ok: {a.name}: {len(got['findings'])} findings, {len(got['ranks'])} ranks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,469 @@
+// Analyzer unit tests: interval algebra against brute force, kernel classification, metrics
+// on small hand-built traces (each number derivable by hand), every rule on both sides of its
+// threshold, and bad input that must still give a valid analysis.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/intervals.h"
+#include "tracetune/analyzer/kernel_class.h"
+
+namespace tt::analyzer {
+namespace {
+
+using trace::Trace;
+
+// ---- intervals ----
+
+std::vector<char> cover(const std::vector<Interval>& iv, Ns n) {
+  std::vector<char> c(static_cast<std::size_t>(n), 0);
+  for (auto x : iv)
+    for (Ns t = std::max<Ns>(0, x.start); t < std::min(x.end, n); ++t) c[static_cast<std::size_t>(t)] = 1;
+  return c;
+}
+
+Ns count(const std::vector<char>& c, Ns a, Ns b) {
+  Ns n = 0;
+  for (Ns t = std::max<Ns>(a, 0); t < std::min<Ns>(b, static_cast<Ns>(c.size())); ++t) n += c[static_cast<std::size_t>(t)];
+  return n;
+}
+
+TEST(Intervals, SetAlgebraMatchesBruteForce) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    const Ns n = 200;
+    auto random_set = [&] {
+      std::vector<Interval> v;
+      const int k = static_cast<int>(rng() % 12);
+      for (int i = 0; i < k; ++i) {
+        const Ns s = rng() % n, d = rng() % 40;
+        v.push_back({s, s + d});
+      }
+      return v;
+    };
+    const auto ra = random_set(), rb = random_set();
+    const IntervalSet a = IntervalSet::union_of(ra), b = IntervalSet::union_of(rb);
+    const auto ca = cover(ra, n + 40), cb = cover(rb, n + 40);
+    std::vector<char> ci(ca.size()), cu(ca.size()), cs(ca.size());
+    for (std::size_t t = 0; t < ca.size(); ++t) {
+      ci[t] = ca[t] && cb[t];
+      cu[t] = ca[t] || cb[t];
+      cs[t] = ca[t] && !cb[t];
+    }
+    const Ns end = static_cast<Ns>(ca.size());
+    ASSERT_EQ(a.measure(), count(ca, 0, end));
+    ASSERT_EQ(a.intersect(b).measure(), count(ci, 0, end));
+    ASSERT_EQ(a.unite(b).measure(), count(cu, 0, end));
+    ASSERT_EQ(a.subtract(b).measure(), count(cs, 0, end));
+    ASSERT_EQ(a.complement_in({10, 150}).measure(), 140 - count(ca, 10, 150));
+    const Ns t0 = rng() % n, t1 = t0 + rng() % 100;
+    ASSERT_EQ(a.measure_in(t0, t1), count(ca, t0, t1));
+    ASSERT_EQ(a.clip(t0, t1).measure(), count(ca, t0, t1));
+    for (std::size_t i = 1; i < a.size(); ++i) ASSERT_LT(a.intervals()[i - 1].end, a.intervals()[i].start);
+  }
+}
+
+TEST(Intervals, EmptyAndDegenerate) {
+  IntervalSet e;
+  EXPECT_EQ(e.measure(), 0);
+  EXPECT_EQ(e.measure_in(0, 100), 0);
+  EXPECT_EQ(e.complement_in({0, 10}).measure(), 10);
+  EXPECT_EQ(IntervalSet::union_of({{5, 5}, {7, 3}}).measure(), 0);  // empty and negative spans vanish
+  EXPECT_EQ(IntervalSet::union_of({{0, 10}}).measure_in(5, 5), 0);
+}
+
+// ---- classification ----
+
+TEST(KernelClass, OurClasses) {
+  EXPECT_EQ(classify_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), KernelClass::Communication);
+  EXPECT_EQ(classify_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), KernelClass::Communication);
+  EXPECT_EQ(classify_kernel("Memcpy HtoD (Pageable -> Device)"), KernelClass::Memory);
+  EXPECT_EQ(classify_kernel("volta_sgemm_128x64_nn"), KernelClass::Compute);
+  EXPECT_EQ(classify_kernel("Event Sync"), KernelClass::Other);
+}
+
+TEST(KernelClass, HtaPatterns) {
+  EXPECT_EQ(classify_kernel_hta("ncclKernel_AllReduce"), KernelClass::Communication);
+  EXPECT_EQ(classify_kernel_hta("void foo<ncclKernel>"), KernelClass::Communication);
+  // HTA's pattern misses NCCL's newer kernel names unless they start with nccl
+  EXPECT_EQ(classify_kernel_hta("void ncclDevKernel_x"), KernelClass::Compute);
+  EXPECT_EQ(classify_kernel_hta("Memset (Device)"), KernelClass::Memory);
+  EXPECT_EQ(classify_kernel_hta("hipLaunchKernel"), KernelClass::Communication);  // ^hip, as HTA has it
+  EXPECT_EQ(classify_kernel_hta("cudaLaunchKernel"), KernelClass::Other);
+  EXPECT_EQ(classify_kernel_hta("Stream Wait Event"), KernelClass::Other);
+  EXPECT_EQ(classify_kernel_hta("my_dmaKernel"), KernelClass::Other);  // contains "dma"
+  EXPECT_EQ(classify_kernel_hta("void at::native::elementwise_kernel"), KernelClass::Compute);
+}
+
+TEST(KernelClass, GemmFormats) {
+  EXPECT_EQ(classify_gemm("volta_sgemm_128x64_nn"), GemmFormat::Fp32Simt);
+  EXPECT_EQ(classify_gemm("void gemmSN_NN_kernel<float, 256, 4, 2, 8>"), GemmFormat::Fp32Simt);
+  EXPECT_EQ(classify_gemm("ampere_s16816gemm_64x64_ldg8_stages_64x5_nn"), GemmFormat::Tf32);
+  EXPECT_EQ(classify_gemm("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn_n_tilesize128x128x16"), GemmFormat::Tf32);
+  EXPECT_EQ(classify_gemm("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"), GemmFormat::Fp16);
+  EXPECT_EQ(classify_gemm("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"), GemmFormat::Bf16);
+  EXPECT_EQ(classify_gemm("volta_h884gemm_64x64_ldg8_nn"), GemmFormat::Fp16);
+  EXPECT_EQ(classify_gemm("void at::native::vectorized_elementwise_kernel<4>"), GemmFormat::NotGemm);
+  EXPECT_TRUE(is_memory_bound_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor>"));
+  EXPECT_TRUE(is_memory_bound_kernel("triton_poi_fused_add_relu_0"));
+  EXPECT_FALSE(is_memory_bound_kernel("volta_sgemm_128x64_nn"));
+}
+
+// ---- metrics on hand-built traces ----
+
+constexpr Ns kUs = 1000;
+
+struct Builder {
+  Trace t;
+  std::uint32_t proc, main, stream;
+  std::uint32_t next_corr = 1;
+  Builder() {
+    trace::Process p;
+    p.pid = 100;
+    p.rank = 0;
+    proc = t.add_process(p);
+    main = t.add_thread({proc, 100, "main"});
+    trace::Device d;
+    d.process = proc;
+    const auto dev = t.add_device(d);
+    stream = t.add_stream({dev, 7, ""});
+  }
+  void step(std::int64_t n, Ns s, Ns e) {
+    t.steps.push_span(s, e - s, main, t.strings.intern("ProfilerStep#" + std::to_string(n)));
+    t.steps.number.push_back(n);
+  }
+  void range(std::string_view name, Ns s, Ns e) {
+    t.ranges.push(s, e - s, main, t.strings.intern(name), trace::RangeKind::UserAnnotation, t.strings.intern("user"));
+  }
+  std::uint32_t api(std::string_view name, Ns s, Ns e) {
+    const std::uint32_t c = next_corr++;
+    t.api_calls.push_span(s, e - s, main, t.strings.intern(name));
+    t.api_calls.correlation.push_back(c);
+    t.api_calls.external_id.push_back(0);
+    t.api_calls.cbid.push_back(0);
+    t.api_calls.return_value.push_back(0);
+    t.api_calls.api.push_back(trace::ApiKind::Runtime);
+    return c;
+  }
+  // a kernel launched at `launch` (2 µs call) running [s, e)
+  void kernel(std::string_view name, Ns launch, Ns s, Ns e) {
+    const auto c = api("cudaLaunchKernel", launch, launch + 2 * kUs);
+    t.kernels.push_span(s, e - s, stream, t.strings.intern(name));
+    t.kernels.correlation.push_back(c);
+    t.kernels.external_id.push_back(0);
+    t.kernels.config.push_back(trace::kNone);
+    t.kernels.graph_id.push_back(0);
+  }
+  void h2d(Ns launch, Ns s, Ns e, std::uint64_t bytes, bool pageable) {
+    const auto c = api("cudaMemcpyAsync", launch, launch + 2 * kUs);
+    t.memcpys.push_span(s, e - s, stream, t.strings.intern("Memcpy HtoD"));
+    t.memcpys.bytes.push_back(bytes);
+    t.memcpys.correlation.push_back(c);
+    t.memcpys.direction.push_back(trace::MemcpyDirection::HtoD);
+    t.memcpys.src_kind.push_back(pageable ? trace::MemoryKind::Pageable : trace::MemoryKind::Pinned);
+    t.memcpys.dst_kind.push_back(trace::MemoryKind::Device);
+    t.memcpys.async.push_back(1);
+  }
+  Analysis run(Options o = {}) {
+    t.finalize();
+    o.threads = 1;
+    return analyze(t, o, "test");
+  }
+};
+
+const Finding* find(const Analysis& a, Category c) {
+  for (const auto& f : a.findings)
+    if (f.category == c) return &f;
+  return nullptr;
+}
+
+TEST(Metrics, DataBoundStepsAreDiagnosedFirst) {
+  Builder b;
+  // 4 steps of 1000 µs: 600 µs waiting for data, then 300 µs of kernels launched ahead
+  for (int i = 0; i < 4; ++i) {
+    const Ns s = i * 1000 * kUs;
+    b.step(i, s, s + 1000 * kUs);
+    b.range("DataLoader: waiting for batch", s, s + 600 * kUs);
+    b.kernel("volta_sgemm_128x64_nn", s + 600 * kUs, s + 610 * kUs, s + 910 * kUs);
+  }
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const auto& r = a.metrics.ranks[0];
+  EXPECT_TRUE(r.has_gpu);
+  EXPECT_EQ(r.steps.size(), 4u);
+  EXPECT_EQ(r.step_median, 1000 * kUs);
+  EXPECT_EQ(r.gpu.busy, 4 * 300 * kUs);
+  EXPECT_EQ(r.gpu.span, 4000 * kUs);
+  EXPECT_EQ(r.steps[1].data_wait, 600 * kUs);
+  EXPECT_EQ(r.steps[1].idle_data, 600 * kUs);
+  EXPECT_EQ(r.steps[1].gpu_idle, 700 * kUs);
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].category, Category::DataLoading);
+  EXPECT_EQ(a.findings[0].gain, 600 * kUs);
+  EXPECT_EQ(a.findings[0].severity, Severity::High);
+  EXPECT_FALSE(a.findings[0].evidence.empty());
+  EXPECT_EQ(a.findings[0].knobs.front(), "dataloader.num_workers");
+  // the FP32 GEMMs are 30% of the step: the precision rule fires too, with a smaller gain
+  const Finding* p = find(a, Category::Precision);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->gain, 150 * kUs);
+}
+
+TEST(Metrics, LaunchBoundAndStreamIdleCauses) {
+  Builder b;
+  b.step(1, 0, 1000 * kUs);
+  // 50 kernels of 4 µs, each launched 20 µs after the previous one ended: the host is late
+  Ns t = 0;
+  for (int i = 0; i < 50; ++i) {
+    b.kernel("void at::native::vectorized_elementwise_kernel<4>", t, t + 5 * kUs, t + 9 * kUs);
+    t += 20 * kUs;
+  }
+  const Analysis a = b.run();
+  const auto& r = a.metrics.ranks[0];
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.streams[0].host_wait, 49 * 16 * kUs);
+  EXPECT_EQ(r.streams[0].kernel_wait, 0);
+  EXPECT_EQ(r.launch.kernels, 50u);
+  EXPECT_EQ(r.launch.kernel_median, 4 * kUs);
+  EXPECT_EQ(r.launch.launch_delay_median, 5 * kUs);
+  EXPECT_DOUBLE_EQ(r.launch.queue_mean, 0.0);
+  const Finding* f = find(a, Category::LaunchBound);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(a.findings[0].category, Category::LaunchBound);
+  EXPECT_EQ(find(a, Category::CpuBound), nullptr);  // short kernels: launch bound, not CPU bound
+  // all elementwise: memory bound too
+  EXPECT_NE(find(a, Category::MemoryBound), nullptr);
+}
+
+TEST(Metrics, ExposedPageableCopies) {
+  Builder b;
+  for (int i = 0; i < 3; ++i) {
+    const Ns s = i * 1000 * kUs;
+    b.step(i, s, s + 1000 * kUs);
+    b.h2d(s, s + 10 * kUs, s + 410 * kUs, 1'000'000, true);          // 400 µs, not overlapped
+    b.kernel("ampere_s16816gemm_64x64", s + 5 * kUs, s + 410 * kUs, s + 990 * kUs);
+  }
+  const Analysis a = b.run();
+  const auto& r = a.metrics.ranks[0];
+  EXPECT_EQ(r.transfers.h2d_count, 3u);
+  EXPECT_EQ(r.transfers.h2d_pageable_bytes, 3'000'000u);
+  EXPECT_EQ(r.transfers.h2d_exposed, 3 * 400 * kUs);
+  EXPECT_NEAR(r.transfers.h2d_pageable_gbps, 2.5, 1e-9);  // 1e6 B / 4e5 ns
+  const Finding* f = find(a, Category::H2dCopy);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->gain, 400 * kUs);
+  EXPECT_EQ(f->knobs, std::vector<std::string>{"dataloader.pin_memory"});
+  EXPECT_EQ(find(a, Category::Precision), nullptr);  // TF32 tensor-core GEMM
+}
+
+TEST(Metrics, SyncStallsAndStepSelection) {
+  Builder b;
+  for (int i = 0; i < 5; ++i) {
+    const Ns s = i * 1000 * kUs;
+    b.step(i, s, s + 1000 * kUs);
+    b.kernel("my_compute_kernel", s, s + 10 * kUs, s + 400 * kUs);
+    b.api("cudaStreamSynchronize", s + 10 * kUs, s + 400 * kUs);  // blocked until the kernel ends
+    b.kernel("my_compute_kernel", s + 700 * kUs, s + 705 * kUs, s + 990 * kUs);  // host late after the sync
+  }
+  Options o;
+  o.steps = std::make_pair(1, 3);
+  const Analysis a = b.run(o);
+  const auto& r = a.metrics.ranks[0];
+  EXPECT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps.front().number, 1);
+  EXPECT_EQ(r.sync_calls, 3u);
+  EXPECT_EQ(r.top_sync_call, "cudaStreamSynchronize");
+  EXPECT_EQ(r.steps[0].sync_wait, 390 * kUs);
+  const Finding* f = find(a, Category::SyncStall);
+  ASSERT_NE(f, nullptr);
+  // the idle the late host left: 305 µs after the sync, plus the 20 µs gap before the next
+  // step's first launch, split 10/10 across the step boundary
+  EXPECT_EQ(f->gain, 325 * kUs);
+}
+
+TEST(Metrics, HtaModeRoundsAndDropsTheLastStep) {
+  Builder b;
+  // fractional µs: start 0.4 µs rounds up to 1, end 10.6 µs rounds down to 10
+  b.step(1, 0, 100 * kUs);
+  b.step(2, 100 * kUs, 200 * kUs);
+  b.kernel("k", 0, 400, 10'600);
+  b.kernel("k", 150 * kUs, 150 * kUs, 160 * kUs);  // launched in the last step: dropped
+  Options o;
+  o.hta_compat = true;
+  const Analysis a = b.run(o);
+  const auto& g = a.metrics.ranks[0].gpu;
+  EXPECT_EQ(g.busy, 9 * kUs);
+  EXPECT_EQ(g.span, 9 * kUs);
+  EXPECT_TRUE(a.metrics.ranks[0].hta_filtered);
+}
+
+// ---- bad input: always a valid analysis that says what it could not determine ----
+
+TEST(Metrics, EmptyTrace) {
+  Trace t;
+  t.finalize();
+  const Analysis a = analyze(t, {}, "empty");
+  EXPECT_TRUE(a.metrics.ranks.empty());
+  EXPECT_TRUE(a.findings.empty());
+  ASSERT_FALSE(a.metrics.notes.empty());
+  EXPECT_NE(render_json(a).find("\"notes\":[\"the trace has no events"), std::string::npos);
+  EXPECT_FALSE(render_text(a, false).empty());
+  EXPECT_FALSE(render_markdown(a).empty());
+}
+
+TEST(Metrics, NoStepsNoGpuNegativeDurationsOutOfOrder) {
+  Builder b;
+  b.range("forward", 500 * kUs, 900 * kUs);
+  b.range("backward", 100 * kUs, 400 * kUs);  // out of order: finalize sorts
+  b.kernel("k", 0, 50 * kUs, 40 * kUs);      // negative duration (clock skew)
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const auto& r = a.metrics.ranks[0];
+  EXPECT_FALSE(r.has_steps);
+  EXPECT_EQ(r.steps.size(), 1u);  // the whole trace as one window
+  bool negative_noted = false, steps_noted = false;
+  for (const auto& n : r.notes) {
+    negative_noted |= n.find("negative durations") != std::string::npos;
+    steps_noted |= n.find("no step markers") != std::string::npos;
+  }
+  EXPECT_TRUE(negative_noted);
+  EXPECT_TRUE(steps_noted);
+  EXPECT_NE(render_json(a).find("\"schema\":\"tracetune.analysis\""), std::string::npos);
+}
+
+TEST(Metrics, RankFilterAndMissingRank) {
+  Builder b;
+  b.step(0, 0, 10 * kUs);
+  Options o;
+  o.rank = 3;
+  const Analysis a = b.run(o);
+  EXPECT_TRUE(a.metrics.ranks.empty());
+  ASSERT_FALSE(a.metrics.notes.empty());
+  EXPECT_EQ(a.metrics.notes[0], "no rank 3 in this trace");
+}
+
+// ---- rules one by one, each on both sides of its threshold ----
+
+RankMetrics base_rank(bool gpu) {
+  RankMetrics r;
+  r.rank = 0;
+  r.has_gpu = gpu;
+  r.has_steps = true;
+  r.step_median = 1000;
+  for (int i = 0; i < 3; ++i) {
+    StepMetrics s;
+    s.number = i;
+    s.start = i * 1000;
+    s.end = s.start + 1000;
+    r.steps.push_back(s);
+  }
+  return r;
+}
+
+template <typename F>
+void set_steps(RankMetrics& r, F f) {
+  for (auto& s : r.steps) f(s);
+}
+
+TEST(Rules, DataLoadingThreshold) {
+  const auto& th = default_thresholds();
+  RankMetrics r = base_rank(false);
+  set_steps(r, [](StepMetrics& s) { s.data_wait = 99; });
+  EXPECT_TRUE(rule_data_loading(r, th).empty());
+  set_steps(r, [](StepMetrics& s) { s.data_wait = 100; });
+  auto f = rule_data_loading(r, th);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].gain, 100);  // no GPU: the whole wait
+  EXPECT_EQ(f[0].severity, Severity::Medium);
+}
+
+TEST(Rules, H2dThreshold) {
+  const auto& th = default_thresholds();
+  RankMetrics r = base_rank(true);
+  r.transfers.h2d_count = 1;
+  set_steps(r, [](StepMetrics& s) { s.h2d_exposed = 49; s.h2d_pageable = 19; });
+  EXPECT_TRUE(rule_h2d_copy(r, th).empty());
+  set_steps(r, [](StepMetrics& s) { s.h2d_pageable = 20; });
+  auto f = rule_h2d_copy(r, th);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].gain, 49);  // exposed time beats pageable × (1 - 1/2) = 10
+}
+
+TEST(Rules, LaunchAndCpuBoundSplitOnKernelLength) {
+  const auto& th = default_thresholds();
+  RankMetrics r = base_rank(true);
+  set_steps(r, [](StepMetrics& s) { s.idle_launch = 250; });
+  r.launch.kernel_median = 5'000;
+  EXPECT_EQ(rule_launch_bound(r, th).size(), 1u);
+  EXPECT_TRUE(rule_cpu_bound(r, th).empty());
+  r.launch.kernel_median = 50'000;
+  EXPECT_TRUE(rule_launch_bound(r, th).empty());
+  EXPECT_EQ(rule_cpu_bound(r, th).size(), 1u);
+  set_steps(r, [](StepMetrics& s) { s.idle_launch = 199; });
+  EXPECT_TRUE(rule_cpu_bound(r, th).empty());
+}
+
+TEST(Rules, SyncExposedCommPrecisionMemoryBound) {
+  const auto& th = default_thresholds();
+  RankMetrics r = base_rank(true);
+  set_steps(r, [](StepMetrics& s) { s.sync_wait = 49; });
+  EXPECT_TRUE(rule_sync_stall(r, th).empty());
+  set_steps(r, [](StepMetrics& s) { s.sync_wait = 50; s.idle_launch = 30; });
+  ASSERT_EQ(rule_sync_stall(r, th).size(), 1u);
+  EXPECT_EQ(rule_sync_stall(r, th)[0].gain, 30);
+
+  r.gpu.communication = 500;
+  set_steps(r, [](StepMetrics& s) { s.exposed_communication = 99; s.compute = 600; s.comm_compute_overlap = 550; });
+  EXPECT_TRUE(rule_exposed_communication(r, th).empty());
+  set_steps(r, [](StepMetrics& s) { s.exposed_communication = 100; });
+  auto c = rule_exposed_communication(r, th);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].gain, 50);  // only 50 of compute is free to hide it under
+
+  r.gpu.busy = 1000;
+  r.gemm.fp32_simt = 99;
+  EXPECT_TRUE(rule_precision(r, th).empty());
+  r.gemm.fp32_simt = 100;
+  set_steps(r, [](StepMetrics& s) { s.fp32_gemm = 100; });
+  auto p = rule_precision(r, th);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].gain, 50);
+
+  r.gpu.compute = 1000;
+  r.memory_bound_kernels = 299;
+  EXPECT_TRUE(rule_memory_bound(r, th).empty());
+  r.memory_bound_kernels = 300;
+  EXPECT_EQ(rule_memory_bound(r, th).size(), 1u);
+}
+
+TEST(Rules, StragglerAcrossRanks) {
+  const auto& th = default_thresholds();
+  Metrics m;
+  m.cross.ranks = 4;
+  m.cross.step_median_median = 1000;
+  m.cross.step_median_max = 1090;
+  m.cross.step_spread = 0.09;
+  m.cross.slowest_rank = 2;
+  EXPECT_TRUE(rule_load_imbalance(m, th).empty());
+  m.cross.step_median_max = 1200;
+  m.cross.step_spread = 0.2;
+  auto f = rule_load_imbalance(m, th);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 2);
+  EXPECT_EQ(f[0].gain, 200);
+}
+
+TEST(Rules, RankedByGain) {
+  Metrics m;
+  RankMetrics r = base_rank(false);
+  set_steps(r, [](StepMetrics& s) { s.data_wait = 300; });
+  m.ranks.push_back(r);
+  const auto f = run_rules(m);
+  ASSERT_GE(f.size(), 2u);  // data loading (gain 300) and CPU bound (not estimated)
+  EXPECT_EQ(f[0].category, Category::DataLoading);
+  EXPECT_EQ(f[1].category, Category::CpuBound);
+}
+
+}  // namespace
+}  // namespace tt::analyzer
