@@ -76,7 +76,8 @@ def main() -> int:
             n += 1
             previous.write_bytes(b"earlier good output")
             for argv in (["import", str(path), "-o", str(previous)], ["info", str(path)],
-                         ["export", str(path), "-o", str(outdir / "x.json")]):
+                         ["export", str(path), "-o", str(outdir / "x.json")],
+                         ["analyze", str(path), "-o", str(outdir / "report.txt")]):
                 r = subprocess.run([TRACETUNE, *argv], capture_output=True, text=True, timeout=120)
                 lines = r.stderr.strip().splitlines()
                 if r.returncode != 1:
@@ -88,6 +89,15 @@ def main() -> int:
             left = sorted(p.name for p in outdir.iterdir())
             if left != ["trace.db"] or previous.read_bytes() != b"earlier good output":
                 failures.append(f"{what}: output directory changed: {left}")
+        # analyze's own usage errors: exit 2, one line, nothing written
+        for bad in ("x:y", "5:2", ""):
+            r = subprocess.run([TRACETUNE, "analyze", "--steps", bad, str(GOOD), "-o", str(outdir / "r.txt")],
+                               capture_output=True, text=True, timeout=120)
+            if bad and (r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1 or (outdir / "r.txt").exists()):
+                failures.append(f"analyze --steps {bad!r}: exit {r.returncode}, stderr {r.stderr!r}")
+        r = subprocess.run([TRACETUNE, "analyze", "--format", "xml", str(GOOD)], capture_output=True, text=True)
+        if r.returncode != 2:
+            failures.append(f"analyze --format xml: exit {r.returncode}, expected 2")
     for f in failures:
         print("FAIL", f)
     print(f"{n - len({f.split(':')[0].split(' (')[0] for f in failures})} passed, "

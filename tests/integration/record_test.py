@@ -6,6 +6,7 @@ DDP job under torchrun. Every check reads the trace DB the command wrote.
 usage: record_test.py TRACETUNE SOURCE_DIR [CASE...]
 """
 import collections
+import json
 import os
 import pathlib
 import signal
@@ -179,6 +180,45 @@ def case_ddp(tmp):
                                  JOIN threads t ON t.id = k.owner_id JOIN processes p ON p.id = t.process_id
                                  GROUP BY p.rank"""))
     check("ddp: each rank has steps", per_rank.get(0, 0) >= 5 and per_rank.get(1, 0) >= 5, f"{per_rank}")
+    doc = analyze(db)
+    check("ddp: analyze reports both ranks and compares them", [r["rank"] for r in doc["ranks"]] == [0, 1]
+          and doc["cross_rank"]["ranks"] == 2 and doc["cross_rank"]["step_median_max_ns"] > 0, f"{doc['cross_rank']}")
+
+
+def analyze(db, *extra):
+    r = subprocess.run([TRACETUNE, "analyze", "--format", "json", *extra, str(db)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"analyze failed: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def case_diagnose(tmp):
+    """The analyzer on CPU recordings of the DataLoader sample: with num_workers=0 the step
+    waits for data and that must be the top finding; with workers loading ahead it must not
+    be data-loading bound at all."""
+    data = dataset(tmp, files=160)
+    args = [PY, str(SAMPLES / "dataloader/train.py"), str(data), "--steps", "24"]
+    r, db0 = record(tmp, *args, "--num-workers", "0", out="w0.db")
+    check("diagnose: num_workers=0 job succeeds", r.returncode == 0, r.stderr[-2000:])
+    doc = analyze(db0)
+    cats = [f["category"] for f in doc["findings"]]
+    check("diagnose: num_workers=0 is data-loading bound, ranked first", cats[:1] == ["data_loading"], f"{cats}")
+    if cats[:1] == ["data_loading"]:
+        f = doc["findings"][0]
+        check("diagnose: the finding names the DataLoader knobs and a positive gain",
+              "dataloader.num_workers" in f["knobs"] and f["gain_ns"] > 0 and f["evidence"], f"{f}")
+    r, db2 = record(tmp, *args, "--num-workers", "2", "--prefetch-factor", "4", "--persistent-workers", out="w2.db")
+    check("diagnose: num_workers=2 job succeeds", r.returncode == 0, r.stderr[-2000:])
+    doc2 = analyze(db2)
+    cats2 = [f["category"] for f in doc2["findings"]]
+    wait0 = doc["ranks"][0]["data_wait_ns"]
+    wait2 = doc2["ranks"][0]["data_wait_ns"]
+    check("diagnose: with 2 workers it is not data-loading bound", "data_loading" not in cats2,
+          f"{cats2}; data wait {wait2 / 1e6:.1f} ms vs {wait0 / 1e6:.1f} ms with 0 workers")
+    md = subprocess.run([TRACETUNE, "analyze", "--format", "md", "--steps", "3:10", str(db0)], capture_output=True,
+                        text=True)
+    check("diagnose: markdown report for a step range", md.returncode == 0 and "## Findings" in md.stdout
+          and "| 0 | 8 |" in md.stdout, md.stdout[-1500:] + md.stderr)
 
 
 def case_merge_hosts(tmp):
@@ -243,7 +283,7 @@ def case_killed_rank(tmp):
 
 CASES = {"dataloader": case_dataloader, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
-         "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank}
+         "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose}
 
 for name, fn in CASES.items():
     if ONLY and name not in ONLY:
