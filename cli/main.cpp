@@ -97,6 +97,7 @@ bool parse_steps(const std::string& spec, std::pair<std::int64_t, std::int64_t>&
 struct AnalyzeArgs {
   std::string input, format = "text", output, steps;
   int rank = -1;
+  unsigned threads = 0;
   bool hta_compat = false;
 };
 
@@ -104,6 +105,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   analyzer::Options opt;
   opt.hta_compat = args.hta_compat;
   opt.rank = args.rank;
+  opt.threads = args.threads;
   if (!args.steps.empty()) {
     std::pair<std::int64_t, std::int64_t> r;
     if (!parse_steps(args.steps, r)) {
@@ -225,6 +227,7 @@ int main(int argc, char** argv) {
   an->add_option("-o,--output", an_args.output, "Write the report to this file instead of stdout (mode 0600)");
   an->add_option("--rank", an_args.rank, "Analyse only this rank");
   an->add_option("--steps", an_args.steps, "Analyse only these step numbers: A:B, A:, :B or A");
+  an->add_option("--threads", an_args.threads, "Ranks analysed in parallel (default: one per core)");
   an->add_flag("--hta-compat", an_args.hta_compat,
                "HTA 0.6's definitions (µs rounding, last step dropped, its kernel-name classes) for side-by-side numbers");
 

@@ -76,6 +76,56 @@ struct ApiRef {
   Ns start = 0, dur = 0;
 };
 
+// Launch calls by correlation id. Ids are small dense counters in practice (CUPTI's, Kineto's),
+// so a direct table when they are, a sorted vector otherwise: no hashing per GPU op.
+class CorrIndex {
+ public:
+  void add(std::uint32_t corr, ApiRef r) { rows_.push_back({corr, r}); }
+  void build() {
+    std::uint32_t max = 0;
+    for (const auto& [c, r] : rows_) max = std::max(max, c);
+    if (max <= 4 * rows_.size() + 4096) {
+      direct_.assign(static_cast<std::size_t>(max) + 1, ApiRef{0, -1});
+      for (const auto& [c, r] : rows_)
+        if (direct_[c].dur < 0) direct_[c] = r;  // first call wins, as with duplicates in Kineto
+      rows_.clear();
+      rows_.shrink_to_fit();
+    } else {
+      std::stable_sort(rows_.begin(), rows_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
+  const ApiRef* find(std::uint32_t corr) const {
+    if (corr == 0) return nullptr;
+    if (!direct_.empty() || rows_.empty()) {
+      if (corr >= direct_.size() || direct_[corr].dur < 0) return nullptr;
+      return &direct_[corr];
+    }
+    auto it = std::lower_bound(rows_.begin(), rows_.end(), corr, [](const auto& a, std::uint32_t v) { return a.first < v; });
+    return it != rows_.end() && it->first == corr ? &it->second : nullptr;
+  }
+
+ private:
+  std::vector<std::pair<std::uint32_t, ApiRef>> rows_;
+  std::vector<ApiRef> direct_;
+};
+
+// Per-name memo of a classification (names repeat: a trace has thousands of distinct kernels
+// and millions of launches).
+template <typename T>
+class NameMemo {
+ public:
+  template <typename F>
+  T get(trace::StringId id, F&& compute) {
+    if (id >= have_.size()) { have_.resize(id + 1, 0); value_.resize(id + 1); }
+    if (!have_[id]) { value_[id] = compute(); have_[id] = 1; }
+    return value_[id];
+  }
+
+ private:
+  std::vector<char> have_;
+  std::vector<T> value_;
+};
+
 class RankAnalyzer {
  public:
   RankAnalyzer(const Trace& t, const Options& opt, std::uint32_t process, std::vector<std::uint32_t> tree,
@@ -117,7 +167,8 @@ class RankAnalyzer {
 
   std::vector<std::uint32_t> host_tracks_, stream_tracks_, tree_tracks_;
   std::uint32_t main_track_ = kNone;
-  std::unordered_map<std::uint32_t, ApiRef> api_;
+  CorrIndex api_;
+  NameMemo<KernelClass> class_memo_;
   std::vector<std::size_t> step_rows_;
   std::vector<GpuOp> ops_;
   Interval window_{};
@@ -158,8 +209,9 @@ class RankAnalyzer {
     const auto& a = t_.api_calls;
     for_slices(t_.slices_api_calls(), host_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i)
-        if (a.correlation[i] != 0) api_.emplace(a.correlation[i], ApiRef{a.start[i], a.dur[i]});
+        if (a.correlation[i] != 0) api_.add(a.correlation[i], ApiRef{a.start[i], a.dur[i]});
     });
+    api_.build();
   }
 
   void collect_steps() {
@@ -189,27 +241,32 @@ class RankAnalyzer {
     if (opt_.hta_compat && ops_.back().e < ops_.back().s) ops_.back().e = ops_.back().s;
   }
 
+  KernelClass classify(trace::StringId name) {
+    return class_memo_.get(name, [&] {
+      const std::string_view n = t_.strings.get(name);
+      return opt_.hta_compat ? classify_kernel_hta(n) : classify_kernel(n);
+    });
+  }
+
   void collect_gpu_ops() {
     std::uint64_t negative = 0;
     const auto& k = t_.kernels;
     for_slices(t_.slices_kernels(), stream_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i) {
-        const std::string_view n = t_.strings.get(k.name[i]);
-        add_op(k.start[i], k.dur[i], k.track[i], i, k.correlation[i], OpTable::Kernel,
-               opt_.hta_compat ? classify_kernel_hta(n) : classify_kernel(n), negative);
+        add_op(k.start[i], k.dur[i], k.track[i], i, k.correlation[i], OpTable::Kernel, classify(k.name[i]), negative);
       }
     });
     const auto& c = t_.memcpys;
     for_slices(t_.slices_memcpys(), stream_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i)
         add_op(c.start[i], c.dur[i], c.track[i], i, c.correlation[i], OpTable::Memcpy,
-               opt_.hta_compat ? classify_kernel_hta(t_.strings.get(c.name[i])) : KernelClass::Memory, negative);
+               opt_.hta_compat ? classify(c.name[i]) : KernelClass::Memory, negative);
     });
     const auto& ms = t_.memsets;
     for_slices(t_.slices_memsets(), stream_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i)
         add_op(ms.start[i], ms.dur[i], ms.track[i], i, ms.correlation[i], OpTable::Memset,
-               opt_.hta_compat ? classify_kernel_hta(t_.strings.get(ms.name[i])) : KernelClass::Memory, negative);
+               opt_.hta_compat ? classify(ms.name[i]) : KernelClass::Memory, negative);
     });
     if (negative)
       m_.notes.push_back(fmt::format("{} GPU ops had negative durations (clock skew in the source); counted as 0", negative));
@@ -241,8 +298,8 @@ class RankAnalyzer {
     }
     std::erase_if(ops_, [&](const GpuOp& op) {
       if (op.corr == 0) return op.s >= last;
-      auto it = api_.find(op.corr);
-      return it == api_.end() || hta_start(it->second.start) >= last;
+      const ApiRef* api = api_.find(op.corr);
+      return api == nullptr || hta_start(api->start) >= last;
     });
     m_.hta_filtered = true;
     m_.notes.push_back("HTA mode: the last ProfilerStep and the GPU ops it launched are excluded, as HTA does");
@@ -355,7 +412,7 @@ class RankAnalyzer {
       Ns max_end = 0;
       for (std::size_t i = 0; i < ops.size(); ++i) {
         const GpuOp& op = *ops[i];
-        auto api = op.corr ? api_.find(op.corr) : api_.end();
+        const ApiRef* api = api_.find(op.corr);
         if (i > 0) {
           const Ns prev_end = opt_.hta_compat ? ops[i - 1]->e : max_end;
           Ns gap = op.s - prev_end;
@@ -365,7 +422,7 @@ class RankAnalyzer {
             if (gap < 0) gap = 0;
           }
           if (in_window && (gap != 0 || opt_.hta_compat)) {
-            const bool host_late = api != api_.end() && rs(api->second.start) > prev_end;
+            const bool host_late = api != nullptr && rs(api->start) > prev_end;
             if (host_late) si.host_wait += gap;
             else if (gap < opt_.kernel_wait_threshold) si.kernel_wait += gap;
             else si.other += gap;
@@ -378,12 +435,12 @@ class RankAnalyzer {
         ++L.kernels;
         kdur.push_back(op.e - op.s);
         if (op.e - op.s < 10'000) ++short_k;
-        if (api == api_.end()) continue;
+        if (api == nullptr) continue;
         ++L.correlated;
-        ldur.push_back(api->second.dur);
-        ldelay.push_back(op.s - api->second.start);
+        ldur.push_back(api->dur);
+        ldelay.push_back(op.s - api->start);
         // ops queued ahead of this one when it was launched: earlier ops still running then
-        const Ns at = api->second.start;
+        const Ns at = api->start;
         const auto first_running = std::upper_bound(run_max_end.begin(), run_max_end.begin() + static_cast<std::ptrdiff_t>(i), at);
         const auto q = static_cast<std::uint32_t>(run_max_end.begin() + static_cast<std::ptrdiff_t>(i) - first_running);
         queued_sum += q;
@@ -443,6 +500,7 @@ class RankAnalyzer {
 
   void kernel_tables() {
     std::unordered_map<trace::StringId, KernelTotal> totals;
+    NameMemo<std::pair<GemmFormat, bool>> gemm_memo;
     const auto& k = t_.kernels;
     auto& G = m_.gemm;
     Ns fp32_best = 0;
@@ -456,10 +514,12 @@ class RankAnalyzer {
       ++tot.count;
       tot.total += d;
       tot.kernel_class = std::string(to_string(op.cls));
-      const std::string_view n = t_.strings.get(k.name[op.index]);
       Ns mb = 0, fp32 = 0;
       if (op.cls == KernelClass::Compute) {
-        const GemmFormat f = classify_gemm(n);
+        const std::string_view n = t_.strings.get(k.name[op.index]);
+        const auto [f, mem_bound] = gemm_memo.get(k.name[op.index], [&] {
+          return std::make_pair(classify_gemm(n), is_memory_bound_kernel(n));
+        });
         G.by_format[static_cast<int>(f)] += d;
         if (f == GemmFormat::Fp32Simt) {
           G.fp32_simt += d;
@@ -474,7 +534,7 @@ class RankAnalyzer {
           G.fp64 += d;
         } else if (f == GemmFormat::Unknown) {
           G.unknown += d;
-        } else if (is_memory_bound_kernel(n)) {
+        } else if (mem_bound) {
           m_.memory_bound_kernels += d;
           mb = d;
         }
@@ -537,8 +597,8 @@ class RankAnalyzer {
       auto it = std::partition_point(ops_.begin(), ops_.end(), [&](const GpuOp& op) { return op.s < gap.end; });
       bool host_late = false;
       if (it != ops_.end()) {
-        auto api = it->corr ? api_.find(it->corr) : api_.end();
-        host_late = api != api_.end() && api->second.start > gap.start;
+        const ApiRef* api = api_.find(it->corr);
+        host_late = api != nullptr && api->start > gap.start;
       }
       (host_late ? launch : other).push_back(gap);
     }
