@@ -141,6 +141,13 @@ class RankAnalyzer {
                                             proc.host)
                               : fmt::format("process {} (pid {}{}{})", proc.name.empty() ? "?" : proc.name, proc.pid,
                                             proc.host.empty() ? "" : " on ", proc.host);
+    for (const auto& d : t_.devices)
+      if (d.process == p_) {
+        m_.device = d.name;
+        m_.compute_major = d.compute_major;
+        m_.compute_minor = d.compute_minor;
+        break;
+      }
     classify_tracks();
     collect_api();
     collect_steps();

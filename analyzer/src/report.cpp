@@ -99,6 +99,8 @@ void write_rank(Json& j, const RankMetrics& r) {
   j.kv("pid", r.pid);
   j.kv("label", r.label);
   j.kv("has_gpu", r.has_gpu);
+  j.kv("device", r.device);
+  j.kv("compute_capability", r.compute_major >= 0 ? fmt::format("{}.{}", r.compute_major, r.compute_minor) : std::string());
   j.kv("has_steps", r.has_steps);
   j.kv("window_start_ns", r.window_start);
   j.kv("window_end_ns", r.window_end);
@@ -368,6 +370,10 @@ std::string render_text(const Analysis& a, bool color) {
     o += "\n" + st.bold(r.label) + "\n";
     if (r.has_gpu) {
       const auto& g = r.gpu;
+      if (!r.device.empty())
+        o += fmt::format("  device: {}{}\n", r.device,
+                         r.compute_major >= 0 ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
+                                              : std::string());
       o += fmt::format("  GPU: span {:.1f} ms · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {:.1f} ms "
                        "({:.1f}% overlapped with compute) · copies/sets {:.1f} ms\n",
                        ms(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),

@@ -235,12 +235,24 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
   f.title = fmt::format("Precision: FP32 GEMMs on CUDA cores take {:.0f}% of GPU busy time; tensor cores are unused for "
                         "them",
                         pct(share_of(r.gemm.fp32_simt, r.gpu.busy)));
-  f.detail = "Allow TF32 for matmuls and convolutions, or train in bf16/fp16 autocast: tensor cores run these GEMMs "
-             "several times faster. This changes numerics: the tuner tries it only with --allow-numerics.";
+  // TF32 needs compute capability 8.0 (Ampere); older tensor cores take FP16 only.
+  const bool no_tf32 = r.compute_major >= 0 && r.compute_major < 8;
+  const bool no_tensor_cores = r.compute_major >= 0 && r.compute_major < 7;
+  if (no_tensor_cores) return {};  // nothing faster to switch to on this GPU
+  if (no_tf32) {
+    f.detail = fmt::format("{} (compute capability {}.{}) has FP16 tensor cores but no TF32: train in fp16 autocast "
+                           "(AMP) to run these GEMMs on them. This changes numerics: the tuner tries it only with "
+                           "--allow-numerics.",
+                           r.device.empty() ? std::string("This GPU") : r.device, r.compute_major, r.compute_minor);
+  } else {
+    f.detail = "Allow TF32 for matmuls and convolutions, or train in bf16/fp16 autocast: tensor cores run these GEMMs "
+               "several times faster. This changes numerics: the tuner tries it only with --allow-numerics.";
+  }
   f.gain_model = fmt::format("FP32 GEMM time {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup);
   f.evidence.push_back({fmt::format("{} FP32 SIMT GEMM kernels, {:.1f} ms; top: {}", r.gemm.fp32_simt_kernels,
                                     ms(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
-  f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype"};
+  if (no_tf32) f.knobs = {"amp.dtype"};
+  else f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype"};
   return {f};
 }
 

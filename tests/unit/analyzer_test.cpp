@@ -430,6 +430,15 @@ TEST(Rules, SyncExposedCommPrecisionMemoryBound) {
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].gain, 50);
 
+  EXPECT_EQ(p[0].knobs.front(), "torch.tf32_matmul");  // unknown device: TF32 offered
+  r.compute_major = 7;  // Volta: FP16 tensor cores, no TF32
+  r.compute_minor = 0;
+  p = rule_precision(r, th);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].knobs, std::vector<std::string>{"amp.dtype"});
+  r.compute_major = 6;  // Pascal: no tensor cores, nothing to switch to
+  EXPECT_TRUE(rule_precision(r, th).empty());
+
   r.gpu.compute = 1000;
   r.memory_bound_kernels = 299;
   EXPECT_TRUE(rule_memory_bound(r, th).empty());

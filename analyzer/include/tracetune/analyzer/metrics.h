@@ -115,6 +115,8 @@ struct RankMetrics {
   std::int64_t pid = 0;
   std::string label;             // "rank 3 (pid 123 on host)"
   bool has_gpu = false;
+  std::string device;            // the rank's first GPU, as the source names it
+  std::int32_t compute_major = -1, compute_minor = -1;  // its compute capability (-1: unknown)
   bool has_steps = false;        // false: the whole trace is one window
   bool hta_filtered = false;     // HTA mode dropped the last step
   Ns window_start = 0, window_end = 0;
