@@ -597,8 +597,9 @@ class ProcessConverter {
         case GpuStatus::CuptiInUse:
         case GpuStatus::CuptiError:
         case GpuStatus::TakenOver: {
-          const std::string line = msg.empty() ? fmt::format("GPU capture status {}", static_cast<int>(r.status))
-                                               : std::string(msg);
+          std::string line = msg.empty() ? fmt::format("GPU capture status {}", static_cast<int>(r.status))
+                                         : std::string(msg);
+          if (r.status == GpuStatus::TakenOver) line += fmt::format(" (at {} ns)", at(r.ts_ns));
           t_.add_diagnostic(r.status == GpuStatus::TakenOver ? trace::DiagnosticKind::Truncated
                                                               : trace::DiagnosticKind::Note,
                             source_, line);

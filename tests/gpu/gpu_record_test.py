@@ -8,7 +8,13 @@
    GPU was seen; `--trace` without cuda/nccl sets neither variable.
 Every check reads the DB or the output the command wrote.
 
-usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN
+ - a job that initialises CUDA injection where no GPU driver exists (the job calls
+   InitializeInjection itself, as the driver would) keeps its output and exit code, warns in
+   one line, and the trace says CUDA was initialised but no GPU activity was seen;
+ - another profiler registering CUPTI buffer callbacks mid-run (what torch.profiler does) is
+   passed through unchanged and noted in the trace.
+
+usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN [LIBCUPTI]
 """
 import os
 import pathlib
@@ -18,6 +24,7 @@ import sys
 import tempfile
 
 TRACETUNE, DRIVER, PLUGIN = sys.argv[1:4]
+LIBCUPTI = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] and not sys.argv[4].endswith("NOTFOUND") else ""
 results = []
 
 
@@ -105,7 +112,45 @@ def case_no_gpu(tmp):
           not any(x.startswith("GPU ") for x in r.stderr.splitlines()) and "CUDA kernels" in r.stderr, r.stderr)
 
 
-for fn in (case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu):
+def case_injection_without_gpu(tmp):
+    code = ("import ctypes, os\n"
+            "lib = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
+            "print('init', lib.InitializeInjection(), lib.InitializeInjection())\n"
+            "raise SystemExit(4)")
+    r, db = record(tmp, sys.executable, "-c", code, out="inj.db")
+    check("injection: job output and exit code unchanged", r.returncode == 4 and r.stdout == "init 1 1\n",
+          f"rc={r.returncode} {r.stdout!r} {r.stderr[-800:]}")
+    ours = [x for x in r.stderr.splitlines() if x.startswith("tracetune: ")]
+    check("injection: one warning line from the injection library", len(ours) == 1 and "CUPTI" in ours[0], r.stderr)
+    gpu = [x for x in r.stderr.splitlines() if x.startswith("GPU ")]
+    check("injection: summary says CUDA was initialised but no GPU activity was seen",
+          len(gpu) == 1 and "no GPU activity seen: CUDA was initialised in 1 process" in gpu[0], r.stderr)
+    meta = dict(query(db, "SELECT key, value FROM meta WHERE key LIKE '%gpu_capture'"))
+    check("injection: the process is marked in meta", list(meta.values()) == ["cupti-unavailable"], meta)
+    diags = query(db, "SELECT reason FROM diagnostics WHERE reason LIKE '%CUPTI%'")
+    check("injection: the reason is a diagnostic", len(diags) == 1, diags)
+
+
+def case_takeover(tmp):
+    code = ("import ctypes, sys\n"
+            "direct = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
+            "f = ctypes.CDLL(None).cuptiActivityRegisterCallbacks  # resolved like torch's PLT call\n"
+            "a = f(None, None); b = f(None, None)\n"
+            "print('rc', a, b, direct.cuptiActivityRegisterCallbacks(None, None))")
+    r, db = record(tmp, sys.executable, "-c", code, LIBCUPTI, out="take.db")
+    parts = r.stdout.split()
+    check("takeover: the call is passed through with the real result",
+          r.returncode == 0 and len(parts) == 4 and parts[1] == parts[2] == parts[3], r.stdout + r.stderr[-800:])
+    diags = query(db, "SELECT kind, reason FROM diagnostics WHERE reason LIKE '%took over CUPTI%'")
+    check("takeover: noted once in the trace, as truncation of GPU capture", len(diags) == 1 and diags[0][0] == 1,
+          diags)
+    check("takeover: a warning in the summary", "warning      GPU: another profiler" in r.stderr, r.stderr[-800:])
+
+
+cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu]
+if LIBCUPTI:
+    cases += [case_injection_without_gpu, case_takeover]
+for fn in cases:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             fn(tmp)
