@@ -202,13 +202,13 @@ int main(int argc, char** argv) {
   exp->add_option("-o,--output", exp_out, "Output file")->required();
 
   collector::RecordOptions rec_opt;
-  std::string rec_trace = "io,nvtx,python";
+  std::string rec_trace = "io,nvtx,python,cuda,nccl";
   std::string rec_out = "trace.db";
   bool rec_no_env = false;
   auto* rec = app.add_subcommand("record", "Run a job with the collector injected and record it into a trace:\n"
-                                           "  tracetune record [-o OUT.db] [--trace io,nvtx,python] -- CMD...");
+                                           "  tracetune record [-o OUT.db] [--trace io,nvtx,python,cuda,nccl] -- CMD...");
   rec->add_option("-o,--output", rec_out, "Trace database to write (default trace.db)");
-  rec->add_option("--trace", rec_trace, "What to record: comma-separated io, nvtx, python");
+  rec->add_option("--trace", rec_trace, "What to record: comma-separated io, nvtx, python, cuda (CUPTI), nccl (NCCL profiler plugin)");
   rec->add_flag("--no-env", rec_no_env, "Do not record the job's environment (secrets are always redacted)");
   std::string rec_raw;
   rec->add_option("--raw-dir", rec_raw, "Directory for the per-process record files (default OUT.db.raw; must not exist or be empty)");
@@ -254,8 +254,8 @@ int main(int argc, char** argv) {
     for (std::size_t pos = 0; pos <= rec_trace.size();) {
       const auto comma = std::min(rec_trace.find(',', pos), rec_trace.size());
       const std::string item = rec_trace.substr(pos, comma - pos);
-      if (item != "io" && item != "nvtx" && item != "python")
-        return fail("record: unknown --trace item '" + item + "' (known: io, nvtx, python)");
+      if (item != "io" && item != "nvtx" && item != "python" && item != "cuda" && item != "nccl")
+        return fail("record: unknown --trace item '" + item + "' (known: io, nvtx, python, cuda, nccl)");
       rec_opt.trace.push_back(item);
       pos = comma + 1;
     }

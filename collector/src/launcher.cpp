@@ -1,7 +1,8 @@
 // `tracetune record`: the host side of recording. It prepares a private directory for the
 // per-process record files, starts the job with the collector injected through the
 // environment (LD_PRELOAD for I/O and process tracking, NVTX_INJECTION64_PATH for NVTX,
-// PYTHONPATH for the Python integration's sitecustomize), waits for it while forwarding
+// CUDA_INJECTION64_PATH for CUPTI, NCCL_PROFILER_PLUGIN for NCCL, PYTHONPATH for the Python
+// integration's sitecustomize), waits for it while forwarding
 // signals that were sent to us, and finally merges the records into one trace DB.
 //
 // The job must behave exactly as without us: it inherits stdin/stdout/stderr, its exit code
@@ -126,9 +127,14 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
   if (!has(opt.trace, "io")) missing.push_back("file I/O (not requested)");
   if (!has(opt.trace, "nvtx")) missing.push_back("NVTX ranges (not requested)");
   if (!has(opt.trace, "python")) missing.push_back("Python steps (not requested)");
-  missing.push_back("GPU kernels, copies and syncs (GPU capture is not part of this build)");
+  if (!has(opt.trace, "cuda")) missing.push_back("CUDA kernels, copies, syncs and API calls (not requested)");
+  if (!has(opt.trace, "nccl")) missing.push_back("NCCL operations from the profiler plugin (not requested)");
+  if (has(opt.trace, "cuda") || has(opt.trace, "nccl"))
+    s += "GPU          " + report.gpu_line(!cupti_library_path().empty()) + "\n";
+  for (const auto& n : report.gpu_notes) s += "warning      GPU: " + n + "\n";
   s += "not recorded\n";
   for (const auto& m : missing) s += "  " + m + "\n";
+  if (missing.empty()) s += "  (nothing left out)\n";
   if (report.truncated > 0)
     s += fmt::format("warning      {} processes ended without an exit record (killed or crashed); their "
                      "events up to the end are kept\n", report.truncated);
@@ -212,9 +218,30 @@ fs::path python_integration_dir() {
   });
 }
 
+fs::path cupti_library_path() {
+#ifdef TT_BUILD_CUPTI_LIB
+  const fs::path dir = self_exe_dir();
+  return first_existing({dir / "../lib/tracetune/libtracetune_cupti.so", fs::path(TT_BUILD_CUPTI_LIB)});
+#else
+  return {};
+#endif
+}
+
+fs::path nccl_profiler_path() {
+  const fs::path dir = self_exe_dir();
+  return first_existing({
+      dir / "../lib/tracetune/libtracetune_nccl_profiler.so",
+#ifdef TT_BUILD_NCCL_PROFILER_LIB
+      fs::path(TT_BUILD_NCCL_PROFILER_LIB),
+#endif
+  });
+}
+
 std::vector<std::string> job_environment(const RecordOptions& opt, const fs::path& raw_dir, char** base) {
   const std::string lib = collector_library_path().string();
   const std::string py = python_integration_dir().string();
+  const std::string cupti = cupti_library_path().string();
+  const std::string nccl = nccl_profiler_path().string();
   std::string ld_preload = lib, pythonpath = py;
   std::vector<std::string> env;
   for (char** e = base; e != nullptr && *e != nullptr; ++e) {
@@ -226,10 +253,18 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
       if (!value.empty()) ld_preload += ":" + std::string(value);
     } else if (name == "PYTHONPATH") {
       if (!value.empty()) pythonpath += ":" + std::string(value);
+    } else if (name == "CUDA_INJECTION64_PATH" && has(opt.trace, "cuda") && !cupti.empty()) {
+      // ours replaces theirs: the driver loads one injection library
+    } else if (name == "NCCL_PROFILER_PLUGIN" && has(opt.trace, "nccl") && !nccl.empty()) {
+      // ours replaces theirs: NCCL loads one profiler plugin
     } else if (!name.starts_with("TRACETUNE_") && name != "NVTX_INJECTION64_PATH") {
       env.emplace_back(kv);
     }
   }
+  // Set explicitly: without it NCCL would look for libnccl-profiler.so and then take a
+  // profiler from the net plugin library.
+  if (has(opt.trace, "cuda") && !cupti.empty()) env.push_back("CUDA_INJECTION64_PATH=" + cupti);
+  if (has(opt.trace, "nccl") && !nccl.empty()) env.push_back("NCCL_PROFILER_PLUGIN=" + nccl);
   env.push_back("LD_PRELOAD=" + ld_preload);
   env.push_back("TRACETUNE_OUTPUT_DIR=" + raw_dir.string());
   env.push_back("TRACETUNE_TRACE=" + join(opt.trace, ","));

@@ -105,6 +105,64 @@ trace::IoOp io_op(IoFunc f) {
   return IoOp::Other;
 }
 
+// ---- CUPTI numbers kept in the GPU records (cupti_activity.h, CUDA 13.0) ----
+constexpr std::uint32_t kCuptiInvalid = 0xffffffffu;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE
+constexpr std::uint32_t kCuptiObjectThread = 2;       // CUPTI_ACTIVITY_OBJECT_THREAD
+constexpr std::uint8_t kCuptiFlagAsync = 1;           // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC / MEMSET_ASYNC
+
+// CUpti_ActivityMemcpyKind -> direction; array copies count as the device side they touch.
+trace::MemcpyDirection memcpy_direction(std::uint8_t k) {
+  using trace::MemcpyDirection;
+  switch (k) {
+    case 1: case 3: return MemcpyDirection::HtoD;            // HTOD, HTOA
+    case 2: case 4: return MemcpyDirection::DtoH;            // DTOH, ATOH
+    case 5: case 6: case 7: case 8: return MemcpyDirection::DtoD;  // ATOA, ATOD, DTOA, DTOD
+    case 9: return MemcpyDirection::HtoH;
+    case 10: return MemcpyDirection::PtoP;
+    default: return MemcpyDirection::Unknown;
+  }
+}
+
+// CUpti_ActivityMemoryKind -> memory kind (CUPTI's numbering, not nsys's: see nsys_import.cpp).
+trace::MemoryKind memory_kind(std::uint8_t k) {
+  using trace::MemoryKind;
+  switch (k) {
+    case 1: return MemoryKind::Pageable;
+    case 2: return MemoryKind::Pinned;
+    case 3: case 6: return MemoryKind::Device;   // DEVICE, DEVICE_STATIC
+    case 4: return MemoryKind::Array;
+    case 5: case 7: return MemoryKind::Managed;  // MANAGED, MANAGED_STATIC
+    default: return MemoryKind::Unknown;
+  }
+}
+
+// CUpti_ActivityOverheadKind (bit values).
+std::string_view overhead_name(std::uint32_t k) {
+  switch (k) {
+    case 1: return "driver compiler";
+    case 1u << 16: return "buffer flush";
+    case 2u << 16: return "instrumentation";
+    case 3u << 16: return "resource";
+    case 4u << 16: return "runtime trigger";
+    case 5u << 16: return "driver trigger";
+    case 6u << 16: return "OS trigger";
+    case 7u << 16: return "COMMAND_BUFFER_FULL";
+    case 8u << 16: return "activity buffer request";
+    case 9u << 16: return "UVM activity init";
+    default: return "other";
+  }
+}
+
+// Bytes per element of NCCL's datatype names (ncclDatatypeToString); 0 when unknown.
+std::uint64_t nccl_dtype_size(std::string_view t) {
+  if (t == "ncclInt8" || t == "ncclUint8" || t == "ncclChar" || t == "ncclFloat8e4m3" || t == "ncclFloat8e5m2")
+    return 1;
+  if (t == "ncclFloat16" || t == "ncclHalf" || t == "ncclBfloat16") return 2;
+  if (t == "ncclInt32" || t == "ncclUint32" || t == "ncclInt" || t == "ncclFloat32" || t == "ncclFloat") return 4;
+  if (t == "ncclInt64" || t == "ncclUint64" || t == "ncclFloat64" || t == "ncclDouble") return 8;
+  return 0;
+}
+
 // Two's-complement arithmetic: times are checksummed writer output, but a crafted file must
 // not be able to reach signed-overflow UB.
 Ns wrap_add(Ns a, Ns b) {
@@ -259,6 +317,9 @@ class ProcessConverter {
     add_marks();
     add_steps();
     add_counters();
+    add_gpu_status();
+    add_gpu_activity();
+    add_nccl();
     add_diagnostics();
   }
 
@@ -377,6 +438,10 @@ class ProcessConverter {
     collect(raw_.marks);
     collect(raw_.steps);
     collect(raw_.counters);
+    collect(raw_.nccl_colls);
+    for (const auto& r : raw_.gpu_apis) tids.push_back(r.rec.tid);  // the CUDA thread, not CUPTI's
+    for (const auto& r : raw_.gpu_overheads)
+      if (r.rec.object_kind == kCuptiObjectThread && r.rec.object_id != 0) tids.push_back(r.rec.object_id);
     std::sort(tids.begin(), tids.end());
     tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
     const auto main_tid = static_cast<std::uint32_t>(h.pid);
@@ -510,6 +575,225 @@ class ProcessConverter {
     }
   }
 
+  // ---- GPU capture ----
+
+  void add_gpu_status() {
+    bool cuda = false, active = false, nccl = false;
+    for (const auto& [tid, r] : raw_.gpu_status) {
+      const std::string_view msg = text(r.message);
+      if (r.component == GpuComponent::NcclProfiler) {
+        nccl |= r.status == GpuStatus::Active;
+        continue;
+      }
+      cuda = true;
+      switch (r.status) {
+        case GpuStatus::Active:
+          active = true;
+          break;
+        case GpuStatus::Flushed:
+          break;
+        case GpuStatus::NoDevice:
+        case GpuStatus::CuptiUnavailable:
+        case GpuStatus::CuptiInUse:
+        case GpuStatus::CuptiError:
+        case GpuStatus::TakenOver: {
+          std::string line = msg.empty() ? fmt::format("GPU capture status {}", static_cast<int>(r.status))
+                                         : std::string(msg);
+          if (r.status == GpuStatus::TakenOver) line += fmt::format(" (at {} ns)", at(r.ts_ns));
+          t_.add_diagnostic(r.status == GpuStatus::TakenOver ? trace::DiagnosticKind::Truncated
+                                                              : trace::DiagnosticKind::Note,
+                            source_, line);
+          if (std::find(report_.gpu_notes.begin(), report_.gpu_notes.end(), line) == report_.gpu_notes.end())
+            report_.gpu_notes.push_back(line);
+          break;
+        }
+      }
+    }
+    report_.cuda_processes += cuda ? 1 : 0;
+    report_.cupti_active += active ? 1 : 0;
+    report_.nccl_processes += nccl ? 1 : 0;
+    if (cuda || nccl)
+      t_.metadata.emplace_back("process." + std::to_string(process_) + ".gpu_capture",
+                               std::string(active ? "cupti" : cuda ? "cupti-unavailable" : "") +
+                                   (nccl ? (active || cuda ? ",nccl" : "nccl") : ""));
+  }
+
+  // The trace device of a CUDA ordinal in this process (created on first use).
+  std::uint32_t device(std::uint32_t index) {
+    if (const auto it = devices_.find(index); it != devices_.end()) return it->second;
+    trace::Device d;
+    d.process = process_;
+    d.index = static_cast<std::int32_t>(index);
+    d.vendor = "NVIDIA";
+    const std::uint32_t id = t_.add_device(std::move(d));
+    devices_.emplace(index, id);
+    return id;
+  }
+  // The track of a (device, stream) pair (created on first use).
+  std::uint32_t stream_track(std::uint32_t dev, std::uint32_t stream) {
+    const std::uint64_t key = (std::uint64_t{dev} << 32) | stream;
+    if (const auto it = streams_.find(key); it != streams_.end()) return it->second;
+    trace::Stream st;
+    st.device = device(dev);
+    st.stream = stream;
+    const std::uint32_t track = t_.add_stream(std::move(st));
+    streams_.emplace(key, track);
+    return track;
+  }
+
+  void add_gpu_activity() {
+    for (const auto& [tid, r] : raw_.gpu_devices) {
+      const std::uint32_t id = device(static_cast<std::uint32_t>(r.index));
+      trace::Device& d = t_.devices[id];
+      d.name = text(r.name);
+      d.uuid = text(r.uuid);
+      d.sm_count = r.sm_count;
+      d.total_memory = r.total_memory;
+      d.compute_major = r.compute_major;
+      d.compute_minor = r.compute_minor;
+      ++report_.gpu_devices;
+    }
+    for (const auto& [tid, r] : raw_.gpu_kernels) {
+      auto& k = t_.kernels;
+      k.push_span(at(r.start_ns), dur(r.start_ns, r.end_ns), stream_track(r.device, r.stream), sid(r.name));
+      k.correlation.push_back(r.correlation);
+      k.external_id.push_back(0);
+      trace::LaunchConfig c;
+      c.grid_x = r.grid_x;
+      c.grid_y = r.grid_y;
+      c.grid_z = r.grid_z;
+      c.block_x = r.block_x;
+      c.block_y = r.block_y;
+      c.block_z = r.block_z;
+      c.registers = r.registers;
+      c.shared_static = r.shared_static;
+      c.shared_dynamic = r.shared_dynamic;
+      k.config.push_back(t_.intern_config(c));
+      k.graph_id.push_back(r.graph_id);
+    }
+    for (const auto& [tid, r] : raw_.gpu_memcpys) {
+      auto& m = t_.memcpys;
+      const auto dir = memcpy_direction(r.copy_kind);
+      const auto src = memory_kind(r.src_kind), dst = memory_kind(r.dst_kind);
+      m.push_span(at(r.start_ns), dur(r.start_ns, r.end_ns), stream_track(r.device, r.stream),
+                  t_.strings.intern(fmt::format("Memcpy {} ({} -> {})", trace::to_string(dir),
+                                                trace::to_string(src), trace::to_string(dst))));
+      m.bytes.push_back(r.bytes);
+      m.correlation.push_back(r.correlation);
+      m.direction.push_back(dir);
+      m.src_kind.push_back(src);
+      m.dst_kind.push_back(dst);
+      m.async.push_back((r.flags & kCuptiFlagAsync) != 0 ? 1 : 0);
+    }
+    for (const auto& [tid, r] : raw_.gpu_memsets) {
+      auto& m = t_.memsets;
+      const auto kind = memory_kind(r.mem_kind);
+      m.push_span(at(r.start_ns), dur(r.start_ns, r.end_ns), stream_track(r.device, r.stream),
+                  t_.strings.intern(fmt::format("Memset ({})", trace::to_string(kind))));
+      m.bytes.push_back(r.bytes);
+      m.correlation.push_back(r.correlation);
+      m.mem_kind.push_back(kind);
+      m.value.push_back(r.value);
+    }
+    report_.gpu_activities += raw_.gpu_kernels.size() + raw_.gpu_memcpys.size() + raw_.gpu_memsets.size();
+
+    // API calls sit on the thread that made them; a sync record (which CUPTI gives no thread)
+    // sits on the thread of the API call with its correlation id.
+    std::unordered_map<std::uint32_t, std::uint32_t> api_thread;  // correlation -> tid
+    for (const auto& [tid, r] : raw_.gpu_apis) {
+      auto& a = t_.api_calls;
+      a.push_span(at(r.start_ns), dur(r.start_ns, r.end_ns), track(r.tid), sid(r.name));
+      a.correlation.push_back(r.correlation);
+      a.external_id.push_back(0);
+      a.cbid.push_back(r.cbid);
+      a.return_value.push_back(r.return_value);
+      a.api.push_back(r.kind == 0 ? trace::ApiKind::Runtime : r.kind == 1 ? trace::ApiKind::Driver
+                                                                           : trace::ApiKind::Other);
+      if (r.correlation != 0) api_thread.emplace(r.correlation, r.tid);
+    }
+    const std::uint32_t main_track = track(static_cast<std::uint32_t>(raw_.header.pid));
+    for (const auto& [tid, r] : raw_.gpu_syncs) {
+      auto& y = t_.syncs;
+      const auto type = r.type >= 1 && r.type <= 4 ? static_cast<trace::SyncType>(r.type) : trace::SyncType::Unknown;
+      const auto it = api_thread.find(r.correlation);
+      const std::uint32_t tr = it != api_thread.end() ? track(it->second) : main_track;
+      if (it == api_thread.end()) ++unmatched_syncs_;
+      y.push_span(at(r.start_ns), dur(r.start_ns, r.end_ns), tr,
+                  t_.strings.intern(fmt::format("Sync ({})", trace::to_string(type))));
+      y.correlation.push_back(r.correlation);
+      y.type.push_back(type);
+      y.stream.push_back(r.stream == kCuptiInvalid ? -1 : static_cast<std::int64_t>(r.stream));
+      y.event.push_back(r.event == kCuptiInvalid ? -1 : static_cast<std::int64_t>(r.event));
+    }
+    // Whole-graph launches (GRAPH_TRACE) are spans on their stream; their kernels, when traced
+    // node by node, carry the graph id in `kernels.graph_id` instead.
+    const StringId cuda = t_.strings.intern("cuda");
+    for (const auto& [tid, r] : raw_.gpu_graph_launches)
+      t_.ranges.push(at(r.start_ns), dur(r.start_ns, r.end_ns), stream_track(r.device, r.stream),
+                     t_.strings.intern(fmt::format("CUDA graph {}", r.graph_id)), trace::RangeKind::GpuAnnotation,
+                     cuda, r.correlation);
+    const StringId cupti = t_.strings.intern("cupti");
+    for (const auto& [tid, r] : raw_.gpu_overheads) {
+      const std::uint32_t tr =
+          r.object_kind == kCuptiObjectThread && r.object_id != 0 ? track(r.object_id) : main_track;
+      t_.ranges.push(at(r.start_ns), dur(r.start_ns, r.end_ns), tr,
+                     t_.strings.intern(fmt::format("CUPTI overhead: {}", overhead_name(r.kind))),
+                     trace::RangeKind::ProfilerSpan, cupti);
+    }
+  }
+
+  void add_nccl() {
+    struct Comm {
+      std::int32_t nranks = -1;
+      StringId id = 0;
+      Ns offset = 0;  // GPU globaltimer -> CLOCK_MONOTONIC
+      bool offset_known = false;
+    };
+    std::unordered_map<std::uint64_t, Comm> comms;
+    auto comm = [&](std::uint64_t id) -> Comm& {
+      auto [it, fresh] = comms.try_emplace(id);
+      if (fresh) it->second.id = t_.strings.intern(fmt::format("{:016x}", id));
+      return it->second;
+    };
+    for (const auto& [tid, r] : raw_.nccl_comms) {
+      Comm& c = comm(r.comm_id);
+      c.nranks = r.nranks;
+      if (const auto name = text(r.name); !name.empty() && nccl_names_.insert(r.comm_id).second)
+        t_.metadata.emplace_back(fmt::format("nccl_comm:{:016x}", r.comm_id), name);
+    }
+    // The GPU's globaltimer is not our clock. Each device-side record pairs its last channel
+    // stop (GPU) with the host time the plugin saw it, which is later by the proxy thread's
+    // polling delay: the smallest difference per communicator is the best offset estimate.
+    for (const auto& [tid, r] : raw_.nccl_colls) {
+      if (r.side != NcclSide::Device || r.observed_ns == 0) continue;
+      Comm& c = comm(r.comm_id);
+      const Ns d = wrap_sub(r.observed_ns, r.end_ns);
+      if (!c.offset_known || d < c.offset) c.offset = d;
+      c.offset_known = true;
+    }
+    for (const auto& [tid, r] : raw_.nccl_colls) {
+      Comm& c = comm(r.comm_id);
+      const bool device_side = r.side == NcclSide::Device;
+      if (device_side && !c.offset_known) continue;
+      const Ns start = device_side ? wrap_add(r.start_ns, c.offset) : r.start_ns;
+      const Ns end = device_side ? wrap_add(r.end_ns, c.offset) : r.end_ns;
+      const std::string_view func = text(r.func);
+      std::string op(func);
+      for (char& ch : op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      auto& col = t_.collectives;
+      col.push(at(start), dur(start, end), track(tid), t_.strings.intern(fmt::format("nccl{}", func)),
+               t_.strings.intern(op), r.count * nccl_dtype_size(text(r.dtype)), r.count, sid(r.dtype), c.nranks,
+               c.id, device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host, 0);
+      col.algorithm.back() = sid(r.algo);
+      col.protocol.back() = sid(r.proto);
+      col.channels.back() = r.channels;
+      col.seq.back() = r.seq;
+      col.peer.back() = r.peer;
+      col.root.back() = r.kind == NcclOpKind::Collective ? r.root : -1;
+      ++report_.nccl_operations;
+    }
+  }
+
   void add_diagnostics() {
     using trace::DiagnosticKind;
     const RawProcess& p = raw_;
@@ -551,6 +835,9 @@ class ProcessConverter {
                         unresolved_);
     if (nvtx_categories_ > 0)
       t_.add_diagnostic(DiagnosticKind::Note, source_, "NVTX category names (not events)", nvtx_categories_);
+    if (unmatched_syncs_ > 0)
+      t_.add_diagnostic(DiagnosticKind::Note, source_,
+                        "CUDA synchronizations without their API call (placed on the main thread)", unmatched_syncs_);
   }
 
   trace::Trace& t_;
@@ -562,10 +849,30 @@ class ProcessConverter {
   std::unordered_map<std::uint32_t, std::uint32_t> tracks_;  // tid -> track
   std::set<std::string>& environments_;
   std::unordered_map<std::uint32_t, StringId> sids_;
-  std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0;
+  std::unordered_map<std::uint32_t, std::uint32_t> devices_;  // CUDA ordinal -> trace device
+  std::unordered_map<std::uint64_t, std::uint32_t> streams_;  // (device << 32 | stream) -> track
+  std::set<std::uint64_t> nccl_names_;
+  std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0, unmatched_syncs_ = 0;
 };
 
 }  // namespace
+
+std::string MergeReport::gpu_line(bool cupti_built) const {
+  std::string line;
+  if (cupti_active > 0 && (gpu_devices > 0 || gpu_activities > 0))
+    line = fmt::format("{} GPU device record(s), {} kernels/copies/memsets from CUPTI in {} of {} processes",
+                       gpu_devices, gpu_activities, cupti_active, processes);
+  else if (cuda_processes > 0)
+    line = fmt::format("no GPU activity seen: CUDA was initialised in {} process(es) but CUPTI recorded no device "
+                       "or kernel", cuda_processes);
+  else if (cupti_built)
+    line = "no GPU seen: no process of the job initialised CUDA (CPU side recorded)";
+  else
+    line = "no GPU capture in this build (built without the CUDA toolkit)";
+  if (nccl_processes > 0)
+    line += fmt::format("; NCCL profiler plugin: {} operations in {} processes", nccl_operations, nccl_processes);
+  return line;
+}
 
 Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOptions& options,
                                MergeReport& report) {

@@ -6,8 +6,8 @@
 //  - a frame that cannot be right (size not a multiple of 8, below the header size, above
 //    kMaxRecordSize, or past the end of the chunk or of the file) or a checksum mismatch is a
 //    torn record: the rest of that chunk is not trusted, the next chunk is read normally;
-//  - a valid record of an unknown type is skipped (a newer collector, or GPU records this
-//    build cannot decode); its size still tells where the next record starts.
+//  - a valid record of an unknown type is skipped (a newer collector); its size still tells
+//    where the next record starts.
 // Chunks are walked by what is on disk, not by `chunks_reserved`: the header counter and the
 // file length are updated at different moments, and a chunk that was never written reads as
 // zeros, which costs one 4-byte look.
@@ -247,6 +247,44 @@ class FileDecoder {
         return;
       case RecordType::Counter:
         if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
+        return;
+      // GPU records. Only host-clock times advance last_ts_ns: NCCL's device-side times are on
+      // the GPU's globaltimer (its observed_ns is on ours).
+      case RecordType::GpuStatus:
+        if (push(p_.gpu_status, h, payload, n)) saw_time(p_.gpu_status.back().rec.ts_ns);
+        return;
+      case RecordType::NcclComm:
+        push(p_.nccl_comms, h, payload, n);
+        return;
+      case RecordType::NcclColl:
+        if (push(p_.nccl_colls, h, payload, n)) {
+          const auto& r = p_.nccl_colls.back().rec;
+          saw_time(r.side == NcclSide::Host ? r.end_ns : r.observed_ns);
+        }
+        return;
+      case RecordType::GpuDevice:
+        push(p_.gpu_devices, h, payload, n);
+        return;
+      case RecordType::GpuKernel:
+        if (push(p_.gpu_kernels, h, payload, n)) saw_time(p_.gpu_kernels.back().rec.end_ns);
+        return;
+      case RecordType::GpuMemcpy:
+        if (push(p_.gpu_memcpys, h, payload, n)) saw_time(p_.gpu_memcpys.back().rec.end_ns);
+        return;
+      case RecordType::GpuMemset:
+        if (push(p_.gpu_memsets, h, payload, n)) saw_time(p_.gpu_memsets.back().rec.end_ns);
+        return;
+      case RecordType::GpuSync:
+        if (push(p_.gpu_syncs, h, payload, n)) saw_time(p_.gpu_syncs.back().rec.end_ns);
+        return;
+      case RecordType::GpuApi:
+        if (push(p_.gpu_apis, h, payload, n)) saw_time(p_.gpu_apis.back().rec.end_ns);
+        return;
+      case RecordType::GpuGraphLaunch:
+        if (push(p_.gpu_graph_launches, h, payload, n)) saw_time(p_.gpu_graph_launches.back().rec.end_ns);
+        return;
+      case RecordType::GpuOverhead:
+        if (push(p_.gpu_overheads, h, payload, n)) saw_time(p_.gpu_overheads.back().rec.end_ns);
         return;
     }
     ++p_.unknown_records;

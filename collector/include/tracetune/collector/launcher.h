@@ -15,7 +15,7 @@ struct RecordOptions {
   std::vector<std::string> command;  // argv of the job
   std::filesystem::path output;      // the trace DB to write
   std::filesystem::path raw_dir;     // per-process record files; default: <output>.raw
-  std::vector<std::string> trace = {"io", "nvtx", "python"};  // what to record
+  std::vector<std::string> trace = {"io", "nvtx", "python", "cuda", "nccl"};  // what to record
   bool record_env = true;            // environment (secrets redacted) in the trace
   bool keep_raw = false;             // keep raw_dir after a successful merge
   bool progress = true;              // progress bar on stderr when it is a terminal
@@ -31,13 +31,18 @@ struct RecordOutcome {
 // (../lib/tracetune, ../share/tracetune/python), else the build and source trees.
 std::filesystem::path collector_library_path();
 std::filesystem::path python_integration_dir();
+// The GPU libraries: CUPTI injection (CUDA_INJECTION64_PATH; empty when this build has no
+// CUDA toolkit) and the NCCL profiler plugin (NCCL_PROFILER_PLUGIN).
+std::filesystem::path cupti_library_path();
+std::filesystem::path nccl_profiler_path();
 
 // Runs the job and records it. Errors before the job starts (no command, output directory
 // not usable, collector library missing) are returned as errors and the job is not run.
 Result<RecordOutcome> record(const RecordOptions& options);
 
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
-// PYTHONPATH (sitecustomize), TRACETUNE_* settings, on top of `base`.
+// CUDA_INJECTION64_PATH, NCCL_PROFILER_PLUGIN, PYTHONPATH (sitecustomize), TRACETUNE_*
+// settings, on top of `base`.
 std::vector<std::string> job_environment(const RecordOptions& options, const std::filesystem::path& raw_dir,
                                          char** base);
 

@@ -35,6 +35,19 @@ struct MergeReport {
   std::size_t dropped_records = 0; // records the collector could not write (disk full, ...)
   std::vector<HostClock> hosts;
   std::vector<std::string> warnings;  // one line each, for the summary
+
+  // GPU capture (record types 100..199)
+  std::size_t cuda_processes = 0;   // processes in which the CUPTI injection was initialised
+  std::size_t cupti_active = 0;     // ... and recording GPU activity
+  std::size_t gpu_devices = 0;      // devices reported by CUPTI, over all processes
+  std::size_t gpu_activities = 0;   // kernels + memcpys + memsets recorded
+  std::size_t nccl_processes = 0;   // processes in which the NCCL profiler plugin was active
+  std::size_t nccl_operations = 0;  // collective / p2p rows from the plugin (host and device side)
+  std::vector<std::string> gpu_notes;  // distinct one-line reasons GPU capture was (partly) missing
+
+  // One line saying what GPU capture saw, e.g. "no GPU seen (no process of the job initialised
+  // CUDA)"; "" when the trace has no GPU status at all and `cupti_built` is false.
+  std::string gpu_line(bool cupti_built) const;
 };
 
 // Reads every *.ttr file under each directory (recursively: <dir>/<host>/proc-*.ttr) into one

@@ -87,8 +87,23 @@ enum class RecordType : std::uint16_t {
   Exit = 10,        // ExitRecord: the process is leaving (exit, _exit, fatal signal)
   Dropped = 11,     // DroppedRecord: events not recorded, with the reason
   Counter = 12,     // CounterRecord
-  // 100..199 reserved for GPU capture (CUPTI) and the NCCL profiler plugin.
+  // 100..199: GPU capture. Written by the CUPTI injection library (libtracetune_cupti.so) and
+  // the NCCL profiler plugin (libtracetune_nccl_profiler.so) through the collector's exported
+  // tracetune_emit_gpu_record(); see docs/collector.md, "GPU capture".
+  GpuStatus = 100,       // GpuStatusRecord: what a GPU component could (not) record, and why
+  NcclComm = 101,        // NcclCommRecord: a communicator the NCCL profiler plugin was given
+  NcclColl = 102,        // NcclCollRecord: a collective / point-to-point operation
+  GpuDevice = 110,       // GpuDeviceRecord (CUPTI DEVICE)
+  GpuKernel = 111,       // GpuKernelRecord (CUPTI CONCURRENT_KERNEL)
+  GpuMemcpy = 112,       // GpuMemcpyRecord (CUPTI MEMCPY)
+  GpuMemset = 113,       // GpuMemsetRecord (CUPTI MEMSET)
+  GpuSync = 114,         // GpuSyncRecord (CUPTI SYNCHRONIZATION)
+  GpuApi = 115,          // GpuApiRecord (CUPTI RUNTIME / DRIVER)
+  GpuGraphLaunch = 116,  // GpuGraphLaunchRecord (CUPTI GRAPH_TRACE)
+  GpuOverhead = 117,     // GpuOverheadRecord (CUPTI OVERHEAD)
 };
+inline constexpr std::uint16_t kFirstGpuRecordType = 100;
+inline constexpr std::uint16_t kLastGpuRecordType = 199;
 
 // Interned string: ids are per process file, assigned by the writer, 0 = empty string.
 struct StringRecord {
@@ -196,6 +211,152 @@ struct CounterRecord {
   std::uint32_t name;  // string id
   std::uint32_t pad;
   double value;
+};
+
+// ---- GPU capture (types 100..199) ----
+// Times are CLOCK_MONOTONIC ns like every other record, except where a field says "GPU
+// globaltimer". CUPTI enum values (copy kind, memory kind, sync type, overhead kind) are kept
+// as CUPTI numbers (cupti_activity.h, CUDA 13.0); the merger maps them to the trace model.
+
+enum class GpuComponent : std::uint8_t { Cupti = 0, NcclProfiler = 1 };
+enum class GpuStatus : std::uint8_t {
+  Active = 0,            // recording GPU activity
+  NoDevice = 1,          // CUDA was initialised but reports no device
+  CuptiUnavailable = 2,  // libcupti could not be loaded or lacks a needed function
+  CuptiInUse = 3,        // another profiler owns CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+  CuptiError = 4,        // another CUPTI call failed (error code in `error`)
+  TakenOver = 5,         // another profiler re-registered CUPTI's callbacks mid-run (e.g. torch.profiler)
+  Flushed = 6,           // the final flush at exit ran (records up to `ts_ns` are complete)
+};
+
+struct GpuStatusRecord {
+  std::int64_t ts_ns;
+  GpuComponent component;
+  GpuStatus status;
+  std::uint16_t pad0;
+  std::int32_t error;         // the failing library's error code, 0 none
+  std::int32_t device_count;  // -1 unknown
+  std::uint32_t message;      // string id: one line for the user
+};
+
+struct NcclCommRecord {
+  std::uint64_t comm_id;  // NCCL commHash: the same on every rank of the communicator
+  std::int32_t rank;
+  std::int32_t nranks;
+  std::int32_t nnodes;
+  std::uint32_t name;     // string id of the user-given communicator name, 0 none
+};
+
+enum class NcclOpKind : std::uint8_t { Collective = 0, P2p = 1 };
+enum class NcclSide : std::uint8_t { Host = 0, Device = 1 };
+
+// Host side: start/end = the enqueue (NCCL's startEvent/stopEvent), CLOCK_MONOTONIC.
+// Device side: start/end = GPU globaltimer ns of the first channel start and the last channel
+// stop; `observed_ns` = CLOCK_MONOTONIC when the plugin saw that last stop (the merger maps
+// the GPU clock to the host clock with these pairs).
+struct NcclCollRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::int64_t observed_ns;  // device side only, else 0
+  std::uint64_t comm_id;
+  std::int64_t seq;          // NCCL's per-communicator sequence number, -1 none (p2p)
+  std::uint64_t count;       // elements (per rank, as NCCL counts)
+  std::uint32_t func;        // string ids: "AllReduce", "Send", ...
+  std::uint32_t dtype;       // "ncclFloat32", ...
+  std::uint32_t algo;        // "RING", "TREE", ... (0 for p2p)
+  std::uint32_t proto;       // "LL", "LL128", "SIMPLE" (0 for p2p)
+  std::int32_t root;         // -1 none
+  std::int32_t peer;         // -1 none
+  std::int32_t rank;
+  std::uint8_t channels;
+  std::uint8_t warps;
+  NcclSide side;
+  NcclOpKind kind;
+};
+static_assert(sizeof(NcclCollRecord) == 80);
+
+struct GpuDeviceRecord {
+  std::int32_t index;  // CUDA device ordinal (CUPTI deviceId)
+  std::int32_t sm_count;
+  std::int64_t total_memory;
+  std::int32_t compute_major;
+  std::int32_t compute_minor;
+  std::uint32_t name;  // string ids
+  std::uint32_t uuid;
+};
+
+struct GpuKernelRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t device, context, stream, correlation;
+  std::uint32_t name;  // string id (mangled or demangled, as CUPTI reports it)
+  std::uint32_t grid_x, grid_y, grid_z, block_x, block_y, block_z;
+  std::uint32_t registers, shared_static, shared_dynamic;
+  std::uint32_t graph_id;  // 0: not launched from a graph
+  std::uint32_t pad;
+};
+
+struct GpuMemcpyRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint64_t bytes;
+  std::uint32_t device, context, stream, correlation;
+  std::uint8_t copy_kind;  // CUpti_ActivityMemcpyKind
+  std::uint8_t src_kind;   // CUpti_ActivityMemoryKind
+  std::uint8_t dst_kind;
+  std::uint8_t flags;      // CUpti_ActivityFlag bits (1 = async)
+  std::uint32_t graph_id;
+};
+
+struct GpuMemsetRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint64_t bytes;
+  std::uint32_t device, context, stream, correlation;
+  std::uint32_t value;
+  std::uint8_t mem_kind;  // CUpti_ActivityMemoryKind
+  std::uint8_t flags;     // 1 = async
+  std::uint16_t pad0;
+  std::uint32_t graph_id;
+  std::uint32_t pad;
+};
+
+struct GpuSyncRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t context, stream, correlation;
+  std::uint32_t type;   // CUpti_ActivitySynchronizationType (1 event, 2 stream wait, 3 stream, 4 context)
+  std::uint32_t event;  // CUDA event id; 0xffffffff none
+  std::uint32_t pad;
+};
+
+struct GpuApiRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t correlation;
+  std::uint32_t cbid;
+  std::uint32_t name;  // string id, e.g. "cudaLaunchKernel"
+  std::int32_t return_value;
+  std::uint32_t tid;   // system thread id of the calling thread
+  std::uint8_t kind;   // 0 runtime, 1 driver
+  std::uint8_t pad[3];
+};
+
+struct GpuGraphLaunchRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t device, context, stream, correlation;
+  std::uint32_t graph_id;
+  std::uint32_t pad;
+};
+
+struct GpuOverheadRecord {
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  std::uint32_t kind;         // CUpti_ActivityOverheadKind
+  std::uint32_t object_kind;  // CUpti_ActivityObjectKind (1 process, 2 thread, 3 device, ...)
+  std::uint32_t object_id;    // thread id (object kind 2) or device id, else 0
+  std::uint32_t correlation;
 };
 
 // 32-bit checksum, 8 bytes per step (a multiply and a shift per word: ~10 ns for a 64-byte

@@ -70,6 +70,18 @@ struct RawProcess {
   std::vector<ThreadRecord<ExitRecord>> exits;
   std::vector<ThreadRecord<DroppedRecord>> dropped;
   std::vector<ThreadRecord<CounterRecord>> counters;
+  // GPU capture (record types 100..199)
+  std::vector<ThreadRecord<GpuStatusRecord>> gpu_status;
+  std::vector<ThreadRecord<NcclCommRecord>> nccl_comms;
+  std::vector<ThreadRecord<NcclCollRecord>> nccl_colls;
+  std::vector<ThreadRecord<GpuDeviceRecord>> gpu_devices;
+  std::vector<ThreadRecord<GpuKernelRecord>> gpu_kernels;
+  std::vector<ThreadRecord<GpuMemcpyRecord>> gpu_memcpys;
+  std::vector<ThreadRecord<GpuMemsetRecord>> gpu_memsets;
+  std::vector<ThreadRecord<GpuSyncRecord>> gpu_syncs;
+  std::vector<ThreadRecord<GpuApiRecord>> gpu_apis;
+  std::vector<ThreadRecord<GpuGraphLaunchRecord>> gpu_graph_launches;
+  std::vector<ThreadRecord<GpuOverheadRecord>> gpu_overheads;
 
   std::uint64_t records = 0;            // records with a valid frame and checksum
   std::uint64_t torn_records = 0;       // bad framing or checksum: the rest of that chunk is unread

@@ -1,0 +1,164 @@
+// libtracetune_cupti.so: the CUDA injection library. `tracetune record` sets
+// CUDA_INJECTION64_PATH to it; the CUDA driver loads it while a process initialises CUDA
+// (cuInit) and calls InitializeInjection(). Processes that never initialise CUDA (DataLoader
+// workers, CPU-only jobs) never load it: the merged trace then says no GPU was seen.
+//
+// It writes through the preloaded collector (tracetune_emit_gpu_record), so one process keeps
+// one record file. Without the collector (CUDA_INJECTION64_PATH set by hand, or recording
+// stopped) it does nothing. CUPTI is loaded with dlopen: a missing libcupti is a one-line
+// warning and a GpuStatus record, never a failed cuInit.
+//
+// Lifetime: a flush thread calls cuptiActivityFlushAll(0) every 100 ms, so a SIGKILLed
+// process loses at most ~100 ms of GPU records plus what was still running; an atexit handler
+// registered here (never a static destructor: CUDA may already be torn down then) stops it
+// and forces a final flush. A fork child does not inherit the thread and does not use CUPTI.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include "cupti_api.h"
+#include "session.h"
+
+#define TT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace tt::cupti {
+
+bool load_cupti(CuptiApi& api, const char*& why) {
+  void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);  // e.g. the copy PyTorch loaded
+  if (lib == nullptr) lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) lib = dlopen("libcupti.so", RTLD_NOW | RTLD_LOCAL);
+#ifdef TT_CUPTI_FALLBACK_PATH
+  if (lib == nullptr) lib = dlopen(TT_CUPTI_FALLBACK_PATH, RTLD_NOW | RTLD_LOCAL);
+#endif
+  if (lib == nullptr) {
+    why = "libcupti.so.13 not found: GPU activity not recorded (install the CUDA toolkit's CUPTI or set "
+          "LD_LIBRARY_PATH)";
+    return false;
+  }
+  auto get = [&](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); };
+  get(api.subscribe, "cuptiSubscribe");
+  get(api.unsubscribe, "cuptiUnsubscribe");
+  get(api.set_thread_id_type, "cuptiSetThreadIdType");
+  get(api.register_timestamp_callback, "cuptiActivityRegisterTimestampCallback");
+  get(api.register_callbacks, "cuptiActivityRegisterCallbacks");
+  get(api.enable, "cuptiActivityEnable");
+  get(api.get_next_record, "cuptiActivityGetNextRecord");
+  get(api.flush_all, "cuptiActivityFlushAll");
+  get(api.get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
+  get(api.get_callback_name, "cuptiGetCallbackName");
+  get(api.get_result_string, "cuptiGetResultString");
+  get(api.finalize, "cuptiFinalize");
+  dlerror();
+  if (!api.complete()) {
+    why = "libcupti lacks functions this build needs (older than CUDA 13?): GPU activity not recorded";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+using EmitFn = int (*)(std::uint32_t, const void*, std::uint32_t);
+using InternFn = std::uint32_t (*)(const char*, std::size_t);
+using RecordingFn = int (*)();
+
+// Records go into the preloaded collector's file.
+class CollectorSink final : public RecordSink {
+ public:
+  bool bind() {
+    emit_ = reinterpret_cast<EmitFn>(dlsym(RTLD_DEFAULT, "tracetune_emit_gpu_record"));
+    intern_ = reinterpret_cast<InternFn>(dlsym(RTLD_DEFAULT, "tracetune_intern_string"));
+    auto recording = reinterpret_cast<RecordingFn>(dlsym(RTLD_DEFAULT, "tracetune_is_recording"));
+    dlerror();
+    return emit_ != nullptr && intern_ != nullptr && recording != nullptr && recording() != 0;
+  }
+  void emit(collector::RecordType type, const void* payload, std::uint32_t size) override {
+    emit_(static_cast<std::uint32_t>(type), payload, size);
+  }
+  std::uint32_t intern(const char* s, std::size_t n) override { return intern_(s, n); }
+
+ private:
+  EmitFn emit_ = nullptr;
+  InternFn intern_ = nullptr;
+};
+
+constinit CuptiApi g_api{};
+CollectorSink g_sink;
+std::atomic<int> g_initialized{0};
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_thread_running{false};
+std::atomic<bool> g_forked_child{false};
+std::uint32_t g_period_ms = 100;
+
+void* flush_loop(void*) {
+  const timespec period{0, static_cast<long>(g_period_ms) * 1'000'000};
+  while (!g_stop.load(std::memory_order_acquire)) {
+    timespec rest = period;
+    while (nanosleep(&rest, &rest) != 0 && !g_stop.load(std::memory_order_acquire)) {
+    }
+    if (g_stop.load(std::memory_order_acquire)) break;
+    session().flush(false);
+  }
+  g_thread_running.store(false, std::memory_order_release);
+  return nullptr;
+}
+
+void at_exit() {
+  if (g_forked_child.load()) return;  // the child of a fork does not own the parent's CUPTI state
+  g_stop.store(true, std::memory_order_release);
+  // Let a flush in progress finish (bounded: never hold up the job's exit for long).
+  for (int i = 0; i < 50 && g_thread_running.load(std::memory_order_acquire); ++i) {
+    const timespec ms{0, 2'000'000};
+    nanosleep(&ms, nullptr);
+  }
+  session().flush(true);
+}
+
+void in_fork_child() {
+  g_forked_child.store(true);
+  g_thread_running.store(false);
+}
+
+}  // namespace
+}  // namespace tt::cupti
+
+// Called by the CUDA driver during cuInit. Returns 1 (success) in every case: a failure to
+// trace must never fail CUDA initialisation.
+TT_EXPORT int InitializeInjection(void) {
+  using namespace tt::cupti;
+  if (g_initialized.exchange(1) != 0) return 1;
+  if (!g_sink.bind()) return 1;  // not under `tracetune record`: do nothing
+  const char* why = nullptr;
+  if (!load_cupti(g_api, why)) {
+    tt::collector::GpuStatusRecord r{};
+    r.ts_ns = static_cast<std::int64_t>(monotonic_ns());
+    r.component = tt::collector::GpuComponent::Cupti;
+    r.status = tt::collector::GpuStatus::CuptiUnavailable;
+    r.device_count = -1;
+    r.message = g_sink.intern(why, std::strlen(why));
+    g_sink.emit(tt::collector::RecordType::GpuStatus, &r, sizeof r);
+    std::fprintf(stderr, "tracetune: %s\n", why);
+    return 1;
+  }
+  SessionOptions opt;
+  if (const char* g = std::getenv("TRACETUNE_CUDA_GRAPHS"); g != nullptr && std::strcmp(g, "graph") == 0)
+    opt.graph_trace = true;
+  if (session().start(g_api, g_sink, opt) != tt::collector::GpuStatus::Active) return 1;
+  g_period_ms = opt.flush_period_ms;
+  std::atexit(at_exit);
+  pthread_atfork(nullptr, nullptr, in_fork_child);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  g_thread_running.store(true);
+  if (pthread_create(&thread, &attr, flush_loop, nullptr) != 0) g_thread_running.store(false);
+  pthread_attr_destroy(&attr);
+  return 1;
+}

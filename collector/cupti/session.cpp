@@ -1,0 +1,145 @@
+#include "session.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace tt::cupti {
+using collector::GpuStatus;
+using collector::RecordType;
+
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+Session& session() {
+  static Session s;  // trivially destructible members only: nothing runs at static destruction
+  return s;
+}
+
+namespace {
+void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+}  // namespace
+
+void Session::status(GpuStatus s, int error, const char* message) {
+  collector::GpuStatusRecord r{};
+  r.ts_ns = static_cast<std::int64_t>(monotonic_ns());
+  r.component = collector::GpuComponent::Cupti;
+  r.status = s;
+  r.error = error;
+  r.device_count = -1;
+  r.message = message == nullptr ? 0 : sink_->intern(message, std::strlen(message));
+  sink_->emit(RecordType::GpuStatus, &r, sizeof r);
+}
+
+GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOptions& options) {
+  api_ = &api;
+  sink_ = &sink;
+  char line[256];
+  auto fail = [&](GpuStatus s, int error, const char* what) {
+    std::snprintf(line, sizeof line, "%s", what);
+    status(s, error, line);
+    if (options.warn) std::fprintf(stderr, "tracetune: %s\n", line);
+    return s;
+  };
+  if (!api.complete()) return fail(GpuStatus::CuptiUnavailable, 0, "CUPTI is missing functions: GPU activity not recorded");
+
+  // One subscriber per process: nsys, ncu, cuda-gdb or a profiler started before us own it.
+  const CUptiResult sub = api.subscribe(&subscriber_, ignore_callback, nullptr);
+  if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return fail(GpuStatus::CuptiInUse, sub,
+                "CUPTI is in use by another profiler (nsys, ncu, cuda-gdb, torch.profiler): GPU activity not "
+                "recorded, everything else is");
+  if (sub != CUPTI_SUCCESS) {
+    subscriber_ = nullptr;
+    const char* text = nullptr;
+    if (api.get_result_string == nullptr || api.get_result_string(sub, &text) != CUPTI_SUCCESS || text == nullptr)
+      text = "unknown";
+    char what[200];
+    std::snprintf(what, sizeof what, "CUPTI could not be started (error %d, %s): GPU activity not recorded", sub, text);
+    return fail(GpuStatus::CuptiError, sub, what);
+  }
+  // Our clock before any kind is enabled (CUPTI maps GPU times onto it), system thread ids
+  // in API records, then the buffers.
+  CUptiResult r = api.register_timestamp_callback(&monotonic_ns);
+  if (r == CUPTI_SUCCESS) r = api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  if (r == CUPTI_SUCCESS) r = api.register_callbacks(&Session::buffer_requested, &Session::buffer_completed);
+  for (std::size_t i = 0; r == CUPTI_SUCCESS && i < std::size(kSessionKinds); ++i) r = api.enable(kSessionKinds[i]);
+  if (r == CUPTI_SUCCESS && options.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  if (r != CUPTI_SUCCESS) {
+    api.unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    char what[160];
+    std::snprintf(what, sizeof what, "CUPTI activity tracing could not be enabled (error %d): GPU activity not recorded",
+                  r);
+    return fail(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? GpuStatus::CuptiInUse : GpuStatus::CuptiError,
+                r, what);
+  }
+  active_.store(true, std::memory_order_release);
+  status(GpuStatus::Active, 0, "CUPTI activity tracing active");
+  return GpuStatus::Active;
+}
+
+void Session::flush(bool forced) {
+  if (!active()) return;
+  api_->flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (forced) {
+    if (const std::uint64_t n = refused_.exchange(0); n > 0) {
+      collector::DroppedRecord d{};
+      d.count = n;
+      static constexpr char kWhy[] = "cupti: activity buffers refused (256 MiB in flight)";
+      d.reason = sink_->intern(kWhy, sizeof kWhy - 1);
+      sink_->emit(RecordType::Dropped, &d, sizeof d);
+    }
+    status(GpuStatus::Flushed, 0, nullptr);
+  }
+}
+
+void CUPTIAPI Session::buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  Session& s = session();
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;
+  if (s.buffers_.fetch_add(1, std::memory_order_acq_rel) >= kMaxBuffers) {
+    s.buffers_.fetch_sub(1, std::memory_order_acq_rel);
+    s.refused_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  void* p = std::aligned_alloc(8, kBufferSize);
+  if (p == nullptr) {
+    s.buffers_.fetch_sub(1, std::memory_order_acq_rel);
+    s.refused_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  *buffer = static_cast<std::uint8_t*>(p);
+  *size = kBufferSize;
+}
+
+void CUPTIAPI Session::buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer, std::size_t,
+                                        std::size_t valid) {
+  Session& s = session();
+  if (buffer == nullptr) return;
+  if (s.api_ != nullptr && s.sink_ != nullptr) {
+    std::size_t skipped = 0;
+    s.records_.fetch_add(decode_buffer(*s.api_, buffer, valid, *s.sink_, skipped), std::memory_order_relaxed);
+    s.skipped_.fetch_add(skipped, std::memory_order_relaxed);
+    std::size_t dropped = 0;
+    if (s.api_->get_num_dropped_records(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+      s.dropped_.fetch_add(dropped, std::memory_order_relaxed);
+      collector::DroppedRecord d{};
+      d.count = dropped;
+      static constexpr char kWhy[] = "cupti: activity records dropped by CUPTI (buffers full)";
+      d.reason = s.sink_->intern(kWhy, sizeof kWhy - 1);
+      s.sink_->emit(RecordType::Dropped, &d, sizeof d);
+    }
+  }
+  std::free(buffer);
+  s.buffers_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+}  // namespace tt::cupti

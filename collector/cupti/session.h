@@ -1,0 +1,71 @@
+// One CUPTI activity-tracing session per process: what InitializeInjection starts, the
+// periodic flush, the forced flush at exit. Works on a CuptiApi table and a RecordSink, so the
+// order of CUPTI calls and the behaviour when CUPTI is unavailable or owned by another
+// profiler are unit-tested with a fake table.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "cupti_api.h"
+
+namespace tt::cupti {
+
+struct SessionOptions {
+  bool graph_trace = false;  // whole-graph launch records (GRAPH_TRACE) instead of node by node
+  std::uint32_t flush_period_ms = 100;
+  bool warn = true;          // one line on stderr when GPU capture is not possible
+};
+
+// The activity kinds a session enables, in order. CONCURRENT_KERNEL first (its instrumentation
+// is generated at module load: enabling it early avoids the stalls Kineto measured); never
+// CUPTI_ACTIVITY_KIND_KERNEL, which serialises kernels.
+inline constexpr CUpti_ActivityKind kSessionKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,  CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_DEVICE,            CUPTI_ACTIVITY_KIND_OVERHEAD,
+};
+
+// CLOCK_MONOTONIC ns: the timestamp callback given to CUPTI (the clock of every record).
+std::uint64_t monotonic_ns();
+
+class Session {
+ public:
+  // Starts tracing. Emits one GpuStatus record saying what happened; returns that status.
+  // Never throws; on any failure nothing stays enabled that we enabled.
+  collector::GpuStatus start(const CuptiApi& api, RecordSink& sink, const SessionOptions& options);
+
+  // Flushes completed buffers (forced: also incomplete ones, at exit) and reports dropped
+  // records. Safe to call when not started.
+  void flush(bool forced);
+
+  // Buffer callbacks (static: CUPTI passes no user data). Public for the tests.
+  static void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
+  static void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer, std::size_t size,
+                                        std::size_t valid);
+
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  std::uint64_t records() const { return records_.load(std::memory_order_relaxed); }
+  std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+  static constexpr std::size_t kBufferSize = 4u << 20;     // Kineto's size; CUPTI recommends 1-10 MB
+  static constexpr std::uint32_t kMaxBuffers = 64;          // 256 MiB in flight at most
+
+ private:
+  void status(collector::GpuStatus s, int error, const char* message);
+
+  const CuptiApi* api_ = nullptr;
+  RecordSink* sink_ = nullptr;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::atomic<bool> active_{false};
+  std::atomic<std::uint64_t> records_{0};
+  std::atomic<std::uint64_t> skipped_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint32_t> buffers_{0};  // allocated, not yet completed
+  std::atomic<std::uint64_t> refused_{0};  // buffer requests refused (cap reached)
+};
+
+// The process's session (CUPTI's callbacks have no user data).
+Session& session();
+
+}  // namespace tt::cupti

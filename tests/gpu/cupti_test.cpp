@@ -1,0 +1,482 @@
+// CUPTI record handling without a GPU: hand-built CUpti_Activity* structs from the real CUDA 13
+// headers go through the decoder, the session runs on a fake CUPTI table (call order, the
+// other-profiler case, buffers and dropped records), and decoded records are written into a
+// .ttr file and merged, so kernels / memcpys / memsets / syncs / api_calls / devices / streams
+// are checked as the trace stores them.
+#include <time.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cupti_api.h"
+#include "session.h"
+#include "tracetune/collector/merge.h"
+#include "../unit/record_file_writer.h"
+
+using namespace tt::collector;
+using tt::collector::testing::RecordFileWriter;
+using tt::collector::testing::TempDir;
+namespace cu = tt::cupti;
+
+namespace {
+
+// A sink that writes into a test record file (thread `tid` = the CUPTI buffer thread).
+class FileSink final : public cu::RecordSink {
+ public:
+  explicit FileSink(RecordFileWriter& w) : w_(w) {}
+  void emit(RecordType type, const void* p, std::uint32_t size) override {
+    types.push_back(type);
+    w_.add_raw(static_cast<std::uint16_t>(type), p, size, kCuptiThread);
+  }
+  std::uint32_t intern(const char* s, std::size_t n) override { return w_.str(std::string_view(s, n), kCuptiThread); }
+  std::vector<RecordType> types;
+  static constexpr std::uint32_t kCuptiThread = 4999;
+
+ private:
+  RecordFileWriter& w_;
+};
+
+// ---- a fake CUPTI ----
+struct Fake {
+  std::vector<std::string> calls;
+  CUptiResult subscribe_result = CUPTI_SUCCESS;
+  CUptiResult enable_result = CUPTI_SUCCESS;
+  CUpti_TimestampCallbackFunc timestamp = nullptr;
+  std::vector<int> enabled;
+  std::vector<CUpti_Activity*> buffer_records;  // what get_next_record walks
+  std::size_t dropped = 0;
+  std::vector<std::uint32_t> flushes;
+};
+Fake g_fake;
+
+cu::CuptiApi fake_api() {
+  cu::CuptiApi a;
+  a.subscribe = [](CUpti_SubscriberHandle* h, CUpti_CallbackFunc, void*) {
+    g_fake.calls.push_back("subscribe");
+    *h = reinterpret_cast<CUpti_SubscriberHandle>(0x10);
+    return g_fake.subscribe_result;
+  };
+  a.unsubscribe = [](CUpti_SubscriberHandle) {
+    g_fake.calls.push_back("unsubscribe");
+    return CUPTI_SUCCESS;
+  };
+  a.set_thread_id_type = [](CUpti_ActivityThreadIdType t) {
+    g_fake.calls.push_back("thread_id_type " + std::to_string(static_cast<int>(t)));
+    return CUPTI_SUCCESS;
+  };
+  a.register_timestamp_callback = [](CUpti_TimestampCallbackFunc f) {
+    g_fake.calls.push_back("timestamp");
+    g_fake.timestamp = f;
+    return CUPTI_SUCCESS;
+  };
+  a.register_callbacks = [](CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) {
+    g_fake.calls.push_back("callbacks");
+    return CUPTI_SUCCESS;
+  };
+  a.enable = [](CUpti_ActivityKind k) {
+    g_fake.calls.push_back("enable " + std::to_string(static_cast<int>(k)));
+    g_fake.enabled.push_back(static_cast<int>(k));
+    return g_fake.enable_result;
+  };
+  a.get_next_record = [](uint8_t*, size_t, CUpti_Activity** rec) {
+    // Walks g_fake.buffer_records: *rec is the previous record (nullptr at first).
+    auto& v = g_fake.buffer_records;
+    auto it = *rec == nullptr ? v.begin() : std::find(v.begin(), v.end(), *rec) + 1;
+    if (it >= v.end()) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *rec = *it;
+    return CUPTI_SUCCESS;
+  };
+  a.flush_all = [](uint32_t flag) {
+    g_fake.flushes.push_back(flag);
+    return CUPTI_SUCCESS;
+  };
+  a.get_num_dropped_records = [](CUcontext, uint32_t, size_t* n) {
+    *n = g_fake.dropped;
+    return CUPTI_SUCCESS;
+  };
+  a.get_callback_name = [](CUpti_CallbackDomain d, uint32_t cbid, const char** name) {
+    if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+      *name = "cudaLaunchKernel";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020)
+      *name = "cudaMemcpyAsync";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020)
+      *name = "cudaStreamSynchronize";
+    else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+      *name = "cuLaunchKernel";
+    else
+      return CUPTI_ERROR_INVALID_PARAMETER;
+    return CUPTI_SUCCESS;
+  };
+  return a;
+}
+
+// ---- hand-built activity records (as CUPTI fills them, CUDA 13.0 structs) ----
+constexpr std::uint64_t T0 = 50'000'000'000;  // CLOCK_MONOTONIC ns (our timestamp callback)
+
+CUpti_ActivityKernel10 kernel(std::uint64_t start, std::uint64_t end, std::uint32_t stream, std::uint32_t corr,
+                              const char* name) {
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = start;
+  k.end = end;
+  k.deviceId = 0;
+  k.contextId = 1;
+  k.streamId = stream;
+  k.gridX = 128;
+  k.gridY = 2;
+  k.gridZ = 1;
+  k.blockX = 256;
+  k.blockY = 1;
+  k.blockZ = 1;
+  k.registersPerThread = 40;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 4096;
+  k.correlationId = corr;
+  k.name = name;
+  k.graphId = 0;
+  return k;
+}
+
+CUpti_ActivityAPI api_record(CUpti_ActivityKind kind, std::uint32_t cbid, std::uint64_t start, std::uint64_t end,
+                             std::uint32_t tid, std::uint32_t corr) {
+  CUpti_ActivityAPI a{};
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = start;
+  a.end = end;
+  a.processId = 77;
+  a.threadId = tid;
+  a.correlationId = corr;
+  a.returnValue = 0;
+  return a;
+}
+
+tt::trace::Trace merge(RecordFileWriter& w, const TempDir& dir, MergeReport& report) {
+  w.exit(static_cast<std::int64_t>(T0) + 1'000'000'000, 0);
+  w.write(dir.path() / "node-a" / "proc-77-1.ttr");
+  const std::filesystem::path dirs[] = {dir.path()};
+  auto t = merge_raw(dirs, {}, report);
+  EXPECT_TRUE(t) << (t ? "" : t.error());
+  return t ? std::move(t.value()) : tt::trace::Trace{};
+}
+
+std::string str(const tt::trace::Trace& t, tt::trace::StringId id) { return std::string(t.strings.get(id)); }
+
+}  // namespace
+
+TEST(CuptiSession, ClockBeforeKindsConcurrentKernelsNeverSerialised) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::Session s;
+  const cu::CuptiApi api = fake_api();
+  EXPECT_EQ(s.start(api, sink, {}), GpuStatus::Active);
+  EXPECT_TRUE(s.active());
+  const auto& c = g_fake.calls;
+  const auto ts = std::find(c.begin(), c.end(), "timestamp");
+  const auto first_enable = std::find_if(c.begin(), c.end(), [](const std::string& x) { return x.starts_with("enable"); });
+  ASSERT_NE(ts, c.end());
+  ASSERT_NE(first_enable, c.end());
+  EXPECT_LT(ts, first_enable) << "the timestamp callback must be registered before any kind is enabled";
+  EXPECT_NE(std::find(c.begin(), c.end(), "thread_id_type 1"), c.end()) << "system thread ids";
+  EXPECT_EQ(*first_enable, "enable " + std::to_string(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  const auto& e = g_fake.enabled;
+  EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_KERNEL)), 0);
+  for (auto k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                 CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DEVICE,
+                 CUPTI_ACTIVITY_KIND_OVERHEAD})
+    EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(k)), 1) << k;
+  EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)), 0);
+  // The clock given to CUPTI is CLOCK_MONOTONIC in ns.
+  ASSERT_NE(g_fake.timestamp, nullptr);
+  timespec a{}, b{};
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  const std::uint64_t v = g_fake.timestamp();
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  EXPECT_GE(v, static_cast<std::uint64_t>(a.tv_sec) * 1'000'000'000ull + a.tv_nsec);
+  EXPECT_LE(v, static_cast<std::uint64_t>(b.tv_sec) * 1'000'000'000ull + b.tv_nsec);
+  ASSERT_FALSE(sink.types.empty());
+  EXPECT_EQ(sink.types.back(), RecordType::GpuStatus);
+
+  cu::SessionOptions graphs;
+  graphs.graph_trace = true;
+  g_fake = Fake{};
+  cu::Session s2;
+  s2.start(api, sink, graphs);
+  EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)), 1);
+}
+
+TEST(CuptiSession, AnotherProfilerOwnsCuptiNothingEnabledOneWarningAndANote) {
+  g_fake = Fake{};
+  g_fake.subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  TempDir dir;
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::Session s;
+  const cu::CuptiApi api = fake_api();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(s.start(api, sink, {}), GpuStatus::CuptiInUse);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(s.active());
+  EXPECT_TRUE(g_fake.enabled.empty());
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("in use by another profiler"), std::string::npos) << err;
+  s.flush(true);  // harmless when not active
+  EXPECT_TRUE(g_fake.flushes.empty());
+
+  MergeReport report;
+  auto t = merge(w, dir, report);
+  EXPECT_EQ(report.cuda_processes, 1u);
+  EXPECT_EQ(report.cupti_active, 0u);
+  ASSERT_EQ(report.gpu_notes.size(), 1u);
+  EXPECT_NE(report.gpu_notes[0].find("in use by another profiler"), std::string::npos);
+  EXPECT_NE(report.gpu_line(true).find("no GPU activity seen"), std::string::npos) << report.gpu_line(true);
+  bool noted = false;
+  for (const auto& d : t.diagnostics) noted |= d.reason.find("in use by another profiler") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(CuptiSession, EnableFailureUnsubscribes) {
+  g_fake = Fake{};
+  g_fake.enable_result = CUPTI_ERROR_NOT_INITIALIZED;
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::Session s;
+  const cu::CuptiApi api = fake_api();
+  cu::SessionOptions quiet;
+  quiet.warn = false;
+  EXPECT_EQ(s.start(api, sink, quiet), GpuStatus::CuptiError);
+  EXPECT_EQ(g_fake.calls.back(), "unsubscribe");
+  EXPECT_FALSE(s.active());
+}
+
+TEST(CuptiSession, IncompleteApiIsUnavailable) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::CuptiApi api = fake_api();
+  api.enable = nullptr;
+  cu::Session s;
+  cu::SessionOptions quiet;
+  quiet.warn = false;
+  EXPECT_EQ(s.start(api, sink, quiet), GpuStatus::CuptiUnavailable);
+  EXPECT_TRUE(g_fake.calls.empty());
+}
+
+TEST(CuptiDecode, ActivityRecordsBecomeTraceTables) {
+  g_fake = Fake{};
+  TempDir dir;
+  RecordFileWriter w(77);
+  w.process_info("python train.py", "/usr/bin/python3");
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  const std::uint32_t main_tid = 77, worker_tid = 81;
+
+  CUpti_ActivityDevice5 dev{};
+  dev.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+  dev.id = 0;
+  dev.numMultiprocessors = 132;
+  dev.globalMemorySize = 80ull << 30;
+  dev.computeCapabilityMajor = 9;
+  dev.computeCapabilityMinor = 0;
+  dev.name = "NVIDIA H100 80GB HBM3";
+  for (int i = 0; i < 16; ++i) dev.uuid.bytes[i] = static_cast<char>(0x10 + i);
+
+  // cudaMemcpyAsync from pageable memory (corr 5), a kernel launched through the runtime
+  // (corr 6) on stream 7, a memset, a stream sync on the worker thread (corr 9).
+  auto launch = api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, T0 + 100,
+                           T0 + 900, main_tid, 6);
+  auto drv = api_record(CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, T0 + 300, T0 + 800,
+                        main_tid, 6);
+  auto copy_api = api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, T0 + 10,
+                             T0 + 90, main_tid, 5);
+  auto sync_api = api_record(CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+                             T0 + 1000, T0 + 9000, worker_tid, 9);
+  auto k = kernel(T0 + 2000, T0 + 7000, 7, 6, "_Z6fusedAddPf");
+  CUpti_ActivityMemcpy6 mc{};
+  mc.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  mc.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+  mc.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  mc.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  mc.flags = CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+  mc.bytes = 1 << 20;
+  mc.start = T0 + 50;
+  mc.end = T0 + 1500;
+  mc.streamId = 7;
+  mc.correlationId = 5;
+  CUpti_ActivityMemset4 ms{};
+  ms.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  ms.value = 0;
+  ms.bytes = 4096;
+  ms.start = T0 + 7100;
+  ms.end = T0 + 7200;
+  ms.streamId = 7;
+  ms.correlationId = 8;
+  ms.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+  CUpti_ActivitySynchronization2 sy{};
+  sy.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  sy.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+  sy.start = T0 + 1100;
+  sy.end = T0 + 8900;
+  sy.correlationId = 9;
+  sy.streamId = 7;
+  sy.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  CUpti_ActivityOverhead3 ov{};
+  ov.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  ov.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION;
+  ov.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  ov.objectId.pt.threadId = main_tid;
+  ov.start = T0 + 1;
+  ov.end = T0 + 5;
+  CUpti_ActivityGraphTrace2 gr{};
+  gr.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+  gr.start = T0 + 9100;
+  gr.end = T0 + 9900;
+  gr.streamId = 7;
+  gr.graphId = 12;
+  gr.correlationId = 10;
+  CUpti_ActivityMarker2 other{};  // a kind we do not record
+  other.kind = CUPTI_ACTIVITY_KIND_MARKER;
+
+  g_fake.buffer_records = {
+      reinterpret_cast<CUpti_Activity*>(&dev),      reinterpret_cast<CUpti_Activity*>(&copy_api),
+      reinterpret_cast<CUpti_Activity*>(&launch),   reinterpret_cast<CUpti_Activity*>(&drv),
+      reinterpret_cast<CUpti_Activity*>(&sync_api), reinterpret_cast<CUpti_Activity*>(&k),
+      reinterpret_cast<CUpti_Activity*>(&mc),       reinterpret_cast<CUpti_Activity*>(&ms),
+      reinterpret_cast<CUpti_Activity*>(&sy),       reinterpret_cast<CUpti_Activity*>(&ov),
+      reinterpret_cast<CUpti_Activity*>(&gr),       reinterpret_cast<CUpti_Activity*>(&other)};
+  g_fake.dropped = 3;
+
+  // Through the session's buffer callbacks, as CUPTI calls them.
+  cu::Session& s = cu::session();
+  cu::SessionOptions quiet;
+  quiet.warn = false;
+  ASSERT_EQ(s.start(api, sink, quiet), GpuStatus::Active);
+  std::uint8_t* buf = nullptr;
+  std::size_t size = 0, max_records = 1;
+  cu::Session::buffer_requested(&buf, &size, &max_records);
+  ASSERT_NE(buf, nullptr);
+  EXPECT_EQ(size, cu::Session::kBufferSize);
+  EXPECT_EQ(max_records, 0u);
+  cu::Session::buffer_completed(nullptr, 0, buf, size, 4096);
+  EXPECT_EQ(s.records(), 11u);
+  EXPECT_EQ(s.dropped(), 3u);
+  s.flush(false);
+  s.flush(true);
+  EXPECT_EQ(g_fake.flushes, (std::vector<std::uint32_t>{0, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}));
+
+  MergeReport report;
+  const auto t = merge(w, dir, report);
+  EXPECT_EQ(report.cupti_active, 1u);
+  EXPECT_EQ(report.gpu_devices, 1u);
+  EXPECT_EQ(report.gpu_activities, 3u);
+  EXPECT_NE(report.gpu_line(true).find("1 GPU device record(s), 3 kernels/copies/memsets"), std::string::npos)
+      << report.gpu_line(true);
+  const auto offset = 0;  // one host: trace clock = CLOCK_MONOTONIC
+
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(t.devices[0].uuid, "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f");
+  EXPECT_EQ(t.devices[0].sm_count, 132);
+  EXPECT_EQ(t.devices[0].compute_major, 9);
+  EXPECT_EQ(t.devices[0].total_memory, static_cast<std::int64_t>(80ull << 30));
+  ASSERT_EQ(t.streams.size(), 1u);
+  EXPECT_EQ(t.streams[0].stream, 7);
+  EXPECT_EQ(t.streams[0].device, 0u);
+
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(str(t, t.kernels.name[0]), "_Z6fusedAddPf");
+  EXPECT_EQ(t.kernels.start[0], static_cast<std::int64_t>(T0 + 2000) + offset);
+  EXPECT_EQ(t.kernels.dur[0], 5000);
+  EXPECT_EQ(t.kernels.correlation[0], 6u);
+  const auto& cfg = t.launch_configs.at(t.kernels.config[0]);
+  EXPECT_EQ(cfg.grid_x, 128u);
+  EXPECT_EQ(cfg.grid_y, 2u);
+  EXPECT_EQ(cfg.block_x, 256u);
+  EXPECT_EQ(cfg.registers, 40u);
+  EXPECT_EQ(cfg.shared_static, 1024u);
+  EXPECT_EQ(cfg.shared_dynamic, 4096u);
+  EXPECT_EQ(t.tracks[t.kernels.track[0]].type, tt::trace::TrackType::Stream);
+
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys.direction[0], tt::trace::MemcpyDirection::HtoD);
+  EXPECT_EQ(t.memcpys.src_kind[0], tt::trace::MemoryKind::Pageable);
+  EXPECT_EQ(t.memcpys.dst_kind[0], tt::trace::MemoryKind::Device);
+  EXPECT_EQ(t.memcpys.async[0], 1);
+  EXPECT_EQ(t.memcpys.bytes[0], 1u << 20);
+  EXPECT_EQ(t.memcpys.track[0], t.kernels.track[0]);
+  EXPECT_EQ(str(t, t.memcpys.name[0]), "Memcpy HtoD (pageable -> device)");
+
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets.mem_kind[0], tt::trace::MemoryKind::Managed);
+  EXPECT_EQ(t.memsets.bytes[0], 4096u);
+
+  // API calls: on the calling threads' tracks (not the CUPTI buffer thread); correlation ids
+  // link the launch to its kernel.
+  ASSERT_EQ(t.api_calls.size(), 4u);
+  auto thread_of = [&](std::uint32_t track) { return t.threads[t.tracks[track].owner].tid; };
+  for (std::size_t i = 0; i < t.api_calls.size(); ++i) {
+    const std::string name = str(t, t.api_calls.name[i]);
+    if (name == "cudaLaunchKernel") {
+      EXPECT_EQ(t.api_calls.correlation[i], t.kernels.correlation[0]);
+      EXPECT_EQ(t.api_calls.api[i], tt::trace::ApiKind::Runtime);
+      EXPECT_EQ(thread_of(t.api_calls.track[i]), main_tid);
+    } else if (name == "cuLaunchKernel") {
+      EXPECT_EQ(t.api_calls.api[i], tt::trace::ApiKind::Driver);
+    } else if (name == "cudaStreamSynchronize") {
+      EXPECT_EQ(thread_of(t.api_calls.track[i]), worker_tid);
+    } else {
+      EXPECT_EQ(name, "cudaMemcpyAsync");
+    }
+  }
+  for (std::size_t i = 0; i < t.threads.size(); ++i) EXPECT_NE(t.threads[i].tid, FileSink::kCuptiThread);
+
+  // The sync has no thread in CUPTI: it lands on the thread of its API call.
+  ASSERT_EQ(t.syncs.size(), 1u);
+  EXPECT_EQ(t.syncs.type[0], tt::trace::SyncType::StreamSync);
+  EXPECT_EQ(t.syncs.stream[0], 7);
+  EXPECT_EQ(t.syncs.event[0], -1);
+  EXPECT_EQ(thread_of(t.syncs.track[0]), worker_tid);
+
+  // Graph launch and CUPTI overhead become ranges; the dropped count a diagnostic.
+  bool graph = false, overhead = false;
+  for (std::size_t i = 0; i < t.ranges.size(); ++i) {
+    const std::string name = str(t, t.ranges.name[i]);
+    graph |= name == "CUDA graph 12" && t.ranges.kind[i] == tt::trace::RangeKind::GpuAnnotation;
+    overhead |= name == "CUPTI overhead: instrumentation" && thread_of(t.ranges.track[i]) == main_tid;
+  }
+  EXPECT_TRUE(graph);
+  EXPECT_TRUE(overhead);
+  std::uint64_t dropped = 0;
+  for (const auto& d : t.diagnostics)
+    if (d.kind == tt::trace::DiagnosticKind::Dropped && d.reason.starts_with("cupti:")) dropped += d.count;
+  EXPECT_EQ(dropped, 3u);
+}
+
+TEST(CuptiDecode, BufferCapRefusesAndCounts) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  cu::Session& s = cu::session();
+  cu::SessionOptions quiet;
+  quiet.warn = false;
+  ASSERT_EQ(s.start(api, sink, quiet), GpuStatus::Active);
+  std::vector<std::uint8_t*> held;
+  for (std::uint32_t i = 0; i < cu::Session::kMaxBuffers + 2; ++i) {
+    std::uint8_t* b = nullptr;
+    std::size_t size = 0, max = 0;
+    cu::Session::buffer_requested(&b, &size, &max);
+    if (b != nullptr) held.push_back(b);
+    else EXPECT_EQ(size, 0u);
+  }
+  EXPECT_EQ(held.size(), cu::Session::kMaxBuffers);
+  for (auto* b : held) cu::Session::buffer_completed(nullptr, 0, b, cu::Session::kBufferSize, 0);
+  sink.types.clear();
+  s.flush(true);
+  EXPECT_NE(std::find(sink.types.begin(), sink.types.end(), RecordType::Dropped), sink.types.end());
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""`tracetune record` and GPU capture on a machine without a GPU:
+ - the NCCL profiler plugin, loaded from the NCCL_PROFILER_PLUGIN that `record` sets, exactly
+   as NCCL loads it (nccl_driver plays NCCL's calls), leaves host- and device-side rows in
+   `collectives`;
+ - the same driver outside `record` gets no events (mask 0) and succeeds;
+ - a job that never initialises CUDA is recorded, and the summary says in one line that no
+   GPU was seen; `--trace` without cuda/nccl sets neither variable.
+Every check reads the DB or the output the command wrote.
+
+ - a job that initialises CUDA injection where no GPU driver exists (the job calls
+   InitializeInjection itself, as the driver would) keeps its output and exit code, warns in
+   one line, and the trace says CUDA was initialised but no GPU activity was seen;
+ - another profiler registering CUPTI buffer callbacks mid-run (what torch.profiler does) is
+   passed through unchanged and noted in the trace.
+
+usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN [LIBCUPTI]
+"""
+import os
+import pathlib
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+TRACETUNE, DRIVER, PLUGIN = sys.argv[1:4]
+LIBCUPTI = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] and not sys.argv[4].endswith("NOTFOUND") else ""
+results = []
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+
+
+def query(db, sql, *args):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def record(tmp, *cmd, out="trace.db", extra=(), env=None):
+    db = pathlib.Path(tmp) / out
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), *extra, "--", *cmd], capture_output=True, text=True,
+                       timeout=300, env=env)
+    return r, db
+
+
+def case_nccl_plugin(tmp):
+    env = {k: v for k, v in os.environ.items() if k != "NCCL_PROFILER_PLUGIN"}
+    r, db = record(tmp, DRIVER, env=env)
+    check("nccl: driver succeeds under record", r.returncode == 0, r.stdout + r.stderr[-1500:])
+    check("nccl: record set NCCL_PROFILER_PLUGIN and the plugin asked for events",
+          r.stdout.strip() == "mask=70 ops=6", r.stdout)
+    rows = query(db, """SELECT o.value, c.bytes, c.count, d.value, c.group_size, m.value, a.value, p.value,
+                               c.channels, c.seq, c.peer, c.root, c.side, c.end_ns - c.start_ns
+                        FROM collectives c JOIN strings o ON o.id = c.op_id JOIN strings d ON d.id = c.dtype_id
+                        JOIN strings m ON m.id = c.communicator_id
+                        LEFT JOIN strings a ON a.id = c.algorithm_id LEFT JOIN strings p ON p.id = c.protocol_id
+                        ORDER BY c.side, c.start_ns""")
+    host = [x for x in rows if x[12] == 0]
+    dev = [x for x in rows if x[12] == 1]
+    check("nccl: 6 host-side and 6 device-side rows", len(host) == 6 and len(dev) == 6, rows)
+    ar = [x for x in host if x[0] == "allreduce"]
+    check("nccl: allreduce rows carry bytes, dtype, algorithm, protocol, channels, seq, communicator",
+          len(ar) == 5 and all(x[1] == 2 * (25 << 20) and x[2] == 25 << 20 and x[3] == "ncclFloat16" and
+                                x[4] == 2 and x[5] == "1111222233334444" and x[6] == "RING" and x[7] == "LL128" and
+                                x[8] == 2 for x in ar) and sorted(x[9] for x in ar) == [0, 1, 2, 3, 4], ar)
+    recv = [x for x in host if x[0] == "recv"]
+    check("nccl: recv row has its peer and no seq (stored as NULL)", len(recv) == 1 and recv[0][10] == 1 and recv[0][9] is None and
+          recv[0][1] == 1024, recv)
+    devar = [x for x in dev if x[0] == "allreduce"]
+    check("nccl: device-side allreduce durations are the GPU channel spans",
+          sorted(x[13] for x in devar) == [410_000] * 5, devar)
+    starts = [x for x in query(db, "SELECT start_ns FROM collectives WHERE side = 1 ORDER BY start_ns")]
+    gaps = [b[0] - a[0] for a, b in zip(starts, starts[1:])]
+    check("nccl: device-side rows keep the GPU's spacing", gaps[:4] == [1_000_000] * 4, gaps)
+    meta = dict(query(db, "SELECT key, value FROM meta WHERE key LIKE 'nccl_comm:%'"))
+    check("nccl: named communicator in meta", meta.get("nccl_comm:1111222233334444") == "world", meta)
+    check("nccl: summary line counts the plugin's operations",
+          "NCCL profiler plugin: 12 operations in 1 processes" in r.stderr, r.stderr[-1500:])
+
+
+def case_nccl_plugin_outside_record(tmp):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACETUNE_") and k != "LD_PRELOAD"}
+    env["NCCL_PROFILER_PLUGIN"] = PLUGIN
+    r = subprocess.run([DRIVER], capture_output=True, text=True, env=env, timeout=60)
+    check("nccl: outside record the plugin asks for nothing and the job succeeds",
+          r.returncode == 0 and r.stdout.strip() == "mask=0 ops=0", r.stdout + r.stderr)
+
+
+def case_no_gpu(tmp):
+    code = ("import os\nprint(os.environ.get('CUDA_INJECTION64_PATH', '-'))\n"
+            "print(os.environ.get('NCCL_PROFILER_PLUGIN', '-'))\nprint('job done')")
+    r, db = record(tmp, sys.executable, "-c", code, out="nogpu.db")
+    lines = r.stdout.splitlines()
+    check("no GPU: job runs, output untouched, exit 0", r.returncode == 0 and lines[-1:] == ["job done"], r.stdout)
+    check("no GPU: NCCL_PROFILER_PLUGIN is our plugin", len(lines) == 3 and os.path.realpath(lines[1]) == os.path.realpath(PLUGIN), lines)
+    cupti = lines[0] if lines else "-"
+    check("no GPU: CUDA_INJECTION64_PATH is ours when this build has CUPTI capture",
+          cupti == "-" or (cupti.endswith("libtracetune_cupti.so") and os.path.exists(cupti)), cupti)
+    gpu_lines = [x for x in r.stderr.splitlines() if x.startswith("GPU ")]
+    want = ("no GPU seen: no process of the job initialised CUDA" if cupti != "-"
+            else "no GPU capture in this build")
+    check("no GPU: one summary line says no GPU was seen", len(gpu_lines) == 1 and want in gpu_lines[0], r.stderr)
+    check("no GPU: the CPU side is recorded", query(db, "SELECT count(*) FROM processes")[0][0] >= 1)
+    r, _ = record(tmp, sys.executable, "-c", code, out="io.db", extra=["--trace", "io"])
+    check("--trace io: neither GPU variable is set", r.stdout.splitlines()[:2] == ["-", "-"], r.stdout)
+    check("--trace io: no GPU line, GPU listed as not requested",
+          not any(x.startswith("GPU ") for x in r.stderr.splitlines()) and "CUDA kernels" in r.stderr, r.stderr)
+
+
+def case_injection_without_gpu(tmp):
+    code = ("import ctypes, os\n"
+            "lib = ctypes.CDLL(os.environ['CUDA_INJECTION64_PATH'])\n"
+            "print('init', lib.InitializeInjection(), lib.InitializeInjection())\n"
+            "raise SystemExit(4)")
+    r, db = record(tmp, sys.executable, "-c", code, out="inj.db")
+    check("injection: job output and exit code unchanged", r.returncode == 4 and r.stdout == "init 1 1\n",
+          f"rc={r.returncode} {r.stdout!r} {r.stderr[-800:]}")
+    ours = [x for x in r.stderr.splitlines() if x.startswith("tracetune: ")]
+    check("injection: one warning line from the injection library", len(ours) == 1 and "CUPTI" in ours[0], r.stderr)
+    gpu = [x for x in r.stderr.splitlines() if x.startswith("GPU ")]
+    check("injection: summary says CUDA was initialised but no GPU activity was seen",
+          len(gpu) == 1 and "no GPU activity seen: CUDA was initialised in 1 process" in gpu[0], r.stderr)
+    meta = dict(query(db, "SELECT key, value FROM meta WHERE key LIKE '%gpu_capture'"))
+    check("injection: the process is marked in meta", list(meta.values()) == ["cupti-unavailable"], meta)
+    diags = query(db, "SELECT reason FROM diagnostics WHERE reason LIKE '%CUPTI%'")
+    check("injection: the reason is a diagnostic", len(diags) == 1, diags)
+
+
+def case_takeover(tmp):
+    code = ("import ctypes, sys\n"
+            "direct = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
+            "f = ctypes.CDLL(None).cuptiActivityRegisterCallbacks  # resolved like torch's PLT call\n"
+            "a = f(None, None); b = f(None, None)\n"
+            "print('rc', a, b, direct.cuptiActivityRegisterCallbacks(None, None))")
+    r, db = record(tmp, sys.executable, "-c", code, LIBCUPTI, out="take.db")
+    parts = r.stdout.split()
+    check("takeover: the call is passed through with the real result",
+          r.returncode == 0 and len(parts) == 4 and parts[1] == parts[2] == parts[3], r.stdout + r.stderr[-800:])
+    diags = query(db, "SELECT kind, reason FROM diagnostics WHERE reason LIKE '%took over CUPTI%'")
+    check("takeover: noted once in the trace, as truncation of GPU capture", len(diags) == 1 and diags[0][0] == 1,
+          diags)
+    check("takeover: a warning in the summary", "warning      GPU: another profiler" in r.stderr, r.stderr[-800:])
+
+
+cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu]
+if LIBCUPTI:
+    cases += [case_injection_without_gpu, case_takeover]
+for fn in cases:
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            fn(tmp)
+        except Exception as e:
+            check(f"{fn.__name__}: raised {type(e).__name__}", False, str(e))
+passed = sum(1 for _, ok, _ in results if ok)
+print(f"{passed} passed, {len(results) - passed} failed")
+sys.exit(0 if passed == len(results) else 1)
