@@ -16,6 +16,8 @@
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/summary.h"
+#include "tracetune/tuner/apply.h"
+#include "tracetune/tuner/knobs.h"
 
 namespace fs = std::filesystem;
 using namespace tt;
@@ -91,6 +93,25 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
   return 0;
 }
 
+int cmd_knobs() {
+  auto cat = tuner::builtin_catalogue();
+  if (!cat) return fail(cat.error());
+  for (const auto& k : cat->knobs) {
+    std::string how(tuner::to_string(k.apply));
+    if (k.apply == tuner::Apply::Env) how += " " + k.env;
+    std::string allowed;
+    if (k.min) allowed = fmt::format("{} to {}", *k.min, *k.max);
+    for (const auto& c : k.choices) allowed += (allowed.empty() ? "" : "|") + c;
+    if (k.type == tuner::KnobType::Bool) allowed = "true|false";
+    if (k.type == tuner::KnobType::Table) allowed = "[[nccl.table]] entries";
+    std::string addresses;
+    for (const auto& a : k.addresses) addresses += (addresses.empty() ? "" : ",") + a;
+    std::printf("%-30s %-9s %-28s %-26s %s%s\n", k.id.c_str(), std::string(tuner::to_string(k.type)).c_str(),
+                how.c_str(), allowed.c_str(), addresses.c_str(), k.risk == tuner::Risk::Numerics ? "  [numerics]" : "");
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,10 +124,10 @@ int main(int argc, char** argv) {
 #endif
   // No umask change here: `record` passes it on to the job, which must behave as without us.
   // Every file we create is made private explicitly (0600 files, 0700 directories).
-  CLI::App app{"tracetune: a profiler for training jobs. Record a job (file I/O, processes, NVTX ranges,\n"
-               "steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
+  CLI::App app{"tracetune: a profiler and tuning advisor for training jobs. Record a job (file I/O, processes,\n"
+               "NVTX ranges, steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
                "inspect the trace. Traces are SQLite files (docs/trace-format.md); imports are accepted\n"
-               "wherever a trace is."};
+               "wherever a trace is. Apply tuned settings with `run --config` (docs/tuning.md)."};
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
 
@@ -151,6 +172,20 @@ int main(int argc, char** argv) {
   mrg->add_option("dirs", merge_dirs, "Raw record directories")->required();
   mrg->add_option("-o,--output", merge_out, "Output trace database")->required();
 
+  tuner::RunOptions run_opt;
+  std::string run_config;
+  auto* run = app.add_subcommand("run", "Run a job with a tuned config applied (no recording):\n"
+                                        "  tracetune run --config tuned.toml -- CMD...\n"
+                                        "Every setting is checked against the knob catalogue first (tracetune knobs);\n"
+                                        "a refused config exits 2 without starting CMD. Format: docs/tuning.md");
+  run->add_option("-c,--config", run_config, "The tuned config (TOML; must be yours and not group/other-writable)")->required();
+  run->add_flag("--check", run_opt.check_only, "Check the config and print what would be set; run nothing");
+  run->add_flag("-q,--quiet", run_opt.quiet, "Do not print the settings applied");
+  run->add_option("command", run_opt.command, "The job to run, after --");
+  run->positionals_at_end();
+
+  auto* knobs = app.add_subcommand("knobs", "List the knob catalogue: id, type, how applied, allowed values, findings addressed");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -161,6 +196,11 @@ int main(int argc, char** argv) {
   if (*info) return cmd_info(info_in, info_json);
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
+  if (*knobs) return cmd_knobs();
+  if (*run) {
+    run_opt.config = run_config;
+    return tuner::run_with_config(run_opt);
+  }
   if (*rec) {
     rec_opt.output = rec_out;
     rec_opt.raw_dir = rec_raw;

@@ -36,6 +36,12 @@ std::filesystem::path python_integration_dir();
 // not usable, collector library missing) are returned as errors and the job is not run.
 Result<RecordOutcome> record(const RecordOptions& options);
 
+// Starts `command` (searched on PATH) with exactly `env`, inheriting stdin/stdout/stderr;
+// forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to us by another process
+// to it, and waits. Returns its wait status, or an error when it could not be started.
+// Shared by `record` and `run`.
+Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env);
+
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
 // PYTHONPATH (sitecustomize), TRACETUNE_* settings, on top of `base`.
 std::vector<std::string> job_environment(const RecordOptions& options, const std::filesystem::path& raw_dir,
