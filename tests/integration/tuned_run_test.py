@@ -134,6 +134,24 @@ def case_env_and_files(tmp):
            "OMP_NUM_THREADS=3  (cpu.omp_num_threads)", "dataloader.pin_memory = true  (Python integration)")), r.stderr)
 
 
+def case_nccl_table(tmp):
+    cfg = config(tmp, '[[nccl.table]]\ncollective = "AllReduce"\nmin_bytes = 0\nmax_bytes = 65536\nalgorithm = "Tree"\n'
+                      'protocol = "LL"\n\n[[nccl.table]]\ncollective = "allgather"\nmin_bytes = 1024\nmax_bytes = 1048576\n'
+                      'algorithm = "ring"\nprotocol = "simple"\nchannels = 8\nnodes = 2\n')
+    probe = ("import os\n"
+             "plugin = os.environ['NCCL_TUNER_PLUGIN']\n"
+             "print(os.path.isfile(plugin), os.path.basename(plugin))\n"
+             "print(open(os.environ['TRACETUNE_NCCL_TABLE']).read(), end='')\n")
+    r = run(cfg, PY, "-c", probe, env={**os.environ, "NCCL_TUNER_PLUGIN": "/tmp/someone-elses.so"})
+    out = r.stdout.splitlines()
+    check("nccl table: our tuner plugin replaces an inherited NCCL_TUNER_PLUGIN",
+          r.returncode == 0 and out and out[0] == "True libnccl-tuner-tracetune.so", r.stdout + r.stderr)
+    check("nccl table: the table file the plugin reads",
+          out[1:] == ["tracetune-nccl-table 1", "# collective min_bytes max_bytes algorithm protocol channels nodes ranks",
+                      "allreduce 0 65536 tree ll 0 -1 -1", "allgather 1024 1048576 ring simple 8 2 -1"], r.stdout)
+    check("nccl table: reported", "nccl.tuner_table: 2 entries  (NCCL tuner plugin)" in r.stderr, r.stderr)
+
+
 def case_exit_codes(tmp):
     cfg = config(tmp, '[settings]\n"torch.num_threads" = 2\n')
     r = run(cfg, PY, "-c", "import sys; print('hello'); sys.exit(7)")
@@ -234,7 +252,7 @@ def case_python_api(tmp):
     check("Python knob table matches tuner/knobs/knobs.toml", not mismatch, f"{mismatch}")
 
 
-CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "exit": case_exit_codes,
+CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
          "dataloader": case_dataloader, "ddp": case_ddp, "python_api": case_python_api}
 
 for name, fn in CASES.items():
