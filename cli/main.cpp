@@ -3,6 +3,7 @@
 // 2 (usage).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "tracetune/trace/summary.h"
 #include "tracetune/tuner/apply.h"
 #include "tracetune/tuner/knobs.h"
+#include "tracetune/tuner/storage_bench.h"
 
 namespace fs = std::filesystem;
 using namespace tt;
@@ -90,6 +92,43 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
   if (report.truncated > 0) std::printf("%zu processes ended without an exit record (marked truncated)\n", report.truncated);
   for (const auto& w : report.warnings) std::printf("warning: %s\n", w.c_str());
   std::printf("wrote %s\n", output.c_str());
+  return 0;
+}
+
+int cmd_bench_storage(tuner::StorageBenchOptions opt, const std::string& threads, const std::string& blocks,
+                      const std::string& max_bytes, bool json) {
+  auto usage = [](const std::string& msg) {
+    std::fprintf(stderr, "tracetune: bench storage: %s\n", msg.c_str());
+    return 2;
+  };
+  auto items = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos <= list.size();) {
+      const auto comma = std::min(list.find(',', pos), list.size());
+      out.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    return out;
+  };
+  opt.threads.clear();
+  for (const auto& t : items(threads)) {
+    char* end = nullptr;
+    const long n = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || n < 1 || n > 256) return usage("--threads: '" + t + "' is not a count from 1 to 256");
+    opt.threads.push_back(static_cast<int>(n));
+  }
+  opt.blocks.clear();
+  for (const auto& b : items(blocks)) {
+    auto v = tuner::parse_size(b);
+    if (!v) return usage("--block: " + v.error());
+    opt.blocks.push_back(v.value());
+  }
+  auto mb = tuner::parse_size(max_bytes);
+  if (!mb) return usage("--max-bytes: " + mb.error());
+  opt.max_bytes = mb.value();
+  auto r = tuner::run_storage_bench(opt);
+  if (!r) return fail(r.error());
+  std::fputs(json ? tuner::storage_bench_json(opt, r.value()).c_str() : tuner::storage_bench_text(opt, r.value()).c_str(), stdout);
   return 0;
 }
 
@@ -184,6 +223,21 @@ int main(int argc, char** argv) {
   run->add_option("command", run_opt.command, "The job to run, after --");
   run->positionals_at_end();
 
+  auto* bench = app.add_subcommand("bench", "Micro-benchmarks for tuning decisions (figures, never pass/fail)");
+  bench->require_subcommand(1);
+  tuner::StorageBenchOptions bs_opt;
+  std::string bs_path, bs_threads = "1,2,4,8", bs_blocks = "64K,1M", bs_max = "1G";
+  bool bs_json = false, bs_cached = false;
+  auto* bench_storage = bench->add_subcommand(
+      "storage", "Read throughput of a data path vs reader threads and block size (whole files, like DataLoader workers):\n"
+                 "  tracetune bench storage PATH [--threads 1,2,4,8] [--block 64K,1M] [--json]");
+  bench_storage->add_option("path", bs_path, "The job's data: a directory (read recursively) or a file")->required();
+  bench_storage->add_option("--threads", bs_threads, "Reader thread counts to try (default 1,2,4,8)");
+  bench_storage->add_option("--block", bs_blocks, "Read sizes to try, e.g. 4K,64K,1M (default 64K,1M)");
+  bench_storage->add_option("--max-bytes", bs_max, "Read at most this much per trial (default 1G; first files by name)");
+  bench_storage->add_flag("--cached", bs_cached, "Keep the page cache between trials (measures cached reads)");
+  bench_storage->add_flag("--json", bs_json, "Machine-readable JSON output");
+
   auto* knobs = app.add_subcommand("knobs", "List the knob catalogue: id, type, how applied, allowed values, findings addressed");
 
   try {
@@ -197,6 +251,11 @@ int main(int argc, char** argv) {
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
   if (*knobs) return cmd_knobs();
+  if (*bench_storage) {
+    bs_opt.path = bs_path;
+    bs_opt.drop_cache = !bs_cached;
+    return cmd_bench_storage(bs_opt, bs_threads, bs_blocks, bs_max, bs_json);
+  }
   if (*run) {
     run_opt.config = run_config;
     return tuner::run_with_config(run_opt);
