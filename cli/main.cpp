@@ -3,6 +3,7 @@
 // 2 (usage).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/summary.h"
+#include "tracetune/tuner/apply.h"
+#include "tracetune/tuner/knobs.h"
+#include "tracetune/tuner/storage_bench.h"
 
 namespace fs = std::filesystem;
 using namespace tt;
@@ -162,6 +166,62 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
   return 0;
 }
 
+int cmd_bench_storage(tuner::StorageBenchOptions opt, const std::string& threads, const std::string& blocks,
+                      const std::string& max_bytes, bool json) {
+  auto usage = [](const std::string& msg) {
+    std::fprintf(stderr, "tracetune: bench storage: %s\n", msg.c_str());
+    return 2;
+  };
+  auto items = [](const std::string& list) {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos <= list.size();) {
+      const auto comma = std::min(list.find(',', pos), list.size());
+      out.push_back(list.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    return out;
+  };
+  opt.threads.clear();
+  for (const auto& t : items(threads)) {
+    char* end = nullptr;
+    const long n = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || n < 1 || n > 256) return usage("--threads: '" + t + "' is not a count from 1 to 256");
+    opt.threads.push_back(static_cast<int>(n));
+  }
+  opt.blocks.clear();
+  for (const auto& b : items(blocks)) {
+    auto v = tuner::parse_size(b);
+    if (!v) return usage("--block: " + v.error());
+    opt.blocks.push_back(v.value());
+  }
+  auto mb = tuner::parse_size(max_bytes);
+  if (!mb) return usage("--max-bytes: " + mb.error());
+  opt.max_bytes = mb.value();
+  auto r = tuner::run_storage_bench(opt);
+  if (!r) return fail(r.error());
+  std::fputs(json ? tuner::storage_bench_json(opt, r.value()).c_str() : tuner::storage_bench_text(opt, r.value()).c_str(), stdout);
+  return 0;
+}
+
+int cmd_knobs() {
+  auto cat = tuner::builtin_catalogue();
+  if (!cat) return fail(cat.error());
+  for (const auto& k : cat->knobs) {
+    std::string how(tuner::to_string(k.apply));
+    if (k.apply == tuner::Apply::Env) how += " " + k.env;
+    std::string allowed;
+    if (k.min) allowed = fmt::format("{} to {}", *k.min, *k.max);
+    for (const auto& c : k.choices) allowed += (allowed.empty() ? "" : "|") + c;
+    if (k.type == tuner::KnobType::Bool) allowed = "true|false";
+    if (k.type == tuner::KnobType::Table) allowed = "[[nccl.table]] entries";
+    std::string addresses;
+    for (const auto& a : k.addresses) addresses += (addresses.empty() ? "" : ",") + a;
+    std::printf("%-30s %-9s %-28s %-26s %s%s\n", k.id.c_str(), std::string(tuner::to_string(k.type)).c_str(),
+                how.c_str(), allowed.c_str(), addresses.c_str(), k.risk == tuner::Risk::Numerics ? "  [numerics]" : "");
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,10 +234,10 @@ int main(int argc, char** argv) {
 #endif
   // No umask change here: `record` passes it on to the job, which must behave as without us.
   // Every file we create is made private explicitly (0600 files, 0700 directories).
-  CLI::App app{"tracetune: a profiler for training jobs. Record a job (file I/O, processes, NVTX ranges,\n"
-               "steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
+  CLI::App app{"tracetune: a profiler and tuning advisor for training jobs. Record a job (file I/O, processes,\n"
+               "NVTX ranges, steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
                "inspect the trace. Traces are SQLite files (docs/trace-format.md); imports are accepted\n"
-               "wherever a trace is."};
+               "wherever a trace is. Apply tuned settings with `run --config` (docs/tuning.md)."};
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
 
@@ -235,6 +295,35 @@ int main(int argc, char** argv) {
   mrg->add_option("dirs", merge_dirs, "Raw record directories")->required();
   mrg->add_option("-o,--output", merge_out, "Output trace database")->required();
 
+  tuner::RunOptions run_opt;
+  std::string run_config;
+  auto* run = app.add_subcommand("run", "Run a job with a tuned config applied (no recording):\n"
+                                        "  tracetune run --config tuned.toml -- CMD...\n"
+                                        "Every setting is checked against the knob catalogue first (tracetune knobs);\n"
+                                        "a refused config exits 2 without starting CMD. Format: docs/tuning.md");
+  run->add_option("-c,--config", run_config, "The tuned config (TOML; must be yours and not group/other-writable)")->required();
+  run->add_flag("--check", run_opt.check_only, "Check the config and print what would be set; run nothing");
+  run->add_flag("-q,--quiet", run_opt.quiet, "Do not print the settings applied");
+  run->add_option("command", run_opt.command, "The job to run, after --");
+  run->positionals_at_end();
+
+  auto* bench = app.add_subcommand("bench", "Micro-benchmarks for tuning decisions (figures, never pass/fail)");
+  bench->require_subcommand(1);
+  tuner::StorageBenchOptions bs_opt;
+  std::string bs_path, bs_threads = "1,2,4,8", bs_blocks = "64K,1M", bs_max = "1G";
+  bool bs_json = false, bs_cached = false;
+  auto* bench_storage = bench->add_subcommand(
+      "storage", "Read throughput of a data path vs reader threads and block size (whole files, like DataLoader workers):\n"
+                 "  tracetune bench storage PATH [--threads 1,2,4,8] [--block 64K,1M] [--json]");
+  bench_storage->add_option("path", bs_path, "The job's data: a directory (read recursively) or a file")->required();
+  bench_storage->add_option("--threads", bs_threads, "Reader thread counts to try (default 1,2,4,8)");
+  bench_storage->add_option("--block", bs_blocks, "Read sizes to try, e.g. 4K,64K,1M (default 64K,1M)");
+  bench_storage->add_option("--max-bytes", bs_max, "Read at most this much per trial (default 1G; first files by name)");
+  bench_storage->add_flag("--cached", bs_cached, "Keep the page cache between trials (measures cached reads)");
+  bench_storage->add_flag("--json", bs_json, "Machine-readable JSON output");
+
+  auto* knobs = app.add_subcommand("knobs", "List the knob catalogue: id, type, how applied, allowed values, findings addressed");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -246,6 +335,16 @@ int main(int argc, char** argv) {
   if (*an) return cmd_analyze(an_args);
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
+  if (*knobs) return cmd_knobs();
+  if (*bench_storage) {
+    bs_opt.path = bs_path;
+    bs_opt.drop_cache = !bs_cached;
+    return cmd_bench_storage(bs_opt, bs_threads, bs_blocks, bs_max, bs_json);
+  }
+  if (*run) {
+    run_opt.config = run_config;
+    return tuner::run_with_config(run_opt);
+  }
   if (*rec) {
     rec_opt.output = rec_out;
     rec_opt.raw_dir = rec_raw;

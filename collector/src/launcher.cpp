@@ -197,6 +197,31 @@ std::string preload_blocker(const fs::path& program) {
 
 }  // namespace
 
+Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env) {
+  if (command.empty()) return make_error("no command given");
+  std::vector<std::string> env_copy = env, args = command;
+  std::vector<char*> envp, argv;
+  for (auto& e : env_copy) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  SignalForwarding forwarding;
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  if (rc != 0) return make_error(command[0] + ": " + std::strerror(rc));
+  g_child.store(pid);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      status = 0;
+      break;
+    }
+  }
+  g_child.store(0);
+  return status;
+}
+
 fs::path collector_library_path() {
   if (const char* env = std::getenv("TRACETUNE_COLLECTOR_LIB"); env != nullptr && *env != '\0') return env;
   const fs::path dir = self_exe_dir();
@@ -291,35 +316,13 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
       std::fprintf(stderr, "tracetune: warning: %s %s: the collector cannot be injected into it; only "
                    "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
 
-  // argv/envp for the job
-  std::vector<std::string> env = job_environment(opt, fs::absolute(raw_dir), environ);
-  std::vector<char*> envp, argv;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = opt.command;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  RecordOutcome outcome;
-  {
-    SignalForwarding forwarding;
-    pid_t pid = 0;
-    const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
-    if (rc != 0) {
-      fs::remove_all(raw_dir, ec);
-      return make_error(opt.command[0] + ": " + std::strerror(rc));
-    }
-    g_child.store(pid);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) {
-        status = 0;
-        break;
-      }
-    }
-    g_child.store(0);
-    outcome.exit_code = exit_code_of(status);
+  auto status = run_job(opt.command, job_environment(opt, fs::absolute(raw_dir), environ));
+  if (!status) {
+    fs::remove_all(raw_dir, ec);
+    return make_error(status.error());
   }
+  RecordOutcome outcome;
+  outcome.exit_code = exit_code_of(status.value());
 
   // Merge what every process recorded.
   MergeOptions mopt;

@@ -1,6 +1,7 @@
-"""tracetune's Python integration, loaded by every Python process that `tracetune record`
-starts (PYTHONPATH points here). It only installs lazy import hooks, so a job that never
-imports torch pays nothing; then it hands over to any sitecustomize the job had before.
+"""tracetune's Python integration, loaded by every Python process that `tracetune record` or
+`tracetune run --config` starts (PYTHONPATH points here). It only installs lazy import hooks
+(step markers when recording, tuned settings when TRACETUNE_APPLY names them), so a job that
+never imports torch pays nothing; then it hands over to any sitecustomize the job had before.
 """
 import os as _os
 import sys as _sys
@@ -34,6 +35,16 @@ def _chain_next_sitecustomize():
         return
 
 
+def _tracetune_apply():
+    try:
+        import tracetune._apply as apply
+        apply.apply(_os.environ["TRACETUNE_APPLY"])
+    except Exception as e:  # never break the job; but say loudly that the settings are not in effect
+        _sys.stderr.write(f"tracetune: tuned settings NOT applied: {e}\n")
+
+
+if _os.environ.get("TRACETUNE_APPLY"):
+    _tracetune_apply()
 if _os.environ.get("TRACETUNE_OUTPUT_DIR") and "python" in _os.environ.get("TRACETUNE_TRACE", "python").split(","):
     _tracetune_bootstrap()
 _chain_next_sitecustomize()

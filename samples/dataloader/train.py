@@ -106,6 +106,9 @@ def main() -> None:
     steady = (t_end - t_warm) / (step - warmup) if t_warm is not None and step > warmup else elapsed / max(step, 1)
     print(f"steps={step} loss={loss.item():.4f} time={elapsed:.3f}s step_ms={steady * 1000:.1f} "
           f"samples/s={args.batch_size / steady:.1f}")
+    # what the DataLoader actually used, whatever set it (flags or `tracetune run --config`)
+    print(f"loader num_workers={loader.num_workers} pin_memory={loader.pin_memory} "
+          f"prefetch_factor={loader.prefetch_factor} persistent_workers={loader.persistent_workers}", flush=True)
 
 
 if __name__ == "__main__":

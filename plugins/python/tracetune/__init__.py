@@ -12,9 +12,20 @@ Outside `tracetune record` every function here is a cheap no-op.
 """
 from tracetune import _collector
 
-__all__ = ["step", "range", "mark", "counter", "is_recording"]
+__all__ = ["step", "range", "mark", "counter", "is_recording", "apply"]
 
 _explicit_step = {"number": 0, "start": None}
+
+
+def apply(config=None) -> dict:
+    """Apply tuned framework settings (DataLoader, DDP, TF32, optimizers, ...) in this process.
+
+    With no argument: the settings `tracetune run --config` passed (TRACETUNE_APPLY), which
+    sitecustomize already applies; calling it again is harmless. Or a tuned.toml path, or a
+    dict {knob id: value}. Call it before building DataLoaders/DDP/optimizers. See
+    docs/tuning.md. Returns the settings in effect."""
+    from tracetune import _apply
+    return _apply.apply(config)
 
 
 def is_recording() -> bool:

@@ -11,12 +11,9 @@ hook patches torch's classes when the job imports them.
   sources rank explicit > profiler > DataLoader: once a higher one is used, lower ones stop
   marking steps (their spans are still recorded).
 """
-import importlib.abc
-import importlib.machinery
-import sys
 import threading
 
-from tracetune import _collector
+from tracetune import _collector, _imphook
 
 _EXPLICIT, _PROFILER, _DATALOADER = 3, 2, 1
 
@@ -145,42 +142,13 @@ _PATCHES = {
 }
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader, patch):
-        self._loader, self._patch = loader, patch
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        try:
-            self._patch(module)
-        except Exception as e:  # never break the job's import
-            sys.stderr.write(f"tracetune: could not hook {module.__name__}: {e}\n")
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        patch = _PATCHES.get(name)
-        if patch is None:
-            return None
-        for finder in sys.meta_path:
-            if finder is self:
-                continue
-            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader, patch)
-                return spec
-        return None
+_installed = False
 
 
 def install() -> None:
-    if not _collector.available():
+    global _installed
+    if _installed or not _collector.available():
         return
-    if any(isinstance(f, _Finder) for f in sys.meta_path):
-        return
-    sys.meta_path.insert(0, _Finder())
-    for name, patch in _PATCHES.items():  # already imported (unusual for sitecustomize)
-        if name in sys.modules:
-            patch(sys.modules[name])
+    _installed = True
+    for name, patch in _PATCHES.items():
+        _imphook.on_import(name, patch)

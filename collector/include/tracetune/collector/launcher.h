@@ -40,6 +40,12 @@ std::filesystem::path nccl_profiler_path();
 // not usable, collector library missing) are returned as errors and the job is not run.
 Result<RecordOutcome> record(const RecordOptions& options);
 
+// Starts `command` (searched on PATH) with exactly `env`, inheriting stdin/stdout/stderr;
+// forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to us by another process
+// to it, and waits. Returns its wait status, or an error when it could not be started.
+// Shared by `record` and `run`.
+Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env);
+
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
 // CUDA_INJECTION64_PATH, NCCL_PROFILER_PLUGIN, PYTHONPATH (sitecustomize), TRACETUNE_*
 // settings, on top of `base`.

@@ -1,0 +1,386 @@
+"""Tuned framework settings applied inside the job, without code changes.
+
+`tracetune run --config tuned.toml` checks the config against the knob catalogue, writes the
+Python knobs to a private JSON file and names it in TRACETUNE_APPLY; sitecustomize then calls
+`apply()`, which registers import hooks (torch is never imported by us) that apply each
+setting when the job imports the part of torch it concerns. Users who prefer one line in
+their script call `tracetune.apply()` (same file) or `tracetune.apply("tuned.toml")`.
+
+The rule, everywhere: a setting in the config wins over the value the job's code passes
+(the user asked for the tuned value), and each override is logged once per process on
+stderr. What cannot be applied on the running PyTorch version is skipped with one warning.
+See docs/tuning.md for the per-knob details.
+"""
+import functools
+import inspect
+import json
+import os
+import sys
+import threading
+
+from tracetune import _imphook
+
+# The Python knobs of tuner/knobs/knobs.toml: id -> (type, min or choices, max). A test
+# (tests/integration/python_apply_test.py) checks this table against the catalogue.
+SPEC = {
+    "dataloader.num_workers": ("int", 0, 512),
+    "dataloader.pin_memory": ("bool", None, None),
+    "dataloader.prefetch_factor": ("int", 1, 64),
+    "dataloader.persistent_workers": ("bool", None, None),
+    "ddp.bucket_cap_mb": ("float", 1, 2048),
+    "ddp.gradient_as_bucket_view": ("bool", None, None),
+    "ddp.static_graph": ("bool", None, None),
+    "ddp.comm_hook": ("enum", ("none", "fp16", "bf16", "powersgd"), None),
+    "torch.tf32_matmul": ("bool", None, None),
+    "torch.cudnn_tf32": ("bool", None, None),
+    "torch.cudnn_benchmark": ("bool", None, None),
+    "amp.dtype": ("enum", ("none", "bf16", "fp16"), None),
+    "compile.mode": ("enum", ("none", "default", "reduce-overhead", "max-autotune"), None),
+    "optimizer.foreach": ("bool", None, None),
+    "optimizer.fused": ("bool", None, None),
+    "torch.num_threads": ("int", 1, 1024),
+}
+NUMERICS = {"ddp.comm_hook": "none", "torch.tf32_matmul": False, "torch.cudnn_tf32": False, "amp.dtype": "none"}
+
+settings = {}     # knob id -> value in effect in this process
+_logged = set()
+_lock = threading.Lock()
+_hooks_installed = False
+
+
+def _say(msg):
+    sys.stderr.write(f"tracetune: {msg}\n")
+
+
+def _once(key, msg):
+    with _lock:
+        if key in _logged:
+            return
+        _logged.add(key)
+    _say(msg)
+
+
+def check(knob, value):
+    """The value if it is allowed for `knob`, else ValueError (same rules as the catalogue)."""
+    spec = SPEC.get(knob)
+    if spec is None:
+        raise ValueError(f"{knob} is not a Python knob")
+    kind, lo, hi = spec
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"{knob} = {value!r}: expected true or false")
+    elif kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"{knob} = {value!r}: expected an integer from {lo} to {hi}")
+    elif kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+            raise ValueError(f"{knob} = {value!r}: expected a number from {lo} to {hi}")
+        value = float(value)
+    elif kind == "enum":
+        if value not in lo:
+            raise ValueError(f"{knob} = {value!r}: expected one of {', '.join(lo)}")
+    return value
+
+
+def _read(config):
+    """Settings from a dict, the JSON file `tracetune run` writes, or a tuned.toml."""
+    if isinstance(config, dict):
+        return dict(config), False
+    path = os.fspath(config)
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(".json"):
+        doc = json.loads(data)
+        if doc.get("format") != "tracetune-apply":
+            raise ValueError(f"{path}: not a tracetune settings file")
+        return doc.get("settings", {}), True  # checked by `tracetune run`, numerics included
+    import tomllib  # Python 3.11+; older interpreters use `tracetune run`, which writes JSON
+    doc = tomllib.loads(data.decode())
+    flat = {}
+
+    def walk(table, prefix):
+        for k, v in table.items():
+            key = f"{prefix}.{k}" if prefix else k
+            if isinstance(v, dict):
+                walk(v, key)
+            else:
+                flat[key] = v
+    walk(doc.get("settings", {}), "")
+    if doc.get("meta", {}).get("numerics") is True:
+        return flat, True
+    for knob, safe in NUMERICS.items():
+        if knob in flat and flat[knob] != safe:
+            raise ValueError(f"{path}: {knob} = {flat[knob]!r} changes numerics; add 'numerics = true' to [meta] to allow it")
+    return flat, True
+
+
+def apply(config=None):
+    """Apply tuned framework settings in this process (and, through the import hooks, to the
+    parts of torch imported later). `config`: None for $TRACETUNE_APPLY (set by `tracetune
+    run`), a path to a tuned.toml or to the JSON file `tracetune run` writes, or a dict
+    {knob id: value}. Knobs that only work from outside the process (environment variables,
+    the NCCL table) are reported and left to `tracetune run`. Returns the settings in effect."""
+    if config is None:
+        config = os.environ.get("TRACETUNE_APPLY")
+        if not config:
+            _once("no-config", "tracetune.apply(): no config given and TRACETUNE_APPLY is not set; nothing applied")
+            return dict(settings)
+    raw, _ = _read(config)
+    new = {}
+    for knob, value in raw.items():
+        if knob not in SPEC:
+            _once(f"outside:{knob}", f"{knob}: not a framework setting; apply it with `tracetune run --config` (skipped)")
+            continue
+        new[knob] = check(knob, value)
+    with _lock:
+        settings.update(new)
+    _install_hooks()
+    return dict(settings)
+
+
+def _install_hooks():
+    global _hooks_installed
+    with _lock:
+        if _hooks_installed:
+            return
+        _hooks_installed = True
+    _imphook.on_import("torch", _apply_torch)
+    _imphook.on_import("torch.utils.data.dataloader", _patch_dataloader)
+    _imphook.on_import("torch.nn.parallel.distributed", _patch_ddp)
+    _imphook.on_import("torch.optim", _patch_optimizers)
+
+
+# ---------------------------------------------------------------- torch globals
+
+def _apply_torch(torch):
+    if "torch.tf32_matmul" in settings:
+        torch.backends.cuda.matmul.allow_tf32 = settings["torch.tf32_matmul"]
+    if "torch.cudnn_tf32" in settings:
+        torch.backends.cudnn.allow_tf32 = settings["torch.cudnn_tf32"]
+    if "torch.cudnn_benchmark" in settings:
+        torch.backends.cudnn.benchmark = settings["torch.cudnn_benchmark"]
+    if "torch.num_threads" in settings:
+        _patch_set_num_threads(torch)
+    if settings.get("compile.mode", "none") != "none" and not hasattr(torch, "compile"):
+        _once("compile", f"compile.mode: torch.compile needs PyTorch 2.0 or newer (this is {torch.__version__}); not applied")
+    if settings.get("amp.dtype") == "fp16":
+        _once("amp-fp16", "amp.dtype = fp16: not applied (fp16 needs a GradScaler in the training loop); use bf16 or add autocast in code")
+
+
+def _patch_set_num_threads(torch):
+    original = torch.set_num_threads
+    if getattr(original, "_tracetune_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def set_num_threads(n):
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        wanted = settings.get("torch.num_threads")
+        if wanted is None or caller.startswith("torch."):  # torch's own calls (DataLoader workers use 1)
+            return original(n)
+        if n != wanted:
+            _once("num_threads", f"torch.set_num_threads({n}) -> {wanted} (tuned config)")
+        return original(wanted)
+
+    set_num_threads._tracetune_wrapped = True
+    torch.set_num_threads = set_num_threads
+    original(settings["torch.num_threads"])
+
+
+# ---------------------------------------------------------------- DataLoader
+
+def _patch_dataloader(module):
+    cls = module.DataLoader
+    original = cls.__init__
+    if getattr(original, "_tracetune_wrapped", False):
+        return
+    sig = inspect.signature(original)
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError:
+            return original(self, *args, **kwargs)  # let DataLoader report the job's own mistake
+        _override_dataloader(bound.arguments, sig)
+        return original(*bound.args, **bound.kwargs)
+
+    __init__._tracetune_wrapped = True
+    cls.__init__ = __init__
+
+
+def _override_dataloader(args, sig):
+    def current(name):
+        return args[name] if name in args else sig.parameters[name].default
+
+    for knob, name in (("dataloader.num_workers", "num_workers"), ("dataloader.pin_memory", "pin_memory")):
+        if knob in settings and name in sig.parameters:
+            if current(name) != settings[knob]:
+                _once(knob, f"DataLoader {name} {current(name)!r} -> {settings[knob]!r} (tuned config)")
+            args[name] = settings[knob]
+    workers = current("num_workers")
+    for knob, name in (("dataloader.prefetch_factor", "prefetch_factor"),
+                       ("dataloader.persistent_workers", "persistent_workers")):
+        if name not in sig.parameters:
+            continue
+        if workers == 0:
+            # both are errors without workers; drop them (also when the config removed the workers)
+            args.pop(name, None)
+            if knob in settings:
+                _once(knob, f"{knob}: ignored, this DataLoader has no workers")
+            continue
+        if knob in settings:
+            if current(name) != settings[knob]:
+                _once(knob, f"DataLoader {name} {current(name)!r} -> {settings[knob]!r} (tuned config)")
+            args[name] = settings[knob]
+
+
+# ---------------------------------------------------------------- DistributedDataParallel
+
+def _patch_ddp(module):
+    cls = module.DistributedDataParallel
+    original = cls.__init__
+    if getattr(original, "_tracetune_wrapped", False):
+        return
+    sig = inspect.signature(original)
+    original_register = cls.register_comm_hook
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError:
+            return original(self, *args, **kwargs)
+        a = bound.arguments
+        static_after = False
+        for knob, name in (("ddp.bucket_cap_mb", "bucket_cap_mb"),
+                           ("ddp.gradient_as_bucket_view", "gradient_as_bucket_view"),
+                           ("ddp.static_graph", "static_graph")):
+            if knob not in settings:
+                continue
+            if name not in sig.parameters:
+                if name == "static_graph" and settings[knob] and hasattr(cls, "_set_static_graph"):
+                    static_after = True
+                else:
+                    _once(knob, f"{knob}: this PyTorch's DistributedDataParallel has no {name}; not applied")
+                continue
+            old = a.get(name, sig.parameters[name].default)
+            if old != settings[knob]:
+                _once(knob, f"DistributedDataParallel {name} {old!r} -> {settings[knob]!r} (tuned config)")
+            a[name] = settings[knob]
+        if "module" in a:
+            a["module"] = _wrap_model(a["module"])
+        original(*bound.args, **bound.kwargs)
+        if static_after:
+            self._set_static_graph()
+        hook = settings.get("ddp.comm_hook", "none")
+        if hook != "none":
+            _register_comm_hook(self, hook, original_register)
+
+    @functools.wraps(original_register)
+    def register_comm_hook(self, state, hook):
+        if getattr(self, "_tracetune_comm_hook", None):
+            _once("comm-hook-user", f"register_comm_hook({getattr(hook, '__name__', hook)}) skipped: the tuned config "
+                                    f"installed the {self._tracetune_comm_hook} hook")
+            return None
+        return original_register(self, state, hook)
+
+    __init__._tracetune_wrapped = True
+    cls.__init__ = __init__
+    cls.register_comm_hook = register_comm_hook
+
+
+def _register_comm_hook(ddp, name, register):
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if name == "powersgd":
+        state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1)
+        register(ddp, state, powerSGD_hook.powerSGD_hook)
+    else:
+        fn = getattr(default_hooks, f"{name}_compress_hook", None)
+        if fn is None:
+            _once("comm-hook", f"ddp.comm_hook = {name}: not available in this PyTorch; not applied")
+            return
+        register(ddp, None, fn)
+    ddp._tracetune_comm_hook = name
+    _once("comm-hook-on", f"DistributedDataParallel communication hook: {name} (tuned config)")
+
+
+def _wrap_model(model):
+    """amp.dtype = bf16 and compile.mode, for the model DDP wraps (the one model we can find
+    without code changes)."""
+    import torch
+    if settings.get("amp.dtype") == "bf16":
+        param = next(model.parameters(), None)
+        device = param.device.type if param is not None else "cpu"
+        forward = model.forward
+
+        @functools.wraps(forward)
+        def autocast_forward(*args, **kwargs):
+            with torch.autocast(device_type=device, dtype=torch.bfloat16):
+                return forward(*args, **kwargs)
+
+        model.forward = autocast_forward
+        _once("amp", f"amp.dtype = bf16: the DDP model's forward runs under torch.autocast({device!r}, bfloat16)")
+    mode = settings.get("compile.mode", "none")
+    if mode != "none" and hasattr(torch, "compile"):
+        model = torch.compile(model, mode=mode)
+        _once("compile-on", f"compile.mode = {mode}: the DDP model is torch.compile'd")
+    return model
+
+
+# ---------------------------------------------------------------- optimizers
+
+def _patch_optimizers(optim):
+    if "optimizer.foreach" not in settings and "optimizer.fused" not in settings:
+        return
+    base = getattr(optim, "Optimizer", None)
+    for name in dir(optim):
+        cls = getattr(optim, name)
+        if isinstance(cls, type) and base is not None and issubclass(cls, base) and cls is not base:
+            _patch_optimizer_class(cls)
+
+
+def _all_cuda(params):
+    tensors = []
+    for p in params:
+        tensors.extend(p["params"] if isinstance(p, dict) else [p])
+    return bool(tensors) and all(getattr(t, "is_cuda", False) for t in tensors)
+
+
+def _patch_optimizer_class(cls):
+    original = cls.__dict__.get("__init__")
+    if original is None or getattr(original, "_tracetune_wrapped", False):
+        return
+    sig = inspect.signature(original)
+    has_foreach, has_fused = "foreach" in sig.parameters, "fused" in sig.parameters
+    if not (has_foreach or has_fused):
+        return
+
+    @functools.wraps(original)
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError:
+            return original(self, *args, **kwargs)
+        a = bound.arguments
+        if settings.get("optimizer.fused") and not has_fused:
+            _once(f"fused:{cls.__name__}", f"optimizer.fused: {cls.__name__} has no fused implementation in this PyTorch; not applied")
+        if settings.get("optimizer.fused") is not None and has_fused:
+            params = [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in a.get("params", ())]
+            a["params"] = params
+            want = settings["optimizer.fused"]
+            if want and not _all_cuda(params):
+                _once(f"fused:{cls.__name__}", f"optimizer.fused: {cls.__name__} parameters are not all on CUDA; not applied")
+            else:
+                a["fused"] = want
+                if want and has_foreach:
+                    a["foreach"] = None  # fused and foreach exclude each other
+                _once(f"fused-on:{cls.__name__}", f"{cls.__name__} fused={want!r} (tuned config)")
+        if "optimizer.foreach" in settings and has_foreach and not a.get("fused"):
+            if a.get("foreach", sig.parameters["foreach"].default) != settings["optimizer.foreach"]:
+                _once(f"foreach:{cls.__name__}", f"{cls.__name__} foreach={settings['optimizer.foreach']!r} (tuned config)")
+            a["foreach"] = settings["optimizer.foreach"]
+        return original(*bound.args, **bound.kwargs)
+
+    __init__._tracetune_wrapped = True
+    cls.__init__ = __init__

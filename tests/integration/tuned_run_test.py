@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""`tracetune run --config`: refused configs (one line, exit 2, the job never starts), settings
+reaching real jobs (environment variables, the DataLoader sample, a 2-rank gloo DDP job under
+torchrun, read back from inside the jobs), exit codes and signals passed through, the private
+files, and the Python integration's own checks.
+
+usage: tuned_run_test.py TRACETUNE SOURCE_DIR [CASE...]
+"""
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+TRACETUNE = sys.argv[1]
+SRC = pathlib.Path(sys.argv[2])
+ONLY = set(sys.argv[3:])
+PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+SAMPLES = SRC / "samples"
+results = []
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+
+
+def config(tmp, text, name="tuned.toml", mode=0o600):
+    p = pathlib.Path(tmp) / name
+    p.write_text(text)
+    os.chmod(p, mode)
+    return p
+
+
+def run(cfg, *cmd, extra=(), **kw):
+    return subprocess.run([TRACETUNE, "run", "--config", str(cfg), *extra, "--", *cmd], capture_output=True,
+                          text=True, timeout=kw.pop("timeout", 300), **kw)
+
+
+def dataset(tmp, files=64):
+    d = pathlib.Path(tmp) / "data"
+    subprocess.run([PY, str(SAMPLES / "dataloader/make_dataset.py"), str(d), "--files", str(files)], check=True,
+                   capture_output=True)
+    return d
+
+
+def case_bad_configs(tmp):
+    marker = pathlib.Path(tmp) / "ran"
+    job = ["/bin/sh", "-c", f"touch {marker}"]
+    good = '[settings]\n"dataloader.num_workers" = 2\n'
+    cases = {
+        "unknown key": ('[settings]\n"dataloader.num_workerz" = 2\n', r'unknown knob "dataloader.num_workerz"'),
+        "wrong type": ('[settings]\n"dataloader.num_workers" = "two"\n', r"expected an integer"),
+        "float for int": ('[settings]\n"dataloader.num_workers" = 2.5\n', r"expected an integer"),
+        "out of range": ('[settings]\n"nccl.socket_nthreads" = 17\n', r"out of range \(allowed 1 to 16\)"),
+        "enum value": ('[settings]\n"amp.dtype" = "fp8"\n[meta]\nnumerics = true\n', r'"fp8" is not one of none, bf16, fp16'),
+        "LD_PRELOAD in settings": ('[settings]\nLD_PRELOAD = "/tmp/evil.so"\n', r"LD_PRELOAD is refused: .*load code"),
+        "LD_PRELOAD top level": ('LD_PRELOAD = "/tmp/evil.so"\n', r"LD_PRELOAD is refused"),
+        "PYTHONPATH in settings": ('[settings]\nPYTHONPATH = "/tmp"\n', r"PYTHONPATH is refused"),
+        "CUDA_INJECTION64_PATH": ('[settings]\nCUDA_INJECTION64_PATH = "/tmp/x.so"\n', r"CUDA_INJECTION64_PATH is refused"),
+        "NCCL_TUNER_PLUGIN": ('[settings]\nNCCL_TUNER_PLUGIN = "/tmp/x.so"\n', r"NCCL_TUNER_PLUGIN is refused"),
+        "raw env table": ('[env]\nNCCL_ALGO = "Ring"\n', r"raw environment variables are not accepted"),
+        "raw known env var": ('[settings]\nNCCL_ALGO = "Ring"\n', r'use the knob id "nccl.algo"'),
+        "numerics not allowed": ('[settings]\n"torch.tf32_matmul" = true\n', r"changes numerics; add 'numerics = true'"),
+        "min above max channels": ('[settings]\n"nccl.min_nchannels" = 8\n"nccl.max_nchannels" = 4\n', r"above nccl.max_nchannels"),
+        "too many sockets": ('[settings]\n"nccl.socket_nthreads" = 16\n"nccl.nsocks_perthread" = 8\n', r"at most 64 sockets"),
+        "malformed TOML": ('[settings\n"dataloader.num_workers" = 2\n', r"line 1: not valid TOML"),
+        "unknown table": ('[tuning]\nx = 1\n', r"unknown key 'tuning'"),
+        "bad nccl table": ('[[nccl.table]]\ncollective = "allreduce"\nmin_bytes = 0\nmax_bytes = 10\nalgorithm = "ring"\n'
+                           'protocol = "LL512"\n', r'protocol "LL512" is not one of'),
+        "table in settings": ('[settings]\n"nccl.tuner_table" = 1\n', r"written as \[\[nccl.table\]\] entries"),
+    }
+    for name, (text, pattern) in cases.items():
+        cfg = config(tmp, text, name="c.toml")
+        r = run(cfg, *job)
+        lines = r.stderr.strip().splitlines()
+        check(f"bad config ({name}): exit 2, one line, the reason", r.returncode == 2 and len(lines) == 1 and
+              re.search(pattern, r.stderr) and "c.toml" in r.stderr, f"rc={r.returncode} {r.stderr!r}")
+        check(f"bad config ({name}): the job did not run", not marker.exists())
+    cfg = config(tmp, good, name="gw.toml", mode=0o620)
+    r = run(cfg, *job)
+    check("group-writable config refused", r.returncode == 2 and "writable by group" in r.stderr and not marker.exists(),
+          r.stderr)
+    cfg = config(tmp, good, name="ow.toml", mode=0o602)
+    r = run(cfg, *job)
+    check("other-writable config refused", r.returncode == 2 and "writable by others" in r.stderr and not marker.exists(),
+          r.stderr)
+    r = run(pathlib.Path(tmp) / "missing.toml", *job)
+    check("missing config: exit 2, one line", r.returncode == 2 and "missing.toml: cannot open" in r.stderr and
+          len(r.stderr.strip().splitlines()) == 1 and not marker.exists(), r.stderr)
+    r = run(pathlib.Path(tmp), *job)
+    check("a directory as config refused", r.returncode == 2 and "not a regular file" in r.stderr and not marker.exists(),
+          r.stderr)
+    if os.geteuid() == 0:  # as root we can hand the file to someone else
+        cfg = config(tmp, good, name="theirs.toml")
+        os.chown(cfg, 65534, 65534)
+        r = run(cfg, *job)
+        check("a config owned by another user is refused", r.returncode == 2 and "not by you" in r.stderr and
+              not marker.exists(), r.stderr)
+    cfg = config(tmp, good, name="ok.toml")
+    r = run(cfg, extra=["--check"])
+    check("--check accepts a good config and runs nothing", r.returncode == 0 and "dataloader.num_workers = 2" in r.stderr
+          and not marker.exists(), r.stderr)
+    r = run(cfg, *job)
+    check("the same config, good: the job runs", r.returncode == 0 and marker.exists(), r.stderr)
+
+
+def case_env_and_files(tmp):
+    cfg = config(tmp, '[meta]\nspeedup = 1.2\ntrials = 3\nfindings = ["exposed_communication"]\n\n'
+                      '[settings]\nnccl.socket_nthreads = 4\nnccl.nsocks_perthread = 2\n"nccl.algo" = ["Ring", "Tree"]\n'
+                      '"cpu.omp_num_threads" = 3\n"dataloader.pin_memory" = true\n')
+    probe = ("import json, os, stat\n"
+             "p = os.environ['TRACETUNE_APPLY']\n"
+             "print(os.environ['NCCL_SOCKET_NTHREADS'], os.environ['NCCL_NSOCKS_PERTHREAD'], os.environ['NCCL_ALGO'],\n"
+             "      os.environ['OMP_NUM_THREADS'])\n"
+             "print(oct(stat.S_IMODE(os.stat(p).st_mode)), oct(stat.S_IMODE(os.stat(os.path.dirname(p)).st_mode)))\n"
+             "print(json.load(open(p))['settings'])\n"
+             "print(os.environ['PYTHONPATH'])\n"
+             "print(p)\n")
+    env = {**os.environ, "NCCL_SOCKET_NTHREADS": "1", "PYTHONPATH": "/opt/user/lib"}
+    r = run(cfg, PY, "-c", probe, env=env)
+    out = r.stdout.splitlines()
+    check("env knobs reach the job (inherited value replaced)", r.returncode == 0 and out and out[0] == "4 2 Ring,Tree 3",
+          r.stdout + r.stderr)
+    check("settings file is 0600 in a 0700 directory", len(out) > 1 and out[1] == "0o600 0o700", r.stdout)
+    check("settings file holds only the Python knobs", len(out) > 2 and out[2] == "{'dataloader.pin_memory': True}", r.stdout)
+    check("PYTHONPATH: the integration first, the job's own value kept",
+          len(out) > 3 and out[3].endswith(":/opt/user/lib") and out[3].split(":")[0].endswith("plugins/python"), r.stdout)
+    check("private files removed after the job", len(out) > 4 and not os.path.exists(os.path.dirname(out[4])), r.stdout)
+    check("one line per setting printed", all(s in r.stderr for s in
+          ("NCCL_SOCKET_NTHREADS=4  (nccl.socket_nthreads)", "NCCL_ALGO=Ring,Tree  (nccl.algo)",
+           "OMP_NUM_THREADS=3  (cpu.omp_num_threads)", "dataloader.pin_memory = true  (Python integration)")), r.stderr)
+
+
+def case_nccl_table(tmp):
+    cfg = config(tmp, '[[nccl.table]]\ncollective = "AllReduce"\nmin_bytes = 0\nmax_bytes = 65536\nalgorithm = "Tree"\n'
+                      'protocol = "LL"\n\n[[nccl.table]]\ncollective = "allgather"\nmin_bytes = 1024\nmax_bytes = 1048576\n'
+                      'algorithm = "ring"\nprotocol = "simple"\nchannels = 8\nnodes = 2\n')
+    probe = ("import os\n"
+             "plugin = os.environ['NCCL_TUNER_PLUGIN']\n"
+             "print(os.path.isfile(plugin), os.path.basename(plugin))\n"
+             "print(open(os.environ['TRACETUNE_NCCL_TABLE']).read(), end='')\n")
+    r = run(cfg, PY, "-c", probe, env={**os.environ, "NCCL_TUNER_PLUGIN": "/tmp/someone-elses.so"})
+    out = r.stdout.splitlines()
+    check("nccl table: our tuner plugin replaces an inherited NCCL_TUNER_PLUGIN",
+          r.returncode == 0 and out and out[0] == "True libnccl-tuner-tracetune.so", r.stdout + r.stderr)
+    check("nccl table: the table file the plugin reads",
+          out[1:] == ["tracetune-nccl-table 1", "# collective min_bytes max_bytes algorithm protocol channels nodes ranks",
+                      "allreduce 0 65536 tree ll 0 -1 -1", "allgather 1024 1048576 ring simple 8 2 -1"], r.stdout)
+    check("nccl table: reported", "nccl.tuner_table: 2 entries  (NCCL tuner plugin)" in r.stderr, r.stderr)
+
+
+def case_exit_codes(tmp):
+    cfg = config(tmp, '[settings]\n"torch.num_threads" = 2\n')
+    r = run(cfg, PY, "-c", "import sys; print('hello'); sys.exit(7)")
+    check("exit code passes through", r.returncode == 7, f"rc={r.returncode}")
+    check("stdout untouched", r.stdout == "hello\n", repr(r.stdout))
+    r = run(cfg, PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    check("a job killed by SIGTERM: tracetune dies of SIGTERM too", r.returncode == -signal.SIGTERM, f"rc={r.returncode}")
+    r = run(cfg, "/nonexistent/program")
+    check("a command that cannot start", r.returncode == 127 and "nonexistent" in r.stderr, f"{r.returncode} {r.stderr}")
+    p = subprocess.Popen([TRACETUNE, "run", "--config", str(cfg), "--", PY, "-c",
+                          "import signal, sys, time\n"
+                          "signal.signal(signal.SIGTERM, lambda *a: (print('got TERM', flush=True), sys.exit(3)))\n"
+                          "print('ready', flush=True)\ntime.sleep(60)"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = p.stdout.readline().strip()
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    check("SIGTERM to tracetune run reaches the job", ready == "ready" and "got TERM" in out and p.returncode == 3,
+          f"rc={p.returncode} {out} {err}")
+
+
+def case_dataloader(tmp):
+    data = dataset(tmp)
+    cfg = config(tmp, '[settings]\n"dataloader.num_workers" = 2\n"dataloader.prefetch_factor" = 3\n')
+    r = run(cfg, PY, str(SAMPLES / "dataloader/train.py"), str(data), "--num-workers", "0", "--steps", "4",
+            "--batch-size", "8")
+    check("dataloader: job succeeds", r.returncode == 0 and r.stdout.startswith("steps=4 "), r.stdout + r.stderr[-2000:])
+    check("dataloader: num_workers 2 and prefetch_factor 3 in effect inside the job",
+          "loader num_workers=2 pin_memory=False prefetch_factor=3" in r.stdout, r.stdout)
+    check("dataloader: the override is logged once", r.stderr.count("DataLoader num_workers 0 -> 2 (tuned config)") == 1,
+          r.stderr)
+    # the job's own sitecustomize still runs after ours
+    user = pathlib.Path(tmp) / "usersite"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("print('user sitecustomize ran', flush=True)\n")
+    cfg = config(tmp, '[settings]\n"dataloader.num_workers" = 0\n', name="zero.toml")
+    r = run(cfg, PY, str(SAMPLES / "dataloader/train.py"), str(data), "--num-workers", "2", "--prefetch-factor", "4",
+            "--persistent-workers", "--steps", "2", "--batch-size", "8", env={**os.environ, "PYTHONPATH": str(user)})
+    check("dataloader: num_workers 0 from the config wins over --num-workers 2 (prefetch/persistent dropped)",
+          r.returncode == 0 and "loader num_workers=0" in r.stdout, r.stdout + r.stderr[-2000:])
+    check("dataloader: the job's own sitecustomize still runs", r.stdout.startswith("user sitecustomize ran\n"), r.stdout)
+    r = subprocess.run([PY, str(SAMPLES / "dataloader/train.py"), str(data), "--steps", "2", "--batch-size", "8"],
+                       capture_output=True, text=True, timeout=300)
+    check("dataloader: without tracetune run the sample keeps its own 0 workers", "loader num_workers=0" in r.stdout,
+          r.stdout + r.stderr[-1000:])
+
+
+def case_ddp(tmp):
+    data = dataset(tmp)
+    cfg = config(tmp, '[settings]\nddp.bucket_cap_mb = 3\n"ddp.gradient_as_bucket_view" = true\n')
+    # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
+    r = run(cfg, "/usr/bin/torchrun", "--nproc_per_node", "2", "--redirects", "2", "--tee", "2",
+            "--log_dir", str(pathlib.Path(tmp) / "logs"), str(SAMPLES / "ddp/train_ddp.py"), str(data),
+            "--steps", "3", "--batch-size", "8", timeout=600)
+    caps = re.findall(r"rank (\d)/2 backend=gloo bucket_cap_bytes=(\d+)", r.stdout)
+    check("ddp: torchrun job succeeds", r.returncode == 0, r.stdout[-1000:] + r.stderr[-2000:])
+    check("ddp: bucket_cap_mb 3 in effect in both ranks (DDP's bucket_bytes_cap)",
+          sorted(caps) == [("0", str(3 * 1024 * 1024)), ("1", str(3 * 1024 * 1024))], f"{caps} {r.stdout[-500:]}")
+
+
+def case_python_api(tmp):
+    """tracetune.apply() in-process, no `tracetune run`: a dict, a tuned.toml, refusals, and the
+    Python table of knobs against the catalogue."""
+    pyplug = SRC / "plugins/python"
+    toml_cfg = config(tmp, '[settings]\n"dataloader.num_workers" = 1\n"torch.num_threads" = 3\n"nccl.algo" = "Ring"\n')
+    probe = (f"import sys; sys.path.insert(0, {str(pyplug)!r})\n"
+             "import tracetune\n"
+             f"print(sorted(tracetune.apply({str(toml_cfg)!r}).items()))\n"
+             "import torch\n"
+             "from torch.utils.data import DataLoader\n"
+             "print('threads', torch.get_num_threads(), 'workers', DataLoader(list(range(4))).num_workers)\n"
+             "try:\n    tracetune.apply({'ddp.bucket_cap_mb': 0.1})\nexcept ValueError as e:\n    print('refused', e)\n"
+             "try:\n    tracetune.apply({'torch.tf32_matmul': 1})\nexcept ValueError as e:\n    print('refused', e)\n")
+    r = subprocess.run([PY, "-c", probe], capture_output=True, text=True, timeout=300)
+    out = r.stdout.splitlines()
+    check("apply(tuned.toml): Python knobs taken, others reported", r.returncode == 0 and out and
+          out[0] == "[('dataloader.num_workers', 1), ('torch.num_threads', 3)]" and "nccl.algo: not a framework setting"
+          in r.stderr, r.stdout + r.stderr[-1500:])
+    check("apply(): settings in effect after torch is imported", "threads 3 workers 1" in out, r.stdout)
+    check("apply(): out-of-range and wrong-type values refused",
+          any("refused ddp.bucket_cap_mb = 0.1" in line for line in out) and
+          any("refused torch.tf32_matmul = 1: expected true or false" in line for line in out), r.stdout)
+    # the Python knob table matches the catalogue (types, ranges, choices, numerics)
+    import tomllib
+    sys.path.insert(0, str(pyplug))
+    from tracetune import _apply
+    cat = tomllib.loads((SRC / "tuner/knobs/knobs.toml").read_text())
+    py = {k["id"]: k for k in cat["knob"] if k["apply"] == "python"}
+    mismatch = []
+    for kid, k in py.items():
+        spec = _apply.SPEC.get(kid)
+        want = (k["type"], tuple(k["choices"]) if "choices" in k else k.get("min"), None if "choices" in k else k.get("max"))
+        if spec is None or spec[0] != want[0] or spec[1] != want[1] or spec[2] != want[2]:
+            mismatch.append((kid, spec, want))
+        if k["risk"] == "numerics" and _apply.NUMERICS.get(kid) not in k["safe"]:
+            mismatch.append((kid, "numerics", k["safe"]))
+    mismatch += [(kid, "not in catalogue") for kid in _apply.SPEC if kid not in py]
+    check("Python knob table matches tuner/knobs/knobs.toml", not mismatch, f"{mismatch}")
+
+
+CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
+         "dataloader": case_dataloader, "ddp": case_ddp, "python_api": case_python_api}
+
+for name, fn in CASES.items():
+    if ONLY and name not in ONLY:
+        continue
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            fn(tmp)
+        except Exception as e:  # a crash in a case is a failure, not a test-runner error
+            check(f"{name}: raised {type(e).__name__}", False, str(e))
+passed = sum(1 for _, ok, _ in results if ok)
+print(f"{passed} passed, {len(results) - passed} failed")
+sys.exit(0 if passed == len(results) else 1)

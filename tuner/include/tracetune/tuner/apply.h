@@ -1,0 +1,49 @@
+// `tracetune run --config tuned.toml -- CMD`: apply a checked tuned config to a job without
+// recording it. Environment knobs become variables; Python knobs reach the job's interpreters
+// through the Python integration (plugins/python on PYTHONPATH, TRACETUNE_APPLY naming a
+// private JSON copy of them); an [[nccl.table]] reaches NCCL through our tuner plugin
+// (NCCL_TUNER_PLUGIN, TRACETUNE_NCCL_TABLE naming a private copy of the table).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tracetune/trace/result.h"
+#include "tracetune/tuner/tuned_config.h"
+
+namespace tt::tuner {
+
+// What applying a config means, before anything is written or started.
+struct ApplyPlan {
+  std::vector<std::pair<std::string, std::string>> env;  // variables the job gets (knobs)
+  std::string python_json;   // TRACETUNE_APPLY content; empty: no Python knobs
+  std::string nccl_table;    // TRACETUNE_NCCL_TABLE content; empty: no table
+  std::vector<std::string> lines;  // one human line per thing set
+};
+ApplyPlan make_plan(const TunedConfig& config, const std::string& source);
+
+// Where the NCCL tuner plugin lives: ../lib/tracetune next to the executable when installed,
+// else the build tree.
+std::filesystem::path nccl_tuner_plugin_path();
+
+// The job's environment: `base` with the plan's variables set (replacing inherited values),
+// PYTHONPATH prepended with `python_dir` when there are Python knobs, and the file variables.
+std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, const std::string& python_dir,
+                                         const std::string& python_file, const std::string& plugin,
+                                         const std::string& table_file);
+
+struct RunOptions {
+  std::filesystem::path config;
+  std::vector<std::string> command;
+  bool check_only = false;  // validate and print the plan, run nothing
+  bool quiet = false;       // do not print the plan
+};
+
+// Returns the exit code for `tracetune run`: 2 when the config is refused (the job is not
+// started), else the job's exit code. A job killed by a signal makes us die of the same signal
+// (after removing our private files), so callers see exactly what they would without us.
+int run_with_config(const RunOptions& options);
+
+}  // namespace tt::tuner

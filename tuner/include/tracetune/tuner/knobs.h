@@ -1,0 +1,77 @@
+// The knob catalogue: every setting the tuner may try and `tracetune run --config` may apply,
+// with its type, range, how it reaches the job and which findings it addresses. The
+// catalogue is data (tuner/knobs/knobs.toml, compiled into the CLI); this is its typed form
+// and the loader that checks it. A tuned config is accepted only through this allow-list.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tracetune/trace/result.h"
+
+namespace tt::tuner {
+
+enum class Apply { Env, Python, NcclTuner };
+enum class KnobType { Bool, Int, Float, Enum, EnumList, Table };
+enum class Risk { None, Numerics };
+
+// A knob's value. Float knobs hold double; EnumList holds the chosen subset in the user's order.
+using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<std::string>>;
+
+struct Knob {
+  std::string id;       // dotted, e.g. "dataloader.num_workers"
+  std::string changes;  // one line: what it changes
+  Apply apply = Apply::Python;
+  std::string env;      // the variable, for Apply::Env
+  KnobType type = KnobType::Bool;
+  std::optional<double> min, max;     // Int / Float
+  std::vector<std::string> choices;   // Enum / EnumList
+  std::vector<Value> values;          // candidates the tuner tries
+  std::vector<Value> safe;            // Risk::Numerics: values that keep numerics unchanged
+  std::vector<std::string> addresses; // finding categories
+  Risk risk = Risk::None;
+  std::string doc;
+};
+
+struct Catalogue {
+  std::vector<Knob> knobs;
+  const Knob* find(std::string_view id) const;
+};
+
+// The finding categories the analyzer emits; `addresses` must use these.
+inline constexpr std::string_view kFindingIds[] = {
+    "data_loading", "h2d_copy",       "launch_bound", "sync_stall", "exposed_communication",
+    "precision",    "memory_bound",   "load_imbalance", "cpu_bound"};
+
+// Parses and checks a catalogue; `source` names it in errors ("knobs.toml: knob 3 (x.y): ...").
+Result<Catalogue> parse_catalogue(std::string_view toml_text, std::string_view source);
+Result<Catalogue> load_catalogue(const std::filesystem::path& path);
+// The catalogue compiled into this build (tuner/knobs/knobs.toml).
+Result<Catalogue> builtin_catalogue();
+
+// Whether `value` is allowed for `knob` (type, range, choices): an empty status or why not.
+Status check_value(const Knob& knob, const Value& value);
+// True when `value` is one of the knob's numerics-safe values (or the knob has no such risk).
+bool numerics_safe(const Knob& knob, const Value& value);
+
+// Environment variables that make a process load or run code chosen by whoever sets them
+// (LD_PRELOAD, PYTHONPATH, CUDA_INJECTION64_PATH, NCCL_*_PLUGIN, anything ending in _PATH...).
+// Neither the catalogue nor a config may set them.
+bool is_code_loading_env(std::string_view name);
+
+// How a value is written into the environment / shown to users: true -> "1", lists -> "a,b".
+std::string env_string(const Value& value);
+// As TOML would spell it (for messages): true, 4, 2.5, "fp16", ["Ring", "Tree"].
+std::string display(const Value& value);
+
+std::string_view to_string(Apply a);
+std::string_view to_string(KnobType t);
+std::string_view to_string(Risk r);
+
+}  // namespace tt::tuner

@@ -1,0 +1,55 @@
+// tuned.toml: the settings `tracetune tune` chose (or a person wrote), checked against the
+// knob catalogue's typed allow-list before anything is applied. Format: docs/tuning.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tracetune/trace/result.h"
+#include "tracetune/tuner/knobs.h"
+
+namespace tt::tuner {
+
+struct Setting {
+  Knob knob;    // the catalogue entry it was checked against
+  Value value;
+  int line = 0; // in the config file
+};
+
+// One [[nccl.table]] entry: collectives of `collective` with min_bytes <= size <= max_bytes
+// (and, when given, exactly `nodes` nodes / `ranks` ranks) use `algorithm` and `protocol`,
+// and `channels` channels (0: NCCL's choice). Numbering follows NCCL's enums.
+struct NcclTableEntry {
+  int collective = 0;  // ncclFunc_t: Broadcast 0, Reduce 1, AllGather 2, ReduceScatter 3, AllReduce 4
+  std::uint64_t min_bytes = 0, max_bytes = 0;
+  int algorithm = 0;   // Tree 0, Ring 1, CollNetDirect 2, CollNetChain 3, NVLS 4, NVLSTree 5, PAT 6
+  int protocol = 0;    // LL 0, LL128 1, Simple 2
+  int channels = 0;
+  int nodes = -1, ranks = -1;  // -1: any
+};
+
+inline constexpr std::string_view kNcclCollectives[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
+inline constexpr std::string_view kNcclAlgorithms[] = {"tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"};
+inline constexpr std::string_view kNcclProtocols[] = {"ll", "ll128", "simple"};
+inline constexpr std::size_t kMaxNcclTableEntries = 1024;
+
+struct TunedConfig {
+  std::vector<Setting> settings;          // sorted by knob id
+  std::vector<NcclTableEntry> nccl_table; // in file order (the first matching entry wins)
+  bool numerics_allowed = false;          // [meta] numerics = true
+};
+
+// Parses and checks a config. Every error is one line: "SOURCE: line N: what is wrong".
+Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view source, const Catalogue& catalogue);
+
+// Reads `path` the way ssh reads its keys: a regular file owned by you (or root) that neither
+// group nor others can write, else refused; then parses it.
+Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const Catalogue& catalogue);
+
+// The table file the NCCL tuner plugin reads (one entry per line, documented in docs/tuning.md).
+std::string nccl_table_text(const std::vector<NcclTableEntry>& table);
+
+}  // namespace tt::tuner

@@ -1,0 +1,241 @@
+// Applying a tuned config to a job (`tracetune run`). The config is checked completely
+// before anything is written or started; then the settings go into private files (0600, in a
+// fresh 0700 directory) that only the job reads, the job runs with stdin/stdout/stderr and
+// signals passed through, and the files are removed when it ends.
+#include "tracetune/tuner/apply.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "tracetune/collector/launcher.h"
+
+extern char** environ;
+
+namespace tt::tuner {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string json_value(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) {
+    std::string out = "\"";
+    for (char c : *s) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) {
+        out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        continue;
+      }
+      out += c;
+    }
+    return out + "\"";
+  }
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.17g}", *d);
+  return env_string(v);  // integers
+}
+
+fs::path self_exe_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+// Writes `text` to a new file `path` (must not exist), mode 0600, not following links.
+Status write_private(const fs::path& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return make_error(fmt::format("{}: {}", path.string(), std::strerror(errno)));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      return make_error(fmt::format("{}: {}", path.string(), std::strerror(e)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) return make_error(fmt::format("{}: {}", path.string(), std::strerror(errno)));
+  return {};
+}
+
+// A fresh private directory for the files the job reads (mkdtemp makes it 0700).
+Result<fs::path> make_private_tempdir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = fmt::format("{}/tracetune-run-XXXXXX", tmp != nullptr && *tmp == '/' ? tmp : "/tmp");
+  if (::mkdtemp(templ.data()) == nullptr)
+    return make_error(fmt::format("cannot create a private directory ({}): {}", templ, std::strerror(errno)));
+  return fs::path(templ);
+}
+
+// Die of `sig` as the job did (no core file of ours), so our parent sees the same status.
+[[noreturn]] void die_of_signal(int sig) {
+  struct rlimit no_core {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  std::_Exit(128 + sig);  // a signal that does not terminate (SIGCHLD, ...) cannot kill a child
+}
+
+}  // namespace
+
+fs::path nccl_tuner_plugin_path() {
+  std::error_code ec;
+  for (const fs::path& c : {self_exe_dir() / "../lib/tracetune/libnccl-tuner-tracetune.so",
+#ifdef TT_BUILD_NCCL_TUNER_LIB
+                            fs::path(TT_BUILD_NCCL_TUNER_LIB),
+#endif
+       })
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
+  return {};
+}
+
+ApplyPlan make_plan(const TunedConfig& config, const std::string& source) {
+  ApplyPlan plan;
+  std::string py;
+  for (const auto& s : config.settings) {
+    switch (s.knob.apply) {
+      case Apply::Env:
+        plan.env.emplace_back(s.knob.env, env_string(s.value));
+        plan.lines.push_back(fmt::format("{}={}  ({})", s.knob.env, env_string(s.value), s.knob.id));
+        break;
+      case Apply::Python:
+        py += fmt::format("{}\n    \"{}\": {}", py.empty() ? "" : ",", s.knob.id, json_value(s.value));
+        plan.lines.push_back(fmt::format("{} = {}  (Python integration)", s.knob.id, display(s.value)));
+        break;
+      case Apply::NcclTuner:
+        break;  // not a [settings] knob; the table is below
+    }
+  }
+  if (!py.empty())
+    plan.python_json = fmt::format("{{\n  \"format\": \"tracetune-apply\",\n  \"version\": 1,\n  \"source\": {},\n"
+                                   "  \"settings\": {{{}\n  }}\n}}\n",
+                                   json_value(Value(source)), py);
+  if (!config.nccl_table.empty()) {
+    plan.nccl_table = nccl_table_text(config.nccl_table);
+    plan.lines.push_back(fmt::format("nccl.tuner_table: {} entries  (NCCL tuner plugin)", config.nccl_table.size()));
+  }
+  return plan;
+}
+
+std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, const std::string& python_dir,
+                                         const std::string& python_file, const std::string& plugin,
+                                         const std::string& table_file) {
+  std::vector<std::pair<std::string, std::string>> set = plan.env;
+  std::string pythonpath;
+  if (!python_file.empty()) {
+    set.emplace_back("TRACETUNE_APPLY", python_file);
+    pythonpath = python_dir;
+  }
+  if (!table_file.empty()) {
+    set.emplace_back("NCCL_TUNER_PLUGIN", plugin);
+    set.emplace_back("TRACETUNE_NCCL_TABLE", table_file);
+  }
+  std::vector<std::string> env;
+  for (char** e = base; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view kv(*e);
+    const std::string_view name = kv.substr(0, kv.find('='));
+    const std::string_view value = kv.find('=') == std::string_view::npos ? std::string_view() : kv.substr(kv.find('=') + 1);
+    if (!pythonpath.empty() && name == "PYTHONPATH") {
+      if (!value.empty()) pythonpath += ":" + std::string(value);
+      continue;
+    }
+    bool replaced = false;
+    for (const auto& [n, v] : set) replaced |= name == n;
+    if (!replaced) env.emplace_back(kv);
+  }
+  for (const auto& [n, v] : set) env.push_back(n + "=" + v);
+  if (!pythonpath.empty()) env.push_back("PYTHONPATH=" + pythonpath);
+  return env;
+}
+
+int run_with_config(const RunOptions& opt) {
+  auto say = [](const std::string& msg) { std::fprintf(stderr, "tracetune: %s\n", msg.c_str()); };
+  auto cat = builtin_catalogue();
+  if (!cat) {
+    say("run: the built-in knob catalogue is broken: " + cat.error());
+    return 2;
+  }
+  auto cfg = load_tuned_config(opt.config, cat.value());
+  if (!cfg) {
+    say(cfg.error());
+    return 2;
+  }
+  if (!opt.check_only && opt.command.empty()) {
+    say("run: no command given (usage: tracetune run --config tuned.toml -- CMD...)");
+    return 2;
+  }
+  const ApplyPlan plan = make_plan(cfg.value(), fs::absolute(opt.config).string());
+  const std::string python_dir = plan.python_json.empty() ? "" : collector::python_integration_dir().string();
+  if (!plan.python_json.empty() && python_dir.empty()) {
+    say("run: the Python integration (share/tracetune/python) was not found next to tracetune");
+    return 2;
+  }
+  const std::string plugin = plan.nccl_table.empty() ? "" : nccl_tuner_plugin_path().string();
+  if (!plan.nccl_table.empty() && plugin.empty()) {
+    say("run: the NCCL tuner plugin (libnccl-tuner-tracetune.so) was not found next to tracetune");
+    return 2;
+  }
+  if (!opt.quiet) {
+    say(fmt::format("applying {} ({} settings{})", opt.config.string(), cfg->settings.size(),
+                    cfg->nccl_table.empty() ? "" : fmt::format(", {} NCCL table entries", cfg->nccl_table.size())));
+    for (const auto& l : plan.lines) say("  " + l);
+    if (plan.lines.empty()) say("  (nothing to set)");
+  }
+  if (opt.check_only) return 0;
+
+  fs::path dir;
+  std::string python_file, table_file;
+  if (!plan.python_json.empty() || !plan.nccl_table.empty()) {
+    auto d = make_private_tempdir();
+    if (!d) {
+      say("run: " + d.error());
+      return 1;
+    }
+    dir = d.value();
+    Status st;
+    if (!plan.python_json.empty()) {
+      python_file = (dir / "python-settings.json").string();
+      st = write_private(python_file, plan.python_json);
+    }
+    if (st && !plan.nccl_table.empty()) {
+      table_file = (dir / "nccl-table.txt").string();
+      st = write_private(table_file, plan.nccl_table);
+    }
+    if (!st) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      say("run: " + st.error());
+      return 1;
+    }
+  }
+  auto status = collector::run_job(opt.command, run_environment(plan, environ, python_dir, python_file, plugin, table_file));
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  if (!status) {
+    say("run: " + status.error());
+    return 127;
+  }
+  const int ws = status.value();
+  if (WIFSIGNALED(ws)) die_of_signal(WTERMSIG(ws));
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+}
+
+}  // namespace tt::tuner

@@ -1,0 +1,251 @@
+// Parsing tuned.toml against the knob catalogue. Nothing here is lenient: a key the
+// catalogue does not know, a value of the wrong type or out of range, a raw environment
+// variable, a numerics-changing value without the config saying `numerics = true`: each is
+// refused with one line naming the file, the line and the fix.
+#include "tracetune/tuner/tuned_config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "toml_value.h"
+
+namespace tt::tuner {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool looks_like_env_var(std::string_view k) {
+  return !k.empty() && std::all_of(k.begin(), k.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+// Why a key that is not a knob id was refused.
+std::string refuse_unknown(std::string_view key, const Catalogue& cat) {
+  if (looks_like_env_var(key)) {
+    if (is_code_loading_env(key))
+      return fmt::format("{} is refused: environment variables that make the job load code cannot be set by a config", key);
+    for (const auto& k : cat.knobs)
+      if (k.apply == Apply::Env && k.env == key)
+        return fmt::format("raw environment variable {} is not accepted; use the knob id \"{}\"", key, k.id);
+    return fmt::format("raw environment variable {} is not accepted; only catalogue knobs can be set (tracetune knobs lists them)", key);
+  }
+  return fmt::format("unknown knob \"{}\" (tracetune knobs lists the known ones)", key);
+}
+
+// [settings] may spell ids quoted ("ddp.bucket_cap_mb" = 50) or as nested tables
+// (ddp.bucket_cap_mb = 50, or [settings.ddp]); both flatten to the dotted id.
+void flatten(const toml::table& t, const std::string& prefix, std::vector<std::pair<std::string, const toml::node*>>& out) {
+  for (auto&& [k, v] : t) {
+    std::string id = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (const toml::table* sub = v.as_table()) flatten(*sub, id, out);
+    else out.emplace_back(std::move(id), &v);
+  }
+}
+
+template <std::size_t N>
+int index_of(const std::string_view (&names)[N], std::string_view s) {
+  const std::string l = lower(s);
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == l) return static_cast<int>(i);
+  return -1;
+}
+
+template <std::size_t N>
+std::string joined(const std::string_view (&names)[N]) {
+  std::string s;
+  for (auto n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+Result<NcclTableEntry> parse_table_entry(const toml::table& t) {
+  static constexpr std::string_view kFields[] = {"collective", "min_bytes", "max_bytes", "algorithm",
+                                                 "protocol",   "channels",  "nodes",     "ranks"};
+  for (auto&& [k, v] : t)
+    if (std::find(std::begin(kFields), std::end(kFields), k.str()) == std::end(kFields))
+      return make_error(fmt::format("unknown field '{}' (fields: {})", k.str(), joined(kFields)));
+  NcclTableEntry e;
+  auto name = [&](std::string_view key, const auto& names, int& out) -> Status {
+    const auto s = t[key].value<std::string>();
+    if (!s) return make_error(fmt::format("'{}' must be a string, one of {}", key, joined(names)));
+    out = index_of(names, *s);
+    if (out < 0) return make_error(fmt::format("{} \"{}\" is not one of {}", key, *s, joined(names)));
+    return {};
+  };
+  if (auto st = name("collective", kNcclCollectives, e.collective); !st) return make_error(st.error());
+  if (auto st = name("algorithm", kNcclAlgorithms, e.algorithm); !st) return make_error(st.error());
+  if (auto st = name("protocol", kNcclProtocols, e.protocol); !st) return make_error(st.error());
+  auto integer = [&](std::string_view key, bool required, std::int64_t lo, std::int64_t hi, std::int64_t& out) -> Status {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) return required ? Status(make_error(fmt::format("missing '{}'", key))) : Status();
+    if (!n->is_integer()) return make_error(fmt::format("'{}' must be an integer", key));
+    out = *n->value<std::int64_t>();
+    if (out < lo || out > hi) return make_error(fmt::format("'{}' = {} is out of range ({} to {})", key, out, lo, hi));
+    return {};
+  };
+  std::int64_t lo = 0, hi = 0, ch = 0, nodes = -1, ranks = -1;
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 50;
+  if (auto st = integer("min_bytes", true, 0, kMaxBytes, lo); !st) return make_error(st.error());
+  if (auto st = integer("max_bytes", true, 0, kMaxBytes, hi); !st) return make_error(st.error());
+  if (auto st = integer("channels", false, 0, 64, ch); !st) return make_error(st.error());
+  if (auto st = integer("nodes", false, 1, 1 << 20, nodes); !st) return make_error(st.error());
+  if (auto st = integer("ranks", false, 1, 1 << 24, ranks); !st) return make_error(st.error());
+  if (lo > hi) return make_error(fmt::format("min_bytes {} is above max_bytes {}", lo, hi));
+  e.min_bytes = static_cast<std::uint64_t>(lo);
+  e.max_bytes = static_cast<std::uint64_t>(hi);
+  e.channels = static_cast<int>(ch);
+  e.nodes = static_cast<int>(nodes);
+  e.ranks = static_cast<int>(ranks);
+  return e;
+}
+
+const Setting* find_setting(const TunedConfig& c, std::string_view id) {
+  for (const auto& s : c.settings)
+    if (s.knob.id == id) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view source, const Catalogue& cat) {
+  auto err = [&](const toml::node* at, const std::string& msg) {
+    return make_error(at != nullptr ? fmt::format("{}: {}: {}", source, detail::where(*at), msg)
+                                    : fmt::format("{}: {}", source, msg));
+  };
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return make_error(fmt::format("{}: line {}: not valid TOML: {}", source, e.source().begin.line, e.description()));
+  }
+  TunedConfig cfg;
+  for (auto&& [k, v] : root) {
+    const std::string_view key = k.str();
+    if (key == "meta" || key == "settings" || key == "nccl") {
+      if (!v.is_table()) return err(&v, fmt::format("'{}' must be a table ([{}])", key, key));
+      continue;
+    }
+    if (key == "env" || key == "environment")
+      return err(&v, "raw environment variables are not accepted ([env]); set knobs in [settings] (tracetune knobs lists them)");
+    if (cat.find(key) != nullptr || looks_like_env_var(key))
+      return err(&v, fmt::format("'{}' is outside [settings]; ", key) + refuse_unknown(key, cat));
+    return err(&v, fmt::format("unknown key '{}' (a tuned config has [meta], [settings] and [[nccl.table]])", key));
+  }
+
+  if (const toml::table* meta = root["meta"].as_table()) {
+    if (const toml::node* n = meta->get("numerics")) {
+      if (!n->is_boolean()) return err(n, "meta.numerics must be true or false");
+      cfg.numerics_allowed = *n->value<bool>();
+    }
+    if (const toml::node* n = meta->get("trials"); n != nullptr && !n->is_integer())
+      return err(n, "meta.trials must be an integer");
+    if (const toml::node* n = meta->get("speedup"); n != nullptr && !n->is_number())
+      return err(n, "meta.speedup must be a number");
+    if (const toml::node* n = meta->get("findings")) {
+      const toml::array* a = n->as_array();
+      if (a == nullptr || !a->is_homogeneous(toml::node_type::string))
+        return err(n, "meta.findings must be an array of finding ids");
+    }
+  }
+
+  if (const toml::table* settings = root["settings"].as_table()) {
+    std::vector<std::pair<std::string, const toml::node*>> flat;
+    flatten(*settings, "", flat);
+    for (const auto& [id, node] : flat) {
+      const Knob* knob = cat.find(id);
+      if (knob == nullptr) return err(node, "settings: " + refuse_unknown(id, cat));
+      if (knob->type == KnobType::Table)
+        return err(node, fmt::format("settings: {} is written as [[nccl.table]] entries, not a setting", id));
+      auto value = detail::value_from_toml(*knob, *node);
+      if (!value) return err(node, fmt::format("settings: {} = {}: {}", id, detail::display_node(*node), value.error()));
+      if (!cfg.numerics_allowed && !numerics_safe(*knob, value.value()))
+        return err(node, fmt::format("settings: {} = {} changes numerics; add 'numerics = true' to [meta] to allow it",
+                                     id, display(value.value())));
+      cfg.settings.push_back(Setting{*knob, std::move(value.value()), static_cast<int>(node->source().begin.line)});
+    }
+  }
+
+  if (const toml::table* nccl = root["nccl"].as_table()) {
+    for (auto&& [k, v] : *nccl)
+      if (k.str() != "table") return err(&v, fmt::format("unknown key 'nccl.{}' (only [[nccl.table]] entries)", k.str()));
+    if (const toml::node* tn = nccl->get("table")) {
+      const toml::array* entries = tn->as_array();
+      if (entries == nullptr || !entries->is_homogeneous(toml::node_type::table))
+        return err(tn, "nccl.table must be [[nccl.table]] entries");
+      if (entries->size() > kMaxNcclTableEntries)
+        return err(tn, fmt::format("nccl.table has {} entries (at most {})", entries->size(), kMaxNcclTableEntries));
+      for (const auto& node : *entries) {
+        auto e = parse_table_entry(*node.as_table());
+        if (!e) return err(&node, "nccl.table: " + e.error());
+        cfg.nccl_table.push_back(e.value());
+      }
+    }
+  }
+
+  std::sort(cfg.settings.begin(), cfg.settings.end(), [](const Setting& a, const Setting& b) { return a.knob.id < b.knob.id; });
+
+  // constraints between knobs
+  const Setting* lo = find_setting(cfg, "nccl.min_nchannels");
+  const Setting* hi = find_setting(cfg, "nccl.max_nchannels");
+  if (lo != nullptr && hi != nullptr && std::get<std::int64_t>(lo->value) > std::get<std::int64_t>(hi->value))
+    return make_error(fmt::format("{}: line {}: settings: nccl.min_nchannels ({}) is above nccl.max_nchannels ({})", source,
+                                  lo->line, display(lo->value), display(hi->value)));
+  const Setting* th = find_setting(cfg, "nccl.socket_nthreads");
+  const Setting* so = find_setting(cfg, "nccl.nsocks_perthread");
+  if (th != nullptr && so != nullptr && std::get<std::int64_t>(th->value) * std::get<std::int64_t>(so->value) > 64)
+    return make_error(fmt::format("{}: line {}: settings: nccl.socket_nthreads x nccl.nsocks_perthread is {} (NCCL allows at most 64 sockets)",
+                                  source, th->line, std::get<std::int64_t>(th->value) * std::get<std::int64_t>(so->value)));
+  return cfg;
+}
+
+Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const Catalogue& cat) {
+  // Open first, then check what was opened (fstat), then read from the same descriptor: no
+  // window in which the checked file and the read file differ.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return make_error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return make_error(fmt::format("{}: {}", path.string(), std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return make_error(fmt::format("{}: not a regular file", path.string()));
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return make_error(fmt::format("{}: owned by uid {}, not by you: refusing to apply it", path.string(), st.st_uid));
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return make_error(fmt::format("{}: writable by {}: refusing to apply it (chmod go-w {})", path.string(),
+                                  (st.st_mode & S_IWOTH) ? "others" : "group", path.string()));
+  constexpr off_t kMaxSize = 1 << 20;
+  if (st.st_size > kMaxSize) return make_error(fmt::format("{}: larger than 1 MiB; not a tuned config", path.string()));
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return parse_tuned_config(text, path.string(), cat);
+}
+
+std::string nccl_table_text(const std::vector<NcclTableEntry>& table) {
+  std::string s = "tracetune-nccl-table 1\n# collective min_bytes max_bytes algorithm protocol channels nodes ranks\n";
+  for (const auto& e : table)
+    s += fmt::format("{} {} {} {} {} {} {} {}\n", kNcclCollectives[e.collective], e.min_bytes, e.max_bytes,
+                     kNcclAlgorithms[e.algorithm], kNcclProtocols[e.protocol], e.channels, e.nodes, e.ranks);
+  return s;
+}
+
+}  // namespace tt::tuner
