@@ -97,7 +97,7 @@ std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& t
   Finding f = make(Category::DataLoading, r, cost, gain, th);
   f.title = fmt::format("Data loading: the main thread waits {:.1f} ms per step ({:.0f}% of the step) for the next batch",
                         ms(cost), pct(f.share));
-  f.detail = "Load batches ahead of the step: more DataLoader workers, pinned memory, a larger prefetch factor and "
+  f.detail = "Load batches ahead of the step: more DataLoader workers, a larger prefetch factor and "
              "persistent workers keep the next batch ready.";
   f.gain_model = r.has_gpu ? "step shortened by the GPU idle time spent waiting for data" : "step shortened by the wait";
   f.evidence.push_back({fmt::format("median data wait {:.1f} ms of a {:.1f} ms median step over {} steps", ms(cost),
@@ -106,7 +106,7 @@ std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& t
     f.evidence.push_back({fmt::format("{} I/O calls read {:.1f} MB in {:.1f} ms (all of the rank's processes)", r.io.calls,
                                       static_cast<double>(r.io.bytes_read) / 1e6, ms(r.io.time)), 0, 0, r.rank});
   add_worst(f, r, wait, "waiting for data");
-  f.knobs = {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers", "dataloader.pin_memory"};
+  f.knobs = {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"};
   return {f};
 }
 
