@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -75,6 +76,12 @@ bool is_sync_call_name(std::string_view n) {
 struct ApiRef {
   Ns start = 0, dur = 0;
 };
+
+std::string steps_spec(std::pair<std::int64_t, std::int64_t> r) {
+  const std::string a = r.first == INT64_MIN ? "" : std::to_string(r.first);
+  const std::string b = r.second == INT64_MAX ? "" : std::to_string(r.second);
+  return r.first == r.second ? a : a + ":" + b;
+}
 
 // Launch calls by correlation id. Ids are small dense counters in practice (CUPTI's, Kineto's),
 // so a direct table when they are, a sorted vector otherwise: no hashing per GPU op.
@@ -320,7 +327,7 @@ class RankAnalyzer {
       kept.push_back(i);
     }
     if (opt_.steps && kept.empty() && !step_rows_.empty())
-      m_.notes.push_back(fmt::format("no step numbered {}..{} on this rank", opt_.steps->first, opt_.steps->second));
+      m_.notes.push_back(fmt::format("no step numbered {} on this rank", steps_spec(*opt_.steps)));
     step_rows_ = std::move(kept);
     m_.has_steps = !step_rows_.empty();
     if (opt_.hta_compat || !m_.has_steps) {
@@ -874,6 +881,26 @@ Metrics compute_metrics(const Trace& t, const Options& opt) {
   worker();
   for (auto& th : pool) th.join();
   cross_rank(t, M);
+  // Ranks are numbered 0..N-1: a gap means a rank's file or records are missing.
+  if (opt.rank < 0) {
+    std::set<std::int32_t> present;
+    for (const auto& r : M.ranks)
+      if (t.processes[r.process].rank >= 0) present.insert(r.rank);
+    if (!present.empty()) {
+      std::vector<std::int32_t> missing;
+      for (std::int32_t r = 0; r < *present.rbegin(); ++r)
+        if (!present.count(r)) missing.push_back(r);
+      if (!missing.empty()) {
+        std::string list;
+        for (std::size_t i = 0; i < std::min<std::size_t>(missing.size(), 16); ++i)
+          list += (i ? ", " : "") + std::to_string(missing[i]);
+        if (missing.size() > 16) list += fmt::format(" and {} more", missing.size() - 16);
+        M.notes.push_back(fmt::format("rank{} {} missing from the trace (ranks go up to {}): the cross-rank comparison "
+                                      "covers the {} present",
+                                      missing.size() == 1 ? "" : "s", list, *present.rbegin(), present.size()));
+      }
+    }
+  }
   return M;
 }
 

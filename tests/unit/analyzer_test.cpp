@@ -343,6 +343,24 @@ TEST(Metrics, RankFilterAndMissingRank) {
   EXPECT_EQ(a.metrics.notes[0], "no rank 3 in this trace");
 }
 
+TEST(Metrics, MissingRanksAreNoted) {
+  Builder b;  // rank 0
+  b.step(0, 0, 10 * kUs);
+  trace::Process p;
+  p.pid = 300;
+  p.rank = 3;
+  const auto proc = b.t.add_process(p);
+  const auto th = b.t.add_thread({proc, 300, "main"});
+  b.t.steps.push_span(0, 12 * kUs, th, b.t.strings.intern("ProfilerStep#0"));
+  b.t.steps.number.push_back(0);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 2u);
+  ASSERT_EQ(a.metrics.notes.size(), 1u);
+  EXPECT_EQ(a.metrics.notes[0],
+            "ranks 1, 2 missing from the trace (ranks go up to 3): the cross-rank comparison covers the 2 present");
+  EXPECT_EQ(a.metrics.cross.ranks, 2u);
+}
+
 // ---- rules one by one, each on both sides of its threshold ----
 
 RankMetrics base_rank(bool gpu) {
