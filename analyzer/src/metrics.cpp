@@ -627,11 +627,26 @@ class RankAnalyzer {
     for_slices(t_.slices_io(), tree_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i) {
         if (!opt_.hta_compat && (io.end(i) <= window_.start || io.start[i] >= window_.end)) continue;
+        const std::uint32_t proc = t_.process_of_track(sl.track);
+        auto pit = std::find_if(I.per_process.begin(), I.per_process.end(),
+                                [&](const ProcessIo& x) { return x.process == proc; });
+        if (pit == I.per_process.end()) {
+          ProcessIo pio;
+          pio.process = proc;
+          pio.pid = t_.processes[proc].pid;
+          pio.name = t_.processes[proc].name;
+          I.per_process.push_back(pio);
+          pit = I.per_process.end() - 1;
+        }
+        const Ns d = std::max<Ns>(io.dur[i], 0);
+        const std::uint64_t b = io.bytes[i] > 0 ? static_cast<std::uint64_t>(io.bytes[i]) : 0;
         ++I.calls;
-        I.time += std::max<Ns>(io.dur[i], 0);
+        ++pit->calls;
+        I.time += d;
+        pit->time += d;
         if (io.err[i] != 0) ++I.errors;
-        if (io.op[i] == trace::IoOp::Read) { ++I.read_calls; if (io.bytes[i] > 0) I.bytes_read += static_cast<std::uint64_t>(io.bytes[i]); }
-        if (io.op[i] == trace::IoOp::Write) { ++I.write_calls; if (io.bytes[i] > 0) I.bytes_written += static_cast<std::uint64_t>(io.bytes[i]); }
+        if (io.op[i] == trace::IoOp::Read) { ++I.read_calls; I.bytes_read += b; pit->bytes_read += b; }
+        if (io.op[i] == trace::IoOp::Write) { ++I.write_calls; I.bytes_written += b; pit->bytes_written += b; }
         if (sl.track == main_track_) main.push_back({io.start[i], io.end(i)});
       }
     });

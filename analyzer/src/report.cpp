@@ -162,6 +162,18 @@ void write_rank(Json& j, const RankMetrics& r) {
   j.kv("bytes_written", I.bytes_written);
   j.kv("time_ns", I.time);
   j.kv("main_thread_ns", I.main_thread);
+  j.key("per_process").begin_array();
+  for (const auto& p : I.per_process) {
+    j.begin_object();
+    j.kv("pid", p.pid);
+    j.kv("name", p.name);
+    j.kv("calls", p.calls);
+    j.kv("bytes_read", p.bytes_read);
+    j.kv("bytes_written", p.bytes_written);
+    j.kv("time_ns", p.time);
+    j.end_object();
+  }
+  j.end_array();
   j.end_object();
   j.key("gemm").begin_object();
   j.kv("fp32_simt_ns", r.gemm.fp32_simt);
@@ -412,6 +424,10 @@ std::string render_text(const Analysis& a, bool color) {
                        "{:.1f} ms on the main thread\n",
                        r.io.calls, static_cast<double>(r.io.bytes_read) / 1e6, static_cast<double>(r.io.bytes_written) / 1e6,
                        ms(r.io.time), ms(r.io.main_thread));
+    if (r.io.per_process.size() > 1)
+      for (const auto& p : r.io.per_process)
+        o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name, p.calls,
+                         static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
     if (r.collectives.count)
       o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {:.1f} ms\n", r.collectives.count,
                        r.collectives.device_side ? "GPU" : "host", static_cast<double>(r.collectives.bytes) / 1e6,

@@ -65,11 +65,20 @@ struct TransferStats {
   double h2d_pageable_gbps = 0, h2d_pinned_gbps = 0, d2h_gbps = 0;  // bytes / copy time
 };
 
+struct ProcessIo {
+  std::uint32_t process = 0;
+  std::int64_t pid = 0;
+  std::string name;
+  std::uint64_t calls = 0, bytes_read = 0, bytes_written = 0;
+  Ns time = 0;
+};
+
 struct IoStats {  // the rank's process and its descendants (DataLoader workers)
   std::uint64_t calls = 0, read_calls = 0, write_calls = 0, errors = 0;
   std::uint64_t bytes_read = 0, bytes_written = 0;
   Ns time = 0;        // sum of call durations, all threads
   Ns main_thread = 0; // union on the rank's main thread (in the job's critical path)
+  std::vector<ProcessIo> per_process;  // in order of first I/O
 };
 
 struct GemmStats {
