@@ -901,7 +901,9 @@ Metrics compute_metrics(const Trace& t, const Options& opt) {
     std::set<std::int32_t> present;
     for (const auto& r : M.ranks)
       if (t.processes[r.process].rank >= 0) present.insert(r.rank);
-    if (!present.empty()) {
+    if (present.size() == 1 && *present.begin() > 0) {
+      M.notes.push_back(fmt::format("only rank {} is in the trace: no cross-rank comparison", *present.begin()));
+    } else if (!present.empty()) {
       std::vector<std::int32_t> missing;
       for (std::int32_t r = 0; r < *present.rbegin(); ++r)
         if (!present.count(r)) missing.push_back(r);
