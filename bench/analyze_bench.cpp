@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "synthetic_trace.h"
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/trace/importers.h"
@@ -28,17 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-template <class F>
-double median_seconds(int reps, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using tt::bench::median_seconds;
 
 // Runs argv as a child; returns wall seconds and the child's peak RSS in MiB.
 std::pair<double, double> run_child(const std::vector<std::string>& args) {

@@ -15,22 +15,13 @@
 
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
+#include "bench_util.h"
 #include "synthetic_trace.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-template <class F>
-double median_seconds(int reps, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using tt::bench::median_seconds;
 
 int main(int argc, char** argv) {
   const fs::path input = argc > 1 ? argv[1] : "../shared/data/kineto/hta/mtia_rank_0.json.gz";
