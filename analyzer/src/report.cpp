@@ -336,6 +336,13 @@ struct Style {
 
 std::string rank_name(std::int32_t r) { return r >= 0 ? fmt::format("rank {}", r) : std::string("all ranks"); }
 
+// "/step" when the finding's rank has steps, else " in the window"
+std::string_view gain_unit(const Analysis& a, const Finding& f) {
+  for (const auto& r : a.metrics.ranks)
+    if (r.rank == f.rank) return r.has_steps ? "/step" : " in the window";
+  return "/step";
+}
+
 std::size_t total_steps(const Analysis& a) {
   std::size_t n = 0;
   for (const auto& r : a.metrics.ranks) n += r.has_steps ? r.steps.size() : 0;
@@ -357,7 +364,8 @@ std::string render_text(const Analysis& a, bool color) {
   for (const auto& f : a.findings) {
     o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), rank_name(f.rank), f.title);
     if (f.gain > 0)
-      o += fmt::format("       est. gain {:.1f} ms/step ({:.0f}%): {}\n", ms(f.gain), 100 * f.gain_share, f.gain_model);
+      o += fmt::format("       est. gain {:.1f} ms{} ({:.0f}%): {}\n", ms(f.gain), gain_unit(a, f), 100 * f.gain_share,
+                       f.gain_model);
     else
       o += fmt::format("       est. gain: {}\n", f.gain_model);
     for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
@@ -461,7 +469,9 @@ std::string render_markdown(const Analysis& a) {
   int n = 0;
   for (const auto& f : a.findings) {
     o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), rank_name(f.rank), f.title);
-    if (f.gain > 0) o += fmt::format("   - Estimated gain: {:.1f} ms per step ({:.0f}%): {}\n", ms(f.gain), 100 * f.gain_share, f.gain_model);
+    if (f.gain > 0)
+      o += fmt::format("   - Estimated gain: {:.1f} ms{} ({:.0f}%): {}\n", ms(f.gain), gain_unit(a, f), 100 * f.gain_share,
+                       f.gain_model);
     for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", e.what);
     o += fmt::format("   - Fix: {}\n", f.detail);
     if (!f.knobs.empty()) o += fmt::format("   - Knobs: `{}`\n", fmt::join(f.knobs, "`, `"));

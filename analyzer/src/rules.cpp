@@ -31,6 +31,10 @@ const StepMetrics* worst_step(const RankMetrics& r, const std::function<Ns(const
   return best;
 }
 
+// "per step", or "in the window" when the trace has no steps (the window is one pseudo-step)
+std::string_view per(const RankMetrics& r) { return r.has_steps ? "per step" : "in the window"; }
+std::string_view of_step(const RankMetrics& r) { return r.has_steps ? "of the step" : "of the window"; }
+
 std::string step_name(const StepMetrics& s) { return s.number >= 0 ? fmt::format("step {}", s.number) : "the window"; }
 
 Severity severity_for(double share, const Thresholds& th) {
@@ -95,13 +99,16 @@ std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& t
   // only the part the GPU sat idle through shortens the step.
   const Ns gain = r.has_gpu ? median_of(r, [](const StepMetrics& s) { return s.idle_data; }) : cost;
   Finding f = make(Category::DataLoading, r, cost, gain, th);
-  f.title = fmt::format("Data loading: the main thread waits {:.1f} ms per step ({:.0f}% of the step) for the next batch",
-                        ms(cost), pct(f.share));
+  f.title = fmt::format("Data loading: the main thread waits {:.1f} ms {} ({:.0f}% {}) for the next batch", ms(cost),
+                        per(r), pct(f.share), of_step(r));
   f.detail = "Load batches ahead of the step: more DataLoader workers, a larger prefetch factor and "
              "persistent workers keep the next batch ready.";
   f.gain_model = r.has_gpu ? "step shortened by the GPU idle time spent waiting for data" : "step shortened by the wait";
-  f.evidence.push_back({fmt::format("median data wait {:.1f} ms of a {:.1f} ms median step over {} steps", ms(cost),
-                                    ms(r.step_median), r.steps.size()), 0, 0, r.rank});
+  f.evidence.push_back({r.has_steps ? fmt::format("median data wait {:.1f} ms of a {:.1f} ms median step over {} steps",
+                                                  ms(cost), ms(r.step_median), r.steps.size())
+                                    : fmt::format("data wait {:.1f} ms of a {:.1f} ms window (no step markers)", ms(cost),
+                                                  ms(r.step_median)),
+                        0, 0, r.rank});
   if (r.io.calls)
     f.evidence.push_back({fmt::format("{} I/O calls read {:.1f} MB in {:.1f} ms (all of the rank's processes)", r.io.calls,
                                       static_cast<double>(r.io.bytes_read) / 1e6, ms(r.io.time)), 0, 0, r.rank});
@@ -119,9 +126,9 @@ std::vector<Finding> rule_h2d_copy(const RankMetrics& r, const Thresholds& th) {
   const Ns faster = static_cast<Ns>(static_cast<double>(pageable) * (1.0 - 1.0 / th.pinned_speedup));
   Finding f = make(Category::H2dCopy, r, std::max(exposed, pageable), std::max(exposed, faster), th);
   const auto& T = r.transfers;
-  f.title = fmt::format("Host-to-device copies: {:.1f} ms per step not overlapped with compute; {:.0f}% of bytes from "
+  f.title = fmt::format("Host-to-device copies: {:.1f} ms {} not overlapped with compute; {:.0f}% of bytes from "
                         "pageable memory",
-                        ms(exposed), pct(share_of(static_cast<Ns>(T.h2d_pageable_bytes), static_cast<Ns>(T.h2d_bytes))));
+                        ms(exposed), per(r), pct(share_of(static_cast<Ns>(T.h2d_pageable_bytes), static_cast<Ns>(T.h2d_bytes))));
   f.detail = "Pin the host buffers (DataLoader pin_memory) and copy with non_blocking=True so copies run at full "
              "bandwidth and overlap with compute.";
   f.gain_model = fmt::format("the larger of: exposed copy time hidden, or pageable copies {:.1f}x faster once pinned",
@@ -139,9 +146,9 @@ std::vector<Finding> rule_launch_bound(const RankMetrics& r, const Thresholds& t
   const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
   if (share_of(idle, r.step_median) < th.launch_idle_share) return {};
   Finding f = make(Category::LaunchBound, r, idle, idle, th);
-  f.title = fmt::format("Launch bound: the GPU idles {:.1f} ms per step ({:.0f}%) waiting for the CPU to launch short "
+  f.title = fmt::format("Launch bound: the GPU idles {:.1f} ms {} ({:.0f}%) waiting for the CPU to launch short "
                         "kernels (median {:.1f} µs)",
-                        ms(idle), pct(f.share), static_cast<double>(r.launch.kernel_median) / 1e3);
+                        ms(idle), per(r), pct(f.share), static_cast<double>(r.launch.kernel_median) / 1e3);
   f.detail = "Launch fewer, larger kernels: CUDA graphs (torch.compile mode reduce-overhead), fused or foreach "
              "optimizers, larger batches.";
   f.gain_model = "idle gaps the host caused are removed (graph replay launches the step at once)";
@@ -161,8 +168,8 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
     const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
     if (share_of(idle, r.step_median) < th.cpu_idle_share) return {};
     Finding f = make(Category::CpuBound, r, idle, idle, th);
-    f.title = fmt::format("CPU bound: the GPU idles {:.1f} ms per step ({:.0f}%) because the host is late issuing work",
-                          ms(idle), pct(f.share));
+    f.title = fmt::format("CPU bound: the GPU idles {:.1f} ms {} ({:.0f}%) because the host is late issuing work",
+                          ms(idle), per(r), pct(f.share));
     f.detail = "The Python/host side of the step is the bottleneck: compile the model (torch.compile), use more CPU "
                "threads for host ops, move preprocessing into DataLoader workers.";
     f.gain_model = "idle gaps the host caused are removed";
@@ -194,8 +201,8 @@ std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th)
   // the host's lateness caused (bounded by the time it spent blocked) goes.
   const Ns gain = std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_launch + s.idle_sync; }));
   Finding f = make(Category::SyncStall, r, sync, gain, th);
-  f.title = fmt::format("Synchronization: the host blocks {:.1f} ms per step ({:.0f}%) in {} calls; top: {}", ms(sync),
-                        pct(f.share), r.sync_calls, r.top_sync_call.empty() ? "?" : r.top_sync_call);
+  f.title = fmt::format("Synchronization: the host blocks {:.1f} ms {} ({:.0f}%) in {} calls; top: {}", ms(sync),
+                        per(r), pct(f.share), r.sync_calls, r.top_sync_call.empty() ? "?" : r.top_sync_call);
   f.detail = "Each sync drains the GPU queue and leaves it idle while the host catches up: avoid .item(), .cpu(), "
              "print(tensor) and torch.cuda.synchronize() inside the step; accumulate metrics on the GPU and read them "
              "every N steps.";
@@ -211,9 +218,9 @@ std::vector<Finding> rule_exposed_communication(const RankMetrics& r, const Thre
   // What-if: communication hidden under compute that does not already overlap it.
   const Ns free_compute = median_of(r, [](const StepMetrics& s) { return s.compute - s.comm_compute_overlap; });
   Finding f = make(Category::ExposedCommunication, r, exposed, std::min(exposed, free_compute), th);
-  f.title = fmt::format("Exposed communication: {:.1f} ms per step ({:.0f}%) of collectives run with no compute to hide "
+  f.title = fmt::format("Exposed communication: {:.1f} ms {} ({:.0f}%) of collectives run with no compute to hide "
                         "behind ({:.0f}% overlap)",
-                        ms(exposed), pct(f.share), pct(share_of(r.gpu.comm_compute_overlap, r.gpu.communication)));
+                        ms(exposed), per(r), pct(f.share), pct(share_of(r.gpu.comm_compute_overlap, r.gpu.communication)));
   f.detail = "Overlap gradient all-reduce with the backward pass: tune DDP's bucket size, use gradient_as_bucket_view "
              "and static_graph, pick NCCL's algorithm/protocol/channels for the message sizes, or compress gradients.";
   f.gain_model = "exposed communication hidden under compute that does not already overlap communication";
