@@ -1,6 +1,7 @@
 // The `tracetune` command: thin verbs over the modules. Each verb parses its flags, calls one
 // module function, prints a result or a one-line error, and returns 0 (ok), 1 (failed) or
 // 2 (usage).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,9 @@
 #include "tracetune/tuner/apply.h"
 #include "tracetune/tuner/knobs.h"
 #include "tracetune/tuner/storage_bench.h"
+#include "tracetune/tuner/tune.h"
+#include "tracetune/tuner/collective_model.h"
+#include "tracetune/tuner/gpu_bench.h"
 
 namespace fs = std::filesystem;
 using namespace tt;
@@ -203,6 +207,90 @@ int cmd_bench_storage(tuner::StorageBenchOptions opt, const std::string& threads
   return 0;
 }
 
+int cmd_bench_h2d(tuner::CopyBenchOptions opt, const std::string& sizes, bool json) {
+  opt.sizes.clear();
+  for (std::size_t pos = 0; pos <= sizes.size();) {
+    const auto comma = std::min(sizes.find(',', pos), sizes.size());
+    auto v = tuner::parse_size(sizes.substr(pos, comma - pos));
+    if (!v) {
+      std::fprintf(stderr, "tracetune: bench h2d: --sizes: %s\n", v.error().c_str());
+      return 2;
+    }
+    opt.sizes.push_back(v.value());
+    pos = comma + 1;
+  }
+  if (const std::string why = tuner::gpu_unavailable_reason(); !why.empty()) {
+    std::fprintf(stderr, "tracetune: bench h2d: no GPU (%s)\n", why.c_str());
+    return tuner::kNoGpuExit;
+  }
+  auto r = tuner::run_copy_bench(opt);
+  if (!r) return fail("bench h2d: " + r.error());
+  std::fputs(json ? tuner::copy_bench_json(r.value()).c_str() : tuner::copy_bench_text(r.value()).c_str(), stdout);
+  return 0;
+}
+
+struct ModelArgs {
+  std::string sweep;
+  int nodes = 2, gpus = 0;
+  double inter_alpha_us = 20, inter_gbps = 12.5, gradient_mb = 100, backward_ms = 50;
+  std::string buckets = "1,5,10,25,50,100,200";
+};
+
+// Fits the α–β model to a sweep and predicts, for N nodes, the all-reduce choice by size and
+// the DDP bucket size that exposes the least communication.
+int cmd_bench_model(const ModelArgs& a) {
+  auto text = trace::read_maybe_gzip(a.sweep);
+  if (!text) return fail("bench model: " + text.error());
+  auto pts = tuner::parse_sweep_json(std::string_view(text->data(), text->size()));
+  if (!pts) return fail("bench model: " + a.sweep + ": " + pts.error());
+  std::vector<tuner::SweepPoint> ring;
+  int ranks = 0;
+  for (const auto& p : pts.value())
+    if (p.collective == "allreduce" && p.algorithm == "ring") {
+      if (ranks != 0 && p.ranks != ranks) return fail("bench model: ring all-reduce points of different rank counts");
+      ranks = p.ranks;
+      ring.push_back(p);
+    }
+  if (ring.empty()) return fail("bench model: the sweep has no ring all-reduce points");
+  auto ab = tuner::fit_alpha_beta(ring);
+  if (!ab) return fail("bench model: " + ab.error());
+  auto link = tuner::intra_link_from_ring(ab.value(), ranks);
+  if (!link) return fail("bench model: " + link.error());
+  tuner::Cluster c{a.nodes, a.gpus > 0 ? a.gpus : ranks, link.value(), {a.inter_alpha_us, 1e-3 / a.inter_gbps}};
+  std::printf("fit (ring all-reduce, %d GPUs, %zu points): T(n) = %.2f us + n / %.2f GB/s  (max error %.1f%%)\n", ranks,
+              ab->points, ab->alpha_us, 1e-3 / ab->beta_us_per_byte, 100 * ab->max_rel_error);
+  std::printf("intra-node hop: %.3f us, %.2f GB/s; inter-node (given): %.2f us, %.2f GB/s\n", link->alpha_us,
+              1e-3 / link->beta_us_per_byte, a.inter_alpha_us, a.inter_gbps);
+  std::printf("\n%d nodes x %d GPUs: predicted all-reduce time by size\n%12s %12s %12s %14s  best\n", c.nodes,
+              c.gpus_per_node, "bytes", "ring us", "tree us", "hierarch. us");
+  for (double n = 1024; n <= 1024.0 * 1024 * 1024; n *= 8) {
+    const auto best = tuner::best_allreduce(c, n);
+    std::printf("%12.0f %12.1f %12.1f %14.1f  %s\n", n, tuner::allreduce_time_us(tuner::AllReduceAlgo::Ring, c, n),
+                tuner::allreduce_time_us(tuner::AllReduceAlgo::Tree, c, n),
+                tuner::allreduce_time_us(tuner::AllReduceAlgo::Hierarchical, c, n), std::string(tuner::to_string(best.algo)).c_str());
+  }
+  std::vector<double> mbs;
+  for (std::size_t pos = 0; pos <= a.buckets.size();) {
+    const auto comma = std::min(a.buckets.find(',', pos), a.buckets.size());
+    mbs.push_back(std::atof(a.buckets.substr(pos, comma - pos).c_str()));
+    if (!(mbs.back() > 0)) {
+      std::fprintf(stderr, "tracetune: bench model: --buckets wants positive MiB values\n");
+      return 2;
+    }
+    pos = comma + 1;
+  }
+  std::printf("\nDDP, %.0f MiB of gradients, %.1f ms backward:\n%10s %8s %12s %12s\n", a.gradient_mb, a.backward_ms,
+              "bucket MiB", "buckets", "comm ms", "exposed ms");
+  for (double mb : mbs) {
+    const auto p = tuner::simulate_buckets(c, a.gradient_mb * 1024 * 1024, a.backward_ms * 1000, mb);
+    std::printf("%10.1f %8d %12.3f %12.3f\n", mb, p.buckets, p.comm_us / 1000, p.exposed_us / 1000);
+  }
+  const auto best = tuner::best_bucket(c, a.gradient_mb * 1024 * 1024, a.backward_ms * 1000, mbs);
+  std::printf("predicted best: ddp.bucket_cap_mb = %g (%s for the last bucket), %.3f ms exposed\n", best.bucket_mb,
+              std::string(tuner::to_string(best.algo)).c_str(), best.exposed_us / 1000);
+  return 0;
+}
+
 int cmd_knobs() {
   auto cat = tuner::builtin_catalogue();
   if (!cat) return fail(cat.error());
@@ -237,7 +325,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tracetune: a profiler and tuning advisor for training jobs. Record a job (file I/O, processes,\n"
                "NVTX ranges, steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
                "inspect the trace. Traces are SQLite files (docs/trace-format.md); imports are accepted\n"
-               "wherever a trace is. Apply tuned settings with `run --config` (docs/tuning.md)."};
+               "wherever a trace is. Find faster settings with `tune` and apply them with `run --config` (docs/tuning.md)."};
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
 
@@ -273,6 +361,9 @@ int main(int argc, char** argv) {
   std::string rec_raw;
   rec->add_option("--raw-dir", rec_raw, "Directory for the per-process record files (default OUT.db.raw; must not exist or be empty)");
   rec->add_flag("--keep-raw", rec_opt.keep_raw, "Keep the per-process record files (OUT.db.raw/) after merging");
+  int rec_max_steps = 0;
+  rec->add_option("--max-steps", rec_max_steps, "Python jobs: end the job (exit 0) after this many recorded steps "
+                                                "(TRACETUNE_MAX_STEPS)")->check(CLI::Range(1, 1000000000));
   rec->add_option("command", rec_opt.command, "The job to run, after --")->required();
   rec->positionals_at_end();
 
@@ -307,6 +398,33 @@ int main(int argc, char** argv) {
   run->add_option("command", run_opt.command, "The job to run, after --");
   run->positionals_at_end();
 
+  tuner::TuneOptions tune_opt;
+  std::vector<std::string> tune_args;
+  std::string tune_out = "tuned.toml";
+  auto* tune = app.add_subcommand(
+      "tune", "Find faster settings for a job with short trial runs and write tuned.toml:\n"
+              "  tracetune tune [TRACE] [--max-trials 12] [--steps 15] -- CMD...\n"
+              "Records the job (or analyses TRACE), searches only the knobs its findings name (coordinate\n"
+              "descent, one knob at a time, kept only when faster by more than the noise), runs each trial\n"
+              "for --steps steps under the collector (TRACETUNE_MAX_STEPS), and writes tuned.toml plus\n"
+              "tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
+              "--allow-numerics. Apply with `tracetune run --config tuned.toml -- CMD`. docs/tuning.md");
+  tune->add_option("-o,--output", tune_out, "Config to write (default tuned.toml; trials go to <name>.trials.json)");
+  tune->add_option("--max-trials", tune_opt.max_trials, "Trial budget, the baseline included (default 12)")->check(CLI::Range(1, 1000));
+  tune->add_option("--steps", tune_opt.steps, "Steps per trial (default 15)")->check(CLI::Range(2, 1000000));
+  tune->add_option("--warmup", tune_opt.warmup, "First steps of each trial not measured (default 3)")->check(CLI::Range(0, 1000000));
+  tune->add_option("--trial-timeout", tune_opt.timeout_s, "Seconds per trial before it is killed (SIGTERM, then SIGKILL; default 120)")
+      ->check(CLI::PositiveNumber);
+  tune->add_option("--min-gain", tune_opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
+      ->check(CLI::Range(0.0, 1.0));
+  tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
+  tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
+  tune->add_option("--exhaustive", tune_opt.exhaustive,
+                   "Benchmark helper: afterwards try every value of this knob alone and report the tuner's choice vs the best");
+  tune->add_flag("-q,--quiet", tune_opt.quiet, "No live table");
+  tune->add_option("args", tune_args, "[TRACE] -- CMD...: a trace to analyse instead of the baseline recording, then the job");
+  tune->positionals_at_end();
+
   auto* bench = app.add_subcommand("bench", "Micro-benchmarks for tuning decisions (figures, never pass/fail)");
   bench->require_subcommand(1);
   tuner::StorageBenchOptions bs_opt;
@@ -322,6 +440,29 @@ int main(int argc, char** argv) {
   bench_storage->add_flag("--cached", bs_cached, "Keep the page cache between trials (measures cached reads)");
   bench_storage->add_flag("--json", bs_json, "Machine-readable JSON output");
 
+  tuner::CopyBenchOptions h2d_opt;
+  std::string h2d_sizes = "4K,64K,1M,16M,64M";
+  bool h2d_json = false;
+  auto* bench_h2d = bench->add_subcommand("h2d", "Host<->device copy bandwidth, pageable vs pinned memory, by size (needs a GPU;\n"
+                                                 "without one: one line and exit 3)");
+  bench_h2d->add_option("--device", h2d_opt.device, "CUDA device (default 0)");
+  bench_h2d->add_option("--sizes", h2d_sizes, "Copy sizes (default 4K,64K,1M,16M,64M)");
+  bench_h2d->add_option("--repeats", h2d_opt.repeats, "Copies per size, median reported (default 10)")->check(CLI::Range(1, 10000));
+  bench_h2d->add_flag("--json", h2d_json, "Machine-readable JSON output");
+  ModelArgs model_args;
+  auto* bench_model = bench->add_subcommand(
+      "model", "Fit the alpha-beta all-reduce model to an NCCL sweep (JSON: {\"points\": [{collective, algorithm,\n"
+               "protocol, bytes, ranks, time_us}]}) and predict, for N nodes, the all-reduce algorithm by size and the\n"
+               "DDP bucket size exposing the least communication");
+  bench_model->add_option("sweep", model_args.sweep, "The sweep JSON file")->required();
+  bench_model->add_option("--nodes", model_args.nodes, "Nodes to predict for (default 2)")->check(CLI::Range(1, 100000));
+  bench_model->add_option("--gpus-per-node", model_args.gpus, "GPUs per node (default: the sweep's rank count)")->check(CLI::Range(1, 1024));
+  bench_model->add_option("--inter-alpha-us", model_args.inter_alpha_us, "Node-to-node latency per hop, us (default 20)")->check(CLI::PositiveNumber);
+  bench_model->add_option("--inter-gbps", model_args.inter_gbps, "Node-to-node bandwidth per NIC, GB/s (default 12.5)")->check(CLI::PositiveNumber);
+  bench_model->add_option("--gradient-mb", model_args.gradient_mb, "Gradient size, MiB (default 100)")->check(CLI::PositiveNumber);
+  bench_model->add_option("--backward-ms", model_args.backward_ms, "Backward pass time, ms (default 50)")->check(CLI::PositiveNumber);
+  bench_model->add_option("--buckets", model_args.buckets, "Bucket sizes to compare, MiB (default 1,5,10,25,50,100,200)");
+
   auto* knobs = app.add_subcommand("knobs", "List the knob catalogue: id, type, how applied, allowed values, findings addressed");
 
   try {
@@ -336,10 +477,31 @@ int main(int argc, char** argv) {
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
   if (*knobs) return cmd_knobs();
+  if (*bench_h2d) return cmd_bench_h2d(h2d_opt, h2d_sizes, h2d_json);
+  if (*bench_model) return cmd_bench_model(model_args);
   if (*bench_storage) {
     bs_opt.path = bs_path;
     bs_opt.drop_cache = !bs_cached;
     return cmd_bench_storage(bs_opt, bs_threads, bs_blocks, bs_max, bs_json);
+  }
+  if (*tune) {
+    // CLI11 puts everything after -- into the positional list; a trace, if any, comes before.
+    const auto dashdash = std::find(argv, argv + argc, std::string_view("--"));
+    const std::size_t cmd_len = dashdash == argv + argc ? 0 : static_cast<std::size_t>(argv + argc - dashdash - 1);
+    if (cmd_len == 0 || tune_args.size() < cmd_len) {
+      std::fprintf(stderr, "tracetune: tune: no command given (usage: tracetune tune [TRACE] -- CMD...)\n");
+      return 2;
+    }
+    const std::size_t lead = tune_args.size() - cmd_len;
+    if (lead > 1) {
+      std::fprintf(stderr, "tracetune: tune: at most one trace before -- (got %zu arguments)\n", lead);
+      return 2;
+    }
+    if (lead == 1) tune_opt.trace = tune_args[0];
+    tune_opt.command.assign(tune_args.begin() + static_cast<std::ptrdiff_t>(lead), tune_args.end());
+    tune_opt.output = tune_out;
+    tune_opt.version = TT_VERSION;
+    return tuner::run_tune(tune_opt);
   }
   if (*run) {
     run_opt.config = run_config;
@@ -349,6 +511,7 @@ int main(int argc, char** argv) {
     rec_opt.output = rec_out;
     rec_opt.raw_dir = rec_raw;
     rec_opt.record_env = !rec_no_env;
+    if (rec_max_steps > 0) rec_opt.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(rec_max_steps));
     rec_opt.trace.clear();
     for (std::size_t pos = 0; pos <= rec_trace.size();) {
       const auto comma = std::min(rec_trace.find(',', pos), rec_trace.size());

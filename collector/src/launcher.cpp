@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -48,8 +49,12 @@ fs::path first_existing(std::initializer_list<fs::path> candidates) {
   return {};
 }
 
-// The job's pid, for the signal handler.
+// The job's pid, for the signal handler; whether it leads a process group of its own (then
+// the whole group gets what we receive, the terminal's Ctrl-C included, since the terminal
+// does not send it there); whether a stop signal arrived.
 std::atomic<pid_t> g_child{0};
+std::atomic<bool> g_child_group{false};
+std::atomic<bool> g_stop_requested{false};
 
 // Signals sent to us by another process (kill, a scheduler) go on to the job. A terminal's
 // Ctrl-C (si_code SI_KERNEL) already reached the job, which shares our process group:
@@ -57,6 +62,11 @@ std::atomic<pid_t> g_child{0};
 void forward_signal(int sig, siginfo_t* info, void*) {
   const pid_t child = g_child.load();
   if (child <= 0) return;
+  if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) g_stop_requested.store(true);
+  if (g_child_group.load()) {
+    ::kill(-child, sig);
+    return;
+  }
   if (info != nullptr && info->si_code == SI_KERNEL) return;
   ::kill(child, sig);
 }
@@ -222,6 +232,68 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
   return status;
 }
 
+Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
+                               double timeout_s, double kill_grace_s, const fs::path& log) {
+  if (command.empty()) return make_error("no command given");
+  std::vector<std::string> env_copy = env, args = command;
+  std::vector<char*> envp, argv;
+  for (auto& e : env_copy) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  SignalForwarding forwarding;
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // the child leads a new group
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&files, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+    posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+  }
+  pid_t pid = 0;
+  g_stop_requested.store(false);
+  const int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return make_error(command[0] + ": " + std::strerror(rc));
+  g_child_group.store(true);
+  g_child.store(pid);
+
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  JobEnd end;
+  double term_sent_at = -1;
+  while (true) {
+    const pid_t r = ::waitpid(pid, &end.status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      end.status = 0;
+      break;
+    }
+    const double t = elapsed();
+    if (timeout_s > 0 && t >= timeout_s && term_sent_at < 0) {
+      end.timed_out = true;
+      term_sent_at = t;
+      ::kill(-pid, SIGTERM);
+    } else if (term_sent_at >= 0 && t >= term_sent_at + kill_grace_s) {
+      ::kill(-pid, SIGKILL);
+      term_sent_at = 1e300;  // once
+    }
+    ::usleep(20'000);
+  }
+  // Leftovers of the group (workers that outlived the job's main process) go too.
+  ::kill(-pid, end.timed_out ? SIGKILL : SIGTERM);
+  g_child.store(0);
+  g_child_group.store(false);
+  end.interrupted = g_stop_requested.exchange(false);
+  return end;
+}
+
 fs::path collector_library_path() {
   if (const char* env = std::getenv("TRACETUNE_COLLECTOR_LIB"); env != nullptr && *env != '\0') return env;
   const fs::path dir = self_exe_dir();
@@ -295,7 +367,15 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   env.push_back("TRACETUNE_TRACE=" + join(opt.trace, ","));
   if (!opt.record_env) env.push_back("TRACETUNE_NO_ENV=1");
   if (has(opt.trace, "nvtx")) env.push_back("NVTX_INJECTION64_PATH=" + lib);
-  if (has(opt.trace, "python") && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
+  bool python_settings = false;
+  for (const auto& [name, value] : opt.extra_env) {
+    if (name == "PYTHONPATH" || name == "LD_PRELOAD") continue;  // ours, above
+    python_settings |= name == "TRACETUNE_APPLY" || name == "TRACETUNE_MAX_STEPS";
+    std::erase_if(env, [&](const std::string& kv) { return kv.size() > name.size() && kv[name.size()] == '=' &&
+                                                           kv.compare(0, name.size(), name) == 0; });
+    env.push_back(name + "=" + value);
+  }
+  if ((has(opt.trace, "python") || python_settings) && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
   return env;
 }
 
@@ -316,12 +396,25 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
       std::fprintf(stderr, "tracetune: warning: %s %s: the collector cannot be injected into it; only "
                    "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
 
-  auto status = run_job(opt.command, job_environment(opt, fs::absolute(raw_dir), environ));
+  RecordOutcome outcome;
+  const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
+  Result<int> status = 0;
+  if (opt.timeout_s > 0) {
+    auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log);
+    if (end) {
+      outcome.timed_out = end->timed_out;
+      outcome.interrupted = end->interrupted;
+      status = end->status;
+    } else {
+      status = make_error(end.error());
+    }
+  } else {
+    status = run_job(opt.command, env);
+  }
   if (!status) {
     fs::remove_all(raw_dir, ec);
     return make_error(status.error());
   }
-  RecordOutcome outcome;
   outcome.exit_code = exit_code_of(status.value());
 
   // Merge what every process recorded.
@@ -350,7 +443,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
     return outcome;
   }
   outcome.trace_written = true;
-  print_summary(t, report, opt, raw_dir);
+  if (opt.summary) print_summary(t, report, opt, raw_dir);
   if (!opt.keep_raw) fs::remove_all(raw_dir, ec);
   return outcome;
 }

@@ -70,15 +70,6 @@ Status write_private(const fs::path& path, const std::string& text) {
   return {};
 }
 
-// A fresh private directory for the files the job reads (mkdtemp makes it 0700).
-Result<fs::path> make_private_tempdir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string templ = fmt::format("{}/tracetune-run-XXXXXX", tmp != nullptr && *tmp == '/' ? tmp : "/tmp");
-  if (::mkdtemp(templ.data()) == nullptr)
-    return make_error(fmt::format("cannot create a private directory ({}): {}", templ, std::strerror(errno)));
-  return fs::path(templ);
-}
-
 // Die of `sig` as the job did (no core file of ours), so our parent sees the same status.
 [[noreturn]] void die_of_signal(int sig) {
   struct rlimit no_core {0, 0};
@@ -131,6 +122,32 @@ ApplyPlan make_plan(const TunedConfig& config, const std::string& source) {
     plan.lines.push_back(fmt::format("nccl.tuner_table: {} entries  (NCCL tuner plugin)", config.nccl_table.size()));
   }
   return plan;
+}
+
+Result<fs::path> make_private_tempdir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = fmt::format("{}/{}-XXXXXX", tmp != nullptr && *tmp == '/' ? tmp : "/tmp", prefix);
+  if (::mkdtemp(templ.data()) == nullptr)
+    return make_error(fmt::format("cannot create a private directory ({}): {}", templ, std::strerror(errno)));
+  return fs::path(templ);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> write_plan_files(const ApplyPlan& plan, const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> vars = plan.env;
+  if (!plan.python_json.empty()) {
+    const fs::path file = dir / "python-settings.json";
+    if (auto st = write_private(file, plan.python_json); !st) return make_error(st.error());
+    vars.emplace_back("TRACETUNE_APPLY", file.string());
+  }
+  if (!plan.nccl_table.empty()) {
+    const std::string plugin = nccl_tuner_plugin_path().string();
+    if (plugin.empty()) return make_error("the NCCL tuner plugin (libnccl-tuner-tracetune.so) was not found next to tracetune");
+    const fs::path file = dir / "nccl-table.txt";
+    if (auto st = write_private(file, plan.nccl_table); !st) return make_error(st.error());
+    vars.emplace_back("NCCL_TUNER_PLUGIN", plugin);
+    vars.emplace_back("TRACETUNE_NCCL_TABLE", file.string());
+  }
+  return vars;
 }
 
 std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, const std::string& python_dir,
@@ -202,26 +219,22 @@ int run_with_config(const RunOptions& opt) {
   fs::path dir;
   std::string python_file, table_file;
   if (!plan.python_json.empty() || !plan.nccl_table.empty()) {
-    auto d = make_private_tempdir();
+    auto d = make_private_tempdir("tracetune-run");
     if (!d) {
       say("run: " + d.error());
       return 1;
     }
     dir = d.value();
-    Status st;
-    if (!plan.python_json.empty()) {
-      python_file = (dir / "python-settings.json").string();
-      st = write_private(python_file, plan.python_json);
-    }
-    if (st && !plan.nccl_table.empty()) {
-      table_file = (dir / "nccl-table.txt").string();
-      st = write_private(table_file, plan.nccl_table);
-    }
-    if (!st) {
+    auto vars = write_plan_files(plan, dir);
+    if (!vars) {
       std::error_code ec;
       fs::remove_all(dir, ec);
-      say("run: " + st.error());
+      say("run: " + vars.error());
       return 1;
+    }
+    for (const auto& [name, value] : vars.value()) {
+      if (name == "TRACETUNE_APPLY") python_file = value;
+      if (name == "TRACETUNE_NCCL_TABLE") table_file = value;
     }
   }
   auto status = collector::run_job(opt.command, run_environment(plan, environ, python_dir, python_file, plugin, table_file));

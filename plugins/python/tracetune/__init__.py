@@ -44,6 +44,7 @@ def step(number: int = None) -> None:
     if state["start"] is not None:
         _collector.step(_collector.STEP, state["start"], now, state["number"])
         state["number"] += 1
+        _autostep.stop_if_done(state["number"])
     if number is not None:
         state["number"] = int(number)
     state["start"] = now

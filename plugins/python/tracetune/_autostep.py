@@ -10,7 +10,13 @@ hook patches torch's classes when the job imports them.
 - `torch.profiler.profile.step()` and `tracetune.step()` also mark step boundaries. The
   sources rank explicit > profiler > DataLoader: once a higher one is used, lower ones stop
   marking steps (their spans are still recorded).
+- TRACETUNE_MAX_STEPS=N (set by `tracetune tune` for its trials, or `tracetune record
+  --max-steps N`): once N steps have completed, the process raises SystemExit(0) at the next
+  step boundary, so the job ends normally (finally blocks run, DataLoader workers are shut
+  down) with exit status 0.
 """
+import os
+import sys
 import threading
 
 from tracetune import _collector, _imphook
@@ -49,6 +55,26 @@ class _Steps:
 STEPS = _Steps()
 
 
+def _read_max_steps() -> int:
+    try:
+        return max(0, int(os.environ.get("TRACETUNE_MAX_STEPS", "0") or "0"))
+    except ValueError:
+        sys.stderr.write("tracetune: TRACETUNE_MAX_STEPS is not an integer; ignored\n")
+        return 0
+
+
+MAX_STEPS = _read_max_steps()
+
+
+def stop_if_done(completed: int) -> None:
+    """Ends the job once TRACETUNE_MAX_STEPS steps have completed (called at a step boundary,
+    outside any lock)."""
+    if MAX_STEPS and completed >= MAX_STEPS:
+        sys.stderr.write(f"tracetune: stopping after {completed} steps (TRACETUNE_MAX_STEPS={MAX_STEPS})\n")
+        sys.stderr.flush()
+        raise SystemExit(0)
+
+
 def explicit_steps_in_use() -> None:
     STEPS.source = max(STEPS.source, _EXPLICIT)
 
@@ -72,6 +98,8 @@ def _patch_dataloader(module) -> None:
         t1 = _collector.now_ns()
         STEPS.boundary(_DATALOADER, t0)
         _collector.step(_collector.BATCH_WAIT, t0, t1, STEPS.number)
+        if STEPS.source == _DATALOADER:
+            stop_if_done(STEPS.number)
         return batch
 
     it_cls.__next__ = __next__
@@ -128,6 +156,8 @@ def _patch_profiler(module) -> None:
 
     def step(self, *args, **kwargs):
         STEPS.boundary(_PROFILER, _collector.now_ns())
+        if STEPS.source == _PROFILER:
+            stop_if_done(STEPS.number)
         return original(self, *args, **kwargs)
 
     prof.step = step

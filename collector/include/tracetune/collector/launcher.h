@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tracetune/trace/result.h"
@@ -19,12 +20,27 @@ struct RecordOptions {
   bool record_env = true;            // environment (secrets redacted) in the trace
   bool keep_raw = false;             // keep raw_dir after a successful merge
   bool progress = true;              // progress bar on stderr when it is a terminal
+  bool summary = true;               // print the recording summary on stderr
+  // Variables set for the job after the inherited TRACETUNE_* ones are removed (the tuner's
+  // TRACETUNE_APPLY, TRACETUNE_MAX_STEPS, env knobs...): one launch that applies settings and
+  // records. They replace inherited values; PYTHONPATH is never taken from here.
+  std::vector<std::pair<std::string, std::string>> extra_env;
+  // Wall-clock limit (0: none). When it passes, the job's process group gets SIGTERM, then
+  // SIGKILL after kill_grace_s; the job then runs in its own process group (so its workers
+  // are killed too) and receives SIGINT forwarded from us rather than from the terminal.
+  double timeout_s = 0;
+  double kill_grace_s = 5;
+  // With timeout_s > 0 only: the job's stdout and stderr go to this file (created 0600,
+  // truncated) instead of ours; stdin is /dev/null.
+  std::filesystem::path job_log;
 };
 
 struct RecordOutcome {
   int exit_code = 0;        // the job's, as a shell reports it (128 + signal when killed)
   bool trace_written = false;
   std::string error;        // why the trace could not be written (the job still ran)
+  bool timed_out = false;   // killed by us after RecordOptions::timeout_s
+  bool interrupted = false; // we were asked to stop (SIGINT/SIGTERM/SIGHUP) while it ran
 };
 
 // Where the pieces injected into the job live: next to the executable when installed
@@ -45,6 +61,19 @@ Result<RecordOutcome> record(const RecordOptions& options);
 // to it, and waits. Returns its wait status, or an error when it could not be started.
 // Shared by `record` and `run`.
 Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env);
+
+// run_job with a wall-clock limit: the job runs in a process group of its own (so a hung
+// job's workers go with it); after `timeout_s` the group gets SIGTERM, and SIGKILL
+// `kill_grace_s` later if the job is still there. Signals sent to us (Ctrl-C included) go to
+// the whole group. timeout_s <= 0: no limit, but still its own group.
+struct JobEnd {
+  int status = 0;            // wait status
+  bool timed_out = false;    // we killed it after timeout_s
+  bool interrupted = false;  // SIGINT/SIGTERM/SIGHUP reached us while it ran
+};
+Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
+                               double timeout_s, double kill_grace_s,
+                               const std::filesystem::path& log = {});
 
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
 // CUDA_INJECTION64_PATH, NCCL_PROFILER_PLUGIN, PYTHONPATH (sitecustomize), TRACETUNE_*

@@ -34,6 +34,17 @@ std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, con
                                          const std::string& python_file, const std::string& plugin,
                                          const std::string& table_file);
 
+// The variables a job needs for `plan` once its files are written into `dir` (an existing
+// private directory; files 0600, created with O_EXCL|O_NOFOLLOW): the env knobs,
+// TRACETUNE_APPLY, NCCL_TUNER_PLUGIN and TRACETUNE_NCCL_TABLE. PYTHONPATH is the caller's
+// (the Python integration's directory goes in front of the job's own). Shared by `run`
+// and the tuner's trials, so a trial applies a candidate exactly as `run --config` would.
+Result<std::vector<std::pair<std::string, std::string>>> write_plan_files(const ApplyPlan& plan,
+                                                                          const std::filesystem::path& dir);
+
+// A fresh private directory ($TMPDIR/<prefix>-XXXXXX, mode 0700).
+Result<std::filesystem::path> make_private_tempdir(const std::string& prefix);
+
 struct RunOptions {
   std::filesystem::path config;
   std::vector<std::string> command;

@@ -1,0 +1,247 @@
+// The tuner's search, step measurement and tuned.toml writer, with a fake trial runner whose
+// step times are a known function of the settings (the real runner is exercised by
+// tests/integration/tune_test.py on real jobs).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "tracetune/tuner/search.h"
+#include "tracetune/tuner/trial.h"
+#include "tracetune/tuner/tuned_config.h"
+#include "tracetune/tuner/tuned_writer.h"
+
+using namespace tt;
+using namespace tt::tuner;
+
+namespace {
+
+const Catalogue& cat() {
+  static const Catalogue c = builtin_catalogue().value();
+  return c;
+}
+
+// Step time = cost(candidate) with a small deterministic jitter over 20 steps.
+class FakeRunner : public TrialRunner {
+ public:
+  explicit FakeRunner(std::function<double(const Candidate&)> cost, double jitter = 0.01)
+      : cost_(std::move(cost)), jitter_(jitter) {}
+  Trial run(const Candidate& c) override {
+    runs.push_back(c.label());
+    Trial t;
+    t.candidate = c;
+    const double ms = cost_(c);
+    if (ms < 0) {
+      t.status = TrialStatus::Failed;
+      t.note = "crashed";
+      return t;
+    }
+    std::vector<double> steps;
+    for (int i = 0; i < 20; ++i) steps.push_back(ms * (1 + jitter_ * std::sin(i * 1.7)));
+    t.stats = stats_of(steps);
+    return t;
+  }
+  std::vector<std::string> runs;
+
+ private:
+  std::function<double(const Candidate&)> cost_;
+  double jitter_;
+};
+
+std::int64_t workers(const Candidate& c) {
+  const Value* v = c.find("dataloader.num_workers");
+  return v ? std::get<std::int64_t>(*v) : 0;
+}
+
+// A loader-bound job on a 4-core machine: workers help up to 4, then oversubscription hurts.
+double loader_cost(const Candidate& c) {
+  const auto w = workers(c);
+  const double load = 100.0 / std::max<std::int64_t>(1, std::min<std::int64_t>(w, 4)) + (w > 4 ? 5.0 * (w - 4) : 0);
+  double ms = std::max(load, 20.0) + (w == 0 ? 20 : 0);
+  if (const Value* p = c.find("dataloader.persistent_workers"); p && std::get<bool>(*p)) ms *= 0.9;
+  return ms;
+}
+
+std::vector<FindingRef> data_loading() {
+  return {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}}};
+}
+
+}  // namespace
+
+TEST(TuneStats, PercentilesAndSpread) {
+  const StepStats s = stats_of({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.steps, 5u);
+  EXPECT_DOUBLE_EQ(s.median_ms, 3);
+  EXPECT_DOUBLE_EQ(s.p25_ms, 2);
+  EXPECT_DOUBLE_EQ(s.p75_ms, 4);
+  EXPECT_NEAR(s.p10_ms, 1.4, 1e-12);
+  EXPECT_NEAR(s.spread_ms(), 3.2, 1e-12);
+}
+
+TEST(TuneStats, MeasureStepsExcludesWarmupAndTakesSlowestRank) {
+  trace::Trace t;
+  auto add = [&](std::int64_t n, trace::Ns dur) {
+    t.steps.push_span(n * 1'000'000'000, dur, 0, 0);
+    t.steps.number.push_back(n);
+  };
+  for (int n = 0; n < 6; ++n) add(n, n < 2 ? 900'000'000 : 10'000'000);  // slow warm-up
+  add(4, 30'000'000);  // a second rank slower at step 4
+  auto s = measure_steps(t, 2);
+  ASSERT_TRUE(s.ok()) << s.error();
+  EXPECT_EQ(s->steps, 4u);
+  EXPECT_DOUBLE_EQ(s->median_ms, 10);
+  EXPECT_DOUBLE_EQ(s->p90_ms, 24);  // [10, 10, 10, 30]: position 2.7 -> 10 + 0.7 * 20
+  EXPECT_FALSE(measure_steps(t, 10).ok());
+  EXPECT_FALSE(measure_steps(trace::Trace{}, 0).ok());
+}
+
+TEST(TuneSearch, PlanFollowsFindingsByGainAndSkipsNumerics) {
+  std::vector<FindingRef> f = {{"cpu_bound", 0.1, {"torch.num_threads"}},
+                               {"precision", 0.5, {"torch.tf32_matmul", "amp.dtype"}},
+                               {"data_loading", 0.3, {"dataloader.num_workers", "no.such_knob"}}};
+  std::vector<std::string> skipped;
+  auto plan = plan_search(f, cat(), false, &skipped);
+  ASSERT_EQ(plan.size(), 2u);  // tf32 and amp have nothing but their safe values without opt-in
+  EXPECT_EQ(plan[0].knob->id, "dataloader.num_workers");
+  EXPECT_EQ(plan[1].knob->id, "torch.num_threads");
+  bool said_numerics = false, said_unknown = false;
+  for (const auto& s : skipped) {
+    said_numerics |= s.find("torch.tf32_matmul") != std::string::npos && s.find("--allow-numerics") != std::string::npos;
+    said_unknown |= s.find("no.such_knob") != std::string::npos;
+  }
+  EXPECT_TRUE(said_numerics);
+  EXPECT_TRUE(said_unknown);
+
+  auto with = plan_search(f, cat(), true);
+  ASSERT_EQ(with.size(), 4u);
+  EXPECT_EQ(with[0].knob->id, "torch.tf32_matmul");
+  EXPECT_EQ(with[1].knob->id, "amp.dtype");
+  for (const auto& p : plan)
+    for (const auto& v : p.values) EXPECT_TRUE(numerics_safe(*p.knob, v));
+}
+
+TEST(TuneSearch, CoordinateDescentFindsTheBestWorkersAndStopsPastIt) {
+  FakeRunner runner(loader_cost);
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 30;
+  opt.patience = 1;
+  auto r = search(plan, runner, opt);
+  ASSERT_FALSE(r.trials.empty());
+  EXPECT_EQ(r.trials[0].candidate.label(), "baseline");
+  ASSERT_NE(r.best.find("dataloader.num_workers"), nullptr);
+  EXPECT_EQ(workers(r.best), 4);
+  // 16 workers is never tried: 8 was worse than 4 (patience 1).
+  for (const auto& l : runner.runs) EXPECT_EQ(l.find("num_workers=16"), std::string::npos) << l;
+  // persistent workers are 10% faster here: kept on top of the workers.
+  const Value* p = r.best.find("dataloader.persistent_workers");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(std::get<bool>(*p));
+  EXPECT_EQ(r.best.find("dataloader.prefetch_factor"), nullptr);  // no effect: not kept
+  EXPECT_NEAR(r.speedup(), 120.0 / (25 * 0.9), 0.02);
+}
+
+TEST(TuneSearch, BudgetIsRespectedAndNoiseIsNotAWin) {
+  FakeRunner runner(loader_cost);
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 3;
+  auto r = search(plan, runner, opt);
+  EXPECT_EQ(r.trials.size(), 3u);
+  EXPECT_TRUE(r.stopped_early);
+
+  // Every setting within 1% of the baseline, with 10% jitter: nothing is chosen.
+  FakeRunner flat([](const Candidate& c) { return 100.0 - 0.01 * static_cast<double>(c.settings.size()); }, 0.10);
+  opt.max_trials = 20;
+  auto f = search(plan, flat, opt);
+  EXPECT_TRUE(f.best.settings.empty());
+  EXPECT_DOUBLE_EQ(f.speedup(), 1.0);
+}
+
+TEST(TuneSearch, CrashingCandidatesAreRecordedAndSkipped) {
+  // 1 and 2 workers crash: the search must not give up on the knob before 4.
+  FakeRunner runner([](const Candidate& c) { return workers(c) == 1 || workers(c) == 2 ? -1.0 : loader_cost(c); });
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 30;
+  auto r = search(plan, runner, opt);
+  bool saw_failed = false;
+  for (const auto& t : r.trials) saw_failed |= t.status == TrialStatus::Failed && workers(t.candidate) == 2;
+  EXPECT_TRUE(saw_failed);
+  EXPECT_EQ(workers(r.best), 4);
+
+  // A failed baseline stops the search: nothing to compare with.
+  FakeRunner broken([](const Candidate&) { return -1.0; });
+  auto b = search(plan, broken, opt);
+  EXPECT_EQ(b.trials.size(), 1u);
+  EXPECT_TRUE(b.best.settings.empty());
+}
+
+TEST(TuneSearch, SignificanceNeedsBothMinGainAndNotchSeparation) {
+  const StepStats a = stats_of({100, 100, 100, 100, 100, 100, 100, 100, 100});
+  EXPECT_TRUE(significantly_faster(stats_of({90, 90, 90, 90, 90, 90, 90, 90, 90}), a, 0.03));
+  EXPECT_FALSE(significantly_faster(stats_of({98, 98, 98, 98, 98, 98, 98, 98, 98}), a, 0.03));  // < min gain
+  const StepStats wide = stats_of({60, 70, 80, 90, 100, 110, 120, 130, 140});
+  EXPECT_FALSE(significantly_faster(stats_of({90, 91, 92, 93, 94, 95, 96, 97, 98}), wide, 0.03));  // within noise
+  EXPECT_FALSE(significantly_faster(a, a, 0));
+}
+
+TEST(TunedToml, RoundTripsThroughTheConfigParser) {
+  FakeRunner runner(loader_cost);
+  TuneSummary s;
+  s.command = "python3 train.py \"data dir\"\\x";
+  s.version = "0.1.0";
+  s.findings = data_loading();
+  s.plan = plan_search(s.findings, cat(), false);
+  s.steps = 15;
+  s.warmup = 3;
+  SearchOptions opt;
+  opt.max_trials = 30;
+  s.result = search(s.plan, runner, opt);
+  const std::string text = tuned_toml(s, cat());
+  auto cfg = parse_tuned_config(text, "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
+  std::map<std::string, Value> got;
+  for (const auto& st : cfg->settings) got[st.knob.id] = st.value;
+  ASSERT_EQ(got.size(), s.result.best.settings.size());
+  for (const auto& [id, v] : s.result.best.settings) EXPECT_EQ(got.at(id), v) << id;
+  EXPECT_NE(text.find("speedup = "), std::string::npos);
+  EXPECT_NE(text.find("findings = [\"data_loading\"]"), std::string::npos);
+  EXPECT_NE(text.find("# findings: data_loading"), std::string::npos);
+  EXPECT_EQ(text.find("numerics = true"), std::string::npos);
+  EXPECT_FALSE(cfg->numerics_allowed);
+
+  const std::string json = trials_json(s);
+  EXPECT_NE(json.find("\"schema\": \"tracetune.trials\""), std::string::npos);
+  EXPECT_NE(json.find("\\\"data dir\\\"\\\\x"), std::string::npos);
+}
+
+TEST(TunedToml, NumericsChoicesAreMarkedAndAccepted) {
+  // TF32 makes this job 2x faster; only searched with allow_numerics.
+  FakeRunner runner([](const Candidate& c) {
+    const Value* v = c.find("torch.tf32_matmul");
+    return v && std::get<bool>(*v) ? 50.0 : 100.0;
+  });
+  TuneSummary s;
+  s.command = "job";
+  s.findings = {{"precision", 0.5, {"torch.tf32_matmul"}}};
+  s.plan = plan_search(s.findings, cat(), true);
+  s.result = search(s.plan, runner, SearchOptions{});
+  const std::string text = tuned_toml(s, cat());
+  EXPECT_NE(text.find("numerics = true"), std::string::npos);
+  EXPECT_NE(text.find("CHANGES NUMERICS"), std::string::npos);
+  auto cfg = parse_tuned_config(text, "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error();
+  EXPECT_TRUE(cfg->numerics_allowed);
+  ASSERT_EQ(cfg->settings.size(), 1u);
+
+  // A candidate config for a trial is accepted the same way (numerics marked when needed).
+  Candidate c;
+  c.set("torch.tf32_matmul", true);
+  c.set("ddp.bucket_cap_mb", 12.5);
+  c.set("nccl.algo", std::vector<std::string>{"Ring", "Tree"});
+  auto cc = parse_tuned_config(candidate_toml(c, cat()), "candidate.toml", cat());
+  ASSERT_TRUE(cc.ok()) << cc.error();
+  EXPECT_EQ(cc->settings.size(), 3u);
+}

@@ -1,0 +1,64 @@
+// The search over knobs: only the knobs the analyzer's findings name, in order of the
+// findings' estimated gain, each tried over its catalogue `values` one at a time on top of
+// the best settings so far (coordinate descent), within a trial budget. A value is kept only
+// when it beats the best so far by more than the measurement noise, so noise never picks a
+// setting. Numerics-changing values are candidates only with allow_numerics.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tracetune/tuner/knobs.h"
+#include "tracetune/tuner/trial.h"
+
+namespace tt::tuner {
+
+// What the search needs from one finding (analyzer::Finding, or a trials file's record).
+struct FindingRef {
+  std::string id;     // "data_loading"
+  double gain_share = 0;  // estimated gain / step time
+  std::vector<std::string> knobs;
+};
+
+struct KnobPlan {
+  const Knob* knob = nullptr;
+  std::vector<Value> values;            // candidates to try, catalogue order
+  std::vector<std::string> findings;    // the findings that named it
+};
+
+// Knobs to search, in order: findings by gain (largest first), each finding's knobs in its
+// order; knobs not in the catalogue, tables, knobs with no candidates, and (without
+// allow_numerics) numerics-changing values are left out. `skipped` gets one line per knob
+// left out and why.
+std::vector<KnobPlan> plan_search(const std::vector<FindingRef>& findings, const Catalogue& catalogue,
+                                  bool allow_numerics, std::vector<std::string>* skipped = nullptr);
+
+struct SearchOptions {
+  int max_trials = 12;        // including the baseline
+  double min_gain = 0.03;     // a value must be at least this much faster (share of best median)
+  int patience = 2;           // ordered numeric knobs: stop after this many values in a row that do not improve
+  std::function<void(const Trial&)> on_trial;  // after each trial (live table)
+  std::function<void(int done, int total, const std::string& next)> on_start;  // before each trial
+};
+
+struct SearchResult {
+  std::vector<Trial> trials;  // every trial, in order; [0] is the baseline
+  Candidate best;             // the chosen settings (empty: nothing beat the baseline)
+  int best_trial = 0;         // index into trials
+  std::vector<std::string> log;  // decisions in plain words ("dataloader.num_workers: 4 kept (1.9x)")
+  bool stopped_early = false;    // budget exhausted or interrupted before every knob was tried
+  double speedup() const;     // baseline median / best median (1 when unknown)
+};
+
+// Whether `b` is faster than `a` by more than the noise: the difference of the medians must
+// exceed both min_gain x a.median and the notch half-widths of both (1.58 IQR / sqrt(n), the
+// box-plot notch of McGill, Tukey & Larsen 1978, combined in quadrature).
+bool significantly_faster(const StepStats& b, const StepStats& a, double min_gain);
+
+// Runs the baseline (unless `baseline` is given: a trial already run, e.g. the recording that
+// was analysed), then coordinate descent over `plan`. `stop` is polled between trials.
+SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, const SearchOptions& options,
+                    const Trial* baseline = nullptr, const std::function<bool()>& stop = {});
+
+}  // namespace tt::tuner

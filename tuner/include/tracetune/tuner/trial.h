@@ -1,0 +1,89 @@
+// Trials: one bounded run of the real job with candidate settings, under the collector, and
+// the step time measured from its trace. The search (search.h) only sees the TrialRunner
+// interface, so it is unit-tested with a fake runner; JobTrialRunner is the real one.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tracetune/trace/model.h"
+#include "tracetune/trace/result.h"
+#include "tracetune/tuner/knobs.h"
+
+namespace tt::tuner {
+
+// A candidate: knob id -> value, in the order they were chosen. Empty: the job as it is.
+struct Candidate {
+  std::vector<std::pair<std::string, Value>> settings;
+  const Value* find(std::string_view id) const;
+  void set(const std::string& id, Value v);  // replaces an existing id
+  std::string label() const;                 // "baseline" or "a=1 b=true"
+};
+
+// Step times of a trace after the warm-up steps. A step's time is the longest duration any
+// process recorded for that step number (the slowest rank sets the pace of a synchronous job).
+struct StepStats {
+  std::size_t steps = 0;     // steps measured (after warm-up)
+  double median_ms = 0;
+  double p10_ms = 0, p25_ms = 0, p75_ms = 0, p90_ms = 0;
+  double spread_ms() const { return p90_ms - p10_ms; }  // p90 - p10
+  double iqr_ms() const { return p75_ms - p25_ms; }
+};
+// Steps numbered below `warmup` are excluded. An error when nothing is left to measure.
+Result<StepStats> measure_steps(const trace::Trace& t, int warmup);
+// The same over plain durations (already warm), for tests and benchmarks.
+StepStats stats_of(std::vector<double> step_ms);
+
+enum class TrialStatus { Ok, Failed, TimedOut, NoSteps, Interrupted, Refused };
+std::string_view to_string(TrialStatus s);
+
+struct Trial {
+  int index = 0;              // 0 = baseline
+  Candidate candidate;
+  std::string knob;           // the knob this trial varied ("" for the baseline)
+  TrialStatus status = TrialStatus::Ok;
+  StepStats stats;            // when Ok
+  int exit_code = 0;
+  double wall_s = 0;
+  std::string note;           // why it failed, in one line
+  std::filesystem::path trace;  // its trace (in the private trials directory), may be removed later
+};
+
+class TrialRunner {
+ public:
+  virtual ~TrialRunner() = default;
+  // Runs `candidate` and fills everything but `index` and `knob`.
+  virtual Trial run(const Candidate& candidate) = 0;
+};
+
+struct JobTrialOptions {
+  std::vector<std::string> command;
+  std::filesystem::path work_dir;  // private (0700): configs, traces and logs of every trial
+  int steps = 15;                  // TRACETUNE_MAX_STEPS: the job stops after this many steps
+  int warmup = 3;                  // steps excluded from the measurement
+  double timeout_s = 120;          // per trial; then SIGTERM, SIGKILL 5 s later
+  bool allow_numerics = false;     // written into each candidate config's [meta]
+  std::vector<std::string> trace = {"python"};  // what a trial records (steps are enough)
+};
+
+// Runs the job through the collector (collector::record) with the candidate applied exactly
+// as `tracetune run --config` applies it: the candidate is written as a tuned config, checked
+// by the same parser against the catalogue, and turned into variables and files by the same
+// apply code; then one launch applies and records. The job's stdout/stderr go to a log
+// file in the trial's directory.
+class JobTrialRunner final : public TrialRunner {
+ public:
+  JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue);
+  Trial run(const Candidate& candidate) override;
+  bool interrupted() const { return interrupted_; }
+
+ private:
+  JobTrialOptions opt_;
+  const Catalogue& catalogue_;
+  int count_ = 0;
+  bool interrupted_ = false;
+};
+
+}  // namespace tt::tuner

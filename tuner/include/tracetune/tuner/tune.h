@@ -1,0 +1,32 @@
+// `tracetune tune [TRACE] -- CMD`: the tuning loop. Record the job (or take TRACE), analyse
+// it, search the knobs its findings name with short trials of the real job, and write
+// tuned.toml (for `tracetune run --config`) and a trials file beside it.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace tt::tuner {
+
+struct TuneOptions {
+  std::vector<std::string> command;
+  std::filesystem::path trace;            // analyse this instead of the baseline trial's recording
+  std::filesystem::path output = "tuned.toml";
+  int max_trials = 12;                    // including the baseline
+  int steps = 15;                         // per trial (TRACETUNE_MAX_STEPS)
+  int warmup = 3;                         // excluded from each trial's measurement
+  double timeout_s = 120;                 // per trial
+  double min_gain = 0.03;
+  bool allow_numerics = false;
+  bool keep_traces = false;               // keep the private trials directory and say where
+  std::string exhaustive;                 // a knob id: afterwards, try each of its values alone
+  bool quiet = false;                     // no live table
+  std::string version;                    // tracetune's, for [meta]
+};
+
+// Exit codes: 0 written, 1 failed (baseline did not run, outputs not writable), 2 usage,
+// 130 interrupted (tuned.toml still written from the trials that finished).
+int run_tune(const TuneOptions& options);
+
+}  // namespace tt::tuner

@@ -1,0 +1,155 @@
+// Coordinate descent over the knobs the findings name. See search.h for the contract.
+#include "tracetune/tuner/search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tt::tuner {
+
+std::vector<KnobPlan> plan_search(const std::vector<FindingRef>& findings, const Catalogue& catalogue,
+                                  bool allow_numerics, std::vector<std::string>* skipped) {
+  std::vector<const FindingRef*> order;
+  for (const auto& f : findings) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(), [](const FindingRef* a, const FindingRef* b) { return a->gain_share > b->gain_share; });
+  std::vector<KnobPlan> plan;
+  auto note = [&](std::string line) {
+    if (skipped != nullptr && std::find(skipped->begin(), skipped->end(), line) == skipped->end()) skipped->push_back(std::move(line));
+  };
+  for (const FindingRef* f : order) {
+    for (const auto& id : f->knobs) {
+      auto existing = std::find_if(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; });
+      if (existing != plan.end()) {
+        if (std::find(existing->findings.begin(), existing->findings.end(), f->id) == existing->findings.end())
+          existing->findings.push_back(f->id);
+        continue;
+      }
+      const Knob* k = catalogue.find(id);
+      if (k == nullptr) {
+        note(fmt::format("{}: not in the knob catalogue", id));
+        continue;
+      }
+      if (k->type == KnobType::Table) {
+        note(fmt::format("{}: a table (from `tracetune bench nccl`), not searched by trials", id));
+        continue;
+      }
+      KnobPlan p{k, {}, {f->id}};
+      bool numerics_left_out = false;
+      for (const auto& v : k->values) {
+        if (!allow_numerics && !numerics_safe(*k, v)) {
+          numerics_left_out = true;
+          continue;
+        }
+        p.values.push_back(v);
+      }
+      if (numerics_left_out) note(fmt::format("{}: values that change numerics not tried (use --allow-numerics)", id));
+      // A knob whose only candidates are the numerics-safe defaults has nothing to offer.
+      if (p.values.size() < (numerics_left_out ? 2u : 1u)) {
+        note(fmt::format("{}: nothing to try", id));
+        continue;
+      }
+      plan.push_back(std::move(p));
+    }
+  }
+  return plan;
+}
+
+bool significantly_faster(const StepStats& b, const StepStats& a, double min_gain) {
+  if (a.steps == 0 || b.steps == 0) return false;
+  const double diff = a.median_ms - b.median_ms;
+  const double notch_a = 1.58 * a.iqr_ms() / std::sqrt(static_cast<double>(a.steps));
+  const double notch_b = 1.58 * b.iqr_ms() / std::sqrt(static_cast<double>(b.steps));
+  const double noise = std::sqrt(notch_a * notch_a + notch_b * notch_b);
+  return diff > min_gain * a.median_ms && diff > noise;
+}
+
+double SearchResult::speedup() const {
+  if (trials.empty() || best_trial < 0 || best_trial >= static_cast<int>(trials.size())) return 1;
+  const double base = trials.front().stats.median_ms, best = trials[best_trial].stats.median_ms;
+  return trials.front().status == TrialStatus::Ok && best > 0 ? base / best : 1;
+}
+
+namespace {
+
+bool is_ordered_numeric(const Knob& k) { return k.type == KnobType::Int || k.type == KnobType::Float; }
+
+}  // namespace
+
+SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, const SearchOptions& opt,
+                    const Trial* baseline, const std::function<bool()>& stop) {
+  SearchResult r;
+  int total = 1;
+  for (const auto& p : plan) total += static_cast<int>(p.values.size());
+  total = std::min(total, opt.max_trials);
+
+  auto run_one = [&](const Candidate& c, const std::string& knob) {
+    if (opt.on_start) opt.on_start(static_cast<int>(r.trials.size()), total, c.label());
+    Trial t = runner.run(c);
+    t.index = static_cast<int>(r.trials.size());
+    t.knob = knob;
+    r.trials.push_back(t);
+    if (opt.on_trial) opt.on_trial(r.trials.back());
+    return r.trials.back();
+  };
+
+  if (baseline != nullptr) {
+    Trial b = *baseline;
+    b.index = 0;
+    b.knob.clear();
+    b.candidate = {};
+    r.trials.push_back(b);
+    if (opt.on_trial) opt.on_trial(r.trials.back());
+  } else {
+    run_one(Candidate{}, "");
+  }
+  if (r.trials.front().status != TrialStatus::Ok) {
+    r.log.push_back(fmt::format("the baseline run did not give a measurement ({}: {}); nothing to compare with",
+                                to_string(r.trials.front().status), r.trials.front().note));
+    r.stopped_early = true;
+    return r;
+  }
+
+  for (const auto& p : plan) {
+    const Knob& k = *p.knob;
+    int best_here = -1;  // trial index of this knob's best value, when it beat the best before it
+    int misses = 0;
+    for (const auto& v : p.values) {
+      if (static_cast<int>(r.trials.size()) >= opt.max_trials || (stop && stop())) {
+        r.stopped_early = true;
+        r.log.push_back(fmt::format("stopped before {} = {}: {}", k.id, display(v),
+                                    stop && stop() ? "interrupted" : fmt::format("trial budget ({}) used", opt.max_trials)));
+        break;
+      }
+      Candidate c = r.best;
+      c.set(k.id, v);
+      const Trial& t = run_one(c, k.id);
+      const Trial& reference = r.trials[best_here >= 0 ? best_here : r.best_trial];
+      if (t.status == TrialStatus::Ok && significantly_faster(t.stats, reference.stats, opt.min_gain)) {
+        best_here = t.index;
+        misses = 0;
+      } else if (best_here >= 0) {
+        // Ordered knobs get worse past their best (oversubscription); stop walking up. Misses
+        // before any value helped (failed or hung trials included) do not count: a crash at
+        // one value says nothing about the next.
+        if (is_ordered_numeric(k) && ++misses >= opt.patience) {
+          r.log.push_back(fmt::format("{}: stopped after {} values that did not improve", k.id, misses));
+          break;
+        }
+      }
+    }
+    if (best_here >= 0) {
+      const Trial& t = r.trials[best_here];
+      r.best = t.candidate;
+      r.best_trial = best_here;
+      r.log.push_back(fmt::format("{} = {} kept: median {:.1f} ms, {:.2f}x the baseline", k.id,
+                                  display(*t.candidate.find(k.id)), t.stats.median_ms, r.speedup()));
+    } else {
+      r.log.push_back(fmt::format("{}: no value beat the current best by more than the noise; left as the job sets it", k.id));
+    }
+    if (r.stopped_early) break;
+  }
+  return r;
+}
+
+}  // namespace tt::tuner

@@ -1,0 +1,170 @@
+// One trial of the real job: candidate -> checked config -> apply plan -> one recorded launch
+// with a step limit and a wall-clock limit -> step times from its trace.
+#include "tracetune/tuner/trial.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "tracetune/collector/launcher.h"
+#include "tracetune/trace/store.h"
+#include "tracetune/tuner/apply.h"
+#include "tracetune/tuner/tuned_config.h"
+#include "tracetune/tuner/tuned_writer.h"
+
+namespace tt::tuner {
+namespace fs = std::filesystem;
+
+const Value* Candidate::find(std::string_view id) const {
+  for (const auto& [k, v] : settings)
+    if (k == id) return &v;
+  return nullptr;
+}
+
+void Candidate::set(const std::string& id, Value v) {
+  for (auto& [k, old] : settings)
+    if (k == id) {
+      old = std::move(v);
+      return;
+    }
+  settings.emplace_back(id, std::move(v));
+}
+
+std::string Candidate::label() const {
+  if (settings.empty()) return "baseline";
+  std::string s;
+  for (const auto& [k, v] : settings) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, display(v));
+  return s;
+}
+
+std::string_view to_string(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::Ok: return "ok";
+    case TrialStatus::Failed: return "failed";
+    case TrialStatus::TimedOut: return "timed_out";
+    case TrialStatus::NoSteps: return "no_steps";
+    case TrialStatus::Interrupted: return "interrupted";
+    case TrialStatus::Refused: return "refused";
+  }
+  return "?";
+}
+
+namespace {
+
+// Linear interpolation between closest ranks (numpy's default percentile).
+double percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+std::string last_line_of(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  if (last.size() > 160) last = last.substr(0, 157) + "...";
+  return last;
+}
+
+}  // namespace
+
+StepStats stats_of(std::vector<double> ms) {
+  StepStats s;
+  std::sort(ms.begin(), ms.end());
+  s.steps = ms.size();
+  s.median_ms = percentile(ms, 0.5);
+  s.p10_ms = percentile(ms, 0.1);
+  s.p25_ms = percentile(ms, 0.25);
+  s.p75_ms = percentile(ms, 0.75);
+  s.p90_ms = percentile(ms, 0.9);
+  return s;
+}
+
+Result<StepStats> measure_steps(const trace::Trace& t, int warmup) {
+  std::map<std::int64_t, trace::Ns> by_number;  // step number -> longest duration over processes
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    ++total;
+    if (t.steps.number[i] < warmup) continue;
+    auto& d = by_number[t.steps.number[i]];
+    d = std::max(d, t.steps.dur[i]);
+  }
+  if (by_number.empty())
+    return make_error(total == 0 ? "no steps recorded (does the job iterate a DataLoader, or call tracetune.step()?)"
+                                 : fmt::format("only warm-up steps recorded ({} steps, {} excluded)", total, warmup));
+  std::vector<double> ms;
+  for (const auto& [n, d] : by_number) ms.push_back(static_cast<double>(d) / 1e6);
+  return stats_of(std::move(ms));
+}
+
+JobTrialRunner::JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue)
+    : opt_(std::move(options)), catalogue_(catalogue) {}
+
+Trial JobTrialRunner::run(const Candidate& candidate) {
+  Trial t;
+  t.candidate = candidate;
+  const fs::path dir = opt_.work_dir / fmt::format("trial-{:03d}", count_++);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto finish = [&](TrialStatus s, std::string note) {
+    t.status = s;
+    t.note = std::move(note);
+    t.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return t;
+  };
+  if (::mkdir(dir.c_str(), 0700) != 0) return finish(TrialStatus::Failed, fmt::format("{}: cannot create", dir.string()));
+
+  // The candidate goes through the same checks and apply code as `tracetune run --config`.
+  const std::string text = candidate_toml(candidate, catalogue_);
+  {
+    std::ofstream(dir / "candidate.toml") << text;
+  }
+  auto cfg = parse_tuned_config(text, (dir / "candidate.toml").string(), catalogue_);
+  if (!cfg) return finish(TrialStatus::Refused, cfg.error());
+  const ApplyPlan plan = make_plan(cfg.value(), (dir / "candidate.toml").string());
+  auto vars = write_plan_files(plan, dir);
+  if (!vars) return finish(TrialStatus::Refused, vars.error());
+
+  collector::RecordOptions rec;
+  rec.command = opt_.command;
+  rec.output = dir / "trace.db";
+  rec.trace = opt_.trace;
+  rec.record_env = false;
+  rec.progress = false;
+  rec.summary = false;
+  rec.extra_env = vars.value();
+  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps));
+  rec.timeout_s = opt_.timeout_s;
+  rec.job_log = dir / "job.log";
+  auto outcome = collector::record(rec);
+  if (!outcome) return finish(TrialStatus::Failed, outcome.error());
+  t.exit_code = outcome->exit_code;
+  if (outcome->interrupted) {
+    interrupted_ = true;
+    return finish(TrialStatus::Interrupted, "interrupted");
+  }
+  if (outcome->timed_out)
+    return finish(TrialStatus::TimedOut, fmt::format("killed after {:.0f} s (per-trial limit)", opt_.timeout_s));
+  if (outcome->exit_code != 0) {
+    const std::string last = last_line_of(rec.job_log);
+    return finish(TrialStatus::Failed, fmt::format("exit status {}{}", outcome->exit_code, last.empty() ? "" : ": " + last));
+  }
+  if (!outcome->trace_written) return finish(TrialStatus::Failed, "no trace: " + outcome->error);
+  t.trace = rec.output;
+  auto tr = trace::read_trace(rec.output);
+  if (!tr) return finish(TrialStatus::Failed, tr.error());
+  auto stats = measure_steps(tr.value(), opt_.warmup);
+  if (!stats) return finish(TrialStatus::NoSteps, stats.error());
+  t.stats = stats.value();
+  return finish(TrialStatus::Ok, "");
+}
+
+}  // namespace tt::tuner

@@ -1,0 +1,268 @@
+// The tuning loop behind `tracetune tune`. Trials run in a private directory (0700) under
+// $TMPDIR; the job runs in our working directory as it would without us, and only
+// tuned.toml and its trials file are written where the user asked.
+#include "tracetune/tuner/tune.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/trace/file_io.h"
+#include "tracetune/trace/importers.h"
+#include "tracetune/trace/store.h"
+#include "tracetune/tuner/apply.h"
+#include "tracetune/tuner/search.h"
+#include "tracetune/tuner/trial.h"
+#include "tracetune/tuner/tuned_writer.h"
+
+namespace tt::tuner {
+namespace fs = std::filesystem;
+
+namespace {
+
+void say(const std::string& s) { std::fprintf(stderr, "tracetune: %s\n", s.c_str()); }
+
+Result<trace::Trace> load_any(const fs::path& input) {
+  if (trace::detect_format(input) == trace::InputFormat::TracetuneDb) return trace::read_trace(input);
+  trace::Trace t;
+  const fs::path inputs[] = {input};
+  if (auto st = trace::import_any(inputs, t); !st) return make_error(st.error());
+  t.finalize();
+  return t;
+}
+
+// One entry per finding id: the largest gain over ranks, the knobs in the analyzer's order.
+std::vector<FindingRef> finding_refs(const analyzer::Analysis& a) {
+  std::vector<FindingRef> out;
+  for (const auto& f : a.findings) {
+    const std::string id(analyzer::to_string(f.category));
+    auto it = std::find_if(out.begin(), out.end(), [&](const FindingRef& r) { return r.id == id; });
+    if (it == out.end()) {
+      out.push_back({id, f.gain_share, f.knobs});
+      continue;
+    }
+    it->gain_share = std::max(it->gain_share, f.gain_share);
+    for (const auto& k : f.knobs)
+      if (std::find(it->knobs.begin(), it->knobs.end(), k) == it->knobs.end()) it->knobs.push_back(k);
+  }
+  return out;
+}
+
+Status write_file(const fs::path& path, const std::string& text) {
+  auto out = trace::AtomicOutput::create(path);
+  if (!out) return make_error(out.error());
+  std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
+  if (f == nullptr) return make_error(path.string() + ": cannot write");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return make_error(path.string() + ": cannot write (disk full?)");
+  return out->commit();
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
+}
+
+// The live table: one line per trial on stderr; on a terminal, a progress bar while a trial runs.
+class LiveTable {
+ public:
+  explicit LiveTable(bool quiet) : quiet_(quiet), tty_(!quiet && ::isatty(STDERR_FILENO) != 0) {}
+  void header() {
+    if (quiet_) return;
+    std::fprintf(stderr, "%-5s %-9s %10s %10s %7s  %-11s %s\n", "trial", "status", "median ms", "spread ms", "speedup",
+                 "knob", "settings");
+  }
+  void start(int done, int total, const std::string& label) {
+    if (!tty_) return;
+    constexpr int kWidth = 24;
+    const int filled = total > 0 ? done * kWidth / total : 0;
+    std::fprintf(stderr, "\r\033[K[%s%s] %d/%d running: %.60s", std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, '.').c_str(), done, total, label.c_str());
+    std::fflush(stderr);
+  }
+  void row(const Trial& t, double baseline_ms) {
+    if (quiet_) return;
+    if (tty_) std::fputs("\r\033[K", stderr);
+    const bool ok = t.status == TrialStatus::Ok;
+    std::string speed = ok && baseline_ms > 0 ? fmt::format("{:.2f}x", baseline_ms / t.stats.median_ms) : "-";
+    std::fprintf(stderr, "%-5d %-9s %10s %10s %7s  %-11s %s%s\n", t.index, std::string(to_string(t.status)).c_str(),
+                 ok ? fmt::format("{:.1f}", t.stats.median_ms).c_str() : "-",
+                 ok ? fmt::format("{:.1f}", t.stats.spread_ms()).c_str() : "-", speed.c_str(),
+                 t.knob.empty() ? "-" : t.knob.substr(t.knob.find('.') + 1).c_str(), t.candidate.label().c_str(),
+                 t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_, tty_;
+};
+
+
+}  // namespace
+
+int run_tune(const TuneOptions& opt) {
+  if (opt.command.empty()) {
+    say("tune: no command given (usage: tracetune tune [TRACE] -- CMD...)");
+    return 2;
+  }
+  auto cat = builtin_catalogue();
+  if (!cat) {
+    say("tune: the built-in knob catalogue is broken: " + cat.error());
+    return 2;
+  }
+  if (!opt.exhaustive.empty() && cat->find(opt.exhaustive) == nullptr) {
+    say(fmt::format("tune: --exhaustive: unknown knob \"{}\" (tracetune knobs lists them)", opt.exhaustive));
+    return 2;
+  }
+  std::error_code ec;
+  fs::path out_dir = opt.output.parent_path();
+  if (out_dir.empty()) out_dir = ".";
+  if (!fs::is_directory(out_dir, ec)) {
+    say(fmt::format("tune: {}: directory does not exist", opt.output.string()));
+    return 2;
+  }
+  fs::path trials_path = opt.output;
+  trials_path.replace_extension(".trials.json");
+
+  // Findings of a given trace first: a broken trace is a usage error, before any trial runs.
+  std::vector<FindingRef> findings;
+  if (!opt.trace.empty()) {
+    auto t = load_any(opt.trace);
+    if (!t) {
+      say("tune: " + t.error());
+      return 1;
+    }
+    findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, opt.trace.string()));
+  }
+
+  auto work = make_private_tempdir("tracetune-tune");
+  if (!work) {
+    say("tune: " + work.error());
+    return 1;
+  }
+  JobTrialOptions jopt;
+  jopt.command = opt.command;
+  jopt.work_dir = work.value();
+  jopt.steps = opt.steps;
+  jopt.warmup = opt.warmup;
+  jopt.timeout_s = opt.timeout_s;
+  jopt.allow_numerics = opt.allow_numerics;
+  jopt.trace = {"io", "nvtx", "python", "cuda", "nccl"};  // every trial is recorded alike
+  JobTrialRunner runner(jopt, cat.value());
+  LiveTable table(opt.quiet);
+  auto cleanup = [&] {
+    if (opt.keep_traces) say("trial configs, logs and traces kept in " + work->string());
+    else fs::remove_all(work.value(), ec);
+  };
+
+  // The baseline: the job as it is. Its recording is what gets analysed when no trace was given.
+  if (!opt.quiet) say(fmt::format("tune: baseline run ({} steps, {} warm-up): {}", opt.steps, opt.warmup, join(opt.command)));
+  table.header();
+  table.start(0, 1, "baseline");
+  Trial baseline = runner.run(Candidate{});
+  baseline.index = 0;
+  table.row(baseline, baseline.stats.median_ms);
+  if (baseline.status != TrialStatus::Ok) {
+    say(fmt::format("tune: the baseline run failed ({}: {}); nothing to tune", to_string(baseline.status), baseline.note));
+    cleanup();
+    return runner.interrupted() ? 130 : 1;
+  }
+  if (opt.trace.empty()) {
+    auto t = trace::read_trace(baseline.trace);
+    if (!t) {
+      say("tune: " + t.error());
+      cleanup();
+      return 1;
+    }
+    findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, baseline.trace.string()));
+  }
+
+  TuneSummary summary;
+  summary.command = join(opt.command);
+  summary.version = opt.version;
+  summary.findings = findings;
+  summary.warmup = opt.warmup;
+  summary.steps = opt.steps;
+  summary.plan = plan_search(findings, cat.value(), opt.allow_numerics, &summary.skipped);
+  if (!opt.quiet) {
+    if (findings.empty()) say("tune: the analysis found no bottleneck a knob addresses");
+    for (const auto& f : findings) say(fmt::format("  finding {} (estimated gain {:.0f}% of the step)", f.id, f.gain_share * 100));
+    for (const auto& p : summary.plan) {
+      std::vector<std::string> vals;
+      for (const auto& v : p.values) vals.push_back(display(v));
+      say(fmt::format("  search {} over {}", p.knob->id, fmt::join(vals, ", ")));
+    }
+    for (const auto& s : summary.skipped) say("  not searched: " + s);
+  }
+
+  SearchOptions sopt;
+  sopt.max_trials = opt.max_trials;
+  sopt.min_gain = opt.min_gain;
+  sopt.on_start = [&](int done, int total, const std::string& label) { table.start(done, total, label); };
+  sopt.on_trial = [&](const Trial& t) {
+    if (t.index > 0) table.row(t, baseline.stats.median_ms);
+  };
+  summary.result = search(summary.plan, runner, sopt, &baseline, [&] { return runner.interrupted(); });
+  SearchResult& r = summary.result;
+
+  // The exhaustive sweep (a benchmark helper): each value of one knob alone, measured in this
+  // same run, to compare the search's choice with the best a full sweep finds.
+  std::string exhaustive_report;
+  if (!opt.exhaustive.empty() && !runner.interrupted()) {
+    const Knob* k = cat->find(opt.exhaustive);
+    if (!opt.quiet) say(fmt::format("tune: exhaustive sweep of {} ({} values)", k->id, k->values.size()));
+    double best_ms = baseline.stats.median_ms;
+    std::string best_label = "baseline";
+    for (const auto& v : k->values) {
+      if (!opt.allow_numerics && !numerics_safe(*k, v)) continue;
+      if (runner.interrupted()) break;
+      Candidate c;
+      c.set(k->id, v);
+      table.start(0, static_cast<int>(k->values.size()), c.label());
+      Trial t = runner.run(c);
+      t.index = static_cast<int>(r.trials.size());
+      t.knob = "exhaustive:" + k->id;
+      table.row(t, baseline.stats.median_ms);
+      if (t.status == TrialStatus::Ok && t.stats.median_ms < best_ms) {
+        best_ms = t.stats.median_ms;
+        best_label = c.label();
+      }
+      r.trials.push_back(std::move(t));
+    }
+    const double tuned = r.speedup(), best = baseline.stats.median_ms / best_ms;
+    exhaustive_report = fmt::format("exhaustive {}: best {} at {:.2f} ms ({:.3f}x); tuner's choice {:.3f}x = {:.1f}% of the "
+                                    "exhaustive best", k->id, best_label, best_ms, best, tuned, 100 * tuned / best);
+    r.log.push_back(exhaustive_report);
+  }
+
+  const int rc = runner.interrupted() ? 130 : 0;
+  if (auto st = write_file(opt.output, tuned_toml(summary, cat.value())); !st) {
+    say("tune: " + st.error());
+    cleanup();
+    return 1;
+  }
+  if (auto st = write_file(trials_path, trials_json(summary)); !st) {
+    say("tune: " + st.error());
+    cleanup();
+    return 1;
+  }
+  if (!opt.quiet) for (const auto& l : r.log) say("  " + l);
+  std::string chosen = r.best.settings.empty() ? "nothing beat the baseline; no setting chosen" : r.best.label();
+  std::printf("tuned: %s\n", chosen.c_str());
+  std::printf("speedup %.3fx (median step %.2f ms -> %.2f ms) over %zu trials\n", r.speedup(), baseline.stats.median_ms,
+              r.trials[r.best_trial].stats.median_ms, r.trials.size());
+  if (!exhaustive_report.empty()) std::printf("%s\n", exhaustive_report.c_str());
+  std::printf("wrote %s and %s\napply: tracetune run --config %s -- %s\n", opt.output.c_str(), trials_path.c_str(),
+              opt.output.c_str(), summary.command.c_str());
+  cleanup();
+  return rc;
+}
+
+}  // namespace tt::tuner

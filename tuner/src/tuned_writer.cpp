@@ -1,0 +1,192 @@
+// tuned.toml and the trials file. tuned.toml must always parse with parse_tuned_config (a
+// unit test round-trips it), so values are written with the catalogue's own spelling.
+#include "tracetune/tuner/tuned_writer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tt::tuner {
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\u{:04X}", static_cast<unsigned>(u));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+
+bool changes_numerics(const Catalogue& cat, const std::string& id, const Value& v) {
+  const Knob* k = cat.find(id);
+  return k != nullptr && !numerics_safe(*k, v);
+}
+
+std::string value_toml(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return toml_string(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + toml_string((*list)[i]);
+    return out + "]";
+  }
+  if (const auto* d = std::get_if<double>(&v)) {
+    std::string s = fmt::format("{}", *d);
+    return s;  // an integer spelling is accepted for float knobs
+  }
+  return display(v);
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_value(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return json_string(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + json_string((*list)[i]);
+    return out + "]";
+  }
+  return display(v);  // bool, int, double spell the same
+}
+
+std::string json_number(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "null"; }
+
+}  // namespace
+
+std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
+  std::string out = "# a tracetune tune trial candidate\n";
+  bool numerics = false;
+  for (const auto& [id, v] : c.settings) numerics |= changes_numerics(cat, id, v);
+  if (numerics) out += "[meta]\nnumerics = true\n";
+  out += "[settings]\n";
+  for (const auto& [id, v] : c.settings) out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
+  return out;
+}
+
+std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
+  const SearchResult& r = s.result;
+  const Trial* base = r.trials.empty() ? nullptr : &r.trials.front();
+  const Trial* best = r.trials.empty() ? nullptr : &r.trials[r.best_trial];
+  const bool measured = base != nullptr && base->status == TrialStatus::Ok;
+  std::string out;
+  out += fmt::format("# tuned.toml written by tracetune {} (tracetune tune)\n", s.version);
+  out += "# Apply with:  tracetune run --config tuned.toml -- " + s.command + "\n";
+  if (measured) {
+    out += fmt::format("# Baseline (the job as it is): median step {:.2f} ms, spread (p90-p10) {:.2f} ms, {} steps\n",
+                       base->stats.median_ms, base->stats.spread_ms(), base->stats.steps);
+    out += fmt::format("# Tuned (trial {}):             median step {:.2f} ms, spread (p90-p10) {:.2f} ms, {} steps\n",
+                       best->index, best->stats.median_ms, best->stats.spread_ms(), best->stats.steps);
+    out += fmt::format("# Measured speedup {:.3f}x over {} trials of {} steps each ({} warm-up steps excluded).\n",
+                       r.speedup(), r.trials.size(), s.steps, s.warmup);
+  } else {
+    out += "# The baseline run gave no measurement: nothing could be compared, no setting is chosen.\n";
+  }
+  if (r.best.settings.empty() && measured)
+    out += "# No candidate beat the baseline by more than the noise: the job's own settings are kept.\n";
+  for (const auto& line : s.skipped) out += "# not searched: " + line + "\n";
+  out += "# Every trial: the .trials.json file next to this one.\n\n";
+
+  bool numerics = false;
+  for (const auto& [id, v] : r.best.settings) numerics |= changes_numerics(cat, id, v);
+  std::vector<std::string> findings;
+  for (const auto& f : s.findings) findings.push_back(toml_string(f.id));
+  out += "[meta]\n";
+  out += fmt::format("tracetune = {}\n", toml_string(s.version));
+  out += fmt::format("command = {}\n", toml_string(s.command));
+  out += fmt::format("speedup = {:.4f}\n", measured ? r.speedup() : 1.0);
+  if (measured) {
+    out += fmt::format("baseline_ms = {:.4f}\n", base->stats.median_ms);
+    out += fmt::format("tuned_ms = {:.4f}\n", best->stats.median_ms);
+    out += fmt::format("tuned_spread_ms = {:.4f}\n", best->stats.spread_ms());
+  }
+  out += fmt::format("trials = {}\n", r.trials.size());
+  out += fmt::format("findings = [{}]\n", fmt::join(findings, ", "));
+  if (numerics) out += "numerics = true   # at least one setting below changes numerical results\n";
+  out += "\n[settings]\n";
+  for (const auto& [id, v] : r.best.settings) {
+    const Knob* k = cat.find(id);
+    const KnobPlan* p = nullptr;
+    for (const auto& kp : s.plan)
+      if (kp.knob->id == id) p = &kp;
+    // the trial that first kept this value: the first trial whose candidate had it
+    const Trial* chosen = nullptr;
+    for (const auto& t : r.trials)
+      if (t.knob == id && t.status == TrialStatus::Ok) {
+        const Value* tv = t.candidate.find(id);
+        if (tv != nullptr && *tv == v && (chosen == nullptr || t.stats.median_ms < chosen->stats.median_ms)) chosen = &t;
+      }
+    if (k != nullptr) out += fmt::format("# {}\n", k->changes);
+    if (p != nullptr) {
+      std::string tried;
+      for (const auto& t : r.trials)
+        if (t.knob == id)
+          tried += fmt::format("{}{}: {}", tried.empty() ? "" : ", ", display(*t.candidate.find(id)),
+                               t.status == TrialStatus::Ok ? fmt::format("{:.1f} ms", t.stats.median_ms)
+                                                           : std::string(to_string(t.status)));
+      out += fmt::format("# findings: {}; tried {}\n", fmt::join(p->findings, ", "), tried);
+    }
+    if (chosen != nullptr && measured)
+      out += fmt::format("# trial {}: median {:.2f} ms (spread {:.2f} ms), {:.3f}x the baseline\n", chosen->index,
+                         chosen->stats.median_ms, chosen->stats.spread_ms(), base->stats.median_ms / chosen->stats.median_ms);
+    if (changes_numerics(cat, id, v)) out += "# CHANGES NUMERICS: tried because --allow-numerics was given\n";
+    out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
+  }
+  return out;
+}
+
+std::string trials_json(const TuneSummary& s) {
+  const SearchResult& r = s.result;
+  std::string out = "{\n  \"schema\": \"tracetune.trials\",\n  \"version\": 1,\n";
+  out += fmt::format("  \"command\": {},\n", json_string(s.command));
+  out += fmt::format("  \"steps_per_trial\": {},\n  \"warmup_steps\": {},\n", s.steps, s.warmup);
+  const bool measured = !r.trials.empty() && r.trials.front().status == TrialStatus::Ok;
+  out += fmt::format("  \"baseline_ms\": {},\n", measured ? json_number(r.trials.front().stats.median_ms) : "null");
+  out += fmt::format("  \"best_trial\": {},\n  \"speedup\": {},\n", r.best_trial, json_number(r.speedup()));
+  std::vector<std::string> fs;
+  for (const auto& f : s.findings) fs.push_back(json_string(f.id));
+  out += fmt::format("  \"findings\": [{}],\n", fmt::join(fs, ", "));
+  out += "  \"trials\": [";
+  for (std::size_t i = 0; i < r.trials.size(); ++i) {
+    const Trial& t = r.trials[i];
+    std::string settings;
+    for (const auto& [id, v] : t.candidate.settings)
+      settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ", json_string(id), json_value(v));
+    const bool ok = t.status == TrialStatus::Ok;
+    auto num = [&](double x) { return ok ? json_number(x) : std::string("null"); };
+    out += fmt::format(
+        "{}\n    {{\"index\": {}, \"knob\": {}, \"settings\": {{{}}}, \"status\": \"{}\", \"median_ms\": {}, "
+        "\"p10_ms\": {}, \"p25_ms\": {}, \"p75_ms\": {}, \"p90_ms\": {}, \"spread_ms\": {}, \"steps\": {}, "
+        "\"exit_code\": {}, \"wall_s\": {}, \"note\": {}}}",
+        i ? "," : "", t.index, json_string(t.knob), settings, to_string(t.status), num(t.stats.median_ms),
+        num(t.stats.p10_ms), num(t.stats.p25_ms), num(t.stats.p75_ms), num(t.stats.p90_ms), num(t.stats.spread_ms()),
+        t.stats.steps, t.exit_code, json_number(t.wall_s), json_string(t.note));
+  }
+  out += "\n  ],\n  \"log\": [";
+  for (std::size_t i = 0; i < r.log.size(); ++i) out += fmt::format("{}\n    {}", i ? "," : "", json_string(r.log[i]));
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace tt::tuner
