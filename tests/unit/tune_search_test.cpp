@@ -142,6 +142,30 @@ TEST(TuneSearch, CoordinateDescentFindsTheBestWorkersAndStopsPastIt) {
   EXPECT_NEAR(r.speedup(), 120.0 / (25 * 0.9), 0.02);
 }
 
+// What a loaded 2-core machine showed: a cold first (baseline) run, then 1 and 2 workers within
+// the noise of 0, and 4 and 8 far ahead. Ties must not end the walk up the values.
+TEST(TuneSearch, TiesWithTheBestDoNotStopTheWalk) {
+  FakeRunner runner(
+      [](const Candidate& c) {
+        if (c.settings.empty()) return 52.0;  // cold baseline
+        switch (workers(c)) {
+          case 0: return 38.0;
+          case 1: return 37.5;
+          case 2: return 37.0;
+          case 4: return 24.0;
+          case 8: return 23.5;
+          default: return 40.0;
+        }
+      },
+      0.03);
+  auto plan = plan_search({{"data_loading", 0.6, {"dataloader.num_workers"}}}, cat(), false);
+  SearchOptions opt;
+  auto r = search(plan, runner, opt);
+  const auto w = workers(r.best);
+  EXPECT_TRUE(w == 4 || w == 8) << w;
+  EXPECT_GE(r.speedup() / (52.0 / 23.5), 0.9);
+}
+
 TEST(TuneSearch, BudgetIsRespectedAndNoiseIsNotAWin) {
   FakeRunner runner(loader_cost);
   auto plan = plan_search(data_loading(), cat(), false);

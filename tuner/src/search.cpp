@@ -128,10 +128,13 @@ SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, cons
       if (t.status == TrialStatus::Ok && significantly_faster(t.stats, reference.stats, opt.min_gain)) {
         best_here = t.index;
         misses = 0;
-      } else if (best_here >= 0) {
-        // Ordered knobs get worse past their best (oversubscription); stop walking up. Misses
-        // before any value helped (failed or hung trials included) do not count: a crash at
-        // one value says nothing about the next.
+      } else if (best_here >= 0 && t.status == TrialStatus::Ok &&
+                 significantly_faster(reference.stats, t.stats, opt.min_gain)) {
+        // Ordered knobs get worse past their best (oversubscription); stop walking up once
+        // values are clearly slower than the best. A value within the noise of the best is
+        // not a miss: on a noisy machine 1 and 2 workers can tie with 0 while 4 wins. Misses
+        // before any value helped (failed or hung trials included) do not count either: a
+        // crash at one value says nothing about the next.
         if (is_ordered_numeric(k) && ++misses >= opt.patience) {
           r.log.push_back(fmt::format("{}: stopped after {} values that did not improve", k.id, misses));
           break;

@@ -37,7 +37,7 @@ std::vector<KnobPlan> plan_search(const std::vector<FindingRef>& findings, const
 struct SearchOptions {
   int max_trials = 12;        // including the baseline
   double min_gain = 0.03;     // a value must be at least this much faster (share of best median)
-  int patience = 2;           // ordered numeric knobs: stop after this many values in a row that do not improve
+  int patience = 2;           // ordered numeric knobs: stop after this many values in a row clearly slower than the best
   std::function<void(const Trial&)> on_trial;  // after each trial (live table)
   std::function<void(int done, int total, const std::string& next)> on_start;  // before each trial
 };
