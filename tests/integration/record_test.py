@@ -24,6 +24,14 @@ SAMPLES = SRC / "samples"
 results = []
 
 
+
+def free_port():
+    """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
 def check(name, cond, detail=""):
     results.append((name, bool(cond), detail))
     print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
@@ -170,7 +178,7 @@ def case_subprocesses(tmp):
 def case_ddp(tmp):
     data = dataset(tmp, files=64)
     # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
-    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--redirects", "2", "--tee", "2",
+    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
                    "--log_dir", str(pathlib.Path(tmp) / "logs"), str(SAMPLES / "ddp/train_ddp.py"), str(data),
                    "--steps", "6", "--batch-size", "8", out="ddp.db")
     check("ddp: torchrun job succeeds", r.returncode == 0, r.stderr[-2000:])
@@ -264,7 +272,7 @@ def case_killed_rank(tmp):
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    dist.all_reduce(torch.ones(4))\n"
         "    time.sleep(0.01)\n")
-    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--redirects", "2", "--tee", "2",
+    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
                    "--log_dir", str(pathlib.Path(tmp) / "logs"), str(script), out="killed.db", timeout=300)
     check("killed rank: the job fails as it would without us", r.returncode != 0, f"rc={r.returncode}")
     check("killed rank: trace written", db.exists(), r.stderr[-1000:])

@@ -22,6 +22,14 @@ SAMPLES = SRC / "samples"
 results = []
 
 
+
+def free_port():
+    """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
 def check(name, cond, detail=""):
     results.append((name, bool(cond), detail))
     print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
@@ -203,7 +211,7 @@ def case_ddp(tmp):
     data = dataset(tmp)
     cfg = config(tmp, '[settings]\nddp.bucket_cap_mb = 3\n"ddp.gradient_as_bucket_view" = true\n')
     # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
-    r = run(cfg, "/usr/bin/torchrun", "--nproc_per_node", "2", "--redirects", "2", "--tee", "2",
+    r = run(cfg, "/usr/bin/torchrun", "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
             "--log_dir", str(pathlib.Path(tmp) / "logs"), str(SAMPLES / "ddp/train_ddp.py"), str(data),
             "--steps", "3", "--batch-size", "8", timeout=600)
     caps = re.findall(r"rank (\d)/2 backend=gloo bucket_cap_bytes=(\d+)", r.stdout)
