@@ -5,6 +5,8 @@
 #include "tracetune/analyzer/kernel_class.h"
 #include "tracetune/trace/summary.h"
 
+#include "format.h"
+
 namespace tt::analyzer {
 
 Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) {
@@ -364,7 +366,7 @@ std::string render_text(const Analysis& a, bool color) {
   for (const auto& f : a.findings) {
     o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), rank_name(f.rank), f.title);
     if (f.gain > 0)
-      o += fmt::format("       est. gain {:.1f} ms{} ({:.0f}%): {}\n", ms(f.gain), gain_unit(a, f), 100 * f.gain_share,
+      o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
                        f.gain_model);
     else
       o += fmt::format("       est. gain: {}\n", f.gain_model);
@@ -394,13 +396,13 @@ std::string render_text(const Analysis& a, bool color) {
         o += fmt::format("  device: {}{}\n", r.device,
                          r.compute_major >= 0 ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
                                               : std::string());
-      o += fmt::format("  GPU: span {:.1f} ms · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {:.1f} ms "
-                       "({:.1f}% overlapped with compute) · copies/sets {:.1f} ms\n",
-                       ms(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
-                       ms(g.communication), pct(g.comm_compute_overlap, g.communication), ms(g.memory));
+      o += fmt::format("  GPU: span {} · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {} "
+                       "({:.1f}% overlapped with compute) · copies/sets {}\n",
+                       dur(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
+                       dur(g.communication), pct(g.comm_compute_overlap, g.communication), dur(g.memory));
       for (const auto& s : r.streams)
-        o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {:.2f} ms, kernel wait {:.2f} ms, other {:.2f} ms\n",
-                         s.stream, s.ops, ms(s.host_wait), ms(s.kernel_wait), ms(s.other));
+        o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {}, kernel wait {}, other {}\n",
+                         s.stream, s.ops, dur(s.host_wait), dur(s.kernel_wait), dur(s.other));
       const auto& L = r.launch;
       o += fmt::format("  launches: {} kernels (median {:.1f} µs, {:.0f}% < 10 µs), launch call median {:.1f} µs, "
                        "launch→start median {:.1f} µs, queue depth mean {:.1f} max {}\n",
@@ -409,15 +411,15 @@ std::string render_text(const Analysis& a, bool color) {
                        L.queue_mean, L.queue_max);
       const auto& T = r.transfers;
       if (T.h2d_count || T.d2h_count)
-        o += fmt::format("  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {:.1f} ms "
+        o += fmt::format("  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {} "
                          "exposed) · D2H {} × {:.1f} MB\n",
                          T.h2d_count, static_cast<double>(T.h2d_bytes) / 1e6,
                          T.h2d_bytes ? 100.0 * static_cast<double>(T.h2d_pageable_bytes) / static_cast<double>(T.h2d_bytes) : 0.0,
-                         T.h2d_pageable_gbps, T.h2d_pinned_gbps, ms(T.h2d_exposed), T.d2h_count,
+                         T.h2d_pageable_gbps, T.h2d_pinned_gbps, dur(T.h2d_exposed), T.d2h_count,
                          static_cast<double>(T.d2h_bytes) / 1e6);
       if (r.gemm.fp32_simt || r.gemm.tensor_core)
-        o += fmt::format("  GEMMs: FP32 on CUDA cores {:.1f} ms, on tensor cores {:.1f} ms\n", ms(r.gemm.fp32_simt),
-                         ms(r.gemm.tensor_core));
+        o += fmt::format("  GEMMs: FP32 on CUDA cores {}, on tensor cores {}\n", dur(r.gemm.fp32_simt),
+                         dur(r.gemm.tensor_core));
       if (!r.top_kernels.empty()) {
         o += "  top kernels:\n";
         for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
@@ -428,30 +430,30 @@ std::string render_text(const Analysis& a, bool color) {
       }
     }
     if (r.io.calls)
-      o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {:.1f} ms in calls, "
-                       "{:.1f} ms on the main thread\n",
+      o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
+                       "{} on the main thread\n",
                        r.io.calls, static_cast<double>(r.io.bytes_read) / 1e6, static_cast<double>(r.io.bytes_written) / 1e6,
-                       ms(r.io.time), ms(r.io.main_thread));
+                       dur(r.io.time), dur(r.io.main_thread));
     if (r.io.per_process.size() > 1)
       for (const auto& p : r.io.per_process)
         o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name, p.calls,
                          static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
     if (r.collectives.count)
-      o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {:.1f} ms\n", r.collectives.count,
+      o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {}\n", r.collectives.count,
                        r.collectives.device_side ? "GPU" : "host", static_cast<double>(r.collectives.bytes) / 1e6,
-                       ms(r.collectives.time));
+                       dur(r.collectives.time));
     for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
   }
   const auto& X = M.cross;
   if (X.ranks >= 2) {
     o += "\n" + st.bold("Across ranks") + "\n";
-    o += fmt::format("  median step: fastest {:.1f} ms, median {:.1f} ms, slowest {:.1f} ms (rank {}, +{:.1f}%)\n",
-                     ms(X.step_median_min), ms(X.step_median_median), ms(X.step_median_max), X.slowest_rank,
+    o += fmt::format("  median step: fastest {}, median {}, slowest {} (rank {}, +{:.1f}%)\n",
+                     dur(X.step_median_min), dur(X.step_median_median), dur(X.step_median_max), X.slowest_rank,
                      100 * X.step_spread);
     if (X.matched_collectives)
-      o += fmt::format("  collective arrival skew: median {:.3f} ms, max {:.3f} ms over {} collectives; last to arrive: "
+      o += fmt::format("  collective arrival skew: median {}, max {} over {} collectives; last to arrive: "
                        "rank {} ({:.0f}%)\n",
-                       ms(X.arrival_skew_median), ms(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
+                       dur(X.arrival_skew_median), dur(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
                        100 * X.last_arriver_share);
   }
   for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", note)) + "\n";
@@ -470,7 +472,7 @@ std::string render_markdown(const Analysis& a) {
   for (const auto& f : a.findings) {
     o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), rank_name(f.rank), f.title);
     if (f.gain > 0)
-      o += fmt::format("   - Estimated gain: {:.1f} ms{} ({:.0f}%): {}\n", ms(f.gain), gain_unit(a, f), 100 * f.gain_share,
+      o += fmt::format("   - Estimated gain: {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
                        f.gain_model);
     for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", e.what);
     o += fmt::format("   - Fix: {}\n", f.detail);

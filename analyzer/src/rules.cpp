@@ -8,10 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "format.h"
+
 namespace tt::analyzer {
 namespace {
 
-double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
 double pct(double share) { return 100.0 * share; }
 
 Ns median_of(const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& f) {
@@ -55,7 +56,7 @@ Finding make(Category c, const RankMetrics& r, Ns cost, Ns gain, const Threshold
 
 void add_worst(Finding& f, const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& g, std::string_view what) {
   if (const StepMetrics* w = worst_step(r, g)) {
-    f.evidence.push_back({fmt::format("worst: {} ({:.1f} ms of {:.1f} ms {})", step_name(*w), ms(g(*w)), ms(w->wall()), what),
+    f.evidence.push_back({fmt::format("worst: {} ({} of {} {})", step_name(*w), dur(g(*w)), dur(w->wall()), what),
                           w->start, w->end, r.rank});
   }
 }
@@ -99,19 +100,19 @@ std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& t
   // only the part the GPU sat idle through shortens the step.
   const Ns gain = r.has_gpu ? median_of(r, [](const StepMetrics& s) { return s.idle_data; }) : cost;
   Finding f = make(Category::DataLoading, r, cost, gain, th);
-  f.title = fmt::format("Data loading: the main thread waits {:.1f} ms {} ({:.0f}% {}) for the next batch", ms(cost),
+  f.title = fmt::format("Data loading: the main thread waits {} {} ({:.0f}% {}) for the next batch", dur(cost),
                         per(r), pct(f.share), of_step(r));
   f.detail = "Load batches ahead of the step: more DataLoader workers, a larger prefetch factor and "
              "persistent workers keep the next batch ready.";
   f.gain_model = r.has_gpu ? "step shortened by the GPU idle time spent waiting for data" : "step shortened by the wait";
-  f.evidence.push_back({r.has_steps ? fmt::format("median data wait {:.1f} ms of a {:.1f} ms median step over {} steps",
-                                                  ms(cost), ms(r.step_median), r.steps.size())
-                                    : fmt::format("data wait {:.1f} ms of a {:.1f} ms window (no step markers)", ms(cost),
-                                                  ms(r.step_median)),
+  f.evidence.push_back({r.has_steps ? fmt::format("median data wait {} of a {} median step over {} steps",
+                                                  dur(cost), dur(r.step_median), r.steps.size())
+                                    : fmt::format("data wait {} of a {} window (no step markers)", dur(cost),
+                                                  dur(r.step_median)),
                         0, 0, r.rank});
   if (r.io.calls)
-    f.evidence.push_back({fmt::format("{} I/O calls read {:.1f} MB in {:.1f} ms (all of the rank's processes)", r.io.calls,
-                                      static_cast<double>(r.io.bytes_read) / 1e6, ms(r.io.time)), 0, 0, r.rank});
+    f.evidence.push_back({fmt::format("{} I/O calls read {:.1f} MB in {} (all of the rank's processes)", r.io.calls,
+                                      static_cast<double>(r.io.bytes_read) / 1e6, dur(r.io.time)), 0, 0, r.rank});
   add_worst(f, r, wait, "waiting for data");
   f.knobs = {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"};
   return {f};
@@ -126,9 +127,9 @@ std::vector<Finding> rule_h2d_copy(const RankMetrics& r, const Thresholds& th) {
   const Ns faster = static_cast<Ns>(static_cast<double>(pageable) * (1.0 - 1.0 / th.pinned_speedup));
   Finding f = make(Category::H2dCopy, r, std::max(exposed, pageable), std::max(exposed, faster), th);
   const auto& T = r.transfers;
-  f.title = fmt::format("Host-to-device copies: {:.1f} ms {} not overlapped with compute; {:.0f}% of bytes from "
+  f.title = fmt::format("Host-to-device copies: {} {} not overlapped with compute; {:.0f}% of bytes from "
                         "pageable memory",
-                        ms(exposed), per(r), pct(share_of(static_cast<Ns>(T.h2d_pageable_bytes), static_cast<Ns>(T.h2d_bytes))));
+                        dur(exposed), per(r), pct(share_of(static_cast<Ns>(T.h2d_pageable_bytes), static_cast<Ns>(T.h2d_bytes))));
   f.detail = "Pin the host buffers (DataLoader pin_memory) and copy with non_blocking=True so copies run at full "
              "bandwidth and overlap with compute.";
   f.gain_model = fmt::format("the larger of: exposed copy time hidden, or pageable copies {:.1f}x faster once pinned",
@@ -146,9 +147,9 @@ std::vector<Finding> rule_launch_bound(const RankMetrics& r, const Thresholds& t
   const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
   if (share_of(idle, r.step_median) < th.launch_idle_share) return {};
   Finding f = make(Category::LaunchBound, r, idle, idle, th);
-  f.title = fmt::format("Launch bound: the GPU idles {:.1f} ms {} ({:.0f}%) waiting for the CPU to launch short "
-                        "kernels (median {:.1f} µs)",
-                        ms(idle), per(r), pct(f.share), static_cast<double>(r.launch.kernel_median) / 1e3);
+  f.title = fmt::format("Launch bound: the GPU idles {} {} ({:.0f}%) waiting for the CPU to launch short "
+                        "kernels (median {})",
+                        dur(idle), per(r), pct(f.share), dur(r.launch.kernel_median));
   f.detail = "Launch fewer, larger kernels: CUDA graphs (torch.compile mode reduce-overhead), fused or foreach "
              "optimizers, larger batches.";
   f.gain_model = "idle gaps the host caused are removed (graph replay launches the step at once)";
@@ -168,8 +169,8 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
     const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
     if (share_of(idle, r.step_median) < th.cpu_idle_share) return {};
     Finding f = make(Category::CpuBound, r, idle, idle, th);
-    f.title = fmt::format("CPU bound: the GPU idles {:.1f} ms {} ({:.0f}%) because the host is late issuing work",
-                          ms(idle), per(r), pct(f.share));
+    f.title = fmt::format("CPU bound: the GPU idles {} {} ({:.0f}%) because the host is late issuing work",
+                          dur(idle), per(r), pct(f.share));
     f.detail = "The Python/host side of the step is the bottleneck: compile the model (torch.compile), use more CPU "
                "threads for host ops, move preprocessing into DataLoader workers.";
     f.gain_model = "idle gaps the host caused are removed";
@@ -183,9 +184,9 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
   if (share_of(cost, r.step_median) < th.cpu_share) return {};
   Finding f = make(Category::CpuBound, r, cost, 0, th);
   f.severity = severity_for(f.share, th);
-  f.title = fmt::format("CPU bound: the main thread computes {:.1f} ms of each {:.1f} ms step ({:.0f}%); no GPU work "
+  f.title = fmt::format("CPU bound: the main thread computes {} of each {} step ({:.0f}%); no GPU work "
                         "was recorded",
-                        ms(cost), ms(r.step_median), pct(f.share));
+                        dur(cost), dur(r.step_median), pct(f.share));
   f.detail = "The step is compute on the host: check the intra-op thread count (torch.set_num_threads, OMP_NUM_THREADS) "
              "against the cores the job may use, or move the model to an accelerator.";
   f.gain_model = "not estimated: the saving depends on how the host compute scales with threads";
@@ -201,7 +202,7 @@ std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th)
   // the host's lateness caused (bounded by the time it spent blocked) goes.
   const Ns gain = std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_launch + s.idle_sync; }));
   Finding f = make(Category::SyncStall, r, sync, gain, th);
-  f.title = fmt::format("Synchronization: the host blocks {:.1f} ms {} ({:.0f}%) in {} calls; top: {}", ms(sync),
+  f.title = fmt::format("Synchronization: the host blocks {} {} ({:.0f}%) in {} calls; top: {}", dur(sync),
                         per(r), pct(f.share), r.sync_calls, r.top_sync_call.empty() ? "?" : r.top_sync_call);
   f.detail = "Each sync drains the GPU queue and leaves it idle while the host catches up: avoid .item(), .cpu(), "
              "print(tensor) and torch.cuda.synchronize() inside the step; accumulate metrics on the GPU and read them "
@@ -218,15 +219,15 @@ std::vector<Finding> rule_exposed_communication(const RankMetrics& r, const Thre
   // What-if: communication hidden under compute that does not already overlap it.
   const Ns free_compute = median_of(r, [](const StepMetrics& s) { return s.compute - s.comm_compute_overlap; });
   Finding f = make(Category::ExposedCommunication, r, exposed, std::min(exposed, free_compute), th);
-  f.title = fmt::format("Exposed communication: {:.1f} ms {} ({:.0f}%) of collectives run with no compute to hide "
+  f.title = fmt::format("Exposed communication: {} {} ({:.0f}%) of collectives run with no compute to hide "
                         "behind ({:.0f}% overlap)",
-                        ms(exposed), per(r), pct(f.share), pct(share_of(r.gpu.comm_compute_overlap, r.gpu.communication)));
+                        dur(exposed), per(r), pct(f.share), pct(share_of(r.gpu.comm_compute_overlap, r.gpu.communication)));
   f.detail = "Overlap gradient all-reduce with the backward pass: tune DDP's bucket size, use gradient_as_bucket_view "
              "and static_graph, pick NCCL's algorithm/protocol/channels for the message sizes, or compress gradients.";
   f.gain_model = "exposed communication hidden under compute that does not already overlap communication";
   if (r.collectives.count)
-    f.evidence.push_back({fmt::format("{} collectives, {:.1f} MB, {:.1f} ms in total ({} side)", r.collectives.count,
-                                      static_cast<double>(r.collectives.bytes) / 1e6, ms(r.collectives.time),
+    f.evidence.push_back({fmt::format("{} collectives, {:.1f} MB, {} in total ({} side)", r.collectives.count,
+                                      static_cast<double>(r.collectives.bytes) / 1e6, dur(r.collectives.time),
                                       r.collectives.device_side ? "GPU" : "host"), 0, 0, r.rank});
   add_worst(f, r, [](const StepMetrics& s) { return s.exposed_communication; }, "of exposed communication");
   f.knobs = {"ddp.bucket_cap_mb", "ddp.gradient_as_bucket_view", "ddp.static_graph", "nccl.algo", "nccl.proto",
@@ -256,8 +257,8 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
                "several times faster. This changes numerics: the tuner tries it only with --allow-numerics.";
   }
   f.gain_model = fmt::format("FP32 GEMM time {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup);
-  f.evidence.push_back({fmt::format("{} FP32 SIMT GEMM kernels, {:.1f} ms; top: {}", r.gemm.fp32_simt_kernels,
-                                    ms(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
+  f.evidence.push_back({fmt::format("{} FP32 SIMT GEMM kernels, {}; top: {}", r.gemm.fp32_simt_kernels,
+                                    dur(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
   if (no_tf32) f.knobs = {"amp.dtype"};
   else f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype"};
   return {f};
@@ -286,15 +287,15 @@ std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th)
   f.gain = f.cost;
   f.gain_share = f.share;
   f.severity = severity_for(f.gain_share, th);
-  f.title = fmt::format("Straggler: rank {} takes {:.1f} ms per step, {:.0f}% more than the median rank ({:.1f} ms)",
-                        X.slowest_rank, ms(X.step_median_max), pct(X.step_spread), ms(X.step_median_median));
+  f.title = fmt::format("Straggler: rank {} takes {} per step, {:.0f}% more than the median rank ({})",
+                        X.slowest_rank, dur(X.step_median_max), pct(X.step_spread), dur(X.step_median_median));
   f.detail = "Every collective waits for the slowest rank. Check its data shard, its input pipeline and its host "
              "(thermal throttling, noisy neighbours), and balance the work per rank.";
   f.gain_model = "all ranks at the median rank's step time";
   if (X.matched_collectives)
-    f.evidence.push_back({fmt::format("{} collectives matched across ranks: arrival skew median {:.2f} ms, max {:.2f} ms; "
+    f.evidence.push_back({fmt::format("{} collectives matched across ranks: arrival skew median {}, max {}; "
                                       "rank {} arrives last in {:.0f}% of them",
-                                      X.matched_collectives, ms(X.arrival_skew_median), ms(X.arrival_skew_max),
+                                      X.matched_collectives, dur(X.arrival_skew_median), dur(X.arrival_skew_max),
                                       X.last_arriver, pct(X.last_arriver_share)), 0, 0, -1});
   return {f};
 }
