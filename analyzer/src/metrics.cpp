@@ -727,6 +727,12 @@ class RankAnalyzer {
     m_.step_min = walls.empty() ? 0 : *std::min_element(walls.begin(), walls.end());
     m_.step_max = walls.empty() ? 0 : *std::max_element(walls.begin(), walls.end());
     if (!m_.has_gpu) m_.notes.push_back("no GPU activity on this rank: GPU metrics are not determined");
+    const Ns other = idle_other_.measure();
+    if (m_.has_gpu && m_.gpu.span > 0 && other * 5 >= m_.gpu.span)
+      m_.notes.push_back(fmt::format(
+          "the GPU sat idle {:.0f}% of the window with its next work already launched: it waited on dependencies "
+          "(events, other streams, CUDA-graph nodes, peers); the trace does not say which, so no rule claims this time",
+          100.0 * static_cast<double>(other) / static_cast<double>(m_.gpu.span)));
   }
 };
 
