@@ -229,6 +229,71 @@ int cmd_bench_h2d(tuner::CopyBenchOptions opt, const std::string& sizes, bool js
   return 0;
 }
 
+// "no GPU" (exit 3, one line) before any GPU bench runs.
+int no_gpu(const char* bench) {
+  if (const std::string why = tuner::gpu_unavailable_reason(); !why.empty()) {
+    std::fprintf(stderr, "tracetune: bench %s: no GPU (%s)\n", bench, why.c_str());
+    return tuner::kNoGpuExit;
+  }
+  return 0;
+}
+
+int cmd_bench_gemm(tuner::GemmBenchOptions opt, const std::string& sizes, bool json) {
+  auto v = tuner::parse_gemm_sizes(sizes);
+  if (!v) {
+    std::fprintf(stderr, "tracetune: bench gemm: --sizes: %s\n", v.error().c_str());
+    return 2;
+  }
+  opt.sizes = v.value();
+  if (int rc = no_gpu("gemm")) return rc;
+  auto r = tuner::run_gemm_bench(opt);
+  if (!r) return fail("bench gemm: " + r.error());
+  std::fputs(json ? tuner::gemm_bench_json(r.value()).c_str() : tuner::gemm_bench_text(r.value()).c_str(), stdout);
+  return 0;
+}
+
+int cmd_bench_launch(const tuner::LaunchBenchOptions& opt, bool json) {
+  if (int rc = no_gpu("launch")) return rc;
+  auto r = tuner::run_launch_bench(opt);
+  if (!r) return fail("bench launch: " + r.error());
+  std::fputs(json ? tuner::launch_bench_json(r.value()).c_str() : tuner::launch_bench_text(r.value()).c_str(), stdout);
+  return 0;
+}
+
+struct NcclArgs {
+  tuner::NcclBenchOptions opt;
+  std::string sizes, algos = "Ring,Tree", protos = "LL,LL128,Simple", collectives = "allreduce,allgather,reducescatter";
+  bool json = false;
+};
+
+int cmd_bench_nccl(NcclArgs a) {
+  auto usage = [](const std::string& what, const std::string& msg) {
+    std::fprintf(stderr, "tracetune: bench nccl: %s: %s\n", what.c_str(), msg.c_str());
+    return 2;
+  };
+  if (a.sizes.empty()) {
+    a.opt.sizes = tuner::default_nccl_sizes();
+  } else {
+    auto v = tuner::parse_size_list(a.sizes);
+    if (!v) return usage("--sizes", v.error());
+    a.opt.sizes = v.value();
+  }
+  auto algos = tuner::parse_nccl_algos(a.algos);
+  if (!algos) return usage("--algos", algos.error());
+  auto protos = tuner::parse_nccl_protos(a.protos);
+  if (!protos) return usage("--protos", protos.error());
+  auto colls = tuner::parse_nccl_collectives(a.collectives);
+  if (!colls) return usage("--collectives", colls.error());
+  a.opt.algos = algos.value();
+  a.opt.protos = protos.value();
+  a.opt.collectives = colls.value();
+  if (int rc = no_gpu("nccl")) return rc;
+  auto r = tuner::run_nccl_bench(a.opt);
+  if (!r) return fail("bench nccl: " + r.error());
+  std::fputs(a.json ? tuner::nccl_bench_json(r.value()).c_str() : tuner::nccl_bench_text(r.value()).c_str(), stdout);
+  return 0;
+}
+
 struct ModelArgs {
   std::string sweep;
   int nodes = 2, gpus = 0;
@@ -449,6 +514,42 @@ int main(int argc, char** argv) {
   bench_h2d->add_option("--sizes", h2d_sizes, "Copy sizes (default 4K,64K,1M,16M,64M)");
   bench_h2d->add_option("--repeats", h2d_opt.repeats, "Copies per size, median reported (default 10)")->check(CLI::Range(1, 10000));
   bench_h2d->add_flag("--json", h2d_json, "Machine-readable JSON output");
+  tuner::GemmBenchOptions gemm_opt;
+  std::string gemm_sizes = "1024,4096,8192";
+  bool gemm_json = false;
+  auto* bench_gemm = bench->add_subcommand(
+      "gemm", "cuBLAS GEMM throughput (TFLOP/s, median of timed repetitions) in FP32, TF32, BF16 and FP16, and each\n"
+              "format's speedup over FP32 (needs a GPU; without one: one line and exit 3)");
+  bench_gemm->add_option("--device", gemm_opt.device, "CUDA device (default 0)");
+  bench_gemm->add_option("--sizes", gemm_sizes, "Square matrix sizes M=N=K (default 1024,4096,8192)");
+  bench_gemm->add_option("--repeats", gemm_opt.repeats, "Timed GEMMs per format and size, median reported (default 20)")
+      ->check(CLI::Range(1, 10000));
+  bench_gemm->add_flag("--json", gemm_json, "Machine-readable JSON output");
+
+  tuner::LaunchBenchOptions launch_opt;
+  bool launch_json = false;
+  auto* bench_launch = bench->add_subcommand(
+      "launch", "Kernel launch cost (us per kernel: host side, end to end, GPU) of N empty kernels launched one by one\n"
+                "vs replayed as one CUDA graph (needs a GPU; without one: one line and exit 3)");
+  bench_launch->add_option("--device", launch_opt.device, "CUDA device (default 0)");
+  bench_launch->add_option("--kernels", launch_opt.kernels, "Kernels per repetition (default 1000)")->check(CLI::Range(1, 1000000));
+  bench_launch->add_option("--repeats", launch_opt.repeats, "Repetitions, medians reported (default 10)")->check(CLI::Range(1, 10000));
+  bench_launch->add_flag("--json", launch_json, "Machine-readable JSON output");
+
+  NcclArgs nccl_args;
+  auto* bench_nccl = bench->add_subcommand(
+      "nccl", "NCCL sweep over all local GPUs in one process: time, algbw and busbw (as nccl-tests defines them) per\n"
+              "collective, algorithm, protocol and size; --json writes the sweep `bench model` reads (needs GPUs;\n"
+              "without one: one line and exit 3)");
+  bench_nccl->add_option("--sizes", nccl_args.sizes, "Sizes, nccl-tests' size column (default 8 to 1G, doubling)");
+  bench_nccl->add_option("--algos", nccl_args.algos, "NCCL_ALGO values to try (default Ring,Tree)");
+  bench_nccl->add_option("--protos", nccl_args.protos, "NCCL_PROTO values to try (default LL,LL128,Simple)");
+  bench_nccl->add_option("--collectives", nccl_args.collectives, "Collectives (default allreduce,allgather,reducescatter)");
+  bench_nccl->add_option("--gpus", nccl_args.opt.gpus, "GPUs to use (default: all visible)")->check(CLI::Range(1, 1024));
+  bench_nccl->add_option("--iters", nccl_args.opt.iters, "Timed operations per point (default 20)")->check(CLI::Range(1, 100000));
+  bench_nccl->add_option("--warmup", nccl_args.opt.warmup, "Untimed operations first (default 5)")->check(CLI::Range(0, 100000));
+  bench_nccl->add_flag("--json", nccl_args.json, "The sweep as JSON (the input of `tracetune bench model`)");
+
   ModelArgs model_args;
   auto* bench_model = bench->add_subcommand(
       "model", "Fit the alpha-beta all-reduce model to an NCCL sweep (JSON: {\"points\": [{collective, algorithm,\n"
@@ -478,6 +579,9 @@ int main(int argc, char** argv) {
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
   if (*knobs) return cmd_knobs();
   if (*bench_h2d) return cmd_bench_h2d(h2d_opt, h2d_sizes, h2d_json);
+  if (*bench_gemm) return cmd_bench_gemm(gemm_opt, gemm_sizes, gemm_json);
+  if (*bench_launch) return cmd_bench_launch(launch_opt, launch_json);
+  if (*bench_nccl) return cmd_bench_nccl(nccl_args);
   if (*bench_model) return cmd_bench_model(model_args);
   if (*bench_storage) {
     bs_opt.path = bs_path;
