@@ -39,15 +39,6 @@ int fail(const std::string& msg) {
   return 1;
 }
 
-// Our DB is read directly; anything else is imported on the fly.
-Result<trace::Trace> load(const fs::path& input) {
-  if (trace::detect_format(input) == trace::InputFormat::TracetuneDb) return trace::read_trace(input);
-  trace::Trace t;
-  const fs::path inputs[] = {input};
-  if (auto st = trace::import_any(inputs, t); !st) return make_error(st.error());
-  t.finalize();
-  return t;
-}
 
 int cmd_import(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -64,7 +55,7 @@ int cmd_import(const std::vector<std::string>& inputs, const std::string& output
 }
 
 int cmd_info(const std::string& input, bool json) {
-  auto t = load(input);
+  auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   const auto s = trace::summarize(t.value());
   std::fputs(json ? trace::summary_json(s).c_str() : trace::summary_text(s).c_str(), stdout);
@@ -73,7 +64,7 @@ int cmd_info(const std::string& input, bool json) {
 
 int cmd_export(const std::string& input, const std::string& format, const std::string& output) {
   if (format != "chrome") return fail("unknown export format '" + format + "' (supported: chrome)");
-  auto t = load(input);
+  auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   if (auto st = trace::export_chrome(t.value(), output); !st) return fail(st.error());
   std::printf("wrote %s (%zu events; open it in the Perfetto UI or chrome://tracing)\n", output.c_str(),
@@ -122,7 +113,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
     }
     opt.steps = r;
   }
-  auto t = load(args.input);
+  auto t = trace::load_any(args.input);
   if (!t) return fail(t.error());
   const analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
   std::string text;

@@ -6,6 +6,7 @@
 
 #include "sqlite_util.h"
 #include "tracetune/trace/importers.h"
+#include "tracetune/trace/store.h"
 
 namespace tt::trace {
 namespace fs = std::filesystem;
@@ -65,6 +66,15 @@ Status import_any(std::span<const fs::path> inputs, Trace& out) {
       out.add_diagnostic(DiagnosticKind::Note, in.string(), "inputs come from different clock domains; times are not aligned");
   }
   return {};
+}
+
+Result<Trace> load_any(const fs::path& input) {
+  if (detect_format(input) == InputFormat::TracetuneDb) return read_trace(input);
+  Trace t;
+  const fs::path inputs[] = {input};
+  if (auto st = import_any(inputs, t); !st) return make_error(st.error());
+  t.finalize();
+  return t;
 }
 
 }  // namespace tt::trace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/gpu_bench.h"
 #include "tracetune/tuner/storage_bench.h"  // parse_size
 
@@ -27,21 +28,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // One name from `known` (matched case-insensitively) per comma-separated item, no repeats.
@@ -247,15 +233,15 @@ std::string nccl_bench_json(const NcclSweep& sw) {
     const auto& p = sw.points[i];
     s += fmt::format("{}\n  {{\"collective\": {}, \"algorithm\": {}, \"protocol\": {}, \"bytes\": {}, \"ranks\": {}, "
                      "\"time_us\": {:.4f}, \"algbw_gbs\": {:.4f}, \"busbw_gbs\": {:.4f}}}",
-                     i ? "," : "", json_string(p.collective), json_string(p.algorithm), json_string(p.protocol), p.bytes,
+                     i ? "," : "", trace::json_quote(p.collective), trace::json_quote(p.algorithm), trace::json_quote(p.protocol), p.bytes,
                      p.ranks, p.time_us, algbw_gbs(p), busbw_gbs(p));
   }
   s += "], \"skipped\": [";
   for (std::size_t i = 0; i < sw.skipped.size(); ++i) {
     const auto& k = sw.skipped[i];
     s += fmt::format("{}\n  {{\"collective\": {}, \"algorithm\": {}, \"protocol\": {}, \"bytes\": {}, \"error\": {}}}",
-                     i ? "," : "", json_string(k.collective), json_string(k.algorithm), json_string(k.protocol), k.bytes,
-                     json_string(k.error));
+                     i ? "," : "", trace::json_quote(k.collective), trace::json_quote(k.algorithm), trace::json_quote(k.protocol), k.bytes,
+                     trace::json_quote(k.error));
   }
   return s + "]}\n";
 }

@@ -4,6 +4,7 @@
 // from the page cache (posix_fadvise DONTNEED, best effort: it works for clean pages on local
 // file systems; network file systems may keep their own caches), so trials measure the
 // storage rather than memory.
+#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/storage_bench.h"
 
 #include <fcntl.h>
@@ -133,19 +134,6 @@ std::string size_text(std::uint64_t b) {
   return std::to_string(b);
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 Result<std::uint64_t> parse_size(std::string_view text) {
@@ -210,7 +198,7 @@ std::string storage_bench_text(const StorageBenchOptions& opt, const StorageBenc
 std::string storage_bench_json(const StorageBenchOptions& opt, const StorageBenchResult& r) {
   std::string s = fmt::format("{{\n  \"benchmark\": \"storage\",\n  \"path\": {},\n  \"files\": {},\n  \"files_found\": {},\n"
                               "  \"bytes\": {},\n  \"cache\": \"{}\",\n  \"trials\": [",
-                              json_string(opt.path.string()), r.files, r.files_found, r.bytes,
+                              trace::json_quote(opt.path.string()), r.files, r.files_found, r.bytes,
                               !opt.drop_cache ? "kept" : r.cache_dropped ? "dropped" : "drop_failed");
   for (std::size_t i = 0; i < r.trials.size(); ++i) {
     const auto& t = r.trials[i];

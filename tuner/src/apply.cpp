@@ -2,6 +2,7 @@
 // before anything is written or started; then the settings go into private files (0600, in a
 // fresh 0700 directory) that only the job reads, the job runs with stdin/stdout/stderr and
 // signals passed through, and the files are removed when it ends.
+#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/apply.h"
 
 #include <fcntl.h>
@@ -28,18 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string json_value(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) {
-    std::string out = "\"";
-    for (char c : *s) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) {
-        out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        continue;
-      }
-      out += c;
-    }
-    return out + "\"";
-  }
+  if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
   if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.17g}", *d);
   return env_string(v);  // integers

@@ -28,14 +28,6 @@ namespace {
 
 void say(const std::string& s) { std::fprintf(stderr, "tracetune: %s\n", s.c_str()); }
 
-Result<trace::Trace> load_any(const fs::path& input) {
-  if (trace::detect_format(input) == trace::InputFormat::TracetuneDb) return trace::read_trace(input);
-  trace::Trace t;
-  const fs::path inputs[] = {input};
-  if (auto st = trace::import_any(inputs, t); !st) return make_error(st.error());
-  t.finalize();
-  return t;
-}
 
 // One entry per finding id: the largest gain over ranks, the knobs in the analyzer's order.
 std::vector<FindingRef> finding_refs(const analyzer::Analysis& a) {
@@ -134,7 +126,7 @@ int run_tune(const TuneOptions& opt) {
   // Findings of a given trace first: a broken trace is a usage error, before any trial runs.
   std::vector<FindingRef> findings;
   if (!opt.trace.empty()) {
-    auto t = load_any(opt.trace);
+    auto t = trace::load_any(opt.trace);
     if (!t) {
       say("tune: " + t.error());
       return 1;

@@ -1,5 +1,6 @@
 // tuned.toml and the trials file. tuned.toml must always parse with parse_tuned_config (a
 // unit test round-trips it), so values are written with the catalogue's own spelling.
+#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/tuned_writer.h"
 
 #include <algorithm>
@@ -46,26 +47,11 @@ std::string value_toml(const Value& v) {
   return display(v);
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string json_value(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return json_string(*s);
+  if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
   if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
     std::string out = "[";
-    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + json_string((*list)[i]);
+    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + trace::json_quote((*list)[i]);
     return out + "]";
   }
   return display(v);  // bool, int, double spell the same
@@ -159,32 +145,32 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
 std::string trials_json(const TuneSummary& s) {
   const SearchResult& r = s.result;
   std::string out = "{\n  \"schema\": \"tracetune.trials\",\n  \"version\": 1,\n";
-  out += fmt::format("  \"command\": {},\n", json_string(s.command));
+  out += fmt::format("  \"command\": {},\n", trace::json_quote(s.command));
   out += fmt::format("  \"steps_per_trial\": {},\n  \"warmup_steps\": {},\n", s.steps, s.warmup);
   const bool measured = !r.trials.empty() && r.trials.front().status == TrialStatus::Ok;
   out += fmt::format("  \"baseline_ms\": {},\n", measured ? json_number(r.trials.front().stats.median_ms) : "null");
   out += fmt::format("  \"best_trial\": {},\n  \"speedup\": {},\n", r.best_trial, json_number(r.speedup()));
   std::vector<std::string> fs;
-  for (const auto& f : s.findings) fs.push_back(json_string(f.id));
+  for (const auto& f : s.findings) fs.push_back(trace::json_quote(f.id));
   out += fmt::format("  \"findings\": [{}],\n", fmt::join(fs, ", "));
   out += "  \"trials\": [";
   for (std::size_t i = 0; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     std::string settings;
     for (const auto& [id, v] : t.candidate.settings)
-      settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ", json_string(id), json_value(v));
+      settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ", trace::json_quote(id), json_value(v));
     const bool ok = t.status == TrialStatus::Ok;
     auto num = [&](double x) { return ok ? json_number(x) : std::string("null"); };
     out += fmt::format(
         "{}\n    {{\"index\": {}, \"knob\": {}, \"settings\": {{{}}}, \"status\": \"{}\", \"median_ms\": {}, "
         "\"p10_ms\": {}, \"p25_ms\": {}, \"p75_ms\": {}, \"p90_ms\": {}, \"spread_ms\": {}, \"steps\": {}, "
         "\"exit_code\": {}, \"wall_s\": {}, \"note\": {}}}",
-        i ? "," : "", t.index, json_string(t.knob), settings, to_string(t.status), num(t.stats.median_ms),
+        i ? "," : "", t.index, trace::json_quote(t.knob), settings, to_string(t.status), num(t.stats.median_ms),
         num(t.stats.p10_ms), num(t.stats.p25_ms), num(t.stats.p75_ms), num(t.stats.p90_ms), num(t.stats.spread_ms()),
-        t.stats.steps, t.exit_code, json_number(t.wall_s), json_string(t.note));
+        t.stats.steps, t.exit_code, json_number(t.wall_s), trace::json_quote(t.note));
   }
   out += "\n  ],\n  \"log\": [";
-  for (std::size_t i = 0; i < r.log.size(); ++i) out += fmt::format("{}\n    {}", i ? "," : "", json_string(r.log[i]));
+  for (std::size_t i = 0; i < r.log.size(); ++i) out += fmt::format("{}\n    {}", i ? "," : "", trace::json_quote(r.log[i]));
   out += "\n  ]\n}\n";
   return out;
 }

@@ -39,4 +39,8 @@ Status import_nsys(const std::filesystem::path& path, Trace& out);
 // Any supported input, dispatched by detect_format(). Several inputs become one trace.
 Status import_any(std::span<const std::filesystem::path> inputs, Trace& out);
 
+// What every reading command wants: our trace DB read directly, anything else imported on
+// the fly; finalized either way.
+Result<Trace> load_any(const std::filesystem::path& input);
+
 }  // namespace tt::trace

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tracetune/trace/json_text.h"
+
 #include "tracetune/trace/model.h"
 
 namespace tt::trace {
@@ -40,8 +42,5 @@ struct TraceSummary {
 TraceSummary summarize(const Trace& t);
 std::string summary_json(const TraceSummary& s);
 std::string summary_text(const TraceSummary& s);
-
-// JSON string escaping shared by the writers in this module.
-void append_json_string(std::string& out, std::string_view s);
 
 }  // namespace tt::trace
