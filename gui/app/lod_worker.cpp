@@ -4,6 +4,7 @@ namespace tt::gui {
 
 std::shared_ptr<const LodResult> compute_lod(const LodRequest& req) {
   auto res = std::make_shared<LodResult>();
+  res->doc = req.doc.get();
   res->generation = req.generation;
   res->window = req.window;
   if (!req.doc) return res;

@@ -24,6 +24,7 @@ struct RowLod {
 };
 
 struct LodResult {
+  const Document* doc = nullptr;  // the document it was computed for
   std::uint64_t generation = 0;
   LodWindow window;
   std::vector<RowLod> rows;

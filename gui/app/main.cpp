@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QImage>
+#include <QTableView>
 #include <QTimer>
 
 #include "main_window.h"
@@ -21,10 +22,10 @@ int fail(const QString& msg, int code = 1) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --screenshot needs no display: pick the offscreen platform before Qt starts
+  // --screenshot, --help and --version need no display: pick the offscreen platform before Qt starts
   for (int i = 1; i < argc; ++i)
-    if (qstrcmp(argv[i], "--screenshot") == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-      qputenv("QT_QPA_PLATFORM", "offscreen");
+    for (const char* flag : {"--screenshot", "--help", "-h", "--help-all", "--version", "-v"})
+      if (qstrcmp(argv[i], flag) == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setOrganizationName("tracetune");
   QApplication::setApplicationName("tracetune-gui");
@@ -41,10 +42,11 @@ int main(int argc, char** argv) {
   QCommandLineOption shot("screenshot", "Render the main window offscreen to OUT.png and exit.", "OUT.png");
   QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
   QCommandLineOption range("range", "Time window for --screenshot, in ms from the trace's start (default: all).", "A:B");
+  QCommandLineOption finding("finding", "For --screenshot: click the N-th finding (1 = largest gain) first.", "N");
   QCommandLineOption cap("memory-cap",
                          "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory).",
                          "MiB");
-  cli.addOptions({shot, size, range, cap});
+  cli.addOptions({shot, size, range, finding, cap});
   cli.process(app);
 
   LoadOptions opt;
@@ -84,8 +86,16 @@ int main(int argc, char** argv) {
     const auto origin = w.timeline()->document()->index.start;
     w.timeline()->setView(origin + static_cast<qint64>(a * 1e6), origin + static_cast<qint64>(b * 1e6));
   }
+  if (cli.isSet(finding)) {
+    bool ok = false;
+    const int n = cli.value(finding).toInt(&ok);
+    if (!ok || n < 1 || n > w.findingsPanel()->model()->rowCount())
+      return fail(QString("--finding wants 1..%1 for this trace").arg(w.findingsPanel()->model()->rowCount()), 2);
+    w.findingsPanel()->view()->selectRow(n - 1);
+    w.findingsPanel()->activate(n - 1);
+  }
   QApplication::processEvents();
-  const QImage img = w.grab().toImage();
-  if (!img.save(cli.value(shot), "PNG")) return fail("cannot write " + cli.value(shot));
+  const QImage img = w.grab().toImage().convertToFormat(QImage::Format_RGB888);
+  if (!img.save(cli.value(shot), "PNG", 0)) return fail("cannot write " + cli.value(shot));  // 0: smallest file
   return 0;
 }

@@ -100,8 +100,17 @@ MainWindow::MainWindow(LoadOptions opt, QWidget* parent) : QMainWindow(parent), 
   connect(timeline_, &TimelineView::selectionChanged, this, &MainWindow::updateDetails);
   connect(timeline_, &TimelineView::areaChanged, this, &MainWindow::updateAggregates);
   resize(1500, 950);
-  resizeDocks({findings_dock}, {440}, Qt::Horizontal);
-  resizeDocks({details_dock}, {170}, Qt::Vertical);
+  findings_dock_ = findings_dock;
+  details_dock_ = details_dock;
+}
+
+void MainWindow::showEvent(QShowEvent* ev) {
+  QMainWindow::showEvent(ev);
+  if (sized_docks_) return;
+  // once the window has its size: most of it for the timeline
+  sized_docks_ = true;
+  resizeDocks({findings_dock_}, {std::max(360, width() * 3 / 10)}, Qt::Horizontal);
+  resizeDocks({details_dock_}, {std::max(120, height() / 6)}, Qt::Vertical);
 }
 
 MainWindow::~MainWindow() {
@@ -164,8 +173,9 @@ QDockWidget* MainWindow::addPanel(AnalysisPanel* panel, Qt::DockWidgetArea area)
     if (d != dock && dockWidgetArea(d) == area && d->objectName() != "details" && d->objectName() != "area") { first = d; break; }
   addDockWidget(area, dock);
   if (first) tabifyDockWidget(first, dock);
-  connect(panel, &AnalysisPanel::navigate, this, [this](qint64 t0, qint64 t1, bool highlight) {
+  connect(panel, &AnalysisPanel::navigate, this, [this](qint64 t0, qint64 t1, bool highlight, int rank) {
     const qint64 pad = std::max<qint64>(1000, (t1 - t0) / 20);
+    if (rank >= 0) timeline_->revealRank(rank);
     timeline_->setView(t0 - pad, t1 + pad);
     timeline_->setHighlight(highlight ? t0 : 0, highlight ? t1 : 0);
     timeline_->setFocus();

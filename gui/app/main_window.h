@@ -59,6 +59,7 @@ class MainWindow : public QMainWindow {
  protected:
   void dragEnterEvent(QDragEnterEvent*) override;
   void dropEvent(QDropEvent*) override;
+  void showEvent(QShowEvent*) override;
 
  private:
   void buildMenus();
@@ -86,6 +87,9 @@ class MainWindow : public QMainWindow {
   std::thread loader_;
   bool loading_ = false;
   bool error_dialogs_ = true;
+  bool sized_docks_ = false;
+  QDockWidget* findings_dock_ = nullptr;
+  QDockWidget* details_dock_ = nullptr;
 };
 
 }  // namespace tt::gui

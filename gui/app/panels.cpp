@@ -62,7 +62,7 @@ void FindingsPanel::activate(int row) {
   if (!f->gain_model.empty()) text += "\n" + tr("gain model: ") + QString::fromStdString(f->gain_model);
   detail_->setPlainText(text);
   const auto [t0, t1] = FindingsModel::evidenceRange(*f);
-  if (t1 > t0) emit navigate(t0, t1, true);
+  if (t1 > t0) emit navigate(t0, t1, true, f->rank);
 }
 
 // ---- steps ----
@@ -160,7 +160,11 @@ StepsPanel::StepsPanel(QObject* parent) : AnalysisPanel(parent) {
     const auto& ranks = doc_ ? doc_->analysis.metrics.ranks : std::vector<analyzer::RankMetrics>{};
     chart_->setRank(doc_ && i >= 0 && i < static_cast<int>(ranks.size()) ? &ranks[static_cast<std::size_t>(i)] : nullptr);
   });
-  connect(chart_, &StepsChart::stepClicked, this, [this](qint64 a, qint64 b) { emit navigate(a, b, false); });
+  connect(chart_, &StepsChart::stepClicked, this, [this](qint64 a, qint64 b) {
+    const int i = rank_->currentIndex();
+    const auto& ranks = doc_->analysis.metrics.ranks;
+    emit navigate(a, b, false, i >= 0 && i < static_cast<int>(ranks.size()) ? ranks[static_cast<std::size_t>(i)].rank : -1);
+  });
 }
 
 void StepsPanel::setDocument(std::shared_ptr<const Document> doc) {

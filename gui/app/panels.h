@@ -31,8 +31,9 @@ class AnalysisPanel : public QObject {
   virtual void setDocument(std::shared_ptr<const Document> doc) = 0;
 
  signals:
-  // Show [t0, t1) in the timeline; `highlight` marks it (a finding's evidence).
-  void navigate(qint64 t0, qint64 t1, bool highlight);
+  // Show [t0, t1) in the timeline; `highlight` marks it (a finding's evidence); `rank` >= 0
+  // brings that rank's rows into view.
+  void navigate(qint64 t0, qint64 t1, bool highlight, int rank);
 };
 
 // Findings by estimated gain; a click zooms the timeline to the evidence and highlights it.

@@ -55,6 +55,22 @@ void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
   area_.reset();
   highlight_t0_ = highlight_t1_ = 0;
   collapsed_.assign(doc_ ? doc_->index.groups.size() : 0, false);
+  group_rows_.assign(collapsed_.size(), {});
+  if (doc_) {
+    const auto& idx = doc_->index;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r)
+      if (idx.rows[r].table != Table::Counters)
+        for (auto g = idx.rows[r].group; g != trace::kNone; g = idx.groups[g].parent) group_rows_[g].push_back(r);
+    // Many rows: start collapsed (every process on one summary line when there are several,
+    // else the threads and GPUs). Expanding everything is what makes big timelines slow to
+    // scan (../shared/research/gui.md).
+    if (idx.rows.size() > kCollapseAbove) {
+      int processes = 0;
+      for (const auto& g : idx.groups) processes += g.level == 1;
+      const int from = processes > 1 ? 1 : 2;
+      for (std::size_t g = 0; g < collapsed_.size(); ++g) collapsed_[g] = idx.groups[g].level >= from;
+    }
+  }
   pinned_.assign(doc_ ? doc_->index.rows.size() : 0, false);
   relayout();
   fitAll();
@@ -206,6 +222,26 @@ void TimelineView::toggleGroup(std::uint32_t g) {
   collapsed_[g] = !collapsed_[g];
   relayout();
 }
+void TimelineView::revealRank(int rank) {
+  if (!doc_) return;
+  const auto& idx = doc_->index;
+  std::uint32_t first = trace::kNone;
+  for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+    if (idx.rows[r].rank != rank) continue;
+    if (first == trace::kNone) first = r;
+    for (auto g = idx.rows[r].group; g != trace::kNone; g = idx.groups[g].parent) collapsed_[g] = false;
+  }
+  relayout();
+  if (first == trace::kNone) return;
+  // scroll so the rank's first group header is at the top
+  const auto g = idx.rows[first].group;
+  for (const auto& e : entries_)
+    if ((e.group && e.id == g) || (!e.group && e.id == first)) {
+      vscroll_->setValue(e.y);
+      break;
+    }
+}
+
 bool TimelineView::groupCollapsed(std::uint32_t g) const { return g < collapsed_.size() && collapsed_[g]; }
 
 void TimelineView::togglePin(std::uint32_t row) {
@@ -285,6 +321,17 @@ QRect TimelineView::rowRect(std::uint32_t row) const {
   return {};
 }
 
+QRect TimelineView::groupRect(std::uint32_t group) const {
+  const int top_limit = kRulerHeight + pinnedHeight();
+  for (const auto& e : entries_) {
+    if (!e.group || e.id != group) continue;
+    const int top = entryTop(e, false);
+    if (top + e.h <= top_limit || top >= height()) return {};
+    return QRect(kLabelWidth, top, timelineWidth(), e.h);
+  }
+  return {};
+}
+
 const TimelineView::Entry* TimelineView::entryAt(QPoint p, bool* pinned) const {
   if (p.y() < kRulerHeight) return nullptr;
   for (const auto& e : pinned_entries_) {
@@ -346,8 +393,12 @@ void TimelineView::requestLod() {
   // the rows in the viewport, plus half a screen above and below for scrolling
   const int view_h = height() - kRulerHeight - pinnedHeight();
   const int lo = scrollY() - view_h / 2, hi = scrollY() + view_h + view_h / 2;
-  for (const auto& e : entries_)
-    if (!e.group && e.y + e.h >= lo && e.y <= hi) req.rows.push_back(e.id);
+  for (const auto& e : entries_) {
+    if (e.y + e.h < lo || e.y > hi) continue;
+    if (!e.group) req.rows.push_back(e.id);
+    else if (collapsed_[e.id])  // a collapsed group shows a summary of the rows inside it
+      req.rows.insert(req.rows.end(), group_rows_[e.id].begin(), group_rows_[e.id].end());
+  }
   // three view widths at the view's resolution: panning within it needs no new query
   const Ns span = t1_ - t0_;
   req.window = LodWindow{t0_ - span, t1_ + span, 3.0 * timelineWidth(), 3.0};
@@ -368,7 +419,7 @@ void TimelineView::requestLod() {
 
 void TimelineView::onLod(std::shared_ptr<const LodResult> r) {
   if (!r || (lod_ && r->generation < lod_->generation)) return;
-  if (!doc_ || r->slot.size() != doc_->index.rows.size()) return;  // for an older document
+  if (!doc_ || r->doc != doc_.get()) return;  // for an older document
   lod_ = std::move(r);
   update();
   emit lodUpdated();
@@ -394,7 +445,24 @@ void TimelineView::buildFrame(Frame& f) {
       const auto& g = idx.groups[e.id];
       f.rects.push_back({QRectF(0, top, W, h), kGroupBg});
       const QString mark = collapsed_[e.id] ? QStringLiteral("▸ ") : QStringLiteral("▾ ");
-      f.texts.push_back({QRectF(indent, top, W - indent, h), mark + qs(g.label), kText, Qt::AlignLeft | Qt::AlignVCenter});
+      f.texts.push_back({QRectF(indent, top, kLabelWidth - indent - 4, h),
+                         fm.elidedText(mark + qs(g.label), Qt::ElideRight, kLabelWidth - indent - 4), kText,
+                         Qt::AlignLeft | Qt::AlignVCenter});
+      if (!collapsed_[e.id] || !lod_) return;
+      // summary: the top lane of every row inside, drawn over each other
+      for (auto r : group_rows_[e.id]) {
+        const RowLod* rl = lod_->find(r);
+        if (!rl || rl->lanes.empty()) continue;
+        const auto& lane = idx.rows[r].lanes[0];
+        for (const auto& it : rl->lanes[0]) {
+          double x0 = xAt(it.start), x1 = xAt(it.end);
+          if (x1 < kLabelWidth || x0 > right) continue;
+          x0 = std::max<double>(x0, kLabelWidth);
+          x1 = std::max(x0 + 1, std::min<double>(x1, right));
+          f.rects.push_back({QRectF(x0, top + 3, x1 - x0, h - 6), event_color(*doc_, {idx.rows[r].table, lane.row(it.first)}), 0,
+                             it.merged()});
+        }
+      }
       return;
     }
     const auto& row = idx.rows[e.id];

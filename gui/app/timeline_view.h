@@ -36,6 +36,7 @@ class TimelineView : public QWidget {
   static constexpr int kLaneHeight = 17;
   static constexpr int kGroupHeight = 19;
   static constexpr int kCounterHeight = 30;
+  static constexpr std::size_t kCollapseAbove = 40;  // rows; more start collapsed (see setDocument)
 
   explicit TimelineView(QWidget* parent = nullptr);
   ~TimelineView() override;
@@ -71,11 +72,15 @@ class TimelineView : public QWidget {
 
   // ---- rows ----
   void toggleGroup(std::uint32_t group);
+  // Expands the groups holding the rows of `rank` and scrolls to the first of them.
+  void revealRank(int rank);
   bool groupCollapsed(std::uint32_t group) const;
   void togglePin(std::uint32_t row);
   bool pinned(std::uint32_t row) const;
   // The band of `row` in widget coordinates (empty when scrolled away or hidden).
   QRect rowRect(std::uint32_t row) const;
+  // The timeline part of a group's header line (a summary when collapsed); empty when hidden.
+  QRect groupRect(std::uint32_t group) const;
   EventRef eventAt(QPoint p) const;
 
   void setHelpVisible(bool on);
@@ -136,6 +141,7 @@ class TimelineView : public QWidget {
   std::vector<Entry> entries_, pinned_entries_;
   int content_height_ = 0;
   std::vector<bool> collapsed_;   // per group
+  std::vector<std::vector<std::uint32_t>> group_rows_;  // per group: the span rows inside it
   std::vector<bool> pinned_;      // per row
 
   EventRef selected_, flow_, hover_;

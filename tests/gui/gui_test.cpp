@@ -22,6 +22,7 @@
 
 using namespace tt::gui;
 using tt::trace::Ns;
+using analyzer_rank_t = tt::analyzer::RankMetrics;
 
 namespace {
 
@@ -299,6 +300,83 @@ class GuiTest : public QObject {
     QVERIFY(qRed(img.pixel(x, 3)) > qBlue(img.pixel(x, 3)) + 40);
   }
 
+  void stepBarClickMovesTheView() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* chart = w->stepsPanel()->chart();
+    chart->parentWidget()->parentWidget()->show();
+    chart->parentWidget()->parentWidget()->raise();
+    chart->resize(500, 200);
+    const auto& ranks = w->timeline()->document()->analysis.metrics.ranks;
+    const analyzer_rank_t* rank = nullptr;
+    for (const auto& r : ranks)
+      if (!r.steps.empty()) { rank = &r; break; }
+    QVERIFY(rank);
+    // the segments of every bar add up to the step's wall time
+    for (const auto& s : rank->steps) {
+      const auto g = StepsChart::segments(s, rank->has_gpu);
+      QCOMPARE(g.compute + g.communication + g.copies + g.data_wait + g.idle, std::max<Ns>(s.wall(), g.compute + g.communication + g.copies + g.data_wait));
+    }
+    const int n = static_cast<int>(rank->steps.size());
+    const int last_x = static_cast<int>(4 + (n - 0.5) * (chart->width() - 8.0) / n);
+    QCOMPARE(chart->stepAt(last_x), n - 1);
+    QTest::mouseClick(chart, Qt::LeftButton, Qt::NoModifier, QPoint(last_x, chart->height() - 30));
+    const auto& s = rank->steps.back();
+    auto* tl = w->timeline();
+    QVERIFY(tl->viewStart() <= s.start && tl->viewEnd() >= s.end);
+    QVERIFY(tl->viewEnd() - tl->viewStart() < s.wall() * 2);
+  }
+
+  void manyRowsStartCollapsedWithSummaries() {
+    auto w = open(kData + "/kineto/param/dlrm_8rank", {1600, 1000});
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& idx = tl->document()->index;
+    QVERIFY(idx.rows.size() > TimelineView::kCollapseAbove);
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) QVERIFY(tl->rowRect(r).isEmpty());
+    // every process is one collapsed line whose band summarises what it holds
+    const QImage img = tl->grab().toImage();
+    int processes = 0;
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g) {
+      if (idx.groups[g].level != 1) continue;
+      QVERIFY(tl->groupCollapsed(g));
+      ++processes;
+    }
+    QCOMPARE(processes, 32);  // 8 ranks, each with Kineto's 3 pseudo-processes
+    int summary_rows = 0;
+    for (int y = TimelineView::kRulerHeight + 2; y < img.height(); y += TimelineView::kGroupHeight) {
+      int n = 0;
+      for (int x = TimelineView::kLabelWidth; x < TimelineView::kLabelWidth + tl->timelineWidth(); ++x) n += ink(img.pixel(x, y + TimelineView::kGroupHeight / 2));
+      summary_rows += n > 0;
+    }
+    QVERIFY2(summary_rows >= 24, qPrintable(QString::number(summary_rows)));
+    // expanding shows the rows
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g)
+      if (tl->groupCollapsed(g)) tl->toggleGroup(g);
+    int shown = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) shown += !tl->rowRect(r).isEmpty();
+    QVERIFY(shown > 0);
+  }
+
+  void findingClickRevealsItsRank() {
+    auto w = open(kData + "/kineto/param/dlrm_8rank", {1600, 1000});
+    QVERIFY(w);
+    auto* panel = w->findingsPanel();
+    const auto* f = panel->model()->finding(0);
+    QVERIFY(f && f->rank >= 0);
+    panel->activate(0);
+    const auto& idx = w->timeline()->document()->index;
+    int rank_rows = 0, other_rows = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+      if (w->timeline()->rowRect(r).isEmpty()) continue;
+      (idx.rows[r].rank == f->rank ? rank_rows : other_rows)++;
+    }
+    QVERIFY(rank_rows >= 3);
+    QCOMPARE(other_rows, 0);  // the other ranks stay collapsed
+    const auto [a, b] = FindingsModel::evidenceRange(*f);
+    QVERIFY(w->timeline()->viewStart() <= a && w->timeline()->viewEnd() >= b);
+  }
+
   void loadsInAWorkerThreadAndReportsErrors() {
     QTemporaryDir tmp;
     MainWindow w;
@@ -360,7 +438,7 @@ class GuiTest : public QObject {
     QVERIFY(w->detailsPane()->toPlainText().contains("<b>bold</b> &amp; <img src=x>"));
   }
 
-  // Screenshots of real traces: every row in view has ink in its band.
+  // Screenshots of real traces: every row (and collapsed group) in view has ink in its band.
   void screenshotsHaveEveryVisibleRowDrawn_data() {
     QTest::addColumn<QString>("path");
     QTest::newRow("gpu kineto") << kGpuTrace;
@@ -384,6 +462,14 @@ class GuiTest : public QObject {
       for (int y = rr.top() + 1; y < rr.bottom(); ++y)
         for (int x = rr.left(); x < rr.right(); ++x) n += ink(img.pixel(x, y));
       QVERIFY2(n > 0, qPrintable(QString("row %1 (%2) is blank").arg(r).arg(QString::fromStdString(idx.rows[r].label))));
+      ++rows_seen;
+    }
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g) {  // collapsed groups show a summary
+      const QRect gr = tl->groupRect(g);
+      if (!tl->groupCollapsed(g) || gr.isEmpty() || gr.bottom() >= img.height()) continue;
+      int n = 0;
+      for (int x = gr.left(); x < gr.right(); ++x) n += ink(img.pixel(x, gr.center().y()));
+      QVERIFY2(n > 0, qPrintable(QString("group %1 (%2) is blank").arg(g).arg(QString::fromStdString(idx.groups[g].label))));
       ++rows_seen;
     }
     QVERIFY(rows_seen >= 3);
