@@ -61,6 +61,7 @@ class TimelineView : public QWidget {
   // ---- selection ----
   EventRef selected() const { return selected_; }
   EventRef flowTarget() const { return flow_; }
+  EventRef hovered() const { return hover_; }
   void select(EventRef e);
   void fitSelected();
   void setHighlight(trace::Ns t0, trace::Ns t1);  // a finding's evidence; t1 <= t0 clears

@@ -421,6 +421,82 @@ class GuiTest : public QObject {
     QVERIFY2(QString::fromStdString(r.error()).contains("memory cap"), r.error().c_str());
   }
 
+  void lodRunsOffTheGuiThread() {
+    MainWindow w;
+    w.setErrorDialogs(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QString err;
+    QSignalSpy spy(w.timeline(), &TimelineView::lodUpdated);
+    QVERIFY(w.loadNow(kGpuTrace, &err));  // the timeline stays asynchronous here
+    QVERIFY(spy.wait(10000));
+    auto* tl = w.timeline();
+    // zoom: the result arrives later, from the worker, and covers the new view
+    tl->setView(tl->viewStart(), tl->viewStart() + (tl->viewEnd() - tl->viewStart()) / 8);
+    QTRY_VERIFY_WITH_TIMEOUT(tl->lodResult() && tl->lodResult()->window.t0 <= tl->viewStart() &&
+                                 tl->lodResult()->window.t1 >= tl->viewEnd(), 10000);
+    QTest::qWait(300);  // let any layout-triggered queries land too
+    const auto gen = tl->lodResult()->generation;
+    // panning inside the queried window (three view widths) needs no new query
+    tl->panPixels(tl->timelineWidth() / 4.0);
+    QTest::qWait(50);
+    QCOMPARE(tl->lodResult()->generation, gen);
+    // many quick changes: only the newest matters, and it arrives
+    for (int i = 0; i < 50; ++i) tl->zoomAbout(0.9, TimelineView::kLabelWidth + 100 + i);
+    QTRY_VERIFY_WITH_TIMEOUT(tl->lodResult()->window.t0 <= tl->viewStart() && tl->lodResult()->window.t1 >= tl->viewEnd() &&
+                                 std::abs(tl->lodResult()->window.ns_per_px() * 3 * tl->timelineWidth() -
+                                          3.0 * double(tl->viewEnd() - tl->viewStart())) < 1e-6 * double(tl->viewEnd() - tl->viewStart()) * 3,
+                             10000);
+  }
+
+  void hoverShowsTheEventUnderTheCursor() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto hit = block_point(tl, Table::Steps);
+    QVERIFY(hit);
+    const QImage before = tl->grab().toImage();
+    send_mouse(tl, QEvent::MouseMove, hit->second, Qt::NoButton, Qt::NoButton);
+    QVERIFY(tl->hovered().valid());
+    QCOMPARE(tl->hovered().table, Table::Steps);
+    QVERIFY(tl->grab().toImage() != before);  // the hover box is drawn
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(tl, &leave);
+    QVERIFY(!tl->hovered().valid());
+  }
+
+  void countersAreDrawn() {
+    QTemporaryDir tmp;
+    const QString path = tmp.filePath("counters.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray json = R"({"traceEvents": [{"name": "step", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 0, "dur": 5000})";
+    for (int i = 0; i < 500; ++i)
+      json += QByteArray(R"(, {"name": "memory", "ph": "C", "pid": 1, "tid": 1, "ts": )") + QByteArray::number(i * 10) +
+              R"(, "args": {"allocated": )" + QByteArray::number((i * 37) % 1000) + "}}";
+    json += "]}";
+    f.write(json);
+    f.close();
+    auto w = open(path);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& idx = tl->document()->index;
+    const QImage img = tl->grab().toImage();
+    int counters = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+      if (idx.rows[r].table != Table::Counters) continue;
+      ++counters;
+      const QRect rr = tl->rowRect(r);
+      QVERIFY(!rr.isEmpty());
+      int n = 0;
+      for (int y = rr.top(); y < rr.bottom(); ++y)
+        for (int x = rr.left(); x < rr.right(); ++x) n += ink(img.pixel(x, y));
+      QVERIFY(n > 100);
+    }
+    QCOMPARE(counters, 1);
+  }
+
   void namesArePlainText() {
     // a Kineto trace whose event names look like markup
     QTemporaryDir tmp;
