@@ -284,7 +284,11 @@ void MainWindow::addRecent(const QString& path) {
 void MainWindow::rebuildRecentMenu() {
   recent_menu_->clear();
   const QStringList list = recentFiles();
-  for (const QString& p : list) recent_menu_->addAction(p, this, [this, p] { openFile(p); });
+  for (const QString& p : list) {
+    QString text = p;
+    text.replace('&', "&&");  // an action's '&' marks a shortcut key: show the path as it is
+    recent_menu_->addAction(text, this, [this, p] { openFile(p); });
+  }
   recent_menu_->setEnabled(!list.isEmpty());
 }
 

@@ -1,7 +1,9 @@
 #include "timeline_view.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <tuple>
 
 #include <QFontMetrics>
 #include <QKeyEvent>

@@ -11,7 +11,6 @@
 #include <optional>
 #include <vector>
 
-#include <QPointer>
 #include <QWidget>
 
 #include "document.h"
