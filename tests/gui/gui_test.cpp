@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QKeyEvent>
+#include <QMimeData>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QProcess>
@@ -411,6 +412,22 @@ class GuiTest : public QObject {
       QVERIFY2(msg.contains(QFileInfo(bad).fileName()), qPrintable(msg));
       QVERIFY(w.timeline()->document());  // the previous trace stays open
     }
+  }
+
+  void droppingAFileOpensIt() {
+    MainWindow w;
+    w.setErrorDialogs(false);
+    w.show();
+    QSignalSpy ok(&w, &MainWindow::documentLoaded);
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(kGpuTrace)});
+    QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &drop);
+    QVERIFY(ok.wait(30000));
+    QCOMPARE(QString::fromStdString(w.timeline()->document()->path.string()), kGpuTrace);
   }
 
   void memoryCapRefusesWithAClearMessage() {
