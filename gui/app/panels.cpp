@@ -157,8 +157,11 @@ StepsPanel::StepsPanel(QObject* parent) : AnalysisPanel(parent) {
   layout->addWidget(rank_);
   layout->addWidget(chart_, 1);
   connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    const auto& ranks = doc_ ? doc_->analysis.metrics.ranks : std::vector<analyzer::RankMetrics>{};
-    chart_->setRank(doc_ && i >= 0 && i < static_cast<int>(ranks.size()) ? &ranks[static_cast<std::size_t>(i)] : nullptr);
+    // the chart keeps a pointer into the document's analysis, which outlives it
+    const analyzer::RankMetrics* rank = nullptr;
+    if (doc_ && i >= 0 && i < static_cast<int>(doc_->analysis.metrics.ranks.size()))
+      rank = &doc_->analysis.metrics.ranks[static_cast<std::size_t>(i)];
+    chart_->setRank(rank);
   });
   connect(chart_, &StepsChart::stepClicked, this, [this](qint64 a, qint64 b) {
     const int i = rank_->currentIndex();
