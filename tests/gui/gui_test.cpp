@@ -10,6 +10,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTableView>
@@ -92,6 +93,10 @@ class GuiTest : public QObject {
   }
 
  private slots:
+  // Qt warnings fail the test (like Orbit's AssertNoQtLogWarnings), except the offscreen
+  // platform's note that it has no window manager to pass size hints to.
+  void init() { QTest::failOnWarning(QRegularExpression("^(?!This plugin does not support propagateSizeHints)")); }
+
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);  // recent files go to a test settings file
     QApplication::setOrganizationName("tracetune-tests");
@@ -345,7 +350,7 @@ class GuiTest : public QObject {
     }
     QCOMPARE(processes, 32);  // 8 ranks, each with Kineto's 3 pseudo-processes
     int summary_rows = 0;
-    for (int y = TimelineView::kRulerHeight + 2; y < img.height(); y += TimelineView::kGroupHeight) {
+    for (int y = TimelineView::kRulerHeight + 2; y + TimelineView::kGroupHeight / 2 < img.height(); y += TimelineView::kGroupHeight) {
       int n = 0;
       for (int x = TimelineView::kLabelWidth; x < TimelineView::kLabelWidth + tl->timelineWidth(); ++x) n += ink(img.pixel(x, y + TimelineView::kGroupHeight / 2));
       summary_rows += n > 0;
@@ -428,6 +433,47 @@ class GuiTest : public QObject {
     QApplication::sendEvent(&w, &drop);
     QVERIFY(ok.wait(30000));
     QCOMPARE(QString::fromStdString(w.timeline()->document()->path.string()), kGpuTrace);
+  }
+
+  // Truncated and corrupted copies of real inputs of each format: an error or a trace, never a crash.
+  void damagedFilesNeverCrash() {
+    QTemporaryDir tmp;
+    const QString sources[] = {kGpuTrace, QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"),
+                               QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/nsys_small.sqlite")};
+    int errors = 0, loaded = 0;
+    for (const QString& src : sources) {
+      QFile in(src);
+      QVERIFY(in.open(QIODevice::ReadOnly));
+      const QByteArray bytes = in.readAll();
+      const QString suffix = src.endsWith(".gz") ? ".json.gz" : QString(".") + QFileInfo(src).suffix();
+      std::vector<QByteArray> damaged;
+      for (double cut : {0.1, 0.5, 0.9, 0.999}) damaged.push_back(bytes.left(static_cast<int>(bytes.size() * cut)));
+      for (int k = 1; k <= 6; ++k) {  // a run of bytes overwritten at six places
+        QByteArray b = bytes;
+        const int at = static_cast<int>(static_cast<double>(b.size()) * k / 7.0);
+        for (int j = 0; j < 64 && at + j < b.size(); ++j) b[at + j] = static_cast<char>(b[at + j] ^ (0x5a + j));
+        damaged.push_back(b);
+      }
+      for (std::size_t i = 0; i < damaged.size(); ++i) {
+        const QString path = tmp.filePath(QString("damaged%1%2").arg(i).arg(suffix));
+        QFile out(path);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(damaged[i]);
+        out.close();
+        auto r = load_document(path.toStdString(), {});
+        const bool truncated = i < 3;  // the 99.9% cut may only drop a page's unused tail
+        QVERIFY2(!truncated || !r.ok(), qPrintable(path + " was cut short but loaded"));
+        if (r) {
+          ++loaded;  // damage in unused space: the trace must still be whole enough to index
+          QVERIFY(r.value()->index.rows.size() <= r.value()->trace.tracks.size() * 10 + 10);
+        } else {
+          ++errors;
+          QVERIFY2(QString::fromStdString(r.error()).contains(QFileInfo(path).fileName()), r.error().c_str());
+        }
+      }
+    }
+    QVERIFY(errors >= 12);
+    qDebug() << errors << "refused," << loaded << "loaded";
   }
 
   void memoryCapRefusesWithAClearMessage() {
