@@ -81,10 +81,23 @@ MainWindow::MainWindow(LoadOptions opt, QWidget* parent) : QMainWindow(parent), 
   steps_ = new StepsPanel(this);
   auto* findings_dock = addPanel(findings_);
   addPanel(steps_);
+  // a kernel: its first occurrence on the timeline (F3 for the next); a rank: its window
   auto* top = new TopKernelsModel;
-  addPanel(new TablePanel(tr("Top kernels"), top, [top](auto d) { top->setDocument(std::move(d)); }, this));
+  addPanel(new TablePanel(
+      tr("Top kernels"), top, [top](auto d) { top->setDocument(std::move(d)); },
+      [top](TablePanel& p, int row) {
+        const auto [rank, name] = top->kernel(row);
+        if (!name.empty()) emit p.findName(QString::fromStdString(name), rank);
+      },
+      this));
   auto* ranks = new RanksModel;
-  addPanel(new TablePanel(tr("Ranks"), ranks, [ranks](auto d) { ranks->setDocument(std::move(d)); }, this));
+  addPanel(new TablePanel(
+      tr("Ranks"), ranks, [ranks](auto d) { ranks->setDocument(std::move(d)); },
+      [ranks](TablePanel& p, int row) {
+        if (const auto* r = ranks->rank(row); r && r->window_end > r->window_start)
+          emit p.navigate(r->window_start, r->window_end, false, r->rank);
+      },
+      this));
   findings_dock->raise();
 
   // status bar: what is happening, and the load progress
@@ -178,6 +191,13 @@ QDockWidget* MainWindow::addPanel(AnalysisPanel* panel, Qt::DockWidgetArea area)
     if (rank >= 0) timeline_->revealRank(rank);
     timeline_->setView(t0 - pad, t1 + pad);
     timeline_->setHighlight(highlight ? t0 : 0, highlight ? t1 : 0);
+    timeline_->setFocus();
+  });
+  connect(panel, &AnalysisPanel::findName, this, [this](const QString& name, int rank) {
+    if (rank >= 0) timeline_->revealRank(rank);
+    timeline_->select({});
+    search_->setText(name);
+    search(false);
     timeline_->setFocus();
   });
   if (doc_) panel->setDocument(doc_);

@@ -82,6 +82,11 @@ void TopKernelsModel::setDocument(std::shared_ptr<const Document> doc) {
       for (const auto& k : r.top_kernels) rows_.push_back({r.rank, &k});
   endResetModel();
 }
+std::pair<int, std::string> TopKernelsModel::kernel(int row) const {
+  if (row < 0 || row >= static_cast<int>(rows_.size())) return {-1, {}};
+  const auto& r = rows_[static_cast<std::size_t>(row)];
+  return {r.rank, r.k->name};
+}
 int TopKernelsModel::rowCount(const QModelIndex& p) const { return p.isValid() ? 0 : static_cast<int>(rows_.size()); }
 int TopKernelsModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : ColumnCount; }
 QVariant TopKernelsModel::data(const QModelIndex& index, int role) const {
@@ -113,6 +118,9 @@ void RanksModel::setDocument(std::shared_ptr<const Document> doc) {
 }
 int RanksModel::rowCount(const QModelIndex& p) const {
   return p.isValid() || !doc_ ? 0 : static_cast<int>(doc_->analysis.metrics.ranks.size());
+}
+const analyzer::RankMetrics* RanksModel::rank(int row) const {
+  return doc_ && row >= 0 && row < rowCount() ? &doc_->analysis.metrics.ranks[static_cast<std::size_t>(row)] : nullptr;
 }
 int RanksModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : ColumnCount; }
 QVariant RanksModel::data(const QModelIndex& index, int role) const {

@@ -44,6 +44,8 @@ class TopKernelsModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  // rank and kernel name of a row ({-1, ""} out of range)
+  std::pair<int, std::string> kernel(int row) const;
 
  private:
   struct Row { int rank; const analyzer::KernelTotal* k; };
@@ -62,6 +64,7 @@ class RanksModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  const analyzer::RankMetrics* rank(int row) const;
 
  private:
   std::shared_ptr<const Document> doc_;

@@ -186,7 +186,7 @@ void StepsPanel::setDocument(std::shared_ptr<const Document> doc) {
 
 // ---- tables ----
 
-TablePanel::TablePanel(QString title, QAbstractTableModel* model, Setter set, QObject* parent)
+TablePanel::TablePanel(QString title, QAbstractTableModel* model, Setter set, Activate activate, QObject* parent)
     : AnalysisPanel(parent), title_(std::move(title)), model_(model), set_(std::move(set)) {
   model_->setParent(this);
   widget_ = new QWidget;
@@ -195,10 +195,15 @@ TablePanel::TablePanel(QString title, QAbstractTableModel* model, Setter set, QO
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(model_);
   proxy->setSortRole(Qt::UserRole);
-  auto* view = make_table(widget_);
-  view->setModel(proxy);
-  view->setSortingEnabled(true);
-  layout->addWidget(view);
+  view_ = make_table(widget_);
+  view_->setModel(proxy);
+  view_->setSortingEnabled(true);
+  layout->addWidget(view_);
+  if (activate) {
+    auto on = [this, proxy, activate](const QModelIndex& i) { activate(*this, proxy->mapToSource(i).row()); };
+    connect(view_, &QTableView::clicked, this, on);
+    connect(view_, &QTableView::activated, this, on);
+  }
 }
 
 void TablePanel::setDocument(std::shared_ptr<const Document> doc) { set_(std::move(doc)); }

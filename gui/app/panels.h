@@ -34,6 +34,8 @@ class AnalysisPanel : public QObject {
   // Show [t0, t1) in the timeline; `highlight` marks it (a finding's evidence); `rank` >= 0
   // brings that rank's rows into view.
   void navigate(qint64 t0, qint64 t1, bool highlight, int rank);
+  // Select the next event whose name contains `name` on the timeline (as the search box does).
+  void findName(const QString& name, int rank);
 };
 
 // Findings by estimated gain; a click zooms the timeline to the evidence and highlights it.
@@ -102,7 +104,10 @@ class TablePanel : public AnalysisPanel {
   Q_OBJECT
  public:
   using Setter = std::function<void(std::shared_ptr<const Document>)>;
-  TablePanel(QString title, QAbstractTableModel* model, Setter set, QObject* parent = nullptr);
+  // Called with the model row a user clicks (or activates with the keyboard).
+  using Activate = std::function<void(TablePanel& panel, int row)>;
+  TablePanel(QString title, QAbstractTableModel* model, Setter set, Activate activate = {}, QObject* parent = nullptr);
+  QTableView* view() const { return view_; }
   QString title() const override { return title_; }
   QWidget* widget() override { return widget_; }
   void setDocument(std::shared_ptr<const Document> doc) override;
@@ -112,6 +117,7 @@ class TablePanel : public AnalysisPanel {
   QAbstractTableModel* model_;
   Setter set_;
   QWidget* widget_;
+  QTableView* view_;
 };
 
 }  // namespace tt::gui

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cmath>
 #include <tuple>
 
@@ -187,16 +188,23 @@ bool TimelineView::findNext(const QString& text, bool backwards) {
   const Ns from = selected_.valid() ? event_start(*doc_, selected_) : (backwards ? t1_ : t0_);
   auto key = [](Ns s, EventRef e) { return std::tuple(s, static_cast<int>(e.table), e.row); };
   const auto cur = key(from, selected_.valid() ? selected_ : EventRef{backwards ? Table::Counters : Table::Ranges, backwards ? trace::kNone : 0});
-  std::optional<std::tuple<Ns, int, std::uint32_t>> best;
-  for (int ti = 0; ti <= static_cast<int>(Table::Collectives); ++ti) {
-    const auto table = static_cast<Table>(ti);
-    const auto* c = span_columns(t, table);
-    for (std::uint32_t i = 0; i < c->size(); ++i) {
-      if (!match[c->name[i]]) continue;
-      const auto k = key(c->start[i], {table, i});
-      if (backwards ? (k < cur && (!best || k > *best)) : (k > cur && (!best || k < *best))) best = k;
+  using Key = std::tuple<Ns, int, std::uint32_t>;
+  auto nearest = [&](Key from_key) {
+    std::optional<Key> best;
+    for (int ti = 0; ti <= static_cast<int>(Table::Collectives); ++ti) {
+      const auto table = static_cast<Table>(ti);
+      const auto* c = span_columns(t, table);
+      for (std::uint32_t i = 0; i < c->size(); ++i) {
+        if (!match[c->name[i]]) continue;
+        const auto k = key(c->start[i], {table, i});
+        if (backwards ? (k < from_key && (!best || k > *best)) : (k > from_key && (!best || k < *best))) best = k;
+      }
     }
-  }
+    return best;
+  };
+  auto best = nearest(cur);
+  if (!best)  // wrap around to the other end of the trace
+    best = nearest(backwards ? Key{INT64_MAX, INT32_MAX, UINT32_MAX} : Key{INT64_MIN, INT32_MIN, 0});
   if (!best) return false;
   const EventRef e{static_cast<Table>(std::get<1>(*best)), std::get<2>(*best)};
   select(e);

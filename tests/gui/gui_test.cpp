@@ -257,6 +257,34 @@ class GuiTest : public QObject {
     QVERIFY(tl->findNext("ProfilerStep", true));
     QCOMPARE(tl->selected(), a);
     QVERIFY(!tl->findNext("no event is called this", false));
+    // past the last one, the search wraps around to the first
+    EventRef first = a, last = a;
+    while (tl->findNext("ProfilerStep", false) && !(tl->selected() == a)) last = tl->selected();
+    QCOMPARE(tl->selected(), first);
+    QVERIFY(!(last == first));
+  }
+
+  void topKernelAndRankClicksReachTheTimeline() {
+    auto w = open(kFindingsTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    TablePanel* kernels = nullptr;
+    TablePanel* ranks = nullptr;
+    for (auto* p : w->findChildren<TablePanel*>()) (p->title() == "Top kernels" ? kernels : ranks) = p;
+    QVERIFY(kernels && ranks);
+    // a kernel: its first occurrence is selected
+    const QModelIndex k0 = kernels->view()->model()->index(0, 1);
+    const QString name = k0.data().toString();
+    QVERIFY(!name.isEmpty());
+    emit kernels->view()->activated(k0);
+    QVERIFY(tl->selected().valid());
+    QCOMPARE(tl->selected().table, Table::Kernels);
+    QCOMPARE(QString::fromStdString(event_name(*tl->document(), tl->selected())), name);
+    // a rank: its analysis window
+    tl->setView(tl->viewStart(), tl->viewStart() + 1000);
+    emit ranks->view()->activated(ranks->view()->model()->index(0, 0));
+    const auto& r = tl->document()->analysis.metrics.ranks.front();
+    QVERIFY(tl->viewStart() <= r.window_start && tl->viewEnd() >= r.window_end);
   }
 
   void collapseAndPin() {
