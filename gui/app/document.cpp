@@ -22,6 +22,35 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+}  // namespace
+
+const analyzer::Analysis& Document::analysis() const {
+  static const analyzer::Analysis kEmpty;
+  // The attached report lives as long as the document: references stay valid.
+  const auto a = attached_.load();
+  return a ? a->analysis : kEmpty;
+}
+
+double Document::analyze_seconds() const {
+  const auto a = attached_.load();
+  return a ? a->seconds : 0;
+}
+
+void Document::attach_analysis(analyzer::Analysis a, double seconds) const {
+  auto fresh = std::make_shared<const Attached>(Attached{std::move(a), seconds});
+  std::shared_ptr<const Attached> none;
+  attached_.compare_exchange_strong(none, std::move(fresh));  // first one wins
+}
+
+void analyze_document(const Document& doc) {
+  if (doc.analysed()) return;
+  const auto t0 = Clock::now();
+  auto a = analyzer::analyze(doc.trace, analyzer::Options{}, doc.path.string());
+  doc.attach_analysis(std::move(a), since(t0));
+}
+
+namespace {
+
 Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::path& path, const LoadOptions& opt,
                                                        const LoadProgress& progress) {
   auto report = [&](int pct, const std::string& stage) { if (progress) progress(pct, stage); };
@@ -63,9 +92,7 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
 
   if (opt.analyze) {
     report(75, "analysing");
-    const auto t2 = Clock::now();
-    doc->analysis = analyzer::analyze(doc->trace, analyzer::Options{}, path.string());
-    doc->analyze_seconds = since(t2);
+    analyze_document(*doc);
   }
   report(100, "done");
   return std::shared_ptr<const Document>(std::move(doc));

@@ -228,21 +228,33 @@ void MainWindow::openFile(const QString& path) {
         self->status_->setText(QString::fromStdString(stage) + "...");
       }, Qt::QueuedConnection);
     };
-    auto r = load_document(file, opt, progress);
+    // the timeline first: the analysis runs after it is on screen
+    LoadOptions timeline_only = opt;
+    timeline_only.analyze = false;
+    auto r = load_document(file, timeline_only, progress);
     std::shared_ptr<const Document> doc;
     QString error;
     if (r) doc = std::move(r).value();
     else error = QString::fromStdString(r.error());
     QMetaObject::invokeMethod(qApp, [self, doc, error, file] {
       if (!self) return;
-      self->loading_ = false;
-      self->progress_->setVisible(false);
       if (doc) {
+        self->progress_->setRange(0, 0);  // the analysis has no known length either
         self->addRecent(QString::fromStdString(file.string()));
         self->onLoaded(doc);
       } else {
+        self->loading_ = false;
+        self->progress_->setVisible(false);
         self->showError(error);
       }
+    }, Qt::QueuedConnection);
+    if (!doc) return;
+    analyze_document(*doc);
+    QMetaObject::invokeMethod(qApp, [self, doc] {
+      if (!self) return;
+      self->loading_ = false;
+      self->progress_->setVisible(false);
+      self->onAnalysed(doc);
     }, Qt::QueuedConnection);
   });
 }
@@ -254,17 +266,34 @@ bool MainWindow::loadNow(const QString& path, QString* error) {
     return false;
   }
   onLoaded(std::move(r).value());
+  emit analysisReady();  // loaded with its analysis
   return true;
 }
 
 void MainWindow::onLoaded(std::shared_ptr<const Document> doc) {
   setDocument(std::move(doc));
-  const auto& d = *doc_;
-  status_->setText(QString::fromStdString(fmt::format(
-      "{}: {} events on {} rows; read {:.2f} s, indexed {:.2f} s, analysed {:.2f} s; {} MiB in memory; {} findings",
-      d.path.filename().string(), d.trace.event_count(), d.index.rows.size(), d.load_seconds, d.index_seconds,
-      d.analyze_seconds, d.resident_bytes >> 20, d.analysis.findings.size())));
+  updateStatus();
   emit documentLoaded();
+}
+
+void MainWindow::onAnalysed(const std::shared_ptr<const Document>& doc) {
+  if (doc != doc_) return;  // another document replaced it meanwhile
+  for (auto* p : panels_) p->setDocument(doc_);
+  updateStatus();
+  emit analysisReady();
+}
+
+void MainWindow::updateStatus() {
+  if (!doc_) return;
+  const auto& d = *doc_;
+  std::string text = fmt::format("{}: {} events on {} rows; read {:.2f} s, indexed {:.2f} s; {} MiB in memory; ",
+                                 d.path.filename().string(), d.trace.event_count(), d.index.rows.size(), d.load_seconds,
+                                 d.index_seconds, d.resident_bytes >> 20);
+  if (d.analysed())
+    text += fmt::format("analysed in {:.2f} s: {} findings", d.analyze_seconds(), d.analysis().findings.size());
+  else
+    text += "analysing...";
+  status_->setText(QString::fromStdString(text));
 }
 
 void MainWindow::setDocument(std::shared_ptr<const Document> doc) {

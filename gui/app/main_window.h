@@ -1,7 +1,8 @@
 // The main window: the timeline in the middle, analysis panels (findings, steps, top kernels,
 // ranks) on the right, the selected event's details and the area selection's aggregates at
 // the bottom. Files open in a worker thread with a progress bar in the status bar; the window
-// keeps responding meanwhile. A file that cannot be opened gives a plain-text dialog.
+// keeps responding meanwhile, and shows the timeline while the analysis still runs. A file that
+// cannot be opened gives a plain-text dialog.
 #pragma once
 
 #include <memory>
@@ -53,7 +54,8 @@ class MainWindow : public QMainWindow {
   QString statusText() const;
 
  signals:
-  void documentLoaded();
+  void documentLoaded();  // the timeline shows it (its analysis may still run)
+  void analysisReady();   // the panels show its analysis
   void loadFailed(const QString& message);
 
  protected:
@@ -70,6 +72,8 @@ class MainWindow : public QMainWindow {
   void updateAggregates();
   void search(bool backwards);
   void onLoaded(std::shared_ptr<const Document> doc);
+  void onAnalysed(const std::shared_ptr<const Document>& doc);
+  void updateStatus();
 
   LoadOptions opt_;
   TimelineView* timeline_;

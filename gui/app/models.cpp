@@ -34,7 +34,7 @@ void FindingsModel::setDocument(std::shared_ptr<const Document> doc) {
   doc_ = std::move(doc);
   rows_.clear();
   if (doc_)
-    for (const auto& f : doc_->analysis.findings) rows_.push_back(&f);
+    for (const auto& f : doc_->analysis().findings) rows_.push_back(&f);
   std::stable_sort(rows_.begin(), rows_.end(), [](auto* a, auto* b) { return a->gain > b->gain; });
   endResetModel();
 }
@@ -78,7 +78,7 @@ void TopKernelsModel::setDocument(std::shared_ptr<const Document> doc) {
   doc_ = std::move(doc);
   rows_.clear();
   if (doc_)
-    for (const auto& r : doc_->analysis.metrics.ranks)
+    for (const auto& r : doc_->analysis().metrics.ranks)
       for (const auto& k : r.top_kernels) rows_.push_back({r.rank, &k});
   endResetModel();
 }
@@ -117,15 +117,15 @@ void RanksModel::setDocument(std::shared_ptr<const Document> doc) {
   endResetModel();
 }
 int RanksModel::rowCount(const QModelIndex& p) const {
-  return p.isValid() || !doc_ ? 0 : static_cast<int>(doc_->analysis.metrics.ranks.size());
+  return p.isValid() || !doc_ ? 0 : static_cast<int>(doc_->analysis().metrics.ranks.size());
 }
 const analyzer::RankMetrics* RanksModel::rank(int row) const {
-  return doc_ && row >= 0 && row < rowCount() ? &doc_->analysis.metrics.ranks[static_cast<std::size_t>(row)] : nullptr;
+  return doc_ && row >= 0 && row < rowCount() ? &doc_->analysis().metrics.ranks[static_cast<std::size_t>(row)] : nullptr;
 }
 int RanksModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : ColumnCount; }
 QVariant RanksModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || !doc_ || index.row() >= rowCount()) return {};
-  const auto& r = doc_->analysis.metrics.ranks[static_cast<std::size_t>(index.row())];
+  const auto& r = doc_->analysis().metrics.ranks[static_cast<std::size_t>(index.row())];
   const auto span = r.gpu.span;
   switch (index.column()) {
     case Rank: return text_cell(role, qs(r.label));

@@ -48,9 +48,11 @@ FindingsPanel::FindingsPanel(QObject* parent) : AnalysisPanel(parent) {
 }
 
 void FindingsPanel::setDocument(std::shared_ptr<const Document> doc) {
+  const bool analysing = doc && !doc->analysed();
   model_->setDocument(std::move(doc));
-  detail_->setPlainText(model_->rowCount() ? tr("Click a finding to see its evidence on the timeline.")
-                                           : tr("No findings: no rule's threshold was crossed."));
+  detail_->setPlainText(analysing            ? tr("Analysing...")
+                        : model_->rowCount() ? tr("Click a finding to see its evidence on the timeline.")
+                                             : tr("No findings: no rule's threshold was crossed."));
   view_->resizeColumnsToContents();
 }
 
@@ -159,13 +161,13 @@ StepsPanel::StepsPanel(QObject* parent) : AnalysisPanel(parent) {
   connect(rank_, &QComboBox::currentIndexChanged, this, [this](int i) {
     // the chart keeps a pointer into the document's analysis, which outlives it
     const analyzer::RankMetrics* rank = nullptr;
-    if (doc_ && i >= 0 && i < static_cast<int>(doc_->analysis.metrics.ranks.size()))
-      rank = &doc_->analysis.metrics.ranks[static_cast<std::size_t>(i)];
+    if (doc_ && i >= 0 && i < static_cast<int>(doc_->analysis().metrics.ranks.size()))
+      rank = &doc_->analysis().metrics.ranks[static_cast<std::size_t>(i)];
     chart_->setRank(rank);
   });
   connect(chart_, &StepsChart::stepClicked, this, [this](qint64 a, qint64 b) {
     const int i = rank_->currentIndex();
-    const auto& ranks = doc_->analysis.metrics.ranks;
+    const auto& ranks = doc_->analysis().metrics.ranks;
     emit navigate(a, b, false, i >= 0 && i < static_cast<int>(ranks.size()) ? ranks[static_cast<std::size_t>(i)].rank : -1);
   });
 }
@@ -176,7 +178,7 @@ void StepsPanel::setDocument(std::shared_ptr<const Document> doc) {
   rank_->clear();
   if (!doc_) return;
   int with_steps = -1, i = 0;
-  for (const auto& r : doc_->analysis.metrics.ranks) {
+  for (const auto& r : doc_->analysis().metrics.ranks) {
     rank_->addItem(QString::fromStdString(r.label) + (r.steps.empty() ? tr(" (no steps)") : QString()));
     if (with_steps < 0 && !r.steps.empty()) with_steps = i;
     ++i;

@@ -121,11 +121,11 @@ class GuiTest : public QObject {
     std::vector<std::uint32_t> rows;
     for (std::uint32_t r = 0; r < d.index.rows.size(); ++r) rows.push_back(r);
     agg.setAggregate(aggregate_area(d, rows, d.index.start, d.index.end + 1));  // + 1: instants at the end
-    QCOMPARE(findings.rowCount(), static_cast<int>(d.analysis.findings.size()));
+    QCOMPARE(findings.rowCount(), static_cast<int>(d.analysis().findings.size()));
     QVERIFY(findings.rowCount() >= 3);
     for (int i = 1; i < findings.rowCount(); ++i) QVERIFY(findings.finding(i - 1)->gain >= findings.finding(i)->gain);
     QVERIFY(kernels.rowCount() > 0);
-    QCOMPARE(ranks.rowCount(), static_cast<int>(d.analysis.metrics.ranks.size()));
+    QCOMPARE(ranks.rowCount(), static_cast<int>(d.analysis().metrics.ranks.size()));
     // the aggregate over everything counts every span event once
     std::uint64_t total = 0;
     for (const auto& a : agg.aggregate().by_name) total += a.count;
@@ -283,7 +283,7 @@ class GuiTest : public QObject {
     // a rank: its analysis window
     tl->setView(tl->viewStart(), tl->viewStart() + 1000);
     emit ranks->view()->activated(ranks->view()->model()->index(0, 0));
-    const auto& r = tl->document()->analysis.metrics.ranks.front();
+    const auto& r = tl->document()->analysis().metrics.ranks.front();
     QVERIFY(tl->viewStart() <= r.window_start && tl->viewEnd() >= r.window_end);
   }
 
@@ -341,7 +341,7 @@ class GuiTest : public QObject {
     chart->parentWidget()->parentWidget()->show();
     chart->parentWidget()->parentWidget()->raise();
     chart->resize(500, 200);
-    const auto& ranks = w->timeline()->document()->analysis.metrics.ranks;
+    const auto& ranks = w->timeline()->document()->analysis().metrics.ranks;
     const analyzer_rank_t* rank = nullptr;
     for (const auto& r : ranks)
       if (!r.steps.empty()) { rank = &r; break; }
@@ -416,12 +416,20 @@ class GuiTest : public QObject {
     MainWindow w;
     w.setErrorDialogs(false);
     w.show();
-    QSignalSpy ok(&w, &MainWindow::documentLoaded), failed(&w, &MainWindow::loadFailed);
+    QSignalSpy ok(&w, &MainWindow::documentLoaded), failed(&w, &MainWindow::loadFailed),
+        analysed(&w, &MainWindow::analysisReady);
     w.openFile(kGpuTrace);
     QVERIFY(w.loading());
     QVERIFY(ok.wait(30000));
-    QVERIFY(!w.loading());
     QVERIFY(w.timeline()->document());
+    // the timeline is up; the findings follow when the analysis is done
+    QVERIFY(analysed.count() == 1 || analysed.wait(30000));
+    QVERIFY(w.timeline()->document()->analysed());
+    QCOMPARE(w.findingsPanel()->model()->rowCount(),
+             static_cast<int>(w.timeline()->document()->analysis().findings.size()));
+    QVERIFY(w.findingsPanel()->model()->rowCount() > 0);
+    QVERIFY(!w.loading());
+    QVERIFY(w.statusText().contains("findings"));
     QCOMPARE(w.recentFiles().value(0), QFileInfo(kGpuTrace).absoluteFilePath());
     // garbage, a truncated JSON, a SQLite file of someone else's, a missing file: messages, no crash
     const QString garbage = tmp.filePath("garbage.json"), trunc = tmp.filePath("trunc.json"), other = tmp.filePath("other.db");
