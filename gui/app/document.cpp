@@ -1,0 +1,115 @@
+#include "document.h"
+
+#include <chrono>
+#include <new>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "tracetune/trace/importers.h"
+#include "tracetune/trace/store.h"
+
+namespace tt::gui {
+
+std::uint64_t default_memory_cap() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4 * 3;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+const analyzer::Analysis& Document::analysis() const {
+  static const analyzer::Analysis kEmpty;
+  // The attached report lives as long as the document: references stay valid.
+  const auto a = attached_.load();
+  return a ? a->analysis : kEmpty;
+}
+
+double Document::analyze_seconds() const {
+  const auto a = attached_.load();
+  return a ? a->seconds : 0;
+}
+
+void Document::attach_analysis(analyzer::Analysis a, double seconds) const {
+  auto fresh = std::make_shared<const Attached>(Attached{std::move(a), seconds});
+  std::shared_ptr<const Attached> none;
+  attached_.compare_exchange_strong(none, std::move(fresh));  // first one wins
+}
+
+void analyze_document(const Document& doc) {
+  if (doc.analysed()) return;
+  const auto t0 = Clock::now();
+  auto a = analyzer::analyze(doc.trace, analyzer::Options{}, doc.path.string());
+  doc.attach_analysis(std::move(a), since(t0));
+}
+
+namespace {
+
+Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::path& path, const LoadOptions& opt,
+                                                       const LoadProgress& progress) {
+  auto report = [&](int pct, const std::string& stage) { if (progress) progress(pct, stage); };
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return make_error(path.string() + ": no such file or directory");
+  const auto format = trace::detect_format(path);
+  if (format == trace::InputFormat::Unknown || format == trace::InputFormat::OtherSqlite)
+    return make_error(path.string() +
+                      ": not a trace tracetune can open (expected a tracetune DB, Kineto JSON or an nsys SQLite export)");
+  auto doc = std::make_shared<Document>();
+  doc->path = path;
+  const auto t0 = Clock::now();
+  report(0, "reading " + path.filename().string());
+  if (format == trace::InputFormat::TracetuneDb) {
+    auto r = trace::read_trace(path);
+    if (!r) return make_error(r.error());
+    doc->trace = std::move(r).value();
+  } else {
+    const std::filesystem::path inputs[] = {path};
+    if (auto st = trace::import_any(inputs, doc->trace); !st) return make_error(st.error());
+    doc->trace.finalize();
+  }
+  doc->load_seconds = since(t0);
+  const std::size_t events = doc->trace.event_count();
+  auto over_cap = [&](std::size_t bytes) {
+    return make_error(fmt::format(
+        "{}: this trace needs about {} MiB in memory for {} events, over the memory cap of {} MiB. "
+        "Open it on a machine with more memory, or raise the cap with --memory-cap MiB.",
+        path.string(), bytes >> 20, events, opt.memory_cap_bytes >> 20));
+  };
+  if (opt.memory_cap_bytes && doc->trace.event_bytes() > opt.memory_cap_bytes) return over_cap(doc->trace.event_bytes());
+
+  report(60, "indexing the timeline");
+  const auto t1 = Clock::now();
+  doc->index = build_timeline_index(doc->trace);
+  doc->index_seconds = since(t1);
+  doc->resident_bytes = doc->trace.event_bytes() + doc->index.index_bytes;
+  if (opt.memory_cap_bytes && doc->resident_bytes > opt.memory_cap_bytes) return over_cap(doc->resident_bytes);
+
+  if (opt.analyze) {
+    report(75, "analysing");
+    analyze_document(*doc);
+  }
+  report(100, "done");
+  return std::shared_ptr<const Document>(std::move(doc));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Document>> load_document(const std::filesystem::path& path, const LoadOptions& opt,
+                                                      const LoadProgress& progress) {
+  try {
+    return load_unguarded(path, opt, progress);
+  } catch (const std::bad_alloc&) {
+    return make_error(path.string() + ": ran out of memory while loading; lower --memory-cap so the check stops it "
+                      "earlier, or open it on a machine with more memory");
+  } catch (const std::exception& e) {
+    return make_error(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace tt::gui

@@ -1,0 +1,69 @@
+// A loaded trace as the GUI holds it: the columnar Trace, the timeline's row index over it,
+// and the analyzer's report, built in a worker thread (load_document) and then shared
+// read-only (std::shared_ptr<const Document>) by the window, the views and the LOD worker.
+// The trace and the index never change after loading. The report may be attached later, once
+// (the window shows the timeline while the analysis still runs): until then analysis() is
+// empty and analysed() false. Attaching publishes it atomically, so any thread may read it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/gui/timeline_index.h"
+#include "tracetune/trace/model.h"
+#include "tracetune/trace/result.h"
+
+namespace tt::gui {
+
+struct Document {
+  std::filesystem::path path;
+  trace::Trace trace;
+  TimelineIndex index;  // points into `trace`: a Document is never copied or moved
+  double load_seconds = 0, index_seconds = 0;
+  std::size_t resident_bytes = 0;  // trace columns + strings + timeline index
+
+  Document() = default;
+  Document(const Document&) = delete;
+  Document& operator=(const Document&) = delete;
+
+  bool analysed() const { return attached_.load() != nullptr; }
+  const analyzer::Analysis& analysis() const;  // an empty report until analysed()
+  double analyze_seconds() const;
+  // Attaches the report; only the first call has an effect (references handed out stay valid).
+  void attach_analysis(analyzer::Analysis a, double seconds) const;
+
+ private:
+  struct Attached {
+    analyzer::Analysis analysis;
+    double seconds = 0;
+  };
+  mutable std::atomic<std::shared_ptr<const Attached>> attached_;
+};
+
+struct LoadOptions {
+  std::uint64_t memory_cap_bytes = 0;  // 0: no cap
+  bool analyze = true;                 // false: leave it to analyze_document()
+};
+
+// Stages reported while loading: (percent 0..100, what is happening). Called on the loading
+// thread.
+using LoadProgress = std::function<void(int percent, const std::string& stage)>;
+
+// The default cap: three quarters of the machine's physical memory.
+std::uint64_t default_memory_cap();
+
+// Runs the analyzer on the document's trace and attaches the report (a no-op once analysed).
+void analyze_document(const Document& doc);
+
+// Opens a tracetune DB, or imports a Kineto JSON (file or directory) or an nsys SQLite export;
+// builds the timeline index and (unless opt.analyze is false) runs the analyzer. Every failure (unreadable, foreign or
+// corrupt file, over the memory cap, out of memory) is an error message, never a crash.
+Result<std::shared_ptr<const Document>> load_document(const std::filesystem::path& path, const LoadOptions& opt,
+                                                      const LoadProgress& progress = {});
+
+}  // namespace tt::gui

@@ -1,0 +1,49 @@
+// Plain-language descriptions of one event (the hover box and the details pane), the colour
+// a timeline block gets, and area-selection aggregates. Everything returned is plain text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "document.h"
+
+namespace tt::gui {
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+std::string format_duration(trace::Ns ns);
+std::string format_bytes(std::uint64_t b);
+
+std::string event_name(const Document& d, EventRef e);
+trace::Ns event_start(const Document& d, EventRef e);
+trace::Ns event_end(const Document& d, EventRef e);
+
+// name, kind, track, start (from the trace's start), duration, then the table's own columns
+// (bytes, direction, memory kinds, correlation, launch configuration, collective, I/O path...).
+Fields describe_event(const Document& d, EventRef e);
+
+// The other end of a launch: a CUDA API call's kernel / copy / set with the same correlation
+// id in the same process, or a GPU op's launching call. Invalid when there is none.
+// A linear scan of the correlation column (only on selection, so no per-event memory).
+EventRef correlated_event(const Document& d, EventRef e);
+
+// 0xAARRGGBB colour of an event's block.
+std::uint32_t event_color(const Document& d, EventRef e);
+
+struct NameAggregate {
+  std::string name;
+  std::uint64_t count = 0;
+  trace::Ns total = 0;  // sum of durations clipped to the selection
+};
+struct AreaAggregate {
+  trace::Ns t0 = 0, t1 = 0;
+  std::vector<NameAggregate> by_name;             // by total, largest first
+  std::vector<std::pair<std::string, double>> busy;  // per row: union of its events / (t1 - t0)
+  std::uint64_t events = 0;
+};
+// Events of `rows` (timeline rows; counter rows are skipped) overlapping [t0, t1).
+AreaAggregate aggregate_area(const Document& d, const std::vector<std::uint32_t>& rows, trace::Ns t0, trace::Ns t1);
+
+}  // namespace tt::gui

@@ -1,0 +1,101 @@
+// tracetune-gui [FILE]: the desktop timeline and analysis viewer. With --screenshot it renders
+// the main window offscreen to a PNG and exits (tests and docs use it).
+#include <cstdio>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QImage>
+#include <QTableView>
+#include <QTimer>
+
+#include "main_window.h"
+
+using namespace tt::gui;
+
+namespace {
+
+int fail(const QString& msg, int code = 1) {
+  std::fprintf(stderr, "tracetune-gui: %s\n", msg.toLocal8Bit().constData());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --screenshot, --help and --version need no display: pick the offscreen platform before Qt starts
+  for (int i = 1; i < argc; ++i)
+    for (const char* flag : {"--screenshot", "--help", "-h", "--help-all", "--version", "-v"})
+      if (qstrcmp(argv[i], flag) == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("tracetune");
+  QApplication::setApplicationName("tracetune-gui");
+  QApplication::setApplicationVersion(TT_VERSION);
+
+  QCommandLineParser cli;
+  cli.setApplicationDescription(
+      "Shows a recorded job as a timeline (host > process > threads; GPU > streams) with the analyzer's findings.\n"
+      "FILE: a tracetune trace DB, a Kineto/PyTorch-profiler JSON (.json, .json.gz, or a directory of per-rank files)\n"
+      "or an Nsight Systems SQLite export.");
+  cli.addHelpOption();
+  cli.addVersionOption();
+  cli.addPositionalArgument("FILE", "The trace to open.", "[FILE]");
+  QCommandLineOption shot("screenshot", "Render the main window offscreen to OUT.png and exit.", "OUT.png");
+  QCommandLineOption size("size", "Window size for --screenshot (default 1600x1000).", "WxH", "1600x1000");
+  QCommandLineOption range("range", "Time window for --screenshot, in ms from the trace's start (default: all).", "A:B");
+  QCommandLineOption finding("finding", "For --screenshot: click the N-th finding (1 = largest gain) first.", "N");
+  QCommandLineOption cap("memory-cap",
+                         "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory).",
+                         "MiB");
+  cli.addOptions({shot, size, range, finding, cap});
+  cli.process(app);
+
+  LoadOptions opt;
+  opt.memory_cap_bytes = default_memory_cap();
+  if (cli.isSet(cap)) {
+    bool ok = false;
+    const qulonglong mib = cli.value(cap).toULongLong(&ok);
+    if (!ok) return fail("--memory-cap wants a number of MiB", 2);
+    opt.memory_cap_bytes = static_cast<std::uint64_t>(mib) << 20;
+  }
+  const QStringList files = cli.positionalArguments();
+  if (files.size() > 1) return fail("one FILE at a time", 2);
+
+  MainWindow w(opt);
+  if (!cli.isSet(shot)) {
+    w.show();
+    if (!files.isEmpty()) QTimer::singleShot(0, &w, [&w, f = files.front()] { w.openFile(f); });
+    return QApplication::exec();
+  }
+
+  // ---- headless screenshot ----
+  if (files.isEmpty()) return fail("--screenshot needs a FILE", 2);
+  const QStringList wh = cli.value(size).split('x');
+  int W = 0, H = 0;
+  if (wh.size() == 2) { W = wh[0].toInt(); H = wh[1].toInt(); }
+  if (W < 400 || H < 300 || W > 8000 || H > 8000) return fail("--size wants WxH between 400x300 and 8000x8000", 2);
+  w.timeline()->setSynchronous(true);
+  w.resize(W, H);
+  w.show();
+  QString error;
+  if (!w.loadNow(files.front(), &error)) return fail(error);
+  if (cli.isSet(range)) {
+    const QStringList ab = cli.value(range).split(':');
+    bool ok_a = false, ok_b = false;
+    const double a = ab.size() == 2 ? ab[0].toDouble(&ok_a) : 0, b = ab.size() == 2 ? ab[1].toDouble(&ok_b) : 0;
+    if (!ok_a || !ok_b || b <= a) return fail("--range wants A:B in ms with A < B", 2);
+    const auto origin = w.timeline()->document()->index.start;
+    w.timeline()->setView(origin + static_cast<qint64>(a * 1e6), origin + static_cast<qint64>(b * 1e6));
+  }
+  if (cli.isSet(finding)) {
+    bool ok = false;
+    const int n = cli.value(finding).toInt(&ok);
+    if (!ok || n < 1 || n > w.findingsPanel()->model()->rowCount())
+      return fail(QString("--finding wants 1..%1 for this trace").arg(w.findingsPanel()->model()->rowCount()), 2);
+    w.findingsPanel()->view()->selectRow(n - 1);
+    w.findingsPanel()->activate(n - 1);
+  }
+  QApplication::processEvents();
+  const QImage img = w.grab().toImage().convertToFormat(QImage::Format_RGB888);
+  if (!img.save(cli.value(shot), "PNG", 0)) return fail("cannot write " + cli.value(shot));  // 0: smallest file
+  return 0;
+}

@@ -1,0 +1,90 @@
+// Table models over a loaded Document: thin adapters from the analyzer's report (and area
+// selections) to Qt's item views. Each holds its rows in a vector built once per document;
+// data() is a lookup. Every text is plain (item views never interpret markup).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <QAbstractTableModel>
+
+#include "document.h"
+#include "event_info.h"
+
+namespace tt::gui {
+
+// Findings, by estimated gain (largest first).
+class FindingsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Gain, Share, Severity, Rank, Category, Title, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  void setDocument(std::shared_ptr<const Document> doc);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  const analyzer::Finding* finding(int row) const;
+  // The time range a finding points at: its first evidence with a range (t1 <= t0: none).
+  static std::pair<trace::Ns, trace::Ns> evidenceRange(const analyzer::Finding& f);
+
+ private:
+  std::shared_ptr<const Document> doc_;
+  std::vector<const analyzer::Finding*> rows_;
+};
+
+// The ten kernels with the most GPU time of each rank.
+class TopKernelsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Rank, Name, Class, Count, Total, Mean, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  void setDocument(std::shared_ptr<const Document> doc);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  // rank and kernel name of a row ({-1, ""} out of range)
+  std::pair<int, std::string> kernel(int row) const;
+
+ private:
+  struct Row { int rank; const analyzer::KernelTotal* k; };
+  std::shared_ptr<const Document> doc_;
+  std::vector<Row> rows_;
+};
+
+// One row per rank: step times and where the GPU time went, side by side.
+class RanksModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Rank, Steps, StepMedian, StepP90, GpuBusy, Compute, ExposedComm, DataWait, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  void setDocument(std::shared_ptr<const Document> doc);
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  const analyzer::RankMetrics* rank(int row) const;
+
+ private:
+  std::shared_ptr<const Document> doc_;
+};
+
+// Per-name aggregates of an area selection.
+class AggregatesModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Name, Count, Total, Mean, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  void setAggregate(AreaAggregate a);
+  const AreaAggregate& aggregate() const { return agg_; }
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+ private:
+  AreaAggregate agg_;
+};
+
+}  // namespace tt::gui

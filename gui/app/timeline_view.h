@@ -1,0 +1,159 @@
+// The timeline: a ruler, a label column with the group tree (host → process → threads, GPU →
+// streams) and one band per row, drawn from LOD results (lod_worker.h) so the draw cost
+// follows the pixels on screen, not the events in the trace. Only rows inside the viewport
+// (plus the pinned ones) are queried. Input: wheel zoom about the cursor, drag to pan,
+// Shift+drag for an area selection, W/A/S/D, F (fit the selected event), Z (zoom to the area),
+// 0 (fit all), P (pin the selected event's row), ? (keyboard help), Esc.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <QWidget>
+
+#include "document.h"
+#include "lod_worker.h"
+#include "renderer.h"
+
+class QScrollBar;
+
+namespace tt::gui {
+
+struct AreaSelection {
+  trace::Ns t0 = 0, t1 = 0;
+  std::vector<std::uint32_t> rows;
+};
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kRulerHeight = 26;
+  static constexpr int kLabelWidth = 240;
+  static constexpr int kLaneHeight = 17;
+  static constexpr int kGroupHeight = 19;
+  static constexpr int kCounterHeight = 30;
+  static constexpr std::size_t kCollapseAbove = 40;  // rows; more start collapsed (see setDocument)
+
+  explicit TimelineView(QWidget* parent = nullptr);
+  ~TimelineView() override;
+
+  void setDocument(std::shared_ptr<const Document> doc);
+  const Document* document() const { return doc_.get(); }
+
+  // LOD in the calling thread instead of the worker: deterministic for tests and screenshots.
+  void setSynchronous(bool on) { synchronous_ = on; }
+
+  // ---- the view ----
+  trace::Ns viewStart() const { return t0_; }
+  trace::Ns viewEnd() const { return t1_; }
+  void setView(trace::Ns t0, trace::Ns t1);
+  void fitAll();
+  void zoomAbout(double factor, double x);  // factor < 1 zooms in; x in widget pixels
+  void panPixels(double dx);
+  double xAt(trace::Ns t) const;
+  trace::Ns timeAt(double x) const;
+  int timelineWidth() const;
+
+  // ---- selection ----
+  EventRef selected() const { return selected_; }
+  EventRef flowTarget() const { return flow_; }
+  EventRef hovered() const { return hover_; }
+  void select(EventRef e);
+  void fitSelected();
+  void setHighlight(trace::Ns t0, trace::Ns t1);  // a finding's evidence; t1 <= t0 clears
+  const std::optional<AreaSelection>& area() const { return area_; }
+  void setArea(std::optional<AreaSelection> a);
+  void zoomToArea();
+  // Next (or previous) event whose name contains `text`, from the selection; selects it.
+  bool findNext(const QString& text, bool backwards);
+
+  // ---- rows ----
+  void toggleGroup(std::uint32_t group);
+  // Expands the groups holding the rows of `rank` and scrolls to the first of them.
+  void revealRank(int rank);
+  bool groupCollapsed(std::uint32_t group) const;
+  void togglePin(std::uint32_t row);
+  bool pinned(std::uint32_t row) const;
+  // The band of `row` in widget coordinates (empty when scrolled away or hidden).
+  QRect rowRect(std::uint32_t row) const;
+  // The timeline part of a group's header line (a summary when collapsed); empty when hidden.
+  QRect groupRect(std::uint32_t group) const;
+  EventRef eventAt(QPoint p) const;
+
+  void setHelpVisible(bool on);
+  bool helpVisible() const { return help_; }
+
+  // the newest LOD result drawn (tests and the benchmark)
+  std::shared_ptr<const LodResult> lodResult() const { return lod_; }
+  // Renders the whole widget into `img` with the same frame the window shows.
+  void renderTo(QPainter& p);
+
+ signals:
+  void viewChanged(qint64 t0, qint64 t1);
+  void selectionChanged();
+  void areaChanged();
+  void lodUpdated();
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void resizeEvent(QResizeEvent*) override;
+  void wheelEvent(QWheelEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  void mouseMoveEvent(QMouseEvent*) override;
+  void mouseReleaseEvent(QMouseEvent*) override;
+  void mouseDoubleClickEvent(QMouseEvent*) override;
+  void keyPressEvent(QKeyEvent*) override;
+  void leaveEvent(QEvent*) override;
+
+ private:
+  struct Entry {
+    bool group = false;
+    std::uint32_t id = 0;  // group or row index
+    int y = 0, h = 0;      // in content coordinates (pinned: in the pinned strip)
+    int level = 0;
+  };
+  int rowHeight(std::uint32_t row) const;
+  void relayout();
+  void requestLod();
+  void onLod(std::shared_ptr<const LodResult> r);
+  void buildFrame(Frame& f);
+  void emitView();
+  int pinnedHeight() const;
+  int scrollY() const;
+  // y of an entry in widget coordinates
+  int entryTop(const Entry& e, bool pinned) const;
+  const Entry* entryAt(QPoint p, bool* pinned) const;
+  std::optional<QPointF> eventAnchor(EventRef e) const;
+
+  std::shared_ptr<const Document> doc_;
+  std::shared_ptr<const LodResult> lod_;
+  std::unique_ptr<LodWorker> worker_;
+  std::unique_ptr<FrameRenderer> renderer_;
+  Frame frame_;
+  QScrollBar* vscroll_ = nullptr;
+  bool synchronous_ = false;
+  std::uint64_t generation_ = 0;
+
+  trace::Ns t0_ = 0, t1_ = 1;
+  std::vector<Entry> entries_, pinned_entries_;
+  int content_height_ = 0;
+  std::vector<bool> collapsed_;   // per group
+  std::vector<std::vector<std::uint32_t>> group_rows_;  // per group: the span rows inside it
+  std::vector<bool> pinned_;      // per row
+
+  EventRef selected_, flow_, hover_;
+  QPoint hover_pos_;
+  trace::Ns highlight_t0_ = 0, highlight_t1_ = 0;
+  std::optional<AreaSelection> area_;
+  bool help_ = false;
+
+  // mouse drag state
+  enum class Drag { None, Pan, Area } drag_ = Drag::None;
+  QPoint press_pos_, last_pos_;
+  bool moved_ = false;
+};
+
+}  // namespace tt::gui

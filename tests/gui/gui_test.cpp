@@ -1,0 +1,679 @@
+// The Qt application, offscreen: models under QAbstractItemModelTester, timeline interactions
+// driven by real input events, findings linked to the timeline, loading errors, plain-text
+// names, and screenshots of real traces from ../shared/data checked for structure (every
+// visible row has something drawn in its band).
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QDir>
+#include <QKeyEvent>
+#include <QMimeData>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QWheelEvent>
+#include <QtTest>
+
+#include "event_info.h"
+#include "main_window.h"
+#include "models.h"
+
+using namespace tt::gui;
+using tt::trace::Ns;
+using analyzer_rank_t = tt::analyzer::RankMetrics;
+
+namespace {
+
+const QString kData = QStringLiteral(TT_SHARED_DATA_DIR);
+const QString kGpuTrace = kData + "/kineto/hta/ns_resolution_rank_0.json.gz";
+const QString kFindingsTrace = kData + "/kineto/param/resnet_rtx2080ti.json.gz";
+
+// Drawn ink: a saturated or dark pixel. Backgrounds, stripes and grid lines are light greys.
+bool ink(QRgb p) {
+  const int r = qRed(p), g = qGreen(p), b = qBlue(p);
+  return std::max({r, g, b}) - std::min({r, g, b}) > 40 || std::max({r, g, b}) < 200;
+}
+
+void send_mouse(QWidget* w, QEvent::Type type, QPoint p, Qt::MouseButton button, Qt::MouseButtons buttons,
+                Qt::KeyboardModifiers mods = Qt::NoModifier) {
+  QMouseEvent ev(type, QPointF(p), w->mapToGlobal(QPointF(p)), button, buttons, mods);
+  QApplication::sendEvent(w, &ev);
+}
+
+void drag(QWidget* w, QPoint from, QPoint to, Qt::KeyboardModifiers mods = Qt::NoModifier) {
+  send_mouse(w, QEvent::MouseButtonPress, from, Qt::LeftButton, Qt::LeftButton, mods);
+  const QPoint mid = (from + to) / 2;
+  send_mouse(w, QEvent::MouseMove, mid, Qt::NoButton, Qt::LeftButton, mods);
+  send_mouse(w, QEvent::MouseMove, to, Qt::NoButton, Qt::LeftButton, mods);
+  send_mouse(w, QEvent::MouseButtonRelease, to, Qt::LeftButton, Qt::NoButton, mods);
+}
+
+// The first row showing `table` and a point inside one of its blocks (from the LOD result).
+std::optional<std::pair<std::uint32_t, QPoint>> block_point(TimelineView* tl, Table table) {
+  const auto* doc = tl->document();
+  const auto lod = tl->lodResult();
+  if (!doc || !lod) return std::nullopt;
+  for (std::uint32_t r = 0; r < doc->index.rows.size(); ++r) {
+    if (doc->index.rows[r].table != table) continue;
+    const QRect rr = tl->rowRect(r);
+    const auto* rl = lod->find(r);
+    if (rr.isEmpty() || !rl || rl->lanes.empty()) continue;
+    for (const auto& it : rl->lanes[0]) {
+      const double x0 = tl->xAt(it.start), x1 = tl->xAt(it.end);
+      if (it.merged() || x1 - x0 < 4 || x0 < TimelineView::kLabelWidth || x1 > TimelineView::kLabelWidth + tl->timelineWidth())
+        continue;
+      return std::pair{r, QPoint(static_cast<int>((x0 + x1) / 2), rr.top() + TimelineView::kLaneHeight / 2)};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+
+  std::unique_ptr<MainWindow> open(const QString& path, QSize size = {1400, 900}) {
+    auto w = std::make_unique<MainWindow>();
+    w->setErrorDialogs(false);
+    w->timeline()->setSynchronous(true);
+    w->resize(size);
+    w->show();
+    if (!QTest::qWaitForWindowExposed(w.get())) return nullptr;
+    QString err;
+    if (!w->loadNow(path, &err)) {
+      qWarning() << err;
+      return nullptr;
+    }
+    return w;
+  }
+
+ private slots:
+  // Qt warnings fail the test (like Orbit's AssertNoQtLogWarnings), except the offscreen
+  // platform's note that it has no window manager to pass size hints to.
+  void init() { QTest::failOnWarning(QRegularExpression("^(?!This plugin does not support propagateSizeHints)")); }
+
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // recent files go to a test settings file
+    QApplication::setOrganizationName("tracetune-tests");
+    if (!QFile::exists(kGpuTrace)) QSKIP("../shared/data is missing");
+  }
+
+  void modelsPassTheModelTester() {
+    auto doc = load_document(kFindingsTrace.toStdString(), {});
+    QVERIFY2(doc.ok(), doc.ok() ? "" : doc.error().c_str());
+    FindingsModel findings;
+    TopKernelsModel kernels;
+    RanksModel ranks;
+    AggregatesModel agg;
+    QAbstractItemModelTester t1(&findings, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t2(&kernels, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t3(&ranks, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester t4(&agg, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    findings.setDocument(doc.value());
+    kernels.setDocument(doc.value());
+    ranks.setDocument(doc.value());
+    const auto& d = *doc.value();
+    std::vector<std::uint32_t> rows;
+    for (std::uint32_t r = 0; r < d.index.rows.size(); ++r) rows.push_back(r);
+    agg.setAggregate(aggregate_area(d, rows, d.index.start, d.index.end + 1));  // + 1: instants at the end
+    QCOMPARE(findings.rowCount(), static_cast<int>(d.analysis().findings.size()));
+    QVERIFY(findings.rowCount() >= 3);
+    for (int i = 1; i < findings.rowCount(); ++i) QVERIFY(findings.finding(i - 1)->gain >= findings.finding(i)->gain);
+    QVERIFY(kernels.rowCount() > 0);
+    QCOMPARE(ranks.rowCount(), static_cast<int>(d.analysis().metrics.ranks.size()));
+    // the aggregate over everything counts every span event once
+    std::uint64_t total = 0;
+    for (const auto& a : agg.aggregate().by_name) total += a.count;
+    std::uint64_t span_events = 0;
+    for (const auto& row : d.index.rows)
+      if (row.table != Table::Counters) span_events += row.events;
+    QCOMPARE(total, span_events);
+    findings.setDocument(nullptr);  // resets are checked by the testers too
+    QCOMPARE(findings.rowCount(), 0);
+  }
+
+  void wheelZoomsAboutTheCursor() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const Ns span0 = tl->viewEnd() - tl->viewStart();
+    const QPoint at(TimelineView::kLabelWidth + tl->timelineWidth() / 3, 200);
+    const Ns under = tl->timeAt(at.x());
+    QWheelEvent in(QPointF(at), tl->mapToGlobal(QPointF(at)), QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier,
+                   Qt::NoScrollPhase, false);
+    QApplication::sendEvent(tl, &in);
+    const Ns span1 = tl->viewEnd() - tl->viewStart();
+    QVERIFY(span1 < span0 * 0.7);
+    QVERIFY(std::llabs(tl->timeAt(at.x()) - under) <= span1 / tl->timelineWidth() + 1);
+    QWheelEvent out(QPointF(at), tl->mapToGlobal(QPointF(at)), QPoint(), QPoint(0, -240), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+    QApplication::sendEvent(tl, &out);
+    QVERIFY(std::llabs((tl->viewEnd() - tl->viewStart()) - span0) <= span0 / 1000 + 2);
+  }
+
+  void dragPansAndKeysNavigate() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const Ns t0 = tl->viewStart(), span = tl->viewEnd() - tl->viewStart();
+    const int y = 300, x = TimelineView::kLabelWidth + 400;
+    drag(tl, {x, y}, {x + 200, y});  // content follows the mouse: the view moves earlier
+    const double expect = 200.0 * span / tl->timelineWidth();
+    QVERIFY(std::abs(double(t0 - tl->viewStart()) - expect) < expect * 0.02 + 2);
+    QCOMPARE(tl->viewEnd() - tl->viewStart(), span);
+    QVERIFY(!tl->selected().valid());  // a drag is not a click
+
+    tl->setFocus();
+    QTest::keyClick(tl, Qt::Key_W);
+    QVERIFY(tl->viewEnd() - tl->viewStart() < span);
+    const Ns before = tl->viewStart();
+    QTest::keyClick(tl, Qt::Key_D);
+    QVERIFY(tl->viewStart() > before);
+    QTest::keyClick(tl, Qt::Key_A);
+    QTest::keyClick(tl, Qt::Key_A);
+    QVERIFY(tl->viewStart() < before);
+    QTest::keyClick(tl, Qt::Key_S);
+    QTest::keyClick(tl, Qt::Key_0);
+    QCOMPARE(tl->viewEnd() - tl->viewStart(), span);
+    QTest::keyClick(tl, Qt::Key_Question);
+    QVERIFY(tl->helpVisible());
+    QTest::keyClick(tl, Qt::Key_Escape);
+    QVERIFY(!tl->helpVisible());
+  }
+
+  void clickSelectsFitsAndFollowsTheFlow() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    // zoom in on a step so the launches are wide enough to click
+    const auto& d = *tl->document();
+    QVERIFY(d.trace.steps.size() > 1);
+    tl->setView(d.trace.steps.start[1], d.trace.steps.start[1] + d.trace.steps.dur[1] / 40);
+    auto hit = block_point(tl, Table::ApiCalls);
+    QVERIFY(hit);
+    QTest::mouseClick(tl, Qt::LeftButton, Qt::NoModifier, hit->second);
+    const EventRef sel = tl->selected();
+    QVERIFY(sel.valid());
+    QCOMPARE(sel.table, Table::ApiCalls);
+    QVERIFY(w->detailsPane()->toPlainText().contains("duration"));
+    // F fits it
+    tl->setFocus();
+    QTest::keyClick(tl, Qt::Key_F);
+    QVERIFY(tl->viewStart() <= event_start(d, sel) && tl->viewEnd() >= event_end(d, sel));
+    QVERIFY(tl->viewEnd() - tl->viewStart() < 2 * (event_end(d, sel) - event_start(d, sel)) + 2000);
+    // a launch with a correlation id points at its GPU op, and the other way round
+    for (std::uint32_t i = 0; i < d.trace.api_calls.size(); ++i) {
+      if (!d.trace.api_calls.correlation[i]) continue;
+      const EventRef api{Table::ApiCalls, i};
+      const EventRef gpu = correlated_event(d, api);
+      if (!gpu.valid()) continue;
+      tl->select(api);
+      QCOMPARE(tl->flowTarget(), gpu);
+      QCOMPARE(correlated_event(d, gpu), api);
+      QVERIFY(w->detailsPane()->toPlainText().contains("launches"));
+      return;
+    }
+    QFAIL("no correlated launch in the trace");
+  }
+
+  void areaSelectionAggregates() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto hit = block_point(tl, Table::Steps);
+    QVERIFY(hit);
+    const QRect rr = tl->rowRect(hit->first);
+    drag(tl, {TimelineView::kLabelWidth + 10, rr.top() + 2}, {TimelineView::kLabelWidth + tl->timelineWidth() - 10, rr.bottom() - 2},
+         Qt::ShiftModifier);
+    QVERIFY(tl->area().has_value());
+    QCOMPARE(tl->area()->rows.size(), std::size_t(1));
+    QVERIFY(w->aggregatesModel()->rowCount() > 0);
+    const auto& agg = w->aggregatesModel()->aggregate();
+    QCOMPARE(agg.busy.size(), std::size_t(1));
+    QVERIFY(agg.busy[0].second > 0 && agg.busy[0].second <= 1.0);
+    tl->setFocus();
+    QTest::keyClick(tl, Qt::Key_Z);
+    QCOMPARE(tl->viewStart(), tl->area()->t0);
+  }
+
+  void searchFindsNextAndPrevious() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    w->searchBox()->setText("ProfilerStep");
+    QTest::keyClick(w->searchBox(), Qt::Key_Return);
+    const EventRef a = tl->selected();
+    QVERIFY(a.valid());
+    QVERIFY(QString::fromStdString(event_name(*tl->document(), a)).contains("ProfilerStep"));
+    QVERIFY(tl->findNext("profilerstep", false));  // case-insensitive
+    const EventRef b = tl->selected();
+    QVERIFY(event_start(*tl->document(), b) >= event_start(*tl->document(), a));
+    QVERIFY(!(a == b));
+    QVERIFY(tl->findNext("ProfilerStep", true));
+    QCOMPARE(tl->selected(), a);
+    QVERIFY(!tl->findNext("no event is called this", false));
+    // past the last one, the search wraps around to the first
+    EventRef first = a, last = a;
+    while (tl->findNext("ProfilerStep", false) && !(tl->selected() == a)) last = tl->selected();
+    QCOMPARE(tl->selected(), first);
+    QVERIFY(!(last == first));
+  }
+
+  void topKernelAndRankClicksReachTheTimeline() {
+    auto w = open(kFindingsTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    TablePanel* kernels = nullptr;
+    TablePanel* ranks = nullptr;
+    for (auto* p : w->findChildren<TablePanel*>()) (p->title() == "Top kernels" ? kernels : ranks) = p;
+    QVERIFY(kernels && ranks);
+    // a kernel: its first occurrence is selected
+    const QModelIndex k0 = kernels->view()->model()->index(0, 1);
+    const QString name = k0.data().toString();
+    QVERIFY(!name.isEmpty());
+    emit kernels->view()->activated(k0);
+    QVERIFY(tl->selected().valid());
+    QCOMPARE(tl->selected().table, Table::Kernels);
+    QCOMPARE(QString::fromStdString(event_name(*tl->document(), tl->selected())), name);
+    // a rank: its analysis window
+    tl->setView(tl->viewStart(), tl->viewStart() + 1000);
+    emit ranks->view()->activated(ranks->view()->model()->index(0, 0));
+    const auto& r = tl->document()->analysis().metrics.ranks.front();
+    QVERIFY(tl->viewStart() <= r.window_start && tl->viewEnd() >= r.window_end);
+  }
+
+  void collapseAndPin() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& idx = tl->document()->index;
+    // the last row is near the bottom; pinning it brings it right under the ruler
+    const std::uint32_t last = static_cast<std::uint32_t>(idx.rows.size() - 1);
+    tl->togglePin(last);
+    QVERIFY(tl->pinned(last));
+    QCOMPARE(tl->rowRect(last).top(), TimelineView::kRulerHeight);
+    tl->togglePin(last);
+    // collapsing a row's group hides it
+    const auto hit = block_point(tl, Table::Ranges);
+    QVERIFY(hit);
+    const auto g = idx.rows[hit->first].group;
+    tl->toggleGroup(g);
+    QVERIFY(tl->groupCollapsed(g));
+    QVERIFY(tl->rowRect(hit->first).isEmpty());
+    tl->toggleGroup(g);
+    QVERIFY(!tl->rowRect(hit->first).isEmpty());
+  }
+
+  void findingClickMovesTheViewToItsEvidence() {
+    auto w = open(kFindingsTrace);
+    QVERIFY(w);
+    auto* panel = w->findingsPanel();
+    int row = -1;
+    for (int i = 0; i < panel->model()->rowCount(); ++i) {
+      const auto [a, b] = FindingsModel::evidenceRange(*panel->model()->finding(i));
+      if (b > a) { row = i; break; }
+    }
+    QVERIFY(row >= 0);
+    const auto [a, b] = FindingsModel::evidenceRange(*panel->model()->finding(row));
+    auto* view = panel->view();
+    view->parentWidget()->parentWidget()->show();
+    const QRect cell = view->visualRect(panel->model()->index(row, FindingsModel::Title));
+    QVERIFY(!cell.isEmpty());
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, Qt::NoModifier, cell.center());
+    auto* tl = w->timeline();
+    QVERIFY(tl->viewStart() <= a && tl->viewEnd() >= b);
+    QVERIFY(tl->viewEnd() - tl->viewStart() < (b - a) * 2);
+    // and the highlight is drawn: the ruler over the range is tinted
+    const QImage img = tl->grab().toImage();
+    const int x = static_cast<int>(tl->xAt(a + (b - a) / 2));
+    QVERIFY(qRed(img.pixel(x, 3)) > qBlue(img.pixel(x, 3)) + 40);
+  }
+
+  void stepBarClickMovesTheView() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* chart = w->stepsPanel()->chart();
+    chart->parentWidget()->parentWidget()->show();
+    chart->parentWidget()->parentWidget()->raise();
+    chart->resize(500, 200);
+    const auto& ranks = w->timeline()->document()->analysis().metrics.ranks;
+    const analyzer_rank_t* rank = nullptr;
+    for (const auto& r : ranks)
+      if (!r.steps.empty()) { rank = &r; break; }
+    QVERIFY(rank);
+    // the segments of every bar add up to the step's wall time
+    for (const auto& s : rank->steps) {
+      const auto g = StepsChart::segments(s, rank->has_gpu);
+      QCOMPARE(g.compute + g.communication + g.copies + g.data_wait + g.idle, std::max<Ns>(s.wall(), g.compute + g.communication + g.copies + g.data_wait));
+    }
+    const int n = static_cast<int>(rank->steps.size());
+    const int last_x = static_cast<int>(4 + (n - 0.5) * (chart->width() - 8.0) / n);
+    QCOMPARE(chart->stepAt(last_x), n - 1);
+    QTest::mouseClick(chart, Qt::LeftButton, Qt::NoModifier, QPoint(last_x, chart->height() - 30));
+    const auto& s = rank->steps.back();
+    auto* tl = w->timeline();
+    QVERIFY(tl->viewStart() <= s.start && tl->viewEnd() >= s.end);
+    QVERIFY(tl->viewEnd() - tl->viewStart() < s.wall() * 2);
+  }
+
+  void manyRowsStartCollapsedWithSummaries() {
+    auto w = open(kData + "/kineto/param/dlrm_8rank", {1600, 1000});
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& idx = tl->document()->index;
+    QVERIFY(idx.rows.size() > TimelineView::kCollapseAbove);
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) QVERIFY(tl->rowRect(r).isEmpty());
+    // every process is one collapsed line whose band summarises what it holds
+    const QImage img = tl->grab().toImage();
+    int processes = 0;
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g) {
+      if (idx.groups[g].level != 1) continue;
+      QVERIFY(tl->groupCollapsed(g));
+      ++processes;
+    }
+    QCOMPARE(processes, 32);  // 8 ranks, each with Kineto's 3 pseudo-processes
+    int summary_rows = 0;
+    for (int y = TimelineView::kRulerHeight + 2; y + TimelineView::kGroupHeight / 2 < img.height(); y += TimelineView::kGroupHeight) {
+      int n = 0;
+      for (int x = TimelineView::kLabelWidth; x < TimelineView::kLabelWidth + tl->timelineWidth(); ++x) n += ink(img.pixel(x, y + TimelineView::kGroupHeight / 2));
+      summary_rows += n > 0;
+    }
+    QVERIFY2(summary_rows >= 24, qPrintable(QString::number(summary_rows)));
+    // expanding shows the rows
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g)
+      if (tl->groupCollapsed(g)) tl->toggleGroup(g);
+    int shown = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) shown += !tl->rowRect(r).isEmpty();
+    QVERIFY(shown > 0);
+  }
+
+  void findingClickRevealsItsRank() {
+    auto w = open(kData + "/kineto/param/dlrm_8rank", {1600, 1000});
+    QVERIFY(w);
+    auto* panel = w->findingsPanel();
+    const auto* f = panel->model()->finding(0);
+    QVERIFY(f && f->rank >= 0);
+    panel->activate(0);
+    const auto& idx = w->timeline()->document()->index;
+    int rank_rows = 0, other_rows = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+      if (w->timeline()->rowRect(r).isEmpty()) continue;
+      (idx.rows[r].rank == f->rank ? rank_rows : other_rows)++;
+    }
+    QVERIFY(rank_rows >= 3);
+    QCOMPARE(other_rows, 0);  // the other ranks stay collapsed
+    const auto [a, b] = FindingsModel::evidenceRange(*f);
+    QVERIFY(w->timeline()->viewStart() <= a && w->timeline()->viewEnd() >= b);
+  }
+
+  void loadsInAWorkerThreadAndReportsErrors() {
+    QTemporaryDir tmp;
+    MainWindow w;
+    w.setErrorDialogs(false);
+    w.show();
+    QSignalSpy ok(&w, &MainWindow::documentLoaded), failed(&w, &MainWindow::loadFailed),
+        analysed(&w, &MainWindow::analysisReady);
+    w.openFile(kGpuTrace);
+    QVERIFY(w.loading());
+    QVERIFY(ok.wait(30000));
+    QVERIFY(w.timeline()->document());
+    // the timeline is up; the findings follow when the analysis is done
+    QVERIFY(analysed.count() == 1 || analysed.wait(30000));
+    QVERIFY(w.timeline()->document()->analysed());
+    QCOMPARE(w.findingsPanel()->model()->rowCount(),
+             static_cast<int>(w.timeline()->document()->analysis().findings.size()));
+    QVERIFY(w.findingsPanel()->model()->rowCount() > 0);
+    QVERIFY(!w.loading());
+    QVERIFY(w.statusText().contains("findings"));
+    QCOMPARE(w.recentFiles().value(0), QFileInfo(kGpuTrace).absoluteFilePath());
+    // garbage, a truncated JSON, a SQLite file of someone else's, a missing file: messages, no crash
+    const QString garbage = tmp.filePath("garbage.json"), trunc = tmp.filePath("trunc.json"), other = tmp.filePath("other.db");
+    QFile f1(garbage);
+    QVERIFY(f1.open(QIODevice::WriteOnly));
+    for (int i = 0; i < 4096; ++i) f1.putChar(static_cast<char>((i * 7919) & 0xff));
+    f1.close();
+    QFile f2(trunc);
+    QVERIFY(f2.open(QIODevice::WriteOnly));
+    f2.write("{\"traceEvents\": [{\"name\": \"x\", \"ph\": \"X\", \"ts\": 1");
+    f2.close();
+    QFile f3(other);
+    QVERIFY(f3.open(QIODevice::WriteOnly));
+    f3.write(QByteArray("SQLite format 3\0", 16) + QByteArray(4000, '\x01'));
+    f3.close();
+    for (const QString& bad : {garbage, trunc, other, tmp.filePath("missing.json")}) {
+      failed.clear();
+      w.openFile(bad);
+      QVERIFY(failed.wait(30000));
+      const QString msg = failed.first().first().toString();
+      QVERIFY2(msg.contains(QFileInfo(bad).fileName()), qPrintable(msg));
+      QVERIFY(w.timeline()->document());  // the previous trace stays open
+    }
+  }
+
+  void droppingAFileOpensIt() {
+    MainWindow w;
+    w.setErrorDialogs(false);
+    w.show();
+    QSignalSpy ok(&w, &MainWindow::documentLoaded);
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(kGpuTrace)});
+    QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(&w, &drop);
+    QVERIFY(ok.wait(30000));
+    QCOMPARE(QString::fromStdString(w.timeline()->document()->path.string()), kGpuTrace);
+  }
+
+  // Truncated and corrupted copies of real inputs of each format: an error or a trace, never a crash.
+  void damagedFilesNeverCrash() {
+    QTemporaryDir tmp;
+    const QString sources[] = {kGpuTrace, QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"),
+                               QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/nsys_small.sqlite")};
+    int errors = 0, loaded = 0;
+    for (const QString& src : sources) {
+      QFile in(src);
+      QVERIFY(in.open(QIODevice::ReadOnly));
+      const QByteArray bytes = in.readAll();
+      const QString suffix = src.endsWith(".gz") ? ".json.gz" : QString(".") + QFileInfo(src).suffix();
+      std::vector<QByteArray> damaged;
+      for (double cut : {0.1, 0.5, 0.9, 0.999}) damaged.push_back(bytes.left(static_cast<int>(bytes.size() * cut)));
+      for (int k = 1; k <= 6; ++k) {  // a run of bytes overwritten at six places
+        QByteArray b = bytes;
+        const int at = static_cast<int>(static_cast<double>(b.size()) * k / 7.0);
+        for (int j = 0; j < 64 && at + j < b.size(); ++j) b[at + j] = static_cast<char>(b[at + j] ^ (0x5a + j));
+        damaged.push_back(b);
+      }
+      for (std::size_t i = 0; i < damaged.size(); ++i) {
+        const QString path = tmp.filePath(QString("damaged%1%2").arg(i).arg(suffix));
+        QFile out(path);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(damaged[i]);
+        out.close();
+        auto r = load_document(path.toStdString(), {});
+        const bool truncated = i < 3;  // the 99.9% cut may only drop a page's unused tail
+        QVERIFY2(!truncated || !r.ok(), qPrintable(path + " was cut short but loaded"));
+        if (r) {
+          ++loaded;  // damage in unused space: the trace must still be whole enough to index
+          QVERIFY(r.value()->index.rows.size() <= r.value()->trace.tracks.size() * 10 + 10);
+        } else {
+          ++errors;
+          QVERIFY2(QString::fromStdString(r.error()).contains(QFileInfo(path).fileName()), r.error().c_str());
+        }
+      }
+    }
+    QVERIFY(errors >= 12);
+    qDebug() << errors << "refused," << loaded << "loaded";
+  }
+
+  void memoryCapRefusesWithAClearMessage() {
+    LoadOptions opt;
+    opt.memory_cap_bytes = 1 << 20;  // 1 MiB: far less than this trace needs
+    auto r = load_document(kGpuTrace.toStdString(), opt);
+    QVERIFY(!r.ok());
+    QVERIFY2(QString::fromStdString(r.error()).contains("memory cap"), r.error().c_str());
+  }
+
+  void lodRunsOffTheGuiThread() {
+    MainWindow w;
+    w.setErrorDialogs(false);
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QString err;
+    QSignalSpy spy(w.timeline(), &TimelineView::lodUpdated);
+    QVERIFY(w.loadNow(kGpuTrace, &err));  // the timeline stays asynchronous here
+    QVERIFY(spy.wait(10000));
+    auto* tl = w.timeline();
+    // zoom: the result arrives later, from the worker, and covers the new view
+    tl->setView(tl->viewStart(), tl->viewStart() + (tl->viewEnd() - tl->viewStart()) / 8);
+    QTRY_VERIFY_WITH_TIMEOUT(tl->lodResult() && tl->lodResult()->window.t0 <= tl->viewStart() &&
+                                 tl->lodResult()->window.t1 >= tl->viewEnd(), 10000);
+    QTest::qWait(300);  // let any layout-triggered queries land too
+    const auto gen = tl->lodResult()->generation;
+    // panning inside the queried window (three view widths) needs no new query
+    tl->panPixels(tl->timelineWidth() / 4.0);
+    QTest::qWait(50);
+    QCOMPARE(tl->lodResult()->generation, gen);
+    // many quick changes: only the newest matters, and it arrives
+    for (int i = 0; i < 50; ++i) tl->zoomAbout(0.9, TimelineView::kLabelWidth + 100 + i);
+    QTRY_VERIFY_WITH_TIMEOUT(tl->lodResult()->window.t0 <= tl->viewStart() && tl->lodResult()->window.t1 >= tl->viewEnd() &&
+                                 std::abs(tl->lodResult()->window.ns_per_px() * 3 * tl->timelineWidth() -
+                                          3.0 * double(tl->viewEnd() - tl->viewStart())) < 1e-6 * double(tl->viewEnd() - tl->viewStart()) * 3,
+                             10000);
+  }
+
+  void hoverShowsTheEventUnderTheCursor() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto hit = block_point(tl, Table::Steps);
+    QVERIFY(hit);
+    const QImage before = tl->grab().toImage();
+    send_mouse(tl, QEvent::MouseMove, hit->second, Qt::NoButton, Qt::NoButton);
+    QVERIFY(tl->hovered().valid());
+    QCOMPARE(tl->hovered().table, Table::Steps);
+    QVERIFY(tl->grab().toImage() != before);  // the hover box is drawn
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(tl, &leave);
+    QVERIFY(!tl->hovered().valid());
+  }
+
+  void countersAreDrawn() {
+    QTemporaryDir tmp;
+    const QString path = tmp.filePath("counters.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray json = R"({"traceEvents": [{"name": "step", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 0, "dur": 5000})";
+    for (int i = 0; i < 500; ++i)
+      json += QByteArray(R"(, {"name": "memory", "ph": "C", "pid": 1, "tid": 1, "ts": )") + QByteArray::number(i * 10) +
+              R"(, "args": {"allocated": )" + QByteArray::number((i * 37) % 1000) + "}}";
+    json += "]}";
+    f.write(json);
+    f.close();
+    auto w = open(path);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& idx = tl->document()->index;
+    const QImage img = tl->grab().toImage();
+    int counters = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+      if (idx.rows[r].table != Table::Counters) continue;
+      ++counters;
+      const QRect rr = tl->rowRect(r);
+      QVERIFY(!rr.isEmpty());
+      int n = 0;
+      for (int y = rr.top(); y < rr.bottom(); ++y)
+        for (int x = rr.left(); x < rr.right(); ++x) n += ink(img.pixel(x, y));
+      QVERIFY(n > 100);
+    }
+    QCOMPARE(counters, 1);
+  }
+
+  void namesArePlainText() {
+    // a Kineto trace whose event names look like markup
+    QTemporaryDir tmp;
+    const QString path = tmp.filePath("markup.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"traceEvents": [
+      {"name": "<b>bold</b> &amp; <img src=x>", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 10, "dur": 100},
+      {"name": "plain", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 200, "dur": 50}]})");
+    f.close();
+    auto w = open(path);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    QVERIFY(tl->findNext("<b>", false));
+    QVERIFY(w->detailsPane()->toPlainText().contains("<b>bold</b> &amp; <img src=x>"));
+  }
+
+  // Screenshots of real traces: every row (and collapsed group) in view has ink in its band.
+  void screenshotsHaveEveryVisibleRowDrawn_data() {
+    QTest::addColumn<QString>("path");
+    QTest::newRow("gpu kineto") << kGpuTrace;
+    QTest::newRow("cpu only") << kData + "/kineto/hta/cpu_only_gloo.json.gz";
+    QTest::newRow("8 ranks") << kData + "/kineto/param/dlrm_8rank";
+    QTest::newRow("nsys export") << QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/nsys_small.sqlite");
+    QTest::newRow("tracetune db") << QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db");
+  }
+  void screenshotsHaveEveryVisibleRowDrawn() {
+    QFETCH(QString, path);
+    auto w = open(path, {1600, 1000});
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const QImage img = tl->grab().toImage();
+    const auto& idx = tl->document()->index;
+    int rows_seen = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+      const QRect rr = tl->rowRect(r);
+      if (rr.isEmpty() || rr.bottom() >= img.height()) continue;
+      int n = 0;
+      for (int y = rr.top() + 1; y < rr.bottom(); ++y)
+        for (int x = rr.left(); x < rr.right(); ++x) n += ink(img.pixel(x, y));
+      QVERIFY2(n > 0, qPrintable(QString("row %1 (%2) is blank").arg(r).arg(QString::fromStdString(idx.rows[r].label))));
+      ++rows_seen;
+    }
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g) {  // collapsed groups show a summary
+      const QRect gr = tl->groupRect(g);
+      if (!tl->groupCollapsed(g) || gr.isEmpty() || gr.bottom() >= img.height()) continue;
+      int n = 0;
+      for (int x = gr.left(); x < gr.right(); ++x) n += ink(img.pixel(x, gr.center().y()));
+      QVERIFY2(n > 0, qPrintable(QString("group %1 (%2) is blank").arg(g).arg(QString::fromStdString(idx.groups[g].label))));
+      ++rows_seen;
+    }
+    QVERIFY(rows_seen >= 3);
+    // and the label column names them
+    int label_ink = 0;
+    for (int y = TimelineView::kRulerHeight; y < img.height(); y += 2)
+      for (int x = 0; x < TimelineView::kLabelWidth; ++x) label_ink += qGray(img.pixel(x, y)) < 100;
+    QVERIFY(label_ink > 100);
+  }
+
+  void screenshotCommandLine() {
+    QTemporaryDir tmp;
+    const QString out = tmp.filePath("shot.png");
+    QProcess p;
+    p.start(QStringLiteral(TT_GUI_EXE), {"--screenshot", out, "--size", "900x600", "--range", "100:200", kGpuTrace});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    QImage img(out);
+    QCOMPARE(img.size(), QSize(900, 600));
+    // a bad file: exit status 1 and one line on stderr
+    p.start(QStringLiteral(TT_GUI_EXE), {"--screenshot", out, tmp.filePath("missing.json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+    QVERIFY(p.readAllStandardError().contains("missing.json"));
+    p.start(QStringLiteral(TT_GUI_EXE), {"--screenshot", out, "--range", "5:1", kGpuTrace});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+  }
+};
+
+QTEST_MAIN(GuiTest)
+#include "gui_test.moc"
