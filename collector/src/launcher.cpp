@@ -368,7 +368,9 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   if (!opt.record_env) env.push_back("TRACETUNE_NO_ENV=1");
   if (has(opt.trace, "nvtx")) env.push_back("NVTX_INJECTION64_PATH=" + lib);
   bool python_settings = false;
-  for (const auto& [name, value] : opt.extra_env) {
+  for (const auto& var : opt.extra_env) {
+    const std::string& name = var.first;  // not a structured binding: clang 14 cannot capture one
+    const std::string& value = var.second;
     if (name == "PYTHONPATH" || name == "LD_PRELOAD") continue;  // ours, above
     python_settings |= name == "TRACETUNE_APPLY" || name == "TRACETUNE_MAX_STEPS";
     std::erase_if(env, [&](const std::string& kv) { return kv.size() > name.size() && kv[name.size()] == '=' &&
