@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   QCommandLineOption cap("memory-cap",
                          "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory).",
                          "MiB");
-  cli.addOptions({shot, size, range, finding, cap});
+  QCommandLineOption trials("trials", "Show `tracetune tune`'s trials file (*.trials.json) in the Tuner trials panel.",
+                            "FILE");
+  cli.addOptions({shot, size, range, finding, cap, trials});
   cli.process(app);
 
   LoadOptions opt;
@@ -61,6 +63,10 @@ int main(int argc, char** argv) {
   if (files.size() > 1) return fail("one FILE at a time", 2);
 
   MainWindow w(opt);
+  if (cli.isSet(trials)) {
+    QString error;
+    if (!w.loadTrials(cli.value(trials), &error)) return fail(error);
+  }
   if (!cli.isSet(shot)) {
     w.show();
     if (!files.isEmpty()) QTimer::singleShot(0, &w, [&w, f = files.front()] { w.openFile(f); });

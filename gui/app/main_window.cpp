@@ -98,6 +98,9 @@ MainWindow::MainWindow(LoadOptions opt, QWidget* parent) : QMainWindow(parent), 
           emit p.navigate(r->window_start, r->window_end, false, r->rank);
       },
       this));
+  // the tuner's trials, when a trials file is opened (File > Open tuner trials..., --trials)
+  trials_ = new TrialsModel(this);
+  trials_dock_ = addPanel(new TablePanel(tr("Tuner trials"), trials_, [](auto) {}, {}, this));
   findings_dock->raise();
 
   // status bar: what is happening, and the load progress
@@ -141,6 +144,12 @@ void MainWindow::buildMenus() {
   });
   open->setShortcut(QKeySequence::Open);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
+  file->addAction(tr("Open tuner &trials..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open tuner trials (tracetune tune)"), QString(),
+                                                      tr("Trials (*.trials.json);;JSON (*.json);;All files (*)"));
+    QString error;
+    if (!path.isEmpty() && !loadTrials(path, &error)) showError(error);
+  });
   rebuildRecentMenu();
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
@@ -398,6 +407,14 @@ void MainWindow::search(bool backwards) {
   if (text.isEmpty() || !doc_) return;
   if (!timeline_->findNext(text, backwards)) status_->setText(tr("No more events named like \"%1\".").arg(text));
   else status_->setText(tr("Found \"%1\".").arg(qs(event_name(*doc_, timeline_->selected()))));
+}
+
+bool MainWindow::loadTrials(const QString& path, QString* error) {
+  if (!trials_->load(path, error)) return false;
+  status_->setText(trials_->summary());
+  trials_dock_->show();
+  trials_dock_->raise();
+  return true;
 }
 
 }  // namespace tt::gui

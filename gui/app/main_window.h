@@ -26,6 +26,7 @@ class QProgressBar;
 namespace tt::gui {
 
 class AggregatesModel;
+class TrialsModel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -50,6 +51,9 @@ class MainWindow : public QMainWindow {
   QPlainTextEdit* detailsPane() const { return details_; }
   AggregatesModel* aggregatesModel() const { return aggregates_; }
   QLineEdit* searchBox() const { return search_; }
+  // Shows `tracetune tune`'s trials file in the Tuner trials panel. False with `error` set on failure.
+  bool loadTrials(const QString& path, QString* error);
+  TrialsModel* trialsModel() const { return trials_; }
   QStringList recentFiles() const;
   QString statusText() const;
 
@@ -82,6 +86,8 @@ class MainWindow : public QMainWindow {
   StepsPanel* steps_;
   QPlainTextEdit* details_;
   AggregatesModel* aggregates_;
+  TrialsModel* trials_ = nullptr;
+  QDockWidget* trials_dock_ = nullptr;
   QLabel* aggregate_summary_;
   QLineEdit* search_;
   QLabel* status_;

@@ -2,6 +2,12 @@
 
 #include <algorithm>
 
+#include <QFile>
+#include <QFont>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include <fmt/format.h>
 
 namespace tt::gui {
@@ -147,6 +153,108 @@ QVariant RanksModel::data(const QModelIndex& index, int role) const {
 QVariant RanksModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kNames[] = {"rank", "steps", "step median", "step p90", "GPU busy", "compute", "exposed comm", "data wait"};
+  return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
+}
+
+// ---- tuner trials ----
+
+bool TrialsModel::load(const QString& path, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = path + ": " + why;
+    return false;
+  };
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return fail(tr("cannot open it (%1)").arg(f.errorString()));
+  if (f.size() > (64 << 20)) return fail(tr("too large for a trials file"));
+  QJsonParseError perr{};
+  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &perr);
+  if (perr.error != QJsonParseError::NoError) return fail(tr("not JSON (%1)").arg(perr.errorString()));
+  const QJsonObject o = doc.object();
+  if (o.value("schema").toString() != QLatin1String("tracetune.trials"))
+    return fail(tr("not a tracetune trials file (written by `tracetune tune`)"));
+  if (o.value("version").toInt() != 1) return fail(tr("trials file version %1 is not supported").arg(o.value("version").toInt()));
+  const QJsonArray trials = o.value("trials").toArray();
+  std::vector<Row> rows;
+  for (const QJsonValue& v : trials) {
+    const QJsonObject t = v.toObject();
+    Row r;
+    r.index = t.value("index").toInt(-1);
+    r.knob = t.value("knob").toString();
+    r.status = t.value("status").toString();
+    r.note = t.value("note").toString();
+    r.median_ms = t.value("median_ms").toDouble();
+    r.spread_ms = t.value("spread_ms").toDouble();
+    r.steps = t.value("steps").toInt();
+    const QJsonObject settings = t.value("settings").toObject();
+    QStringList parts;
+    for (auto it = settings.begin(); it != settings.end(); ++it) {
+      const QJsonValue val = it.value();
+      QString text;
+      if (val.isBool()) text = val.toBool() ? "true" : "false";
+      else if (val.isDouble()) text = QString::number(val.toDouble(), 'g', 12);
+      else if (val.isString()) text = val.toString();
+      else if (val.isArray()) text = QString::fromUtf8(QJsonDocument(val.toArray()).toJson(QJsonDocument::Compact));
+      else text = QString::fromUtf8(QJsonDocument(val.toObject()).toJson(QJsonDocument::Compact));
+      parts << it.key() + "=" + text;
+    }
+    r.settings = parts.isEmpty() ? tr("baseline (the job as it is)") : parts.join(' ');
+    if (r.index < 0 || r.status.isEmpty()) return fail(tr("trial %1 lacks its index or status").arg(rows.size()));
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) return fail(tr("it holds no trials"));
+  beginResetModel();
+  rows_ = std::move(rows);
+  command_ = o.value("command").toString();
+  source_ = path;
+  baseline_ms_ = o.value("baseline_ms").toDouble();
+  speedup_ = o.value("speedup").toDouble(1);
+  best_row_ = -1;
+  const int best = o.value("best_trial").toInt(-1);
+  for (std::size_t i = 0; i < rows_.size(); ++i)
+    if (rows_[i].index == best) best_row_ = static_cast<int>(i);
+  endResetModel();
+  return true;
+}
+
+QString TrialsModel::summary() const {
+  if (rows_.empty()) return tr("No tuner trials loaded (File > Open tuner trials...).");
+  return tr("%1 trials of %2: best trial %3, %4x the baseline (%5)")
+      .arg(static_cast<qulonglong>(rows_.size()))
+      .arg(command_)
+      .arg(best_row_ >= 0 ? rows_[static_cast<std::size_t>(best_row_)].index : 0)
+      .arg(speedup_, 0, 'f', 2)
+      .arg(source_);
+}
+
+int TrialsModel::rowCount(const QModelIndex& p) const { return p.isValid() ? 0 : static_cast<int>(rows_.size()); }
+int TrialsModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : ColumnCount; }
+QVariant TrialsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  const Row& r = rows_[static_cast<std::size_t>(index.row())];
+  if (role == Qt::FontRole && index.row() == best_row_) {
+    QFont bold;
+    bold.setBold(true);
+    return bold;
+  }
+  if (role == Qt::ToolTipRole) return r.note.isEmpty() ? r.settings : r.settings + "\n" + r.note;
+  const bool ok = r.status == QLatin1String("ok");
+  switch (index.column()) {
+    case Trial: return cell(role, QString::number(r.index), r.index);
+    case Status: return text_cell(role, r.status);
+    case Median: return ok ? cell(role, QString::number(r.median_ms, 'f', 2) + " ms", r.median_ms) : text_cell(role, "-");
+    case Spread: return ok ? cell(role, QString::number(r.spread_ms, 'f', 2) + " ms", r.spread_ms) : text_cell(role, "-");
+    case Speedup: {
+      const double x = ok && r.median_ms > 0 ? baseline_ms_ / r.median_ms : 0;
+      return ok ? cell(role, QString::number(x, 'f', 2) + "x", x) : text_cell(role, "-");
+    }
+    case Knob: return text_cell(role, r.knob.isEmpty() ? QStringLiteral("-") : r.knob);
+    case Settings: return text_cell(role, r.settings);
+  }
+  return {};
+}
+QVariant TrialsModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kNames[] = {"trial", "status", "median step", "spread", "speedup", "knob", "settings"};
   return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
 }
 

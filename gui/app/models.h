@@ -70,6 +70,35 @@ class RanksModel : public QAbstractTableModel {
   std::shared_ptr<const Document> doc_;
 };
 
+// The tuner's trials (`tracetune tune` writes them next to tuned.toml as *.trials.json,
+// schema "tracetune.trials" version 1): one row per trial, the chosen one in bold. Independent
+// of the open trace.
+class TrialsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Trial, Status, Median, Spread, Speedup, Knob, Settings, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  // Reads a trials file. On failure the model keeps what it had and `error` says why (one line).
+  bool load(const QString& path, QString* error);
+  QString summary() const;  // "N trials of `command`: best trial K, 1.49x the baseline"
+  int bestRow() const { return best_row_; }
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+ private:
+  struct Row {
+    int index = 0, steps = 0;
+    QString knob, settings, status, note;
+    double median_ms = 0, spread_ms = 0;
+  };
+  std::vector<Row> rows_;
+  QString command_, source_;
+  double baseline_ms_ = 0, speedup_ = 1;
+  int best_row_ = -1;
+};
+
 // Per-name aggregates of an area selection.
 class AggregatesModel : public QAbstractTableModel {
   Q_OBJECT

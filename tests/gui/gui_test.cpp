@@ -5,6 +5,8 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
+#include <QFile>
+#include <QFont>
 #include <QKeyEvent>
 #include <QMimeData>
 #include <QLineEdit>
@@ -270,7 +272,10 @@ class GuiTest : public QObject {
     auto* tl = w->timeline();
     TablePanel* kernels = nullptr;
     TablePanel* ranks = nullptr;
-    for (auto* p : w->findChildren<TablePanel*>()) (p->title() == "Top kernels" ? kernels : ranks) = p;
+    for (auto* p : w->findChildren<TablePanel*>()) {
+      if (p->title() == "Top kernels") kernels = p;
+      if (p->title() == "Ranks") ranks = p;
+    }
     QVERIFY(kernels && ranks);
     // a kernel: its first occurrence is selected
     const QModelIndex k0 = kernels->view()->model()->index(0, 1);
@@ -653,6 +658,51 @@ class GuiTest : public QObject {
     for (int y = TimelineView::kRulerHeight; y < img.height(); y += 2)
       for (int x = 0; x < TimelineView::kLabelWidth; ++x) label_ink += qGray(img.pixel(x, y)) < 100;
     QVERIFY(label_ink > 100);
+  }
+
+  // The tuner's trials file (a real `tracetune tune` output on the DataLoader sample) in its
+  // panel; bad files are refused with the reason and leave the panel as it was.
+  void trialsPanelShowsTheTuner() {
+    const QString good = QStringLiteral(TT_TEST_DATA_DIR) + "/tuner/dataloader.trials.json";
+    TrialsModel m;
+    QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QString err;
+    QVERIFY(m.load(good, &err));
+    QCOMPARE(m.rowCount(), 8);
+    QCOMPARE(m.columnCount(), int(TrialsModel::ColumnCount));
+    QVERIFY(m.bestRow() >= 0);
+    QCOMPARE(m.data(m.index(m.bestRow(), TrialsModel::Trial), Qt::UserRole).toDouble(), 5.0);
+    QVERIFY(m.data(m.index(m.bestRow(), 0), Qt::FontRole).value<QFont>().bold());
+    QCOMPARE(m.data(m.index(m.bestRow(), TrialsModel::Speedup)).toString(), QStringLiteral("4.30x"));
+    QCOMPARE(m.data(m.index(0, TrialsModel::Settings)).toString(), QStringLiteral("baseline (the job as it is)"));
+    QVERIFY(m.data(m.index(m.bestRow(), TrialsModel::Settings)).toString().contains("dataloader.num_workers=8"));
+    QVERIFY(m.summary().contains("4.30x"));
+
+    QTemporaryDir tmp;
+    auto write = [&](const QString& name, const QByteArray& bytes) {
+      QFile f(tmp.filePath(name));
+      if (!f.open(QIODevice::WriteOnly)) return QString();
+      f.write(bytes);
+      return f.fileName();
+    };
+    const struct { QString path; const char* why; } bad[] = {
+        {tmp.filePath("missing.json"), "cannot open"},
+        {write("garbage.json", "{not json"), "not JSON"},
+        {write("other.json", R"({"schema": "tracetune.analysis", "version": 1})"), "not a tracetune trials file"},
+        {write("v9.json", R"({"schema": "tracetune.trials", "version": 9, "trials": []})"), "version 9"},
+        {write("empty.json", R"({"schema": "tracetune.trials", "version": 1, "trials": []})"), "no trials"},
+    };
+    for (const auto& b : bad) {
+      QVERIFY(!m.load(b.path, &err));
+      QVERIFY2(err.startsWith(b.path) && err.contains(b.why), qPrintable(err));
+      QCOMPARE(m.rowCount(), 8);  // what was loaded stays
+    }
+
+    MainWindow w;
+    w.setErrorDialogs(false);
+    QVERIFY(w.loadTrials(good, &err));
+    QCOMPARE(w.trialsModel()->rowCount(), 8);
+    QVERIFY(w.statusText().contains("8 trials"));
   }
 
   void screenshotCommandLine() {
