@@ -379,9 +379,11 @@ int main(int argc, char** argv) {
   // No umask change here: `record` passes it on to the job, which must behave as without us.
   // Every file we create is made private explicitly (0600 files, 0700 directories).
   CLI::App app{"tracetune: a profiler and tuning advisor for training jobs. Record a job (file I/O, processes,\n"
-               "NVTX ranges, steps), or import PyTorch-profiler (Kineto) JSON and Nsight Systems SQLite exports, and\n"
-               "inspect the trace. Traces are SQLite files (docs/trace-format.md); imports are accepted\n"
-               "wherever a trace is. Find faster settings with `tune` and apply them with `run --config` (docs/tuning.md)."};
+               "NVTX ranges, steps, GPU kernels, copies, syncs and NCCL collectives), or import PyTorch-profiler\n"
+               "(Kineto) JSON and Nsight Systems SQLite exports; `analyze` names each step's bottleneck with evidence\n"
+               "and the knobs that fix it (docs/analysis.md). Traces are SQLite files (docs/trace-format.md); imports\n"
+               "are accepted wherever a trace is. Find faster settings with `tune` and apply them with `run --config`\n"
+               "(docs/tuning.md)."};
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
 
