@@ -18,27 +18,13 @@ usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN [LIBCUPTI]
 """
 import os
 import pathlib
-import sqlite3
 import subprocess
 import sys
-import tempfile
 
 TRACETUNE, DRIVER, PLUGIN = sys.argv[1:4]
 LIBCUPTI = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] and not sys.argv[4].endswith("NOTFOUND") else ""
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-
-
-def query(db, sql, *args):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, query, run_cases  # noqa: E402
 
 
 def record(tmp, *cmd, out="trace.db", extra=(), env=None):
@@ -150,12 +136,4 @@ def case_takeover(tmp):
 cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu]
 if LIBCUPTI:
     cases += [case_injection_without_gpu, case_takeover]
-for fn in cases:
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            fn(tmp)
-        except Exception as e:
-            check(f"{fn.__name__}: raised {type(e).__name__}", False, str(e))
-passed = sum(1 for _, ok, _ in results if ok)
-print(f"{passed} passed, {len(results) - passed} failed")
-sys.exit(0 if passed == len(results) else 1)
+run_cases({fn.__name__: fn for fn in cases})

@@ -13,12 +13,8 @@ import sys
 import tempfile
 
 TRACETUNE, DATA = sys.argv[1], pathlib.Path(sys.argv[2])
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append(bool(cond))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, finish  # noqa: E402
 
 
 def analyze(path, *extra, fmt="json"):
@@ -76,5 +72,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check("-o writes a private file", r.returncode == 0 and out.stat().st_mode & 0o777 == 0o600
           and json.loads(out.read_text())["schema"] == "tracetune.analysis", r.stderr)
 
-print(f"{sum(results)} passed, {len(results) - sum(results)} failed")
-sys.exit(0 if all(results) else 1)
+finish()

@@ -8,17 +8,14 @@ usage: bench_gpu_test.py TRACETUNE
 """
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
 
 TRACETUNE = sys.argv[1]
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append(bool(cond))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, finish  # noqa: E402
 
 
 r = subprocess.run([TRACETUNE, "bench", "h2d", "--sizes", "64K,1M", "--repeats", "2"], capture_output=True, text=True)
@@ -87,4 +84,4 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run([TRACETUNE, "bench", "model", sweep], capture_output=True, text=True)
     check("bench model on a bad sweep: exit 1, one line", r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1,
           r.stderr)
-sys.exit(0 if results and all(results) else 1)
+finish()

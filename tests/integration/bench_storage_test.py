@@ -13,12 +13,8 @@ import sys
 import tempfile
 
 TRACETUNE = sys.argv[1]
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, finish  # noqa: E402
 
 
 def bench(*args):
@@ -77,6 +73,4 @@ with tempfile.TemporaryDirectory() as tmp:
     r = bench(str(empty))
     check("refused: a directory with nothing to read", r.returncode == 1 and "no non-empty regular files" in r.stderr, r.stderr)
 
-passed = sum(1 for _, ok, _ in results if ok)
-print(f"{passed} passed, {len(results) - passed} failed")
-sys.exit(0 if passed == len(results) else 1)
+finish()

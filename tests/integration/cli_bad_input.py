@@ -3,7 +3,6 @@
 line that names the input file, and leave no output (not even a temporary), while an existing
 output file from an earlier run survives untouched."""
 import gzip
-import io
 import os
 import pathlib
 import sqlite3

@@ -5,15 +5,12 @@ DDP job under torchrun. Every check reads the trace DB the command wrote.
 
 usage: record_test.py TRACETUNE SOURCE_DIR [CASE...]
 """
-import collections
 import json
 import os
 import pathlib
 import signal
-import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 
 TRACETUNE = sys.argv[1]
@@ -21,28 +18,8 @@ SRC = pathlib.Path(sys.argv[2])
 ONLY = set(sys.argv[3:])
 PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
 SAMPLES = SRC / "samples"
-results = []
-
-
-
-def free_port():
-    """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-
-
-def query(db, sql, *args):
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, free_port, query, run_cases  # noqa: E402
 
 
 def record(tmp, *cmd, out="trace.db", extra=(), **kw):
@@ -293,14 +270,4 @@ CASES = {"dataloader": case_dataloader, "exit": case_exit_and_output, "signals":
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
          "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose}
 
-for name, fn in CASES.items():
-    if ONLY and name not in ONLY:
-        continue
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            fn(tmp)
-        except Exception as e:  # a crash in a case is a failure, not a test-runner error
-            check(f"{name}: raised {type(e).__name__}", False, str(e))
-passed = sum(1 for _, ok, _ in results if ok)
-print(f"{passed} passed, {len(results) - passed} failed")
-sys.exit(0 if passed == len(results) else 1)
+run_cases(CASES, ONLY)

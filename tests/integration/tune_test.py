@@ -21,19 +21,14 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 
 TRACETUNE = sys.argv[1]
 SRC = pathlib.Path(sys.argv[2])
 CASE = sys.argv[3]
 PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond)))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, run_cases  # noqa: E402
 
 
 def tune(args, cwd, env=None, timeout=300):
@@ -180,8 +175,7 @@ def case_usage(tmp):
           and "baseline run failed" in r.stderr, r.stderr)
 
 
-with tempfile.TemporaryDirectory() as tmp:
-    {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage}[CASE](tmp)
-failed = [n for n, ok in results if not ok]
-print(f"{len(results) - len(failed)}/{len(results)} checks passed")
-sys.exit(1 if failed or not results else 0)
+CASES = {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage}
+if CASE not in CASES:
+    sys.exit(f"unknown case {CASE!r}")
+run_cases(CASES, {CASE})

@@ -12,27 +12,14 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 
 TRACETUNE = sys.argv[1]
 SRC = pathlib.Path(sys.argv[2])
 ONLY = set(sys.argv[3:])
 PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
 SAMPLES = SRC / "samples"
-results = []
-
-
-
-def free_port():
-    """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, free_port, run_cases  # noqa: E402
 
 
 def config(tmp, text, name="tuned.toml", mode=0o600):
@@ -263,14 +250,4 @@ def case_python_api(tmp):
 CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
          "dataloader": case_dataloader, "ddp": case_ddp, "python_api": case_python_api}
 
-for name, fn in CASES.items():
-    if ONLY and name not in ONLY:
-        continue
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            fn(tmp)
-        except Exception as e:  # a crash in a case is a failure, not a test-runner error
-            check(f"{name}: raised {type(e).__name__}", False, str(e))
-passed = sum(1 for _, ok, _ in results if ok)
-print(f"{passed} passed, {len(results) - passed} failed")
-sys.exit(0 if passed == len(results) else 1)
+run_cases(CASES, ONLY)

@@ -1,0 +1,55 @@
+"""Shared by the Python test scripts (tests/integration, tests/gpu): named checks that print
+ok/FAIL as they go, cases run one per temporary directory (a crash in a case is a failure, not
+a runner error), read-only queries of a trace DB, and a free TCP port for torchrun.
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    from harness import check, query, free_port, run_cases, finish
+"""
+import socket
+import sqlite3
+import sys
+import tempfile
+
+results = []  # (name, passed, detail)
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+    return bool(cond)
+
+
+def query(db, sql, *args):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def free_port():
+    """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return str(s.getsockname()[1])
+
+
+def run_cases(cases, only=()):
+    """Runs each case (name -> fn(tmpdir)) selected by `only` (all when empty), prints the
+    tally and exits 0 only when every check passed and at least one ran."""
+    for name, fn in cases.items():
+        if only and name not in only:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                fn(tmp)
+            except Exception as e:  # a crash in a case is a failure, not a test-runner error
+                check(f"{name}: raised {type(e).__name__}", False, str(e))
+    finish()
+
+
+def finish():
+    """Prints the tally; exits 0 only when every check passed and at least one ran."""
+    passed = sum(1 for _, ok, _ in results if ok)
+    print(f"{passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if results and passed == len(results) else 1)
