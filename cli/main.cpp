@@ -21,6 +21,7 @@
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
+#include "tracetune/trace/strings.h"
 #include "tracetune/trace/summary.h"
 #include "tracetune/tuner/apply.h"
 #include "tracetune/tuner/knobs.h"
@@ -167,24 +168,16 @@ int cmd_bench_storage(tuner::StorageBenchOptions opt, const std::string& threads
     std::fprintf(stderr, "tracetune: bench storage: %s\n", msg.c_str());
     return 2;
   };
-  auto items = [](const std::string& list) {
-    std::vector<std::string> out;
-    for (std::size_t pos = 0; pos <= list.size();) {
-      const auto comma = std::min(list.find(',', pos), list.size());
-      out.push_back(list.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-    return out;
-  };
   opt.threads.clear();
-  for (const auto& t : items(threads)) {
+  for (const std::string_view item : trace::split_list(threads)) {
+    const std::string t(item);
     char* end = nullptr;
     const long n = std::strtol(t.c_str(), &end, 10);
     if (t.empty() || *end != '\0' || n < 1 || n > 256) return usage("--threads: '" + t + "' is not a count from 1 to 256");
     opt.threads.push_back(static_cast<int>(n));
   }
   opt.blocks.clear();
-  for (const auto& b : items(blocks)) {
+  for (const std::string_view b : trace::split_list(blocks)) {
     auto v = tuner::parse_size(b);
     if (!v) return usage("--block: " + v.error());
     opt.blocks.push_back(v.value());
@@ -199,17 +192,12 @@ int cmd_bench_storage(tuner::StorageBenchOptions opt, const std::string& threads
 }
 
 int cmd_bench_h2d(tuner::CopyBenchOptions opt, const std::string& sizes, bool json) {
-  opt.sizes.clear();
-  for (std::size_t pos = 0; pos <= sizes.size();) {
-    const auto comma = std::min(sizes.find(',', pos), sizes.size());
-    auto v = tuner::parse_size(sizes.substr(pos, comma - pos));
-    if (!v) {
-      std::fprintf(stderr, "tracetune: bench h2d: --sizes: %s\n", v.error().c_str());
-      return 2;
-    }
-    opt.sizes.push_back(v.value());
-    pos = comma + 1;
+  auto list = tuner::parse_size_list(sizes);
+  if (!list) {
+    std::fprintf(stderr, "tracetune: bench h2d: --sizes: %s\n", list.error().c_str());
+    return 2;
   }
+  opt.sizes = std::move(list.value());
   if (const std::string why = tuner::gpu_unavailable_reason(); !why.empty()) {
     std::fprintf(stderr, "tracetune: bench h2d: no GPU (%s)\n", why.c_str());
     return tuner::kNoGpuExit;
@@ -326,14 +314,12 @@ int cmd_bench_model(const ModelArgs& a) {
                 tuner::allreduce_time_us(tuner::AllReduceAlgo::Hierarchical, c, n), std::string(tuner::to_string(best.algo)).c_str());
   }
   std::vector<double> mbs;
-  for (std::size_t pos = 0; pos <= a.buckets.size();) {
-    const auto comma = std::min(a.buckets.find(',', pos), a.buckets.size());
-    mbs.push_back(std::atof(a.buckets.substr(pos, comma - pos).c_str()));
+  for (const std::string_view item : trace::split_list(a.buckets)) {
+    mbs.push_back(std::atof(std::string(item).c_str()));
     if (!(mbs.back() > 0)) {
       std::fprintf(stderr, "tracetune: bench model: --buckets wants positive MiB values\n");
       return 2;
     }
-    pos = comma + 1;
   }
   std::printf("\nDDP, %.0f MiB of gradients, %.1f ms backward:\n%10s %8s %12s %12s\n", a.gradient_mb, a.backward_ms,
               "bucket MiB", "buckets", "comm ms", "exposed ms");
@@ -610,13 +596,11 @@ int main(int argc, char** argv) {
     rec_opt.record_env = !rec_no_env;
     if (rec_max_steps > 0) rec_opt.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(rec_max_steps));
     rec_opt.trace.clear();
-    for (std::size_t pos = 0; pos <= rec_trace.size();) {
-      const auto comma = std::min(rec_trace.find(',', pos), rec_trace.size());
-      const std::string item = rec_trace.substr(pos, comma - pos);
+    for (const std::string_view view : trace::split_list(rec_trace)) {
+      const std::string item(view);
       if (item != "io" && item != "nvtx" && item != "python" && item != "cuda" && item != "nccl")
         return fail("record: unknown --trace item '" + item + "' (known: io, nvtx, python, cuda, nccl)");
       rec_opt.trace.push_back(item);
-      pos = comma + 1;
     }
     return cmd_record(rec_opt);
   }

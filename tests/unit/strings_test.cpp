@@ -34,3 +34,11 @@ TEST(StringTable, HugeStringsSurviveLaterSmallOnes) {
   EXPECT_EQ(t.get(b), big);
   EXPECT_EQ(t.get(c), "after");
 }
+
+TEST(SplitList, EveryItemBetweenSeparators) {
+  using tt::trace::split_list;
+  EXPECT_EQ(split_list("a,b,,c"), (std::vector<std::string_view>{"a", "b", "", "c"}));
+  EXPECT_EQ(split_list(""), (std::vector<std::string_view>{""}));
+  EXPECT_EQ(split_list("x"), (std::vector<std::string_view>{"x"}));
+  EXPECT_EQ(split_list("1:2", ':'), (std::vector<std::string_view>{"1", "2"}));
+}

@@ -1,5 +1,7 @@
 #include "tracetune/trace/strings.h"
 
+#include <algorithm>
+
 #include <cstring>
 
 namespace tt::trace {
@@ -96,6 +98,16 @@ std::size_t StringTable::bytes() const {
   b += views_.capacity() * sizeof(std::string_view) + slots_.capacity() * 4 +
        hashes_.capacity() * 4;
   return b;
+}
+
+std::vector<std::string_view> split_list(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    const auto end = std::min(text.find(sep, pos), text.size());
+    out.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
 }
 
 }  // namespace tt::trace

@@ -7,22 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/trace/strings.h"
 #include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/gpu_bench.h"
 #include "tracetune/tuner/storage_bench.h"  // parse_size
 
 namespace tt::tuner {
 namespace {
-
-std::vector<std::string_view> split_commas(std::string_view text) {
-  std::vector<std::string_view> out;
-  for (std::size_t pos = 0; pos <= text.size();) {
-    const auto comma = std::min(text.find(',', pos), text.size());
-    out.push_back(text.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return out;
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -34,7 +25,7 @@ std::string lower(std::string_view s) {
 Result<std::vector<std::string>> parse_names(std::string_view text, const std::vector<std::string>& known,
                                              std::string_view what) {
   std::vector<std::string> out;
-  for (auto item : split_commas(text)) {
+  for (auto item : trace::split_list(text)) {
     auto it = std::find_if(known.begin(), known.end(), [&](const std::string& k) { return lower(k) == lower(item); });
     if (it == known.end()) {
       std::string names;
@@ -50,7 +41,7 @@ Result<std::vector<std::string>> parse_names(std::string_view text, const std::v
 
 Result<std::vector<std::uint64_t>> parse_size_list(std::string_view text) {
   std::vector<std::uint64_t> out;
-  for (auto item : split_commas(text)) {
+  for (auto item : trace::split_list(text)) {
     auto v = parse_size(item);
     if (!v) return make_error(v.error());
     out.push_back(v.value());
@@ -73,7 +64,7 @@ double GemmTrial::tflops() const { return gemm_tflops(n, n, n, seconds_median); 
 
 Result<std::vector<int>> parse_gemm_sizes(std::string_view text) {
   std::vector<int> out;
-  for (auto item : split_commas(text)) {
+  for (auto item : trace::split_list(text)) {
     int v = 0;
     bool ok = !item.empty() && item.size() <= 6;
     for (char c : item) {

@@ -36,4 +36,8 @@ class StringTable {
   std::vector<std::uint32_t> hashes_;  // hash per id, for rehashing without recomputing
 };
 
+// "a,b,,c" -> {"a", "b", "", "c"}: every item between separators, empty ones included (an
+// empty text is one empty item), as views into `text`. For command-line lists.
+std::vector<std::string_view> split_list(std::string_view text, char sep = ',');
+
 }  // namespace tt::trace
