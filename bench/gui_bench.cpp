@@ -5,9 +5,13 @@
 //      index account for)                                                  target <= 48 B/event
 //   3. per view change (random zooms and pans from the whole trace down to microseconds, on
 //      a 1600x1000 window): the LOD queries of the visible rows, and building + drawing the
-//      frame with the QPainter renderer into an image; medians and p90   target <= 16 ms
+//      frame with the QPainter renderer into an image; medians and p90   target <= 16 ms;
+//      when an OpenGL context can be made, the same frames drawn by the OpenGL renderer into an
+//      FBO too, side by side (glFinish included, so the rasterisation is counted)
 //
-// usage: gui_bench [EVENTS] [VIEW_CHANGES]       (runs offscreen; writes a DB under /tmp)
+// usage: gui_bench [EVENTS] [VIEW_CHANGES]       (offscreen; writes a DB under /tmp)
+//        xvfb-run -a gui_bench ...               (QT_QPA_PLATFORM=xcb: adds the OpenGL figures;
+//                                                 under Xvfb that is Mesa's CPU rasteriser)
 #include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +27,15 @@
 #include <vector>
 
 #include <QApplication>
+#ifdef TT_HAVE_QT_OPENGL
+#include <QOffscreenSurface>
+#include <QOpenGLContext>
+#include <QOpenGLFramebufferObject>
+#include <QOpenGLFunctions>
+#include <QOpenGLPaintDevice>
+
+#include "gl_renderer.h"
+#endif
 #include <QImage>
 #include <QPainter>
 
@@ -106,9 +119,39 @@ int main(int argc, char** argv) {
     QPainter p(&img);
     view.renderTo(p);
   }
+#ifdef TT_HAVE_QT_OPENGL
+  // the OpenGL renderer draws into an FBO of the window's size; on a raster image it falls
+  // back to QPainter, so the QPainter figures below are unchanged by this
+  QOpenGLContext gl_ctx;
+  QOffscreenSurface gl_surface;
+  std::unique_ptr<QOpenGLFramebufferObject> fbo;
+  QString gl_why;
+  if (tt::gui::opengl_available(&gl_why) && view.setOpenGL(true, &gl_why)) {
+    gl_surface.create();
+    if (gl_ctx.create() && gl_ctx.makeCurrent(&gl_surface)) {
+      fbo = std::make_unique<QOpenGLFramebufferObject>(view.size());
+      fbo->bind();
+    }
+  }
+  auto draw_gl = [&]() -> double {
+    if (!fbo) return -1;
+    const auto c = Clock::now();
+    {
+      QOpenGLPaintDevice dev(view.size());
+      QPainter p(&dev);
+      view.renderTo(p);
+    }
+    gl_ctx.functions()->glFinish();
+    return ms_since(c);
+  };
+  draw_gl();  // shaders, buffers, glyph cache
+#else
+  const QString gl_why = QStringLiteral("built without Qt's OpenGL modules");
+  auto draw_gl = [] { return -1.0; };
+#endif
   std::mt19937_64 rng(1);
   const auto s = doc->index.start, e = doc->index.end;
-  std::vector<double> lod_ms, draw_ms, total_ms, items;
+  std::vector<double> lod_ms, draw_ms, total_ms, items, gl_ms, gl_total_ms;
   for (int i = 0; i < changes; ++i) {
     // span: log-uniform from the whole trace down to 10 µs, anywhere in it
     const double f = std::pow(10.0, -std::uniform_real_distribution<double>(0, std::log10(double(e - s) / 1e4))(rng));
@@ -123,6 +166,10 @@ int main(int argc, char** argv) {
       view.renderTo(p);
     }
     const double draw = ms_since(c1);
+    if (const double g = draw_gl(); g >= 0) {
+      gl_ms.push_back(g);
+      gl_total_ms.push_back(lod + g);
+    }
     lod_ms.push_back(lod);
     draw_ms.push_back(draw);
     total_ms.push_back(lod + draw);
@@ -134,5 +181,16 @@ int main(int argc, char** argv) {
   std::printf("   frame build + QPainter draw  median %6.2f ms  p90 %6.2f ms\n", pct(draw_ms, 0.5), pct(draw_ms, 0.9));
   std::printf("   LOD + draw                   median %6.2f ms  p90 %6.2f ms  max %6.2f ms\n", pct(total_ms, 0.5),
               pct(total_ms, 0.9), pct(total_ms, 1.0));
+  if (gl_ms.empty()) {
+    std::printf("   OpenGL renderer: not measured (%s)\n", gl_why.toLocal8Bit().constData());
+  } else {
+#ifdef TT_HAVE_QT_OPENGL
+    const auto& gl = static_cast<const tt::gui::GlRenderer&>(view.renderer());
+    std::printf("   frame build + OpenGL draw    median %6.2f ms  p90 %6.2f ms  (%s)\n", pct(gl_ms, 0.5), pct(gl_ms, 0.9),
+                gl.glDescription().toLocal8Bit().constData());
+    std::printf("   LOD + OpenGL draw            median %6.2f ms  p90 %6.2f ms  max %6.2f ms\n", pct(gl_total_ms, 0.5),
+                pct(gl_total_ms, 0.9), pct(gl_total_ms, 1.0));
+#endif
+  }
   return 0;
 }

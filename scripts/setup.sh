@@ -9,7 +9,8 @@ packages=(
   libsqlite3-dev sqlite3 libsimdjson-dev libfmt-dev libcli11-dev libtomlplusplus-dev
   libdeflate-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy
-  qt6-base-dev libgl-dev fonts-dejavu-core
+  qt6-base-dev libqt6opengl6-dev libgl-dev fonts-dejavu-core
+  xvfb xauth libgl1-mesa-dri libglx-mesa0
 )
 
 missing=()

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QImage>
+#include <QStatusBar>
 #include <QTableView>
 #include <QTimer>
 
@@ -22,10 +23,18 @@ int fail(const QString& msg, int code = 1) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --screenshot, --help and --version need no display: pick the offscreen platform before Qt starts
+  // --screenshot, --help and --version need no display: pick the offscreen platform before Qt
+  // starts, unless an OpenGL screenshot is asked for on a display (it needs a GL context)
+  bool gl_on_display = false;
+  for (int i = 1; i < argc; ++i)
+    if ((qstrcmp(argv[i], "--renderer") == 0 && i + 1 < argc && qstrcmp(argv[i + 1], "opengl") == 0) ||
+        qstrcmp(argv[i], "--renderer=opengl") == 0)
+      gl_on_display = !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
   for (int i = 1; i < argc; ++i)
     for (const char* flag : {"--screenshot", "--help", "-h", "--help-all", "--version", "-v"})
-      if (qstrcmp(argv[i], flag) == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+      if (qstrcmp(argv[i], flag) == 0 && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") &&
+          !(gl_on_display && qstrcmp(flag, "--screenshot") == 0))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setOrganizationName("tracetune");
   QApplication::setApplicationName("tracetune-gui");
@@ -48,7 +57,11 @@ int main(int argc, char** argv) {
                          "MiB");
   QCommandLineOption trials("trials", "Show `tracetune tune`'s trials file (*.trials.json) in the Tuner trials panel.",
                             "FILE");
-  cli.addOptions({shot, size, range, finding, cap, trials});
+  QCommandLineOption renderer("renderer",
+                              "How the timeline is drawn: opengl, qpainter, or auto (default: OpenGL on a hardware GL "
+                              "driver, else QPainter; --screenshot uses QPainter unless opengl is asked for).",
+                              "KIND", "auto");
+  cli.addOptions({shot, size, range, finding, cap, trials, renderer});
   cli.process(app);
 
   LoadOptions opt;
@@ -62,7 +75,19 @@ int main(int argc, char** argv) {
   const QStringList files = cli.positionalArguments();
   if (files.size() > 1) return fail("one FILE at a time", 2);
 
+  const QString kind = cli.value(renderer);
+  if (kind != "auto" && kind != "opengl" && kind != "qpainter") return fail("--renderer wants opengl, qpainter or auto", 2);
   MainWindow w(opt);
+  if (kind == "opengl") {
+    QString why;
+    if (!w.timeline()->setOpenGL(true, &why)) return fail("--renderer opengl: " + why);
+  } else if (kind == "auto" && !cli.isSet(shot)) {
+    QString why;
+    if (!TimelineView::openGLPreferred(&why) || !w.timeline()->setOpenGL(true, &why))
+      w.statusBar()->showMessage("Drawing with QPainter: " + why, 10000);
+    else
+      w.statusBar()->showMessage("Drawing with OpenGL", 5000);
+  }
   if (cli.isSet(trials)) {
     QString error;
     if (!w.loadTrials(cli.value(trials), &error)) return fail(error);

@@ -26,7 +26,9 @@ void draw_rects(const std::vector<Frame::Rect>& rects, QPainter& p) {
   }
 }
 
-void draw_texts(const std::vector<Frame::Text>& texts, QPainter& p) {
+}  // namespace
+
+void paint_texts(const std::vector<Frame::Text>& texts, QPainter& p) {
   for (const auto& t : texts) {
     p.setPen(QColor::fromRgba(t.color));
     // QPainter::drawText never interprets markup: names are shown exactly as recorded
@@ -34,13 +36,8 @@ void draw_texts(const std::vector<Frame::Text>& texts, QPainter& p) {
   }
 }
 
-}  // namespace
-
-void PainterRenderer::render(const Frame& f, QPainter& p) {
-  p.setRenderHint(QPainter::Antialiasing, false);
-  p.fillRect(p.viewport(), QColor::fromRgba(f.background));
-  draw_rects(f.rects, p);
-  for (const auto& l : f.lines) {
+void paint_lines(const std::vector<Frame::Line>& lines, QPainter& p) {
+  for (const auto& l : lines) {
     p.setPen(QPen(QColor::fromRgba(l.color), l.width));
     if (!l.arrow) {
       p.drawLine(l.l);
@@ -59,7 +56,14 @@ void PainterRenderer::render(const Frame& f, QPainter& p) {
     p.fillPath(head, QColor::fromRgba(l.color));
     p.setRenderHint(QPainter::Antialiasing, false);
   }
-  draw_texts(f.texts, p);
+}
+
+void PainterRenderer::render(const Frame& f, QPainter& p) {
+  p.setRenderHint(QPainter::Antialiasing, false);
+  p.fillRect(p.viewport(), QColor::fromRgba(f.background));
+  draw_rects(f.rects, p);
+  paint_lines(f.lines, p);
+  paint_texts(f.texts, p);
   for (const auto& r : f.overlays) {
     p.fillRect(r.r, QColor::fromRgba(r.fill));
     if (r.outline) {
@@ -68,7 +72,7 @@ void PainterRenderer::render(const Frame& f, QPainter& p) {
       p.drawRect(r.r);
     }
   }
-  draw_texts(f.overlay_texts, p);
+  paint_texts(f.overlay_texts, p);
 }
 
 }  // namespace tt::gui

@@ -1,9 +1,9 @@
 // Drawing behind an interface. The timeline turns its LOD result into a Frame, a display list
 // of rectangles, lines and plain-text labels in widget pixels, and a FrameRenderer draws it.
-// PainterRenderer (QPainter, raster) is the one used everywhere today: it is deterministic
-// offscreen, so tests and `--screenshot` use the same code the window does. A GPU renderer
-// (QOpenGLWidget with instanced quads for `rects`, QPainter for text on top) would implement
-// the same interface; it is not written yet.
+// PainterRenderer (QPainter, raster) is deterministic offscreen, so tests and `--screenshot`
+// use it. GlRenderer (gl_renderer.h, built when Qt's OpenGL modules are found) draws the
+// rectangles, the bulk of a frame, as one vertex batch through OpenGL when the timeline sits
+// on a QOpenGLWidget, and the few lines and labels with QPainter on top.
 #pragma once
 
 #include <vector>
@@ -49,11 +49,18 @@ class FrameRenderer {
  public:
   virtual ~FrameRenderer() = default;
   virtual void render(const Frame& f, QPainter& p) = 0;
+  // A short name for the status bar and tests ("QPainter", "OpenGL").
+  virtual QString name() const = 0;
 };
 
 class PainterRenderer final : public FrameRenderer {
  public:
   void render(const Frame& f, QPainter& p) override;
+  QString name() const override { return QStringLiteral("QPainter"); }
 };
+
+// The parts every renderer draws with QPainter (few per frame: ruler ticks, flow arrows, labels).
+void paint_lines(const std::vector<Frame::Line>& lines, QPainter& p);
+void paint_texts(const std::vector<Frame::Text>& texts, QPainter& p);
 
 }  // namespace tt::gui

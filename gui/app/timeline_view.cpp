@@ -14,6 +14,12 @@
 #include <QWheelEvent>
 
 #include "event_info.h"
+#ifdef TT_HAVE_QT_OPENGL
+#include <QOpenGLContext>
+#include <QOpenGLWidget>
+
+#include "gl_renderer.h"
+#endif
 
 namespace tt::gui {
 
@@ -36,6 +42,45 @@ Ns tick_step(double ns_per_px, double px) {
   return static_cast<Ns>(p * 10);
 }
 
+#ifdef TT_HAVE_QT_OPENGL
+// The OpenGL drawing surface: covers the view, lets every mouse event through to it, and
+// paints the view's frame with the view's renderer on each paintGL.
+class GlCanvas final : public QOpenGLWidget {
+ public:
+  GlCanvas(TimelineView* view, GlRenderer* renderer) : QOpenGLWidget(view), view_(view), renderer_(renderer) {
+    setAttribute(Qt::WA_TransparentForMouseEvents);
+    setFocusPolicy(Qt::NoFocus);
+  }
+  ~GlCanvas() override {
+    QObject::disconnect(on_context_death_);
+    release();
+  }
+
+ protected:
+  void initializeGL() override {
+    // the GL names must go before the context does (it is recreated on re-parenting)
+    QObject::disconnect(on_context_death_);
+    on_context_death_ =
+        connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, [this] { release(); }, Qt::DirectConnection);
+  }
+  void paintGL() override {
+    QPainter p(this);
+    view_->renderTo(p);
+  }
+
+ private:
+  void release() {
+    if (!renderer_ || !context()) return;
+    makeCurrent();
+    renderer_->releaseGl();
+    doneCurrent();
+  }
+  TimelineView* view_;
+  GlRenderer* renderer_;
+  QMetaObject::Connection on_context_death_;
+};
+#endif
+
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent), renderer_(std::make_unique<PainterRenderer>()) {
@@ -43,13 +88,16 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent), renderer_(std::ma
   setMouseTracking(true);
   setMinimumSize(400, 200);
   vscroll_ = new QScrollBar(Qt::Vertical, this);
-  connect(vscroll_, &QScrollBar::valueChanged, this, [this] { requestLod(); update(); });
+  connect(vscroll_, &QScrollBar::valueChanged, this, [this] { requestLod(); refresh(); });
   worker_ = std::make_unique<LodWorker>([this](std::shared_ptr<const LodResult> r) {
     QMetaObject::invokeMethod(this, [this, r] { onLod(r); }, Qt::QueuedConnection);
   });
 }
 
-TimelineView::~TimelineView() { worker_.reset(); }
+TimelineView::~TimelineView() {
+  worker_.reset();
+  delete canvas_;  // before renderer_, which it uses to free its GL names
+}
 
 void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
   doc_ = std::move(doc);
@@ -112,7 +160,7 @@ void TimelineView::setView(Ns t0, Ns t1) {
   t0_ = t0;
   t1_ = t1;
   requestLod();
-  update();
+  refresh();
   emitView();
 }
 
@@ -143,7 +191,7 @@ void TimelineView::select(EventRef e) {
   if (doc_ && e.valid() && !span_columns(doc_->trace, e.table)) e = {};
   selected_ = e;
   flow_ = doc_ && e.valid() ? correlated_event(*doc_, e) : EventRef{};
-  update();
+  refresh();
   emit selectionChanged();
 }
 
@@ -157,12 +205,12 @@ void TimelineView::fitSelected() {
 void TimelineView::setHighlight(Ns t0, Ns t1) {
   highlight_t0_ = t0;
   highlight_t1_ = t1;
-  update();
+  refresh();
 }
 
 void TimelineView::setArea(std::optional<AreaSelection> a) {
   area_ = std::move(a);
-  update();
+  refresh();
   emit areaChanged();
 }
 
@@ -306,7 +354,7 @@ void TimelineView::relayout() {
   vscroll_->setPageStep(std::max(1, view_h));
   vscroll_->setSingleStep(kLaneHeight * 3);
   requestLod();
-  update();
+  refresh();
 }
 
 int TimelineView::pinnedHeight() const {
@@ -431,7 +479,7 @@ void TimelineView::onLod(std::shared_ptr<const LodResult> r) {
   if (!r || (lod_ && r->generation < lod_->generation)) return;
   if (!doc_ || r->doc != doc_.get()) return;  // for an older document
   lod_ = std::move(r);
-  update();
+  refresh();
   emit lodUpdated();
 }
 
@@ -635,18 +683,67 @@ void TimelineView::renderTo(QPainter& p) {
 }
 
 void TimelineView::paintEvent(QPaintEvent*) {
+  if (canvas_) return;  // the OpenGL canvas covers the view and draws the frame
   QPainter p(this);
   renderTo(p);
 }
 
+void TimelineView::refresh() {
+  update();
+  if (canvas_) canvas_->update();
+}
+
+QWidget* TimelineView::canvas() const { return canvas_ ? canvas_ : const_cast<TimelineView*>(this); }
+
+bool TimelineView::setOpenGL(bool on, QString* why) {
+  if (on == (canvas_ != nullptr)) return true;
+  if (!on) {
+    delete canvas_;  // releases its GL names while its context lives
+    canvas_ = nullptr;
+    renderer_ = std::make_unique<PainterRenderer>();
+    refresh();
+    return true;
+  }
+#ifdef TT_HAVE_QT_OPENGL
+  if (!opengl_available(why)) return false;
+  auto gl = std::make_unique<GlRenderer>();
+  canvas_ = new GlCanvas(this, gl.get());
+  renderer_ = std::move(gl);
+  canvas_->setGeometry(rect());
+  canvas_->show();
+  vscroll_->raise();
+  refresh();
+  return true;
+#else
+  if (why) *why = tr("this build has no OpenGL support (Qt's OpenGL modules were not found)");
+  return false;
+#endif
+}
+
+bool TimelineView::openGLPreferred(QString* why) {
+#ifdef TT_HAVE_QT_OPENGL
+  QString renderer;
+  if (!opengl_available(why, &renderer)) return false;
+  if (software_opengl(renderer)) {
+    if (why) *why = tr("OpenGL here is a software rasteriser (%1), slower than QPainter").arg(renderer);
+    return false;
+  }
+  return true;
+#else
+  if (why) *why = tr("this build has no OpenGL support (Qt's OpenGL modules were not found)");
+  return false;
+#endif
+}
+
 void TimelineView::resizeEvent(QResizeEvent*) {
+  if (canvas_) canvas_->setGeometry(rect());
   vscroll_->setGeometry(width() - kScrollBarWidth, kRulerHeight, kScrollBarWidth, height() - kRulerHeight);
   relayout();
 }
 
 void TimelineView::setHelpVisible(bool on) {
   help_ = on;
-  update();
+  refresh();
 }
 
 // ---- input ----
@@ -696,7 +793,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* ev) {
       take(pinned_entries_, true);
       take(entries_, false);
       area_ = std::move(a);
-      update();
+      refresh();
     }
     last_pos_ = p;
     return;
@@ -705,7 +802,7 @@ void TimelineView::mouseMoveEvent(QMouseEvent* ev) {
   if (!(h == hover_) || (h.valid() && p != hover_pos_)) {
     hover_ = h;
     hover_pos_ = p;
-    update();
+    refresh();
   }
 }
 
@@ -726,7 +823,7 @@ void TimelineView::mouseDoubleClickEvent(QMouseEvent* ev) {
 void TimelineView::leaveEvent(QEvent*) {
   if (hover_.valid()) {
     hover_ = {};
-    update();
+    refresh();
   }
 }
 

@@ -91,6 +91,19 @@ class TimelineView : public QWidget {
   // Renders the whole widget into `img` with the same frame the window shows.
   void renderTo(QPainter& p);
 
+  // ---- rendering ----
+  // On: the timeline draws on a QOpenGLWidget through GlRenderer (rectangles as one vertex
+  // batch per frame). Off: QPainter on the raster backing store. Returns false (and says why)
+  // when OpenGL is not built in or no context can be made here; the view stays as it was.
+  bool setOpenGL(bool on, QString* why = nullptr);
+  // What --renderer auto picks: OpenGL when a hardware context can be made here (a software
+  // rasteriser such as llvmpipe draws slower than QPainter), else QPainter. Says why not.
+  static bool openGLPreferred(QString* why);
+  bool openGL() const { return canvas_ != nullptr; }
+  const FrameRenderer& renderer() const { return *renderer_; }
+  // The widget the frame is drawn on: the OpenGL canvas, or the view itself.
+  QWidget* canvas() const;
+
  signals:
   void viewChanged(qint64 t0, qint64 t1);
   void selectionChanged();
@@ -121,6 +134,7 @@ class TimelineView : public QWidget {
   void onLod(std::shared_ptr<const LodResult> r);
   void buildFrame(Frame& f);
   void emitView();
+  void refresh();  // schedules a repaint of whatever the frame is drawn on
   int pinnedHeight() const;
   int scrollY() const;
   // y of an entry in widget coordinates
@@ -134,6 +148,7 @@ class TimelineView : public QWidget {
   std::unique_ptr<FrameRenderer> renderer_;
   Frame frame_;
   QScrollBar* vscroll_ = nullptr;
+  QWidget* canvas_ = nullptr;  // the QOpenGLWidget when drawing with OpenGL
   bool synchronous_ = false;
   std::uint64_t generation_ = 0;
 
