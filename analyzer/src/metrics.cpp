@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -841,7 +842,30 @@ void cross_rank(const Trace& t, Metrics& M) {
     const auto want = M.ranks[it->second].collectives.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
     if (c.side[i] == want) rows[it->second].push_back(i);
   }
+  // A rank without collective records (a Kineto trace without NCCL annotations) is matched by
+  // its communication kernels: the k-th ncclKernel_X on every rank is the same collective, and
+  // a kernel starts when its stream reaches it, i.e. when the rank arrives.
+  constexpr trace::StringId kByKernel = std::numeric_limits<trace::StringId>::max();
+  std::vector<std::vector<std::size_t>> comm_kernels(M.ranks.size());
+  {
+    std::unordered_map<trace::StringId, bool> is_comm;
+    const auto& k = t.kernels;
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      auto it = rank_of_process.find(t.process_of_track(k.track[i]));
+      if (it == rank_of_process.end() || !rows[it->second].empty()) continue;
+      auto [c, fresh] = is_comm.try_emplace(k.name[i], false);
+      if (fresh) c->second = classify_kernel(t.strings.get(k.name[i])) == KernelClass::Communication;
+      if (c->second) comm_kernels[it->second].push_back(i);
+    }
+  }
   std::map<std::tuple<trace::StringId, trace::StringId, std::size_t>, std::vector<std::pair<Ns, std::size_t>>> arrivals;
+  for (std::size_t r = 0; r < comm_kernels.size(); ++r) {
+    auto& v = comm_kernels[r];
+    const auto& k = t.kernels;
+    std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return k.start[a] < k.start[b]; });
+    std::unordered_map<trace::StringId, std::size_t> ordinal;
+    for (std::size_t i : v) arrivals[{kByKernel, k.name[i], ordinal[k.name[i]]++}].push_back({k.start[i], r});
+  }
   for (std::size_t r = 0; r < rows.size(); ++r) {
     std::sort(rows[r].begin(), rows[r].end(), [&](std::size_t a, std::size_t b) { return c.start[a] < c.start[b]; });
     std::map<std::pair<trace::StringId, trace::StringId>, std::size_t> ordinal;
@@ -858,7 +882,13 @@ void cross_rank(const Trace& t, Metrics& M) {
     auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     skews.push_back(hi->first - lo->first);
     ++last_count[hi->second];
+    for (const auto& [arrived, r] : v) {
+      auto& cs = M.ranks[r].collectives;
+      ++cs.matched;
+      cs.arrival_wait += hi->first - arrived;
+    }
   }
+  for (std::size_t r = 0; r < M.ranks.size(); ++r) M.ranks[r].collectives.last_arrivals = last_count[r];
   X.matched_collectives = skews.size();
   if (!skews.empty()) {
     X.arrival_skew_median = percentile(skews, 0.5);

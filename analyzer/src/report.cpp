@@ -199,6 +199,9 @@ void write_rank(Json& j, const RankMetrics& r) {
   j.kv("bytes", r.collectives.bytes);
   j.kv("time_ns", r.collectives.time);
   j.kv("side", std::string_view(r.collectives.device_side ? "device" : "host"));
+  j.kv("matched", r.collectives.matched);
+  j.kv("arrival_wait_ns", r.collectives.arrival_wait);
+  j.kv("last_arrivals", r.collectives.last_arrivals);
   j.end_object();
   j.key("top_kernels").begin_array();
   for (const auto& k : r.top_kernels) {
@@ -442,6 +445,10 @@ std::string render_text(const Analysis& a, bool color) {
       o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {}\n", r.collectives.count,
                        r.collectives.device_side ? "GPU" : "host", static_cast<double>(r.collectives.bytes) / 1e6,
                        dur(r.collectives.time));
+    if (r.collectives.matched)
+      o += fmt::format("  collective wait: {} at {} collectives matched across ranks, waiting for the last rank to "
+                       "arrive; last to arrive {} times\n",
+                       dur(r.collectives.arrival_wait), r.collectives.matched, r.collectives.last_arrivals);
     for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
   }
   const auto& X = M.cross;

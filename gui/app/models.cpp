@@ -139,6 +139,8 @@ QVariant RanksModel::data(const QModelIndex& index, int role) const {
     case StepMedian: return cell(role, ms(r.step_median) + " ms", double(r.step_median));
     case StepP90: return cell(role, ms(r.step_p90) + " ms", double(r.step_p90));
     case GpuBusy: return cell(role, r.has_gpu ? pct(share(r.gpu.busy, span)) : QStringLiteral("-"), share(r.gpu.busy, span));
+    case GpuIdle:
+      return cell(role, r.has_gpu ? pct(share(span - r.gpu.busy, span)) : QStringLiteral("-"), share(span - r.gpu.busy, span));
     case Compute: return cell(role, r.has_gpu ? pct(share(r.gpu.compute, span)) : QStringLiteral("-"), share(r.gpu.compute, span));
     case ExposedComm:
       return cell(role, r.has_gpu ? pct(share(r.gpu.exposed_communication, span)) : QStringLiteral("-"),
@@ -147,12 +149,24 @@ QVariant RanksModel::data(const QModelIndex& index, int role) const {
       const auto window = r.window_end - r.window_start;
       return cell(role, pct(share(r.data_wait, window)), share(r.data_wait, window));
     }
+    case CollectiveWait: {  // waiting at collectives for the last rank, per step (or in the window)
+      if (!r.collectives.matched) return cell(role, QStringLiteral("-"), -1.0);
+      const auto per = r.steps.empty() ? r.collectives.arrival_wait
+                                       : r.collectives.arrival_wait / static_cast<trace::Ns>(r.steps.size());
+      return cell(role, ms(per) + (r.steps.empty() ? " ms" : " ms/step"), double(per));
+    }
+    case LastArrivals:
+      if (!r.collectives.matched) return cell(role, QStringLiteral("-"), -1.0);
+      return cell(role, QStringLiteral("%1 of %2").arg(r.collectives.last_arrivals).arg(r.collectives.matched),
+                  share(static_cast<trace::Ns>(r.collectives.last_arrivals), static_cast<trace::Ns>(r.collectives.matched)));
   }
   return {};
 }
 QVariant RanksModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* const kNames[] = {"rank", "steps", "step median", "step p90", "GPU busy", "compute", "exposed comm", "data wait"};
+  static const char* const kNames[] = {"rank",         "steps",     "step median",     "step p90",
+                                       "GPU busy",     "GPU idle",  "compute",         "exposed comm",
+                                       "data wait",    "collective wait", "last to arrive"};
   return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
 }
 

@@ -57,7 +57,7 @@ class TopKernelsModel : public QAbstractTableModel {
 class RanksModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Rank, Steps, StepMedian, StepP90, GpuBusy, Compute, ExposedComm, DataWait, ColumnCount };
+  enum Column { Rank, Steps, StepMedian, StepP90, GpuBusy, GpuIdle, Compute, ExposedComm, DataWait, CollectiveWait, LastArrivals, ColumnCount };
   using QAbstractTableModel::QAbstractTableModel;
   void setDocument(std::shared_ptr<const Document> doc);
   int rowCount(const QModelIndex& parent = {}) const override;

@@ -266,6 +266,33 @@ class GuiTest : public QObject {
     QVERIFY(!(last == first));
   }
 
+  void ranksCompareCollectiveWaitsSideBySide() {
+    auto doc = load_document((kData + "/kineto/param/dlrm_8rank").toStdString(), {});
+    QVERIFY2(doc.ok(), doc.ok() ? "" : doc.error().c_str());
+    RanksModel ranks;
+    QAbstractItemModelTester tester(&ranks, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    ranks.setDocument(doc.value());
+    const auto& m = doc.value()->analysis().metrics;
+    QCOMPARE(ranks.rowCount(), 8);
+    QVERIFY(m.cross.matched_collectives > 0);
+    std::uint64_t last = 0;
+    for (int r = 0; r < ranks.rowCount(); ++r) {
+      const auto& rm = *ranks.rank(r);
+      QCOMPARE(rm.collectives.matched, m.cross.matched_collectives);
+      last += rm.collectives.last_arrivals;
+      const QString wait = ranks.index(r, RanksModel::CollectiveWait).data().toString();
+      QVERIFY2(wait.endsWith(" ms/step"), qPrintable(wait));
+      QCOMPARE(ranks.index(r, RanksModel::CollectiveWait).data(Qt::UserRole).toDouble(),
+               double(rm.collectives.arrival_wait / static_cast<Ns>(rm.steps.size())));
+      QCOMPARE(ranks.index(r, RanksModel::LastArrivals).data().toString(),
+               QString("%1 of %2").arg(rm.collectives.last_arrivals).arg(rm.collectives.matched));
+      const double busy = ranks.index(r, RanksModel::GpuBusy).data(Qt::UserRole).toDouble(),
+                   idle = ranks.index(r, RanksModel::GpuIdle).data(Qt::UserRole).toDouble();
+      QVERIFY(std::abs(busy + idle - 1.0) < 1e-9);
+    }
+    QCOMPARE(last, m.cross.matched_collectives);  // every collective has one last arriver
+  }
+
   void topKernelAndRankClicksReachTheTimeline() {
     auto w = open(kFindingsTrace);
     QVERIFY(w);

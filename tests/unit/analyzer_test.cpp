@@ -361,6 +361,41 @@ TEST(Metrics, MissingRanksAreNoted) {
   EXPECT_EQ(a.metrics.cross.ranks, 2u);
 }
 
+TEST(Metrics, CollectiveWaitPerRank) {
+  // three ranks, two all-reduces on one communicator; arrivals (µs): [10, 30, 20] and [50, 45, 90]
+  Builder b;  // rank 0 (with an unused GPU)
+  std::vector<std::uint32_t> th{b.main};
+  for (int r = 1; r < 3; ++r) {
+    trace::Process p;
+    p.pid = 100 + r;
+    p.rank = r;
+    const auto proc = b.t.add_process(p);
+    th.push_back(b.t.add_thread({proc, p.pid, "main"}));
+  }
+  for (int r = 0; r < 3; ++r) {
+    b.t.steps.push_span(0, 100 * kUs, th[r], b.t.strings.intern("ProfilerStep#0"));
+    b.t.steps.number.push_back(0);
+  }
+  const Ns arrive[2][3] = {{10, 30, 20}, {50, 45, 90}};
+  const auto name = b.t.strings.intern("allreduce"), comm = b.t.strings.intern("pg0");
+  for (int k = 0; k < 2; ++k)
+    for (int r = 0; r < 3; ++r)
+      b.t.collectives.push(arrive[k][r] * kUs, 5 * kUs, th[r], name, name, 1024, 256, 0, 3, comm,
+                           trace::CollectiveSide::Host, 0);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 3u);
+  const Ns want_wait[3] = {(30 - 10 + 90 - 50) * kUs, (0 + 90 - 45) * kUs, (30 - 20 + 0) * kUs};
+  const std::uint64_t want_last[3] = {0, 1, 1};
+  for (int r = 0; r < 3; ++r) {
+    const auto& c = a.metrics.ranks[r].collectives;
+    EXPECT_EQ(c.matched, 2u) << r;
+    EXPECT_EQ(c.arrival_wait, want_wait[r]) << r;
+    EXPECT_EQ(c.last_arrivals, want_last[r]) << r;
+  }
+  EXPECT_EQ(a.metrics.cross.matched_collectives, 2u);
+  EXPECT_EQ(a.metrics.cross.arrival_skew_max, 45 * kUs);
+}
+
 // ---- rules one by one, each on both sides of its threshold ----
 
 RankMetrics base_rank(bool gpu) {

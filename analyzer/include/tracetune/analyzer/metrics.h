@@ -116,6 +116,12 @@ struct CollectiveStats {
   std::uint64_t bytes = 0;
   Ns time = 0;   // sum of durations (device side when present, else host side)
   bool device_side = false;
+  // Cross-rank (two ranks or more): the collectives matched on other ranks, how long this rank
+  // had arrived at them before the last rank did (its wait for stragglers), and how often it
+  // was the last to arrive.
+  std::uint64_t matched = 0;
+  Ns arrival_wait = 0;
+  std::uint64_t last_arrivals = 0;
 };
 
 struct RankMetrics {
