@@ -48,7 +48,12 @@ int main(int argc, char** argv) {
                          "MiB");
   QCommandLineOption trials("trials", "Show `tracetune tune`'s trials file (*.trials.json) in the Tuner trials panel.",
                             "FILE");
-  cli.addOptions({shot, size, range, finding, cap, trials});
+  QCommandLineOption tuned("tuned",
+                           "Show a tuned config (tuned.toml) as `tracetune run --config` would apply it, in the Tuned "
+                           "config panel (a refused one with the reason). --trials also opens the X.toml beside "
+                           "X.trials.json.",
+                           "FILE");
+  cli.addOptions({shot, size, range, finding, cap, trials, tuned});
   cli.process(app);
 
   LoadOptions opt;
@@ -67,6 +72,7 @@ int main(int argc, char** argv) {
     QString error;
     if (!w.loadTrials(cli.value(trials), &error)) return fail(error);
   }
+  if (cli.isSet(tuned)) w.loadTunedConfig(cli.value(tuned));  // a refusal is shown in the panel
   if (!cli.isSet(shot)) {
     w.show();
     if (!files.isEmpty()) QTimer::singleShot(0, &w, [&w, f = files.front()] { w.openFile(f); });

@@ -23,6 +23,10 @@
 #include "event_info.h"
 #include "main_window.h"
 #include "models.h"
+#include "tracetune/trace/estimate.h"
+#include "tracetune/tuner/search.h"
+#include "tracetune/tuner/trial.h"
+#include "tracetune/tuner/tuned_writer.h"
 
 using namespace tt::gui;
 using tt::trace::Ns;
@@ -72,6 +76,58 @@ std::optional<std::pair<std::uint32_t, QPoint>> block_point(TimelineView* tl, Ta
     }
   }
   return std::nullopt;
+}
+
+// A job whose step time is a known function of the settings, for the tuner's real search and
+// writer: the GUI is shown exactly what `tracetune tune` would write.
+class CostRunner : public tt::tuner::TrialRunner {
+ public:
+  explicit CostRunner(std::function<double(const tt::tuner::Candidate&)> cost) : cost_(std::move(cost)) {}
+  tt::tuner::Trial run(const tt::tuner::Candidate& c) override {
+    tt::tuner::Trial t;
+    t.candidate = c;
+    std::vector<double> steps;
+    for (int i = 0; i < 20; ++i) steps.push_back(cost_(c) * (1 + 0.01 * std::sin(i * 1.7)));
+    t.stats = tt::tuner::stats_of(steps);
+    return t;
+  }
+
+ private:
+  std::function<double(const tt::tuner::Candidate&)> cost_;
+};
+
+// Writes tuned.toml and tuned.trials.json as `tracetune tune -o DIR/tuned.toml` would, from the
+// tuner's own search and writer; `numerics`: a job TF32 speeds up, searched with --allow-numerics.
+bool write_tuner_output(const QString& dir, bool numerics) {
+  using namespace tt::tuner;
+  const Catalogue cat = builtin_catalogue().value();
+  TuneSummary s;
+  s.command = numerics ? "python3 train.py --amp" : "python3 train.py --num-workers 0";
+  s.version = "test";
+  s.steps = 15;
+  s.warmup = 3;
+  if (numerics) s.findings = {{"precision", 0.5, {"torch.tf32_matmul"}}};
+  else s.findings = {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor"}}};
+  CostRunner runner([numerics](const Candidate& c) {
+    if (numerics) {
+      const Value* v = c.find("torch.tf32_matmul");
+      return v && std::get<bool>(*v) ? 50.0 : 100.0;
+    }
+    const Value* v = c.find("dataloader.num_workers");
+    const auto w = v ? std::get<std::int64_t>(*v) : 0;
+    return 100.0 / std::max<std::int64_t>(1, std::min<std::int64_t>(w, 4)) + (w > 4 ? 5.0 * (w - 4) : 0);
+  });
+  s.plan = plan_search(s.findings, cat, numerics);
+  SearchOptions opt;
+  opt.max_trials = 12;
+  s.result = search(s.plan, runner, opt);
+  for (const auto& [name, text] : {std::pair{QString("tuned.toml"), tuned_toml(s, cat)},
+                                   std::pair{QString("tuned.trials.json"), trials_json(s)}}) {
+    QFile f(dir + "/" + name);
+    if (!f.open(QIODevice::WriteOnly) || f.write(text.data(), qint64(text.size())) != qint64(text.size())) return false;
+    f.setPermissions(QFile::ReadOwner | QFile::WriteOwner);  // as a umask of 022 would leave it, whatever ours is
+  }
+  return true;
 }
 
 }  // namespace
@@ -703,6 +759,82 @@ class GuiTest : public QObject {
     QVERIFY(w.loadTrials(good, &err));
     QCOMPARE(w.trialsModel()->rowCount(), 8);
     QVERIFY(w.statusText().contains("8 trials"));
+  }
+
+  // tuned.toml as `tracetune run --config` would apply it, read by the tuner's own loader: the
+  // one `tracetune tune` wrote beside the trials file opens with it; refused files say why.
+  void tunedConfigPanelShowsWhatRunWouldApply() {
+    QTemporaryDir tmp;
+    QVERIFY(write_tuner_output(tmp.path(), false));
+    QCOMPARE(MainWindow::tunedConfigBeside(tmp.filePath("tuned.trials.json")), tmp.filePath("tuned.toml"));
+    MainWindow w;
+    w.setErrorDialogs(false);
+    QString err;
+    QVERIFY2(w.loadTrials(tmp.filePath("tuned.trials.json"), &err), qPrintable(err));
+    TunedConfigModel* m = w.tunedConfigPanel()->model();
+    QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(m->path(), tmp.filePath("tuned.toml"));
+    QVERIFY2(m->refusal().isEmpty(), qPrintable(m->refusal()));
+    // the search kept 4 workers (the cost function's optimum): one python setting, numerics unchanged
+    QCOMPARE(m->rowCount(), 1);
+    QCOMPARE(m->columnCount(), int(TunedConfigModel::ColumnCount));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Knob)).toString(), QStringLiteral("dataloader.num_workers"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Value)).toString(), QStringLiteral("4"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Applied)).toString(), QStringLiteral("python"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Numerics), Qt::UserRole).toBool(), false);
+    QVERIFY(m->data(m->index(0, TunedConfigModel::Changes)).toString().contains("DataLoader worker processes"));
+    QVERIFY(m->data(m->index(0, 0), Qt::ToolTipRole).toString().contains("0 loads batches in the training process"));
+    // [meta] speedup and trials, parsed; the header's prose shown verbatim
+    const QString summary = w.tunedConfigPanel()->summaryText();
+    QVERIFY2(summary.contains("1 setting from") && summary.contains("speedup 4.00x") && summary.contains("trials"),
+             qPrintable(summary));
+    QVERIFY2(w.tunedConfigPanel()->commentsText().contains("Measured speedup 4.000x over 10 trials"),
+             qPrintable(w.tunedConfigPanel()->commentsText()));
+
+    // a config with a numerics-changing value (written with --allow-numerics) is flagged
+    QTemporaryDir tmp2;
+    QVERIFY(write_tuner_output(tmp2.path(), true));
+    QVERIFY(w.loadTunedConfig(tmp2.filePath("tuned.toml")));
+    QCOMPARE(m->rowCount(), 1);
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Knob)).toString(), QStringLiteral("torch.tf32_matmul"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Numerics), Qt::UserRole).toBool(), true);
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Numerics)).toString(), QStringLiteral("changes numerics"));
+
+    // environment knobs say which variable; [[nccl.table]] entries are rows of the tuner plugin's knob
+    auto write = [&](const QString& name, const QByteArray& text, QFile::Permissions perms = QFile::ReadOwner | QFile::WriteOwner) {
+      QFile f(tmp.filePath(name));
+      if (!f.open(QIODevice::WriteOnly)) return QString();
+      f.write(text);
+      f.setPermissions(perms);
+      return f.fileName();
+    };
+    const QString hand = write("hand.toml", "[settings]\n\"nccl.algo\" = [\"Ring\"]\n\n[[nccl.table]]\n"
+                                            "collective = \"allreduce\"\nmin_bytes = 0\nmax_bytes = 65536\n"
+                                            "algorithm = \"tree\"\nprotocol = \"ll\"\n");
+    QVERIFY2(w.loadTunedConfig(hand), qPrintable(m->refusal()));
+    QCOMPARE(m->rowCount(), 2);
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Applied)).toString(), QStringLiteral("env NCCL_ALGO"));
+    QCOMPARE(m->data(m->index(1, TunedConfigModel::Knob)).toString(), QStringLiteral("nccl.tuner_table"));
+    QCOMPARE(m->data(m->index(1, TunedConfigModel::Value)).toString(), QStringLiteral("allreduce 0..65536 B: tree/ll"));
+    QCOMPARE(m->data(m->index(1, TunedConfigModel::Applied)).toString(), QStringLiteral("nccl_tuner"));
+    QVERIFY(w.tunedConfigPanel()->commentsText().isEmpty());  // no header: nothing made up
+
+    // refused as `run --config` refuses them: one line naming the file, the panel empty
+    const struct { QString path; const char* why; } bad[] = {
+        {tmp.filePath("missing.toml"), "cannot open"},
+        {write("env.toml", "[env]\nLD_PRELOAD = \"/tmp/x.so\"\n"), "raw environment variables are not accepted"},
+        {write("unknown.toml", "[settings]\n\"dataloader.num_wrkers\" = 4\n"), "unknown knob"},
+        {write("numerics.toml", "[settings]\n\"torch.tf32_matmul\" = true\n"), "changes numerics"},
+        {write("garbage.toml", "[settings\n<b>x</b>"), "not valid TOML"},
+        {write("shared.toml", "[settings]\n", QFile::ReadOwner | QFile::WriteOwner | QFile::WriteOther), "writable by others"},
+    };
+    for (const auto& b : bad) {
+      QVERIFY(!w.loadTunedConfig(b.path));
+      QCOMPARE(m->rowCount(), 0);
+      QVERIFY2(m->refusal().startsWith(b.path) && m->refusal().contains(b.why) && !m->refusal().contains('\n'),
+               qPrintable(m->refusal()));
+      QVERIFY(w.tunedConfigPanel()->summaryText().startsWith("Refused: " + b.path));
+    }
   }
 
   void screenshotCommandLine() {
