@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   QCommandLineOption range("range", "Time window for --screenshot, in ms from the trace's start (default: all).", "A:B");
   QCommandLineOption finding("finding", "For --screenshot: click the N-th finding (1 = largest gain) first.", "N");
   QCommandLineOption cap("memory-cap",
-                         "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory).",
+                         "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory); "
+                         "checked before reading from an estimate, then exactly.",
                          "MiB");
   QCommandLineOption trials("trials", "Show `tracetune tune`'s trials file (*.trials.json) in the Tuner trials panel.",
                             "FILE");

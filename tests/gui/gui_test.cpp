@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFont>
 #include <QKeyEvent>
@@ -19,6 +20,8 @@
 #include <QTemporaryDir>
 #include <QWheelEvent>
 #include <QtTest>
+
+#include <sqlite3.h>
 
 #include "event_info.h"
 #include "main_window.h"
@@ -579,6 +582,82 @@ class GuiTest : public QObject {
     auto r = load_document(kGpuTrace.toStdString(), opt);
     QVERIFY(!r.ok());
     QVERIFY2(QString::fromStdString(r.error()).contains("memory cap"), r.error().c_str());
+  }
+
+  // The estimate made before reading (event-table row counts, the gzip size field) refuses a
+  // trace clearly over the cap without reading it; the exact checks after reading stay.
+  void memoryCapIsCheckedBeforeReading() {
+    QTemporaryDir tmp;
+    // A DB whose last kernel row has id 50,000,000: the estimate counts 50M kernels (~1.9 GiB);
+    // the file holds a few thousand events, so only the estimate can trip a 256 MiB cap.
+    const QString db = tmp.filePath("sparse.db");
+    QVERIFY(QFile::copy(QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"), db));
+    QVERIFY(QFile::setPermissions(db, QFile::ReadOwner | QFile::WriteOwner));
+    sqlite3* h = nullptr;
+    QCOMPARE(sqlite3_open(db.toUtf8().constData(), &h), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(h, "UPDATE kernels SET id = 50000000 WHERE id = (SELECT max(id) FROM kernels)", nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(h);
+    LoadOptions opt;
+    opt.memory_cap_bytes = std::uint64_t{256} << 20;
+    auto r = load_document(db.toStdString(), opt);
+    QVERIFY(!r.ok());
+    QString msg = QString::fromStdString(r.error());
+    QVERIFY2(msg.startsWith(db) && msg.contains("estimated before reading") && msg.contains("about 500") &&
+                 msg.contains("over the memory cap of 256 MiB") && msg.contains("--memory-cap MiB"),
+             qPrintable(msg));
+    auto uncapped = load_document(db.toStdString(), {});  // what reading it really takes
+    QVERIFY2(uncapped.ok(), uncapped.ok() ? "" : uncapped.error().c_str());
+    QVERIFY(uncapped.value()->resident_bytes < opt.memory_cap_bytes);
+
+    // A Kineto .json.gz whose size field says 3 GiB of JSON: refused before inflating anything
+    // (reading it would fail on the size mismatch instead, with another message).
+    const QString gz = tmp.filePath("claims_3gib.json.gz");
+    QVERIFY(QFile::copy(kGpuTrace, gz));
+    QVERIFY(QFile::setPermissions(gz, QFile::ReadOwner | QFile::WriteOwner));
+    {
+      QFile f(gz);
+      QVERIFY(f.open(QIODevice::ReadWrite));
+      QVERIFY(f.seek(f.size() - 4));
+      f.write(QByteArray("\x00\x00\x00\xc0", 4));  // ISIZE = 0xc0000000, little-endian
+    }
+    opt.memory_cap_bytes = std::uint64_t{1024} << 20;
+    QElapsedTimer clock;
+    clock.start();
+    r = load_document(gz.toStdString(), opt);
+    QVERIFY(!r.ok());
+    msg = QString::fromStdString(r.error());
+    QVERIFY2(msg.contains("needs about 3") && msg.contains("estimated before reading") &&
+                 msg.contains("memory cap of 1024 MiB"),
+             qPrintable(msg));
+    QVERIFY2(clock.elapsed() < 2000, qPrintable(QString::number(clock.elapsed())));
+    uncapped = load_document(gz.toStdString(), {});
+    QVERIFY(!uncapped.ok());
+    QVERIFY2(!QString::fromStdString(uncapped.error()).contains("memory cap"), uncapped.error().c_str());
+
+    // The real file under a cap it fits opens, through both checks.
+    opt.memory_cap_bytes = std::uint64_t{64} << 20;
+    QVERIFY(tt::trace::estimate_load(kGpuTrace.toStdString()).value().total() < opt.memory_cap_bytes);
+    r = load_document(kGpuTrace.toStdString(), opt);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().c_str());
+    QCOMPARE(r.value()->trace.event_count(), std::size_t(68706));
+
+    // What the estimate leaves out (strings, vector slack) is still caught after reading, with
+    // the exact event count: a cap just above the estimate of a DB whose strings it does not count.
+    const QString two = QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db");
+    auto est = tt::trace::estimate_load(two.toStdString());
+    QVERIFY(est.ok());
+    auto full = load_document(two.toStdString(), {});
+    QVERIFY(full.ok());
+    QVERIFY2(full.value()->trace.event_bytes() > est->total(),
+             qPrintable(QString("%1 <= %2").arg(full.value()->trace.event_bytes()).arg(est->total())));
+    opt.memory_cap_bytes = est->total();
+    r = load_document(two.toStdString(), opt);
+    QVERIFY(!r.ok());
+    msg = QString::fromStdString(r.error());
+    QVERIFY2(msg.contains(QString("for %1 events").arg(full.value()->trace.event_count())) &&
+                 !msg.contains("estimated"),
+             qPrintable(msg));
   }
 
   void lodRunsOffTheGuiThread() {
