@@ -282,6 +282,93 @@ class GuiTest : public QObject {
     QFAIL("no correlated launch in the trace");
   }
 
+  // Kineto imports: clicking a cudaLaunchKernel draws the arrow to the kernel Kineto's own ac2g
+  // flow points at (start point inside the call, end point at the kernel's start on its stream);
+  // an NCCL launch reaches its collective; a launch whose GPU is listed under another process
+  // (torch.compile's trace) is joined through the flow table.
+  void kinetoLaunchArrowsReachTheirKernels() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& d = *tl->document();
+    const auto& t = d.trace;
+    // the kernel of the first cudaLaunchKernel in step 2, found from the file's flow events alone
+    QVERIFY(t.steps.size() > 2);
+    std::optional<std::uint32_t> launch;
+    for (std::uint32_t i = 0; i < t.api_calls.size() && !launch; ++i)
+      if (t.strings.get(t.api_calls.name[i]) == "cudaLaunchKernel" && t.api_calls.start[i] > t.steps.start[2]) launch = i;
+    QVERIFY(launch);
+    const Ns l0 = t.api_calls.start[*launch], l1 = t.api_calls.end(*launch);
+    const std::uint32_t thread = t.api_calls.track[*launch];
+    std::optional<EventRef> expected;
+    for (std::size_t i = 0; i < t.flows.size() && !expected; ++i) {
+      if (t.flows.phase[i] != 's' || t.flows.track[i] != thread || t.flows.ts[i] < l0 || t.flows.ts[i] > l1) continue;
+      for (std::size_t j = 0; j < t.flows.size() && !expected; ++j) {
+        if (t.flows.phase[j] != 'f' || t.flows.id[j] != t.flows.id[i]) continue;
+        for (std::uint32_t k = 0; k < t.kernels.size(); ++k)
+          if (t.kernels.track[k] == t.flows.track[j] && t.kernels.start[k] == t.flows.ts[j]) expected = EventRef{Table::Kernels, k};
+      }
+    }
+    QVERIFY2(expected, "the trace's ac2g flow of the launch leads to no kernel");
+    QCOMPARE(t.kernels.correlation[expected->row], t.api_calls.correlation[*launch]);
+
+    // click it: the launch fills the middle third of the view, on its thread's CUDA API row
+    std::optional<QPoint> at;
+    for (std::uint32_t r = 0; r < d.index.rows.size() && !at; ++r) {
+      const auto& row = d.index.rows[r];
+      if (row.table != Table::ApiCalls || row.track != thread) continue;
+      tl->revealRank(row.rank);
+      tl->setView(l0 - (l1 - l0), l1 + (l1 - l0));
+      const QRect rr = tl->rowRect(r);
+      if (!rr.isEmpty()) at = QPoint(static_cast<int>((tl->xAt(l0) + tl->xAt(l1)) / 2), rr.top() + TimelineView::kLaneHeight / 2);
+    }
+    QVERIFY(at);
+    QTest::mouseClick(tl, Qt::LeftButton, Qt::NoModifier, *at);
+    QCOMPARE(tl->selected(), (EventRef{Table::ApiCalls, *launch}));
+    QCOMPARE(tl->flowTarget(), *expected);
+    const QString details = w->detailsPane()->toPlainText();
+    QVERIFY2(details.contains("launches (arrow)") &&
+                 details.contains(QString::fromStdString(std::string(t.strings.get(t.kernels.name[expected->row])))),
+             qPrintable(details));
+    // and from the kernel back to its launch
+    tl->select(*expected);
+    QCOMPARE(tl->flowTarget(), (EventRef{Table::ApiCalls, *launch}));
+
+    // an NCCL kernel is imported twice, as a kernel and as a collective: clicking the collective
+    // points at its launch too, whose own arrow goes to the kernel (the same GPU work)
+    auto nccl = load_document((kData + "/kineto/hta/nccl_data.json.gz").toStdString(), {});
+    QVERIFY(nccl.ok());
+    const auto& n = nccl.value()->trace;
+    int from_collectives = 0;
+    for (std::uint32_t c = 0; c < n.collectives.size(); ++c) {
+      if (!n.collectives.correlation[c]) continue;
+      const EventRef api = correlated_event(*nccl.value(), {Table::Collectives, c});
+      QCOMPARE(api.table, Table::ApiCalls);
+      QCOMPARE(n.api_calls.correlation[api.row], n.collectives.correlation[c]);
+      const EventRef kernel = correlated_event(*nccl.value(), api);
+      QCOMPARE(kernel.table, Table::Kernels);
+      QCOMPARE(n.kernels.start[kernel.row], n.collectives.start[c]);
+      QCOMPARE(n.kernels.track[kernel.row], n.collectives.track[c]);
+      ++from_collectives;
+    }
+    QVERIFY(from_collectives >= 20);
+
+    // triton_example: the kernel's GPU is listed under another pid than the launching thread,
+    // so only the flow table joins cuLaunchKernel to its kernel
+    auto triton = load_document((kData + "/kineto/hta/triton_example.json.gz").toStdString(), {});
+    QVERIFY(triton.ok());
+    const auto& tt = triton.value()->trace;
+    QCOMPARE(tt.kernels.size(), std::size_t(1));
+    for (std::uint32_t i = 0; i < tt.api_calls.size(); ++i) {
+      if (tt.strings.get(tt.api_calls.name[i]) != "cuLaunchKernel") continue;
+      QVERIFY(tt.process_of_track(tt.api_calls.track[i]) != tt.process_of_track(tt.kernels.track[0]));
+      QCOMPARE(correlated_event(*triton.value(), {Table::ApiCalls, i}), (EventRef{Table::Kernels, 0}));
+      QCOMPARE(correlated_event(*triton.value(), {Table::Kernels, 0}), (EventRef{Table::ApiCalls, i}));
+      return;
+    }
+    QFAIL("no cuLaunchKernel in triton_example");
+  }
+
   void areaSelectionAggregates() {
     auto w = open(kGpuTrace);
     QVERIFY(w);
