@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "tracetune/trace/estimate.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
@@ -60,6 +61,19 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
   if (format == trace::InputFormat::Unknown || format == trace::InputFormat::OtherSqlite)
     return make_error(path.string() +
                       ": not a trace tracetune can open (expected a tracetune DB, Kineto JSON or an nsys SQLite export)");
+  // Before reading: a trace whose estimate (which errs low) is already over the cap is refused
+  // now, not after minutes of reading or an OOM kill. The exact checks below still run.
+  if (opt.memory_cap_bytes) {
+    report(0, "estimating the memory " + path.filename().string() + " needs");
+    auto est = trace::estimate_load(path);
+    if (est && est->total() > opt.memory_cap_bytes)
+      return make_error(fmt::format(
+          "{}: this trace needs about {} MiB in memory{} ({}), over the memory cap of {} MiB. "
+          "Open it on a machine with more memory, or raise the cap with --memory-cap MiB.",
+          path.string(), est->total() >> 20, est->events ? fmt::format(" for about {} events", est->events) : "",
+          est->basis, opt.memory_cap_bytes >> 20));
+    // an estimate that fails (a damaged file) leaves the verdict to the reader, which names the problem
+  }
   auto doc = std::make_shared<Document>();
   doc->path = path;
   const auto t0 = Clock::now();

@@ -63,6 +63,8 @@ void analyze_document(const Document& doc);
 // Opens a tracetune DB, or imports a Kineto JSON (file or directory) or an nsys SQLite export;
 // builds the timeline index and (unless opt.analyze is false) runs the analyzer. Every failure (unreadable, foreign or
 // corrupt file, over the memory cap, out of memory) is an error message, never a crash.
+// The cap is checked before reading (trace::estimate_load, which errs low), then exactly after
+// reading (model bytes) and after indexing (model + index).
 Result<std::shared_ptr<const Document>> load_document(const std::filesystem::path& path, const LoadOptions& opt,
                                                       const LoadProgress& progress = {});
 

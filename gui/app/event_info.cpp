@@ -62,6 +62,7 @@ std::uint32_t correlation_of(const trace::Trace& t, EventRef e) {
     case Table::Kernels: return t.kernels.correlation[e.row];
     case Table::Memcpys: return t.memcpys.correlation[e.row];
     case Table::Memsets: return t.memsets.correlation[e.row];
+    case Table::Collectives: return t.collectives.correlation[e.row];  // an NCCL kernel (Kineto)
     default: return 0;
   }
 }
@@ -172,24 +173,79 @@ Fields describe_event(const Document& d, EventRef e) {
   return f;
 }
 
+namespace {
+
+bool is_gpu_op(Table t) {
+  return t == Table::Kernels || t == Table::Memcpys || t == Table::Memsets || t == Table::Collectives;
+}
+
+// The event of a GPU-op table (from a launch) or the API call (from a GPU op) on `track` that
+// contains time `ts`; the latest-starting one when several do.
+EventRef event_at(const trace::Trace& t, bool gpu, std::uint32_t track, Ns ts) {
+  EventRef best;
+  Ns best_start = 0;
+  auto scan = [&](Table table) {
+    const auto* c = span_columns(t, table);
+    for (std::uint32_t i = 0; i < c->size(); ++i)
+      if (c->track[i] == track && c->start[i] <= ts && ts <= c->end(i) && (!best.valid() || c->start[i] > best_start)) {
+        best = {table, i};
+        best_start = c->start[i];
+      }
+  };
+  if (gpu)
+    for (Table table : {Table::Kernels, Table::Memcpys, Table::Memsets, Table::Collectives}) scan(table);
+  else
+    scan(Table::ApiCalls);
+  return best;
+}
+
+// Kineto's ac2g flow events join a launch to its GPU op by place and time: a start point ('s')
+// on the launching thread inside the call, an end point ('f', or a step 't') on the stream at
+// the op's start, with one flow id. Used when the correlation column finds nothing in the same
+// process: a trace whose GPU is listed under another process than the launching thread
+// (torch.compile's triton_example.json.gz).
+EventRef flow_linked(const Document& d, EventRef e) {
+  const auto& t = d.trace;
+  const auto& f = t.flows;
+  const auto* c = span_columns(t, e.table);
+  const bool from_launch = e.table == Table::ApiCalls;
+  const std::uint32_t track = c->track[e.row];
+  const Ns s = c->start[e.row], end = c->end(e.row);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const bool here = from_launch ? f.phase[i] == 's' : f.phase[i] != 's';
+    if (!here || f.track[i] != track || f.ts[i] < s || f.ts[i] > end) continue;
+    for (std::size_t j = 0; j < f.size(); ++j) {
+      const bool there = from_launch ? f.phase[j] != 's' : f.phase[j] == 's';
+      if (j == i || !there || f.id[j] != f.id[i] || f.category[j] != f.category[i]) continue;
+      if (EventRef other = event_at(t, from_launch, f.track[j], f.ts[j]); other.valid()) return other;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 EventRef correlated_event(const Document& d, EventRef e) {
   const auto& t = d.trace;
   const auto* c = span_columns(t, e.table);
-  if (!c || e.row >= c->size()) return {};
-  const auto corr = correlation_of(t, e);
-  if (!corr) return {};
-  const auto proc = t.process_of_track(c->track[e.row]);
-  auto scan = [&](Table table, const std::vector<std::uint32_t>& col, const std::vector<std::uint32_t>& track) -> EventRef {
-    for (std::uint32_t i = 0; i < col.size(); ++i)
-      if (col[i] == corr && t.process_of_track(track[i]) == proc) return {table, i};
-    return {};
-  };
-  if (e.table == Table::ApiCalls) {
-    if (auto k = scan(Table::Kernels, t.kernels.correlation, t.kernels.track); k.valid()) return k;
-    if (auto m = scan(Table::Memcpys, t.memcpys.correlation, t.memcpys.track); m.valid()) return m;
-    return scan(Table::Memsets, t.memsets.correlation, t.memsets.track);
+  if (!c || e.row >= c->size() || !(e.table == Table::ApiCalls || is_gpu_op(e.table))) return {};
+  if (const auto corr = correlation_of(t, e)) {
+    const auto proc = t.process_of_track(c->track[e.row]);
+    auto scan = [&](Table table, const std::vector<std::uint32_t>& col, const std::vector<std::uint32_t>& track) -> EventRef {
+      for (std::uint32_t i = 0; i < col.size(); ++i)
+        if (col[i] == corr && t.process_of_track(track[i]) == proc) return {table, i};
+      return {};
+    };
+    if (e.table == Table::ApiCalls) {
+      if (auto k = scan(Table::Kernels, t.kernels.correlation, t.kernels.track); k.valid()) return k;
+      if (auto m = scan(Table::Memcpys, t.memcpys.correlation, t.memcpys.track); m.valid()) return m;
+      if (auto m = scan(Table::Memsets, t.memsets.correlation, t.memsets.track); m.valid()) return m;
+      if (auto n = scan(Table::Collectives, t.collectives.correlation, t.collectives.track); n.valid()) return n;
+    } else if (auto a = scan(Table::ApiCalls, t.api_calls.correlation, t.api_calls.track); a.valid()) {
+      return a;
+    }
   }
-  return scan(Table::ApiCalls, t.api_calls.correlation, t.api_calls.track);
+  return flow_linked(d, e);
 }
 
 std::uint32_t event_color(const Document& d, EventRef e) {

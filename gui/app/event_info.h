@@ -24,9 +24,11 @@ trace::Ns event_end(const Document& d, EventRef e);
 // (bytes, direction, memory kinds, correlation, launch configuration, collective, I/O path...).
 Fields describe_event(const Document& d, EventRef e);
 
-// The other end of a launch: a CUDA API call's kernel / copy / set with the same correlation
-// id in the same process, or a GPU op's launching call. Invalid when there is none.
-// A linear scan of the correlation column (only on selection, so no per-event memory).
+// The other end of a launch: a CUDA API call's kernel / copy / set / NCCL kernel with the same
+// correlation id in the same process, or a GPU op's launching call; failing that, the event at
+// the other end of the trace's flow (Kineto's ac2g arrows). Invalid when there is none.
+// Linear scans of the correlation column and the flow table (only on selection, so no
+// per-event memory).
 EventRef correlated_event(const Document& d, EventRef e);
 
 // 0xAARRGGBB colour of an event's block.

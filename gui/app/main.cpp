@@ -53,15 +53,21 @@ int main(int argc, char** argv) {
   QCommandLineOption range("range", "Time window for --screenshot, in ms from the trace's start (default: all).", "A:B");
   QCommandLineOption finding("finding", "For --screenshot: click the N-th finding (1 = largest gain) first.", "N");
   QCommandLineOption cap("memory-cap",
-                         "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory).",
+                         "Refuse traces needing more than this many MiB in memory (default: 3/4 of physical memory); "
+                         "checked before reading from an estimate, then exactly.",
                          "MiB");
   QCommandLineOption trials("trials", "Show `tracetune tune`'s trials file (*.trials.json) in the Tuner trials panel.",
                             "FILE");
+  QCommandLineOption tuned("tuned",
+                           "Show a tuned config (tuned.toml) as `tracetune run --config` would apply it, in the Tuned "
+                           "config panel (a refused one with the reason). --trials also opens the X.toml beside "
+                           "X.trials.json.",
+                           "FILE");
   QCommandLineOption renderer("renderer",
                               "How the timeline is drawn: opengl, qpainter, or auto (default: OpenGL on a hardware GL "
                               "driver, else QPainter; --screenshot uses QPainter unless opengl is asked for).",
                               "KIND", "auto");
-  cli.addOptions({shot, size, range, finding, cap, trials, renderer});
+  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer});
   cli.process(app);
 
   LoadOptions opt;
@@ -92,6 +98,7 @@ int main(int argc, char** argv) {
     QString error;
     if (!w.loadTrials(cli.value(trials), &error)) return fail(error);
   }
+  if (cli.isSet(tuned)) w.loadTunedConfig(cli.value(tuned));  // a refusal is shown in the panel
   if (!cli.isSet(shot)) {
     w.show();
     if (!files.isEmpty()) QTimer::singleShot(0, &w, [&w, f = files.front()] { w.openFile(f); });

@@ -101,6 +101,8 @@ MainWindow::MainWindow(LoadOptions opt, QWidget* parent) : QMainWindow(parent), 
   // the tuner's trials, when a trials file is opened (File > Open tuner trials..., --trials)
   trials_ = new TrialsModel(this);
   trials_dock_ = addPanel(new TablePanel(tr("Tuner trials"), trials_, [](auto) {}, {}, this));
+  tuned_ = new TunedConfigPanel(this);
+  tuned_dock_ = addPanel(tuned_);
   findings_dock->raise();
 
   // status bar: what is happening, and the load progress
@@ -149,6 +151,11 @@ void MainWindow::buildMenus() {
                                                       tr("Trials (*.trials.json);;JSON (*.json);;All files (*)"));
     QString error;
     if (!path.isEmpty() && !loadTrials(path, &error)) showError(error);
+  });
+  file->addAction(tr("Open tuned &config..."), this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open a tuned config (tracetune tune)"), QString(),
+                                                      tr("Tuned config (*.toml);;All files (*)"));
+    if (!path.isEmpty()) loadTunedConfig(path);  // a refusal is shown in the panel
   });
   rebuildRecentMenu();
   file->addSeparator();
@@ -411,10 +418,27 @@ void MainWindow::search(bool backwards) {
 
 bool MainWindow::loadTrials(const QString& path, QString* error) {
   if (!trials_->load(path, error)) return false;
+  const QString beside = tunedConfigBeside(path);
+  if (QFileInfo::exists(beside)) loadTunedConfig(beside);
   status_->setText(trials_->summary());
   trials_dock_->show();
   trials_dock_->raise();
   return true;
+}
+
+QString MainWindow::tunedConfigBeside(const QString& trials_path) {
+  // tune writes OUTPUT and OUTPUT with its extension replaced by .trials.json (tuner/src/tune.cpp)
+  const QString suffix = QStringLiteral(".trials.json");
+  if (!trials_path.endsWith(suffix)) return {};
+  return trials_path.left(trials_path.size() - suffix.size()) + ".toml";
+}
+
+bool MainWindow::loadTunedConfig(const QString& path) {
+  const bool ok = tuned_->load(path);
+  status_->setText(tuned_->summaryText());
+  tuned_dock_->show();
+  tuned_dock_->raise();
+  return ok;
 }
 
 }  // namespace tt::gui

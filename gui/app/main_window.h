@@ -54,6 +54,13 @@ class MainWindow : public QMainWindow {
   // Shows `tracetune tune`'s trials file in the Tuner trials panel. False with `error` set on failure.
   bool loadTrials(const QString& path, QString* error);
   TrialsModel* trialsModel() const { return trials_; }
+  // Shows a tuned config in the Tuned config panel; false when the tuner's loader refuses it
+  // (the panel then shows the refusal). Opening a trials file also opens the tuned.toml the
+  // tuner wrote beside it, when there is one.
+  bool loadTunedConfig(const QString& path);
+  TunedConfigPanel* tunedConfigPanel() const { return tuned_; }
+  // The config `tracetune tune` writes beside a trials file: X.trials.json -> X.toml.
+  static QString tunedConfigBeside(const QString& trials_path);
   QStringList recentFiles() const;
   QString statusText() const;
 
@@ -88,6 +95,8 @@ class MainWindow : public QMainWindow {
   AggregatesModel* aggregates_;
   TrialsModel* trials_ = nullptr;
   QDockWidget* trials_dock_ = nullptr;
+  TunedConfigPanel* tuned_ = nullptr;
+  QDockWidget* tuned_dock_ = nullptr;
   QLabel* aggregate_summary_;
   QLineEdit* search_;
   QLabel* status_;

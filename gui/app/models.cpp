@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/tuner/tuned_config.h"
+
 namespace tt::gui {
 
 namespace {
@@ -269,6 +271,90 @@ QVariant TrialsModel::data(const QModelIndex& index, int role) const {
 QVariant TrialsModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
   static const char* const kNames[] = {"trial", "status", "median step", "spread", "speedup", "knob", "settings"};
+  return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
+}
+
+// ---- tuned config ----
+
+bool TunedConfigModel::load(const QString& path) {
+  const auto cat = tuner::builtin_catalogue();
+  const auto cfg = cat ? tuner::load_tuned_config(path.toStdString(), cat.value())
+                       : Result<tuner::TunedConfig>(make_error(cat.error()));
+  beginResetModel();
+  rows_.clear();
+  path_ = path;
+  refusal_.clear();
+  header_.clear();
+  command_.clear();
+  speedup_.reset();
+  trials_.reset();
+  if (!cfg) {
+    // one line, as `tracetune run --config` prints it (it names the file and the line)
+    refusal_ = QString::fromStdString(cfg.error()).simplified();
+    endResetModel();
+    return false;
+  }
+  const tuner::TunedConfig& c = cfg.value();
+  auto row = [](const tuner::Knob& k, std::string value, bool numerics) {
+    return Row{qs(k.id), qs(value),
+               k.apply == tuner::Apply::Env ? "env " + qs(k.env) : qs(std::string(tuner::to_string(k.apply))),
+               qs(k.changes), qs(k.doc), numerics};
+  };
+  for (const auto& s : c.settings) rows_.push_back(row(s.knob, tuner::display(s.value), !tuner::numerics_safe(s.knob, s.value)));
+  // [[nccl.table]] entries: one row per entry, in file order, under the catalogue's table knob
+  tuner::Knob table{.id = "nccl.table", .apply = tuner::Apply::NcclTuner};
+  for (const auto& k : cat.value().knobs)
+    if (k.type == tuner::KnobType::Table) table = k;
+  for (const auto& e : c.nccl_table) {
+    rows_.push_back(row(table,
+                        fmt::format("{} {}..{} B: {}/{}{}{}{}", tuner::kNcclCollectives[e.collective], e.min_bytes,
+                                    e.max_bytes, tuner::kNcclAlgorithms[e.algorithm], tuner::kNcclProtocols[e.protocol],
+                                    e.channels > 0 ? fmt::format(", {} channels", e.channels) : "",
+                                    e.nodes > 0 ? fmt::format(", {} nodes", e.nodes) : "",
+                                    e.ranks > 0 ? fmt::format(", {} ranks", e.ranks) : ""),
+                        false));
+  }
+  QStringList header;
+  for (const auto& line : c.header_comments) header << qs(line);
+  header_ = header.join('\n');
+  command_ = qs(c.command);
+  speedup_ = c.speedup;
+  if (c.trials) trials_ = *c.trials;
+  endResetModel();
+  return true;
+}
+
+QString TunedConfigModel::summary() const {
+  if (path_.isEmpty()) return tr("No tuned config loaded (File > Open tuned config...).");
+  if (!refusal_.isEmpty()) return tr("Refused: %1").arg(refusal_);
+  QString s = (rows_.size() == 1 ? tr("1 setting from %1") : tr("%1 settings from %2").arg(rows_.size())).arg(path_);
+  if (rows_.empty()) s += tr(" (nothing to apply)");
+  if (speedup_) s += tr("; measured speedup %1x").arg(*speedup_, 0, 'f', 2);
+  if (trials_) s += tr(" over %1 trials").arg(*trials_);
+  if (!command_.isEmpty()) s += tr("; job: %1").arg(command_);
+  return s;
+}
+
+int TunedConfigModel::rowCount(const QModelIndex& p) const { return p.isValid() ? 0 : static_cast<int>(rows_.size()); }
+int TunedConfigModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : ColumnCount; }
+QVariant TunedConfigModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  const Row& r = rows_[static_cast<std::size_t>(index.row())];
+  if (role == Qt::ToolTipRole) return r.doc.isEmpty() ? r.changes : r.changes + "\n" + r.doc;
+  switch (index.column()) {
+    case Knob: return text_cell(role, r.knob);
+    case Value: return text_cell(role, r.value);
+    case Applied: return text_cell(role, r.applied);
+    case Numerics:
+      if (role == Qt::UserRole) return r.numerics;
+      return text_cell(role, r.numerics ? tr("changes numerics") : QStringLiteral("-"));
+    case Changes: return text_cell(role, r.changes);
+  }
+  return {};
+}
+QVariant TunedConfigModel::headerData(int section, Qt::Orientation o, int role) const {
+  if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* const kNames[] = {"knob", "value", "applied by", "numerics", "what it changes"};
   return section >= 0 && section < ColumnCount ? tr(kNames[section]) : QVariant();
 }
 

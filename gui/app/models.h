@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <QAbstractTableModel>
@@ -97,6 +98,40 @@ class TrialsModel : public QAbstractTableModel {
   QString command_, source_;
   double baseline_ms_ = 0, speedup_ = 1;
   int best_row_ = -1;
+};
+
+// A tuned config (`tracetune tune`'s tuned.toml, or one a person wrote) as `tracetune run
+// --config` would apply it: read and checked by the tuner's own loader against the compiled-in
+// knob catalogue, one row per setting and per [[nccl.table]] entry. A file the loader refuses
+// leaves the model empty and refusal() says why (one line, as `run --config` would print it).
+class TunedConfigModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Knob, Value, Applied, Numerics, Changes, ColumnCount };
+  using QAbstractTableModel::QAbstractTableModel;
+  // Loads `path`; false (and the model empty, refusal() set) when the loader refuses it.
+  bool load(const QString& path);
+  QString path() const { return path_; }
+  QString refusal() const { return refusal_; }
+  // "N settings from PATH; measured speedup 1.49x over 12 trials" (or the refusal)
+  QString summary() const;
+  // The comment lines the tuner wrote above the tables (baseline and tuned step times, knobs
+  // not searched), verbatim: shown as plain text, never parsed.
+  QString headerComments() const { return header_; }
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+
+ private:
+  struct Row {
+    QString knob, value, applied, changes, doc;
+    bool numerics = false;  // this value changes numerical results
+  };
+  std::vector<Row> rows_;
+  QString path_, refusal_, header_, command_;
+  std::optional<double> speedup_;
+  std::optional<qint64> trials_;
 };
 
 // Per-name aggregates of an area selection.

@@ -2,6 +2,7 @@
 
 #include <QComboBox>
 #include <QHeaderView>
+#include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPlainTextEdit>
@@ -209,5 +210,38 @@ TablePanel::TablePanel(QString title, QAbstractTableModel* model, Setter set, Ac
 }
 
 void TablePanel::setDocument(std::shared_ptr<const Document> doc) { set_(std::move(doc)); }
+
+// ---- tuned config ----
+
+TunedConfigPanel::TunedConfigPanel(QObject* parent) : AnalysisPanel(parent) {
+  model_ = new TunedConfigModel(this);
+  widget_ = new QWidget;
+  auto* layout = new QVBoxLayout(widget_);
+  layout->setContentsMargins(0, 0, 0, 0);
+  summary_ = new QLabel(model_->summary());
+  summary_->setTextFormat(Qt::PlainText);  // paths, commands and refusals verbatim
+  summary_->setWordWrap(true);
+  summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  view_ = make_table(widget_);
+  view_->setModel(model_);
+  comments_ = new QPlainTextEdit;
+  comments_->setReadOnly(true);
+  comments_->setPlaceholderText(tr("The tuner's notes (the comments at the top of tuned.toml) appear here."));
+  comments_->setMaximumHeight(110);
+  layout->addWidget(summary_);
+  layout->addWidget(view_, 1);
+  layout->addWidget(comments_);
+}
+
+bool TunedConfigPanel::load(const QString& path) {
+  const bool ok = model_->load(path);
+  summary_->setText(model_->summary());
+  comments_->setPlainText(model_->headerComments());
+  view_->resizeColumnsToContents();
+  return ok;
+}
+
+QString TunedConfigPanel::summaryText() const { return summary_->text(); }
+QString TunedConfigPanel::commentsText() const { return comments_->toPlainText(); }
 
 }  // namespace tt::gui

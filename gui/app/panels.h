@@ -16,6 +16,7 @@
 #include "models.h"
 
 class QComboBox;
+class QLabel;
 class QPlainTextEdit;
 class QSortFilterProxyModel;
 class QTableView;
@@ -118,6 +119,30 @@ class TablePanel : public AnalysisPanel {
   Setter set_;
   QWidget* widget_;
   QTableView* view_;
+};
+
+// A tuned config (File > Open tuned config..., --tuned, or the tuned.toml beside an opened
+// trials file) as `tracetune run --config` would apply it: a one-line summary (or the
+// refusal), the settings, and the tuner's header comments verbatim. Independent of the trace.
+class TunedConfigPanel : public AnalysisPanel {
+  Q_OBJECT
+ public:
+  explicit TunedConfigPanel(QObject* parent = nullptr);
+  QString title() const override { return tr("Tuned config"); }
+  QWidget* widget() override { return widget_; }
+  void setDocument(std::shared_ptr<const Document>) override {}
+  // Shows `path`; false when the loader refuses it (the panel then says so, with the reason).
+  bool load(const QString& path);
+  TunedConfigModel* model() const { return model_; }
+  QString summaryText() const;
+  QString commentsText() const;
+
+ private:
+  QWidget* widget_;
+  QLabel* summary_;
+  QTableView* view_;
+  QPlainTextEdit* comments_;
+  TunedConfigModel* model_;
 };
 
 }  // namespace tt::gui

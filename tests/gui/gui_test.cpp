@@ -5,6 +5,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFont>
 #include <QKeyEvent>
@@ -20,9 +21,15 @@
 #include <QWheelEvent>
 #include <QtTest>
 
+#include <sqlite3.h>
+
 #include "event_info.h"
 #include "main_window.h"
 #include "models.h"
+#include "tracetune/trace/estimate.h"
+#include "tracetune/tuner/search.h"
+#include "tracetune/tuner/trial.h"
+#include "tracetune/tuner/tuned_writer.h"
 
 using namespace tt::gui;
 using tt::trace::Ns;
@@ -72,6 +79,58 @@ std::optional<std::pair<std::uint32_t, QPoint>> block_point(TimelineView* tl, Ta
     }
   }
   return std::nullopt;
+}
+
+// A job whose step time is a known function of the settings, for the tuner's real search and
+// writer: the GUI is shown exactly what `tracetune tune` would write.
+class CostRunner : public tt::tuner::TrialRunner {
+ public:
+  explicit CostRunner(std::function<double(const tt::tuner::Candidate&)> cost) : cost_(std::move(cost)) {}
+  tt::tuner::Trial run(const tt::tuner::Candidate& c) override {
+    tt::tuner::Trial t;
+    t.candidate = c;
+    std::vector<double> steps;
+    for (int i = 0; i < 20; ++i) steps.push_back(cost_(c) * (1 + 0.01 * std::sin(i * 1.7)));
+    t.stats = tt::tuner::stats_of(steps);
+    return t;
+  }
+
+ private:
+  std::function<double(const tt::tuner::Candidate&)> cost_;
+};
+
+// Writes tuned.toml and tuned.trials.json as `tracetune tune -o DIR/tuned.toml` would, from the
+// tuner's own search and writer; `numerics`: a job TF32 speeds up, searched with --allow-numerics.
+bool write_tuner_output(const QString& dir, bool numerics) {
+  using namespace tt::tuner;
+  const Catalogue cat = builtin_catalogue().value();
+  TuneSummary s;
+  s.command = numerics ? "python3 train.py --amp" : "python3 train.py --num-workers 0";
+  s.version = "test";
+  s.steps = 15;
+  s.warmup = 3;
+  if (numerics) s.findings = {{"precision", 0.5, {"torch.tf32_matmul"}}};
+  else s.findings = {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor"}}};
+  CostRunner runner([numerics](const Candidate& c) {
+    if (numerics) {
+      const Value* v = c.find("torch.tf32_matmul");
+      return v && std::get<bool>(*v) ? 50.0 : 100.0;
+    }
+    const Value* v = c.find("dataloader.num_workers");
+    const auto w = v ? std::get<std::int64_t>(*v) : 0;
+    return 100.0 / std::max<std::int64_t>(1, std::min<std::int64_t>(w, 4)) + (w > 4 ? 5.0 * (w - 4) : 0);
+  });
+  s.plan = plan_search(s.findings, cat, numerics);
+  SearchOptions opt;
+  opt.max_trials = 12;
+  s.result = search(s.plan, runner, opt);
+  for (const auto& [name, text] : {std::pair{QString("tuned.toml"), tuned_toml(s, cat)},
+                                   std::pair{QString("tuned.trials.json"), trials_json(s)}}) {
+    QFile f(dir + "/" + name);
+    if (!f.open(QIODevice::WriteOnly) || f.write(text.data(), qint64(text.size())) != qint64(text.size())) return false;
+    f.setPermissions(QFile::ReadOwner | QFile::WriteOwner);  // as a umask of 022 would leave it, whatever ours is
+  }
+  return true;
 }
 
 }  // namespace
@@ -221,6 +280,93 @@ class GuiTest : public QObject {
       return;
     }
     QFAIL("no correlated launch in the trace");
+  }
+
+  // Kineto imports: clicking a cudaLaunchKernel draws the arrow to the kernel Kineto's own ac2g
+  // flow points at (start point inside the call, end point at the kernel's start on its stream);
+  // an NCCL launch reaches its collective; a launch whose GPU is listed under another process
+  // (torch.compile's trace) is joined through the flow table.
+  void kinetoLaunchArrowsReachTheirKernels() {
+    auto w = open(kGpuTrace);
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& d = *tl->document();
+    const auto& t = d.trace;
+    // the kernel of the first cudaLaunchKernel in step 2, found from the file's flow events alone
+    QVERIFY(t.steps.size() > 2);
+    std::optional<std::uint32_t> launch;
+    for (std::uint32_t i = 0; i < t.api_calls.size() && !launch; ++i)
+      if (t.strings.get(t.api_calls.name[i]) == "cudaLaunchKernel" && t.api_calls.start[i] > t.steps.start[2]) launch = i;
+    QVERIFY(launch);
+    const Ns l0 = t.api_calls.start[*launch], l1 = t.api_calls.end(*launch);
+    const std::uint32_t thread = t.api_calls.track[*launch];
+    std::optional<EventRef> expected;
+    for (std::size_t i = 0; i < t.flows.size() && !expected; ++i) {
+      if (t.flows.phase[i] != 's' || t.flows.track[i] != thread || t.flows.ts[i] < l0 || t.flows.ts[i] > l1) continue;
+      for (std::size_t j = 0; j < t.flows.size() && !expected; ++j) {
+        if (t.flows.phase[j] != 'f' || t.flows.id[j] != t.flows.id[i]) continue;
+        for (std::uint32_t k = 0; k < t.kernels.size(); ++k)
+          if (t.kernels.track[k] == t.flows.track[j] && t.kernels.start[k] == t.flows.ts[j]) expected = EventRef{Table::Kernels, k};
+      }
+    }
+    QVERIFY2(expected, "the trace's ac2g flow of the launch leads to no kernel");
+    QCOMPARE(t.kernels.correlation[expected->row], t.api_calls.correlation[*launch]);
+
+    // click it: the launch fills the middle third of the view, on its thread's CUDA API row
+    std::optional<QPoint> at;
+    for (std::uint32_t r = 0; r < d.index.rows.size() && !at; ++r) {
+      const auto& row = d.index.rows[r];
+      if (row.table != Table::ApiCalls || row.track != thread) continue;
+      tl->revealRank(row.rank);
+      tl->setView(l0 - (l1 - l0), l1 + (l1 - l0));
+      const QRect rr = tl->rowRect(r);
+      if (!rr.isEmpty()) at = QPoint(static_cast<int>((tl->xAt(l0) + tl->xAt(l1)) / 2), rr.top() + TimelineView::kLaneHeight / 2);
+    }
+    QVERIFY(at);
+    QTest::mouseClick(tl, Qt::LeftButton, Qt::NoModifier, *at);
+    QCOMPARE(tl->selected(), (EventRef{Table::ApiCalls, *launch}));
+    QCOMPARE(tl->flowTarget(), *expected);
+    const QString details = w->detailsPane()->toPlainText();
+    QVERIFY2(details.contains("launches (arrow)") &&
+                 details.contains(QString::fromStdString(std::string(t.strings.get(t.kernels.name[expected->row])))),
+             qPrintable(details));
+    // and from the kernel back to its launch
+    tl->select(*expected);
+    QCOMPARE(tl->flowTarget(), (EventRef{Table::ApiCalls, *launch}));
+
+    // an NCCL kernel is imported twice, as a kernel and as a collective: clicking the collective
+    // points at its launch too, whose own arrow goes to the kernel (the same GPU work)
+    auto nccl = load_document((kData + "/kineto/hta/nccl_data.json.gz").toStdString(), {});
+    QVERIFY(nccl.ok());
+    const auto& n = nccl.value()->trace;
+    int from_collectives = 0;
+    for (std::uint32_t c = 0; c < n.collectives.size(); ++c) {
+      if (!n.collectives.correlation[c]) continue;
+      const EventRef api = correlated_event(*nccl.value(), {Table::Collectives, c});
+      QCOMPARE(api.table, Table::ApiCalls);
+      QCOMPARE(n.api_calls.correlation[api.row], n.collectives.correlation[c]);
+      const EventRef kernel = correlated_event(*nccl.value(), api);
+      QCOMPARE(kernel.table, Table::Kernels);
+      QCOMPARE(n.kernels.start[kernel.row], n.collectives.start[c]);
+      QCOMPARE(n.kernels.track[kernel.row], n.collectives.track[c]);
+      ++from_collectives;
+    }
+    QVERIFY(from_collectives >= 20);
+
+    // triton_example: the kernel's GPU is listed under another pid than the launching thread,
+    // so only the flow table joins cuLaunchKernel to its kernel
+    auto triton = load_document((kData + "/kineto/hta/triton_example.json.gz").toStdString(), {});
+    QVERIFY(triton.ok());
+    const auto& tt = triton.value()->trace;
+    QCOMPARE(tt.kernels.size(), std::size_t(1));
+    for (std::uint32_t i = 0; i < tt.api_calls.size(); ++i) {
+      if (tt.strings.get(tt.api_calls.name[i]) != "cuLaunchKernel") continue;
+      QVERIFY(tt.process_of_track(tt.api_calls.track[i]) != tt.process_of_track(tt.kernels.track[0]));
+      QCOMPARE(correlated_event(*triton.value(), {Table::ApiCalls, i}), (EventRef{Table::Kernels, 0}));
+      QCOMPARE(correlated_event(*triton.value(), {Table::Kernels, 0}), (EventRef{Table::ApiCalls, i}));
+      return;
+    }
+    QFAIL("no cuLaunchKernel in triton_example");
   }
 
   void areaSelectionAggregates() {
@@ -552,6 +698,82 @@ class GuiTest : public QObject {
     QVERIFY2(QString::fromStdString(r.error()).contains("memory cap"), r.error().c_str());
   }
 
+  // The estimate made before reading (event-table row counts, the gzip size field) refuses a
+  // trace clearly over the cap without reading it; the exact checks after reading stay.
+  void memoryCapIsCheckedBeforeReading() {
+    QTemporaryDir tmp;
+    // A DB whose last kernel row has id 50,000,000: the estimate counts 50M kernels (~1.9 GiB);
+    // the file holds a few thousand events, so only the estimate can trip a 256 MiB cap.
+    const QString db = tmp.filePath("sparse.db");
+    QVERIFY(QFile::copy(QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"), db));
+    QVERIFY(QFile::setPermissions(db, QFile::ReadOwner | QFile::WriteOwner));
+    sqlite3* h = nullptr;
+    QCOMPARE(sqlite3_open(db.toUtf8().constData(), &h), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(h, "UPDATE kernels SET id = 50000000 WHERE id = (SELECT max(id) FROM kernels)", nullptr, nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(h);
+    LoadOptions opt;
+    opt.memory_cap_bytes = std::uint64_t{256} << 20;
+    auto r = load_document(db.toStdString(), opt);
+    QVERIFY(!r.ok());
+    QString msg = QString::fromStdString(r.error());
+    QVERIFY2(msg.startsWith(db) && msg.contains("estimated before reading") && msg.contains("about 500") &&
+                 msg.contains("over the memory cap of 256 MiB") && msg.contains("--memory-cap MiB"),
+             qPrintable(msg));
+    auto uncapped = load_document(db.toStdString(), {});  // what reading it really takes
+    QVERIFY2(uncapped.ok(), uncapped.ok() ? "" : uncapped.error().c_str());
+    QVERIFY(uncapped.value()->resident_bytes < opt.memory_cap_bytes);
+
+    // A Kineto .json.gz whose size field says 3 GiB of JSON: refused before inflating anything
+    // (reading it would fail on the size mismatch instead, with another message).
+    const QString gz = tmp.filePath("claims_3gib.json.gz");
+    QVERIFY(QFile::copy(kGpuTrace, gz));
+    QVERIFY(QFile::setPermissions(gz, QFile::ReadOwner | QFile::WriteOwner));
+    {
+      QFile f(gz);
+      QVERIFY(f.open(QIODevice::ReadWrite));
+      QVERIFY(f.seek(f.size() - 4));
+      f.write(QByteArray("\x00\x00\x00\xc0", 4));  // ISIZE = 0xc0000000, little-endian
+    }
+    opt.memory_cap_bytes = std::uint64_t{1024} << 20;
+    QElapsedTimer clock;
+    clock.start();
+    r = load_document(gz.toStdString(), opt);
+    QVERIFY(!r.ok());
+    msg = QString::fromStdString(r.error());
+    QVERIFY2(msg.contains("needs about 3") && msg.contains("estimated before reading") &&
+                 msg.contains("memory cap of 1024 MiB"),
+             qPrintable(msg));
+    QVERIFY2(clock.elapsed() < 2000, qPrintable(QString::number(clock.elapsed())));
+    uncapped = load_document(gz.toStdString(), {});
+    QVERIFY(!uncapped.ok());
+    QVERIFY2(!QString::fromStdString(uncapped.error()).contains("memory cap"), uncapped.error().c_str());
+
+    // The real file under a cap it fits opens, through both checks.
+    opt.memory_cap_bytes = std::uint64_t{64} << 20;
+    QVERIFY(tt::trace::estimate_load(kGpuTrace.toStdString()).value().total() < opt.memory_cap_bytes);
+    r = load_document(kGpuTrace.toStdString(), opt);
+    QVERIFY2(r.ok(), r.ok() ? "" : r.error().c_str());
+    QCOMPARE(r.value()->trace.event_count(), std::size_t(68706));
+
+    // What the estimate leaves out (strings, vector slack) is still caught after reading, with
+    // the exact event count: a cap just above the estimate of a DB whose strings it does not count.
+    const QString two = QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db");
+    auto est = tt::trace::estimate_load(two.toStdString());
+    QVERIFY(est.ok());
+    auto full = load_document(two.toStdString(), {});
+    QVERIFY(full.ok());
+    QVERIFY2(full.value()->trace.event_bytes() > est->total(),
+             qPrintable(QString("%1 <= %2").arg(full.value()->trace.event_bytes()).arg(est->total())));
+    opt.memory_cap_bytes = est->total();
+    r = load_document(two.toStdString(), opt);
+    QVERIFY(!r.ok());
+    msg = QString::fromStdString(r.error());
+    QVERIFY2(msg.contains(QString("for %1 events").arg(full.value()->trace.event_count())) &&
+                 !msg.contains("estimated"),
+             qPrintable(msg));
+  }
+
   void lodRunsOffTheGuiThread() {
     MainWindow w;
     w.setErrorDialogs(false);
@@ -730,6 +952,82 @@ class GuiTest : public QObject {
     QVERIFY(w.loadTrials(good, &err));
     QCOMPARE(w.trialsModel()->rowCount(), 8);
     QVERIFY(w.statusText().contains("8 trials"));
+  }
+
+  // tuned.toml as `tracetune run --config` would apply it, read by the tuner's own loader: the
+  // one `tracetune tune` wrote beside the trials file opens with it; refused files say why.
+  void tunedConfigPanelShowsWhatRunWouldApply() {
+    QTemporaryDir tmp;
+    QVERIFY(write_tuner_output(tmp.path(), false));
+    QCOMPARE(MainWindow::tunedConfigBeside(tmp.filePath("tuned.trials.json")), tmp.filePath("tuned.toml"));
+    MainWindow w;
+    w.setErrorDialogs(false);
+    QString err;
+    QVERIFY2(w.loadTrials(tmp.filePath("tuned.trials.json"), &err), qPrintable(err));
+    TunedConfigModel* m = w.tunedConfigPanel()->model();
+    QAbstractItemModelTester tester(m, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(m->path(), tmp.filePath("tuned.toml"));
+    QVERIFY2(m->refusal().isEmpty(), qPrintable(m->refusal()));
+    // the search kept 4 workers (the cost function's optimum): one python setting, numerics unchanged
+    QCOMPARE(m->rowCount(), 1);
+    QCOMPARE(m->columnCount(), int(TunedConfigModel::ColumnCount));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Knob)).toString(), QStringLiteral("dataloader.num_workers"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Value)).toString(), QStringLiteral("4"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Applied)).toString(), QStringLiteral("python"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Numerics), Qt::UserRole).toBool(), false);
+    QVERIFY(m->data(m->index(0, TunedConfigModel::Changes)).toString().contains("DataLoader worker processes"));
+    QVERIFY(m->data(m->index(0, 0), Qt::ToolTipRole).toString().contains("0 loads batches in the training process"));
+    // [meta] speedup and trials, parsed; the header's prose shown verbatim
+    const QString summary = w.tunedConfigPanel()->summaryText();
+    QVERIFY2(summary.contains("1 setting from") && summary.contains("speedup 4.00x") && summary.contains("trials"),
+             qPrintable(summary));
+    QVERIFY2(w.tunedConfigPanel()->commentsText().contains("Measured speedup 4.000x over 10 trials"),
+             qPrintable(w.tunedConfigPanel()->commentsText()));
+
+    // a config with a numerics-changing value (written with --allow-numerics) is flagged
+    QTemporaryDir tmp2;
+    QVERIFY(write_tuner_output(tmp2.path(), true));
+    QVERIFY(w.loadTunedConfig(tmp2.filePath("tuned.toml")));
+    QCOMPARE(m->rowCount(), 1);
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Knob)).toString(), QStringLiteral("torch.tf32_matmul"));
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Numerics), Qt::UserRole).toBool(), true);
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Numerics)).toString(), QStringLiteral("changes numerics"));
+
+    // environment knobs say which variable; [[nccl.table]] entries are rows of the tuner plugin's knob
+    auto write = [&](const QString& name, const QByteArray& text, QFile::Permissions perms = QFile::ReadOwner | QFile::WriteOwner) {
+      QFile f(tmp.filePath(name));
+      if (!f.open(QIODevice::WriteOnly)) return QString();
+      f.write(text);
+      f.setPermissions(perms);
+      return f.fileName();
+    };
+    const QString hand = write("hand.toml", "[settings]\n\"nccl.algo\" = [\"Ring\"]\n\n[[nccl.table]]\n"
+                                            "collective = \"allreduce\"\nmin_bytes = 0\nmax_bytes = 65536\n"
+                                            "algorithm = \"tree\"\nprotocol = \"ll\"\n");
+    QVERIFY2(w.loadTunedConfig(hand), qPrintable(m->refusal()));
+    QCOMPARE(m->rowCount(), 2);
+    QCOMPARE(m->data(m->index(0, TunedConfigModel::Applied)).toString(), QStringLiteral("env NCCL_ALGO"));
+    QCOMPARE(m->data(m->index(1, TunedConfigModel::Knob)).toString(), QStringLiteral("nccl.tuner_table"));
+    QCOMPARE(m->data(m->index(1, TunedConfigModel::Value)).toString(), QStringLiteral("allreduce 0..65536 B: tree/ll"));
+    QCOMPARE(m->data(m->index(1, TunedConfigModel::Applied)).toString(), QStringLiteral("nccl_tuner"));
+    QVERIFY(w.tunedConfigPanel()->commentsText().isEmpty());  // no header: nothing made up
+
+    // refused as `run --config` refuses them: one line naming the file, the panel empty
+    const struct { QString path; const char* why; } bad[] = {
+        {tmp.filePath("missing.toml"), "cannot open"},
+        {write("env.toml", "[env]\nLD_PRELOAD = \"/tmp/x.so\"\n"), "raw environment variables are not accepted"},
+        {write("unknown.toml", "[settings]\n\"dataloader.num_wrkers\" = 4\n"), "unknown knob"},
+        {write("numerics.toml", "[settings]\n\"torch.tf32_matmul\" = true\n"), "changes numerics"},
+        {write("garbage.toml", "[settings\n<b>x</b>"), "not valid TOML"},
+        {write("shared.toml", "[settings]\n", QFile::ReadOwner | QFile::WriteOwner | QFile::WriteOther), "writable by others"},
+    };
+    for (const auto& b : bad) {
+      QVERIFY(!w.loadTunedConfig(b.path));
+      QCOMPARE(m->rowCount(), 0);
+      QVERIFY2(m->refusal().startsWith(b.path) && m->refusal().contains(b.why) && !m->refusal().contains('\n'),
+               qPrintable(m->refusal()));
+      QVERIFY(w.tunedConfigPanel()->summaryText().startsWith("Refused: " + b.path));
+    }
   }
 
   void screenshotCommandLine() {

@@ -235,10 +235,38 @@ TEST(TunedToml, RoundTripsThroughTheConfigParser) {
   EXPECT_NE(text.find("# findings: data_loading"), std::string::npos);
   EXPECT_EQ(text.find("numerics = true"), std::string::npos);
   EXPECT_FALSE(cfg->numerics_allowed);
+  // [meta] as parsed facts, the header comments verbatim
+  ASSERT_TRUE(cfg->speedup.has_value());
+  EXPECT_NEAR(*cfg->speedup, s.result.speedup(), 1e-4);
+  ASSERT_TRUE(cfg->trials.has_value());
+  EXPECT_EQ(*cfg->trials, static_cast<std::int64_t>(s.result.trials.size()));
+  EXPECT_EQ(cfg->command, s.command);
+  EXPECT_EQ(cfg->findings, std::vector<std::string>{"data_loading"});
+  ASSERT_GE(cfg->header_comments.size(), 3u);
+  EXPECT_EQ(cfg->header_comments[0], "tuned.toml written by tracetune 0.1.0 (tracetune tune)");
 
   const std::string json = trials_json(s);
   EXPECT_NE(json.find("\"schema\": \"tracetune.trials\""), std::string::npos);
   EXPECT_NE(json.find("\\\"data dir\\\"\\\\x"), std::string::npos);
+}
+
+// When the analysis finds nothing a knob addresses, tune still writes a tuned.toml (findings = [],
+// no settings); `run --config` must accept it rather than call the empty list malformed.
+TEST(TunedToml, NoFindingsStillParses) {
+  FakeRunner runner(loader_cost);
+  TuneSummary s;
+  s.command = "job";
+  s.result = search(plan_search({}, cat(), false), runner, SearchOptions{});
+  const std::string text = tuned_toml(s, cat());
+  EXPECT_NE(text.find("findings = []"), std::string::npos);
+  auto cfg = parse_tuned_config(text, "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
+  EXPECT_TRUE(cfg->settings.empty());
+  EXPECT_TRUE(cfg->findings.empty());
+  ASSERT_TRUE(cfg->trials.has_value());
+  EXPECT_EQ(*cfg->trials, 1);
+  EXPECT_FALSE(cfg->header_comments.empty());
+  EXPECT_FALSE(parse_tuned_config("[meta]\nfindings = [1]\n", "t.toml", cat()).ok());
 }
 
 TEST(TunedToml, NumericsChoicesAreMarkedAndAccepted) {

@@ -284,6 +284,17 @@ void Trace::compute_slices() {
   slices_[6] = slices_of(io_calls);
 }
 
+RowBytes row_bytes() {
+  auto of = []<class Table>(Table t) {
+    std::size_t b = 0;
+    each_column(t, [&](auto& col) { b += sizeof(typename std::remove_reference_t<decltype(col)>::value_type); });
+    return b;
+  };
+  return {of(KernelTable{}), of(MemcpyTable{}), of(MemsetTable{}),     of(ApiCallTable{}),
+          of(SyncTable{}),   of(RangeTable{}),  of(StepTable{}),       of(CollectiveTable{}),
+          of(IoTable{}),     of(CounterTable{}), of(FlowTable{})};
+}
+
 std::size_t Trace::event_count() const {
   return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() +
          ranges.size() + steps.size() + collectives.size() + io_calls.size() + counters.size() +

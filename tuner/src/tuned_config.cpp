@@ -110,6 +110,23 @@ Result<NcclTableEntry> parse_table_entry(const toml::table& t) {
   return e;
 }
 
+// The leading block of comment lines (blank lines allowed) up to the first other line.
+std::vector<std::string> header_comments(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const std::size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    if (line.front() != '#') break;
+    line.remove_prefix(1);
+    if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    out.emplace_back(line);
+  }
+  return out;
+}
+
 const Setting* find_setting(const TunedConfig& c, std::string_view id) {
   for (const auto& s : c.settings)
     if (s.knob.id == id) return &s;
@@ -148,16 +165,24 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       if (!n->is_boolean()) return err(n, "meta.numerics must be true or false");
       cfg.numerics_allowed = *n->value<bool>();
     }
-    if (const toml::node* n = meta->get("trials"); n != nullptr && !n->is_integer())
-      return err(n, "meta.trials must be an integer");
-    if (const toml::node* n = meta->get("speedup"); n != nullptr && !n->is_number())
-      return err(n, "meta.speedup must be a number");
+    if (const toml::node* n = meta->get("trials")) {
+      if (!n->is_integer()) return err(n, "meta.trials must be an integer");
+      cfg.trials = *n->value<std::int64_t>();
+    }
+    if (const toml::node* n = meta->get("speedup")) {
+      if (!n->is_number()) return err(n, "meta.speedup must be a number");
+      cfg.speedup = *n->value<double>();
+    }
     if (const toml::node* n = meta->get("findings")) {
       const toml::array* a = n->as_array();
-      if (a == nullptr || !a->is_homogeneous(toml::node_type::string))
+      // (toml++ calls an empty array not homogeneous; tune writes one when nothing was found)
+      if (a == nullptr || (!a->empty() && !a->is_homogeneous(toml::node_type::string)))
         return err(n, "meta.findings must be an array of finding ids");
+      for (const auto& f : *a) cfg.findings.push_back(*f.value<std::string>());
     }
+    if (auto c = (*meta)["command"].value<std::string>()) cfg.command = *c;
   }
+  cfg.header_comments = header_comments(text);
 
   if (const toml::table* settings = root["settings"].as_table()) {
     std::vector<std::pair<std::string, const toml::node*>> flat;

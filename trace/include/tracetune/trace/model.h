@@ -330,6 +330,14 @@ struct Trace {
   void compute_slices();
 };
 
+// Bytes one event takes in each table's columns: element sizes only (no strings, no vector
+// slack), so n events of a table hold at least n times this. Estimates of a trace's memory
+// before it is read (estimate.h) use them.
+struct RowBytes {
+  std::size_t kernels, memcpys, memsets, api_calls, syncs, ranges, steps, collectives, io_calls, counters, flows;
+};
+RowBytes row_bytes();
+
 // Events on `track` in a finalized table overlapping [t0, t1): an index range [first, last)
 // that contains every event with start < t1 and end > t0 (and instants in [t0, t1)). It may
 // also contain a few that end before t0 (behind a longer one): callers that need exactness

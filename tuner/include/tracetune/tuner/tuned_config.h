@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,16 @@ struct TunedConfig {
   std::vector<Setting> settings;          // sorted by knob id
   std::vector<NcclTableEntry> nccl_table; // in file order (the first matching entry wins)
   bool numerics_allowed = false;          // [meta] numerics = true
+
+  // What the tuner recorded in [meta] (absent from a hand-written config): shown to people,
+  // never applied. `command` is kept only when it is a string.
+  std::optional<double> speedup;       // meta.speedup: the tuned step time's speedup over the baseline
+  std::optional<std::int64_t> trials;  // meta.trials: how many trials were run
+  std::string command;                 // meta.command: the job that was tuned
+  std::vector<std::string> findings;   // meta.findings: the finding ids behind the search
+  // The comment lines above the first table, without their leading "# " (the tuner writes the
+  // baseline and tuned step times and the knobs it did not search there): prose, kept verbatim.
+  std::vector<std::string> header_comments;
 };
 
 // Parses and checks a config. Every error is one line: "SOURCE: line N: what is wrong".

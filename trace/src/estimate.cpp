@@ -1,0 +1,160 @@
+// Estimating a trace's memory before reading it (estimate.h).
+//
+// Measured on this project's machine (2025, the Kineto files of ../shared/data, model bytes =
+// Trace::event_bytes() after import, JSON bytes = the uncompressed text):
+//
+//   file (JSON MB)                 model B per JSON B   gzip ratio
+//   mtia_rank_0 (86.9)                   0.070             29.3
+//   a100_rank0_of16 (25.8)               0.145             18.6
+//   resnet_rtx2080ti (25.8)              0.149             16.0
+//   linear (21.1)                        0.158             17.8
+//   ns_resolution_rank_0 (15.4)          0.166             13.3
+//   nccl_data (9.8)                      0.148             13.0
+//   mtia_inference_rank_0 (4.8)          0.162             14.2
+//   dlrm_8rank/rank-* (0.9 each)         0.21-0.23         16.8-17.5
+//   files under 0.4 MB                   0.4-4.3 (the ~70 KB of fixed tables dominate)   7.5-12.9
+//
+// The estimate uses the lowest multi-MB figure (0.07) so that it errs low, and 13x (the lowest
+// gzip ratio of a multi-MB file) when ISIZE has wrapped.
+//
+// For a tracetune DB, max(id) of each event table is its row count (the writer numbers rows
+// densely from 1) and costs one b-tree descent: 1 ms warm, 8 ms with a cold page cache for
+// five tables of a 10M-event, 608 MB DB, where count(*) took 40 ms warm and 320 ms cold (it
+// reads every page of the table). nsys exports are counted the same way (max(rowid)).
+#include "tracetune/trace/estimate.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "sqlite_util.h"
+#include "tracetune/trace/importers.h"
+#include "tracetune/trace/model.h"
+
+namespace tt::trace {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CountedTable {
+  std::string_view name;
+  std::size_t row_bytes;
+};
+
+// Rows of each table that exists (max(rowid); 0 for an empty or absent table) times its bytes.
+// `chunked`: the reader loads each table in parallel chunks and then concatenates them, so it
+// briefly holds the largest table twice (read_trace); the nsys importer appends row by row.
+Result<LoadEstimate> estimate_sqlite(const fs::path& path, std::span<const CountedTable> tables, bool chunked) {
+  auto db = sql::open_untrusted(path.string());
+  if (!db) return make_error(db.error());
+  LoadEstimate e;
+  std::uint64_t largest = 0;
+  int counted = 0;
+  for (const auto& t : tables) {
+    auto exists = sql::Stmt::prepare(db->get(), "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1");
+    if (!exists) return make_error(path.string() + ": " + exists.error());
+    exists->bind(1, t.name);
+    if (exists->step() != SQLITE_ROW) continue;
+    // the name is one of ours, not the file's: no quoting needed
+    auto q = sql::Stmt::prepare(db->get(), fmt::format("SELECT max(rowid) FROM \"{}\"", t.name));
+    if (!q) return make_error(fmt::format("{}: {}: {}", path.string(), t.name, q.error()));
+    if (q->step() != SQLITE_ROW) return make_error(fmt::format("{}: {}: {}", path.string(), t.name, db->errmsg()));
+    const auto rows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, q->i64_or(0, 0)));
+    e.events += rows;
+    e.model_bytes += rows * t.row_bytes;
+    largest = std::max<std::uint64_t>(largest, rows * t.row_bytes);
+    ++counted;
+  }
+  e.transient_bytes = chunked ? largest : 0;
+  e.basis = fmt::format("rows of {} event tables, estimated before reading", counted);
+  return e;
+}
+
+std::uint64_t gzip_isize(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  unsigned char b[4] = {};
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  const bool ok = size >= 18 && ::pread(fd, b, 4, size - 4) == 4;
+  ::close(fd);
+  return ok ? (std::uint64_t{b[0]} | std::uint64_t{b[1]} << 8 | std::uint64_t{b[2]} << 16 | std::uint64_t{b[3]} << 24) : 0;
+}
+
+bool has_gzip_magic(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char m[2] = {};
+  const bool gz = ::read(fd, m, 2) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+  ::close(fd);
+  return gz;
+}
+
+Result<LoadEstimate> estimate_kineto(const fs::path& path) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (fs::is_directory(path, ec)) {  // the files import_kineto reads
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      const std::string n = entry.path().filename().string();
+      if (entry.is_regular_file() && (n.ends_with(".json") || n.ends_with(".json.gz"))) files.push_back(entry.path());
+    }
+    if (ec) return make_error(path.string() + ": " + ec.message());
+  } else {
+    files.push_back(path);
+  }
+  LoadEstimate e;
+  bool wrapped = false;
+  for (const auto& f : files) {
+    const std::uint64_t size = fs::file_size(f, ec);
+    if (ec) return make_error(f.string() + ": " + ec.message());
+    std::uint64_t text = size, held = 2 * size;  // plain JSON: read, then copied into the parser's padded buffer
+    if (has_gzip_magic(f)) {
+      text = gzip_isize(f);
+      if (static_cast<double>(text) < kMinPlausibleGzipRatio * static_cast<double>(size)) {
+        text = static_cast<std::uint64_t>(kKinetoGzipRatio * static_cast<double>(size));
+        wrapped = true;
+      }
+      held = size + text;  // the compressed file and the text it inflates to
+    }
+    e.model_bytes += static_cast<std::uint64_t>(kKinetoModelBytesPerJsonByte * static_cast<double>(text));
+    e.transient_bytes = std::max(e.transient_bytes, held);  // one file's text at a time
+  }
+  e.basis = fmt::format("{} of JSON{}, estimated before reading", files.size() == 1 ? "the size" : "the sizes",
+                        wrapped ? " (gzip size field wrapped: guessed from the compressed size)" : "");
+  return e;
+}
+
+}  // namespace
+
+Result<LoadEstimate> estimate_load(const fs::path& path) {
+  const RowBytes b = row_bytes();
+  switch (detect_format(path)) {
+    case InputFormat::TracetuneDb: {
+      const CountedTable tables[] = {{"kernels", b.kernels},   {"memcpys", b.memcpys},         {"memsets", b.memsets},
+                                     {"api_calls", b.api_calls}, {"syncs", b.syncs},           {"ranges", b.ranges},
+                                     {"steps", b.steps},       {"collectives", b.collectives}, {"io_calls", b.io_calls},
+                                     {"counters", b.counters}, {"flows", b.flows}};
+      return estimate_sqlite(path, tables, true);
+    }
+    case InputFormat::NsysSqlite: {
+      // every row of these becomes one event (OSRT calls: an I/O call or a range; the smaller is counted)
+      const CountedTable tables[] = {{"CUPTI_ACTIVITY_KIND_KERNEL", b.kernels},
+                                     {"CUPTI_ACTIVITY_KIND_MEMCPY", b.memcpys},
+                                     {"CUPTI_ACTIVITY_KIND_MEMSET", b.memsets},
+                                     {"CUPTI_ACTIVITY_KIND_RUNTIME", b.api_calls},
+                                     {"CUPTI_ACTIVITY_KIND_DRIVER", b.api_calls},
+                                     {"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", b.syncs},
+                                     {"NVTX_EVENTS", b.ranges},
+                                     {"OSRT_API", std::min(b.ranges, b.io_calls)}};
+      return estimate_sqlite(path, tables, false);
+    }
+    case InputFormat::KinetoJson: return estimate_kineto(path);
+    default: return make_error(path.string() + ": not a trace tracetune can open");
+  }
+}
+
+}  // namespace tt::trace
