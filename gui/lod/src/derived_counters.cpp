@@ -21,14 +21,23 @@ BinGrid BinGrid::covering(Ns start, Ns end) {
   return g;
 }
 
-BinAccumulator::BinAccumulator(const BinGrid& g) : g_(g), direct_(g.n, 0.0), diff_(g.n + 1, 0.0) {}
+BinAccumulator::BinAccumulator(const BinGrid& g)
+    : g_(g), inv_bin_(1.0 / static_cast<double>(g.bin)), direct_(g.n, 0.0), diff_(g.n + 1, 0.0) {}
+
+std::size_t BinAccumulator::bin_of(Ns t) const {
+  const Ns off = t - g_.t0;
+  auto b = static_cast<Ns>(static_cast<double>(off) * inv_bin_);
+  // the product may round across a bin edge: step back or forward by one
+  if (b * g_.bin > off) --b;
+  else if ((b + 1) * g_.bin <= off) ++b;
+  return static_cast<std::size_t>(b);
+}
 
 void BinAccumulator::add_rate(Ns s, Ns e, double rate) {
   s = std::clamp(s, g_.t0, g_.end());
   e = std::clamp(e, g_.t0, g_.end());
   if (e <= s) return;
-  const auto b0 = static_cast<std::size_t>((s - g_.t0) / g_.bin);
-  const auto b1 = static_cast<std::size_t>((e - g_.t0) / g_.bin);  // n when e is the grid's end
+  const std::size_t b0 = bin_of(s), b1 = bin_of(e);  // b1 is n when e is the grid's end
   if (b0 == b1) {
     direct_[b0] += rate * static_cast<double>(e - s);
     return;
@@ -45,7 +54,7 @@ void BinAccumulator::add_rate(Ns s, Ns e, double rate) {
 
 void BinAccumulator::add_at(Ns t, double amount) {
   if (t < g_.t0 || t >= g_.end()) return;
-  direct_[static_cast<std::size_t>((t - g_.t0) / g_.bin)] += amount;
+  direct_[bin_of(t)] += amount;
 }
 
 std::vector<double> BinAccumulator::finish() {

@@ -115,19 +115,30 @@ std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t beg
 
 namespace {
 
-// The two series kinds seen through one interface: sample k's time and value.
+// The two series kinds seen through one interface: sample k's time and value, and the
+// position of the first sample at or after t (from `from` on).
 struct SampleView {
+  static constexpr bool kAlwaysFinite = false;  // a recorded value may be NaN or infinite
   const trace::CounterTable& c;
   const CounterSeries& s;
   Ns ts(std::uint32_t k) const { return c.ts[s.rows[k]]; }
   double value(std::uint32_t k) const { return c.value[s.rows[k]]; }
   Ns end() const { return INT64_MAX; }  // the last sample holds for ever
+  std::uint32_t lower(std::uint32_t from, Ns t) const {
+    return partition_point(from, s.size(), [&](std::uint32_t k) { return ts(k) < t; });
+  }
 };
 struct BinView {
+  static constexpr bool kAlwaysFinite = true;  // computed from the events
   const CounterSeries& s;
   Ns ts(std::uint32_t k) const { return s.t0 + static_cast<Ns>(k) * s.bin; }
   double value(std::uint32_t k) const { return s.bins[k]; }
   Ns end() const { return s.end(); }
+  std::uint32_t lower(std::uint32_t from, Ns t) const {  // arithmetic: bins are evenly spaced
+    if (t <= s.t0) return from;
+    const Ns k = (t - s.t0 + s.bin - 1) / s.bin;
+    return static_cast<std::uint32_t>(std::clamp<Ns>(k, from, s.size()));
+  }
 };
 
 template <class View>
@@ -161,7 +172,7 @@ std::pair<double, double> series_range(const View& v, const CounterSeries& s, st
   constexpr auto B = CounterSeries::kBlock;
   double lo = INFINITY, hi = -INFINITY;
   auto take = [&](double x) {
-    if (!std::isfinite(x)) return;
+    if (!View::kAlwaysFinite && !std::isfinite(x)) return;
     lo = std::min(lo, x);
     hi = std::max(hi, x);
   };
@@ -190,9 +201,14 @@ void query(const View& v, const CounterSeries& s, const LodWindow& w, std::vecto
   };
   // the held value ends where the series ends (Bins) or never (Samples)
   const int end_x = v.end() == INT64_MAX || v.end() >= w.t1 ? width : column_of(v.end(), true);
-  // position of the first sample at or after t
-  auto lower = [&](std::uint32_t from, Ns t) {
-    return partition_point(from, n, [&](std::uint32_t k) { return v.ts(k) < t; });
+  auto lower = [&](std::uint32_t from, Ns t) { return v.lower(from, t); };
+  // a column with the same range as the one before it (a flat stretch) widens that one
+  const std::size_t first = out.size();
+  auto emit = [&](int x0, int x1, double lo, double hi) {
+    if (out.size() > first && out.back().x1 == static_cast<float>(x0) && out.back().min == lo && out.back().max == hi)
+      out.back().x1 = static_cast<float>(x1);
+    else
+      out.push_back({static_cast<float>(x0), static_cast<float>(x1), lo, hi});
   };
   auto held = [&](std::uint32_t k, double& lo, double& hi) {  // widen by the value held before sample k
     if (k == 0) return;
@@ -207,7 +223,7 @@ void query(const View& v, const CounterSeries& s, const LodWindow& w, std::vecto
     if (kb > k) {  // samples in this column
       auto [lo, hi] = series_range(v, s, k, kb);
       held(k, lo, hi);  // the value held at the column's left edge is drawn too
-      if (lo <= hi) out.push_back({static_cast<float>(x), static_cast<float>(x + 1), lo, hi});
+      if (lo <= hi) emit(x, x + 1, lo, hi);
       k = kb;
       ++x;
       continue;
@@ -217,7 +233,7 @@ void query(const View& v, const CounterSeries& s, const LodWindow& w, std::vecto
     const int x_end = std::max(next_x, x + 1);
     double lo = INFINITY, hi = -INFINITY;
     held(k, lo, hi);
-    if (lo <= hi) out.push_back({static_cast<float>(x), static_cast<float>(x_end), lo, hi});
+    if (lo <= hi) emit(x, x_end, lo, hi);
     x = x_end;
   }
 }

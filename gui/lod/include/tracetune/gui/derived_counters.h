@@ -46,7 +46,9 @@ class BinAccumulator {
   std::vector<double> finish();
 
  private:
+  std::size_t bin_of(Ns t) const;  // t in [t0, end()]; n for end()
   BinGrid g_;
+  double inv_bin_;  // 1 / bin: a multiply, not a 64-bit division, per interval end (the hot path)
   std::vector<double> direct_, diff_;
 };
 
