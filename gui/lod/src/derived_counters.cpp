@@ -37,7 +37,14 @@ void BinAccumulator::add_rate(Ns s, Ns e, double rate) {
   s = std::clamp(s, g_.t0, g_.end());
   e = std::clamp(e, g_.t0, g_.end());
   if (e <= s) return;
+  if (s >= last_lo_ && e <= last_hi_) {  // within the last interval's bin
+    direct_[last_] += rate * static_cast<double>(e - s);
+    return;
+  }
   const std::size_t b0 = bin_of(s), b1 = bin_of(e);  // b1 is n when e is the grid's end
+  last_ = b0;
+  last_lo_ = g_.t0 + static_cast<Ns>(b0) * g_.bin;
+  last_hi_ = last_lo_ + g_.bin;
   if (b0 == b1) {
     direct_[b0] += rate * static_cast<double>(e - s);
     return;

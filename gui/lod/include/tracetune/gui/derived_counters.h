@@ -48,7 +48,11 @@ class BinAccumulator {
  private:
   std::size_t bin_of(Ns t) const;  // t in [t0, end()]; n for end()
   BinGrid g_;
-  double inv_bin_;  // 1 / bin: a multiply, not a 64-bit division, per interval end (the hot path)
+  double inv_bin_;  // 1 / bin: a multiply, not a 64-bit division, per interval end
+  // the bin the last interval fell in: events arrive roughly in time order and most fit in
+  // one bin, so most intervals need no bin lookup at all
+  std::size_t last_ = 0;
+  Ns last_lo_ = 0, last_hi_ = 0;
   std::vector<double> direct_, diff_;
 };
 
