@@ -118,8 +118,8 @@ class Builder {
     }
     if (orphans != kNone) {  // their derived counters, named by device since they share a group
       add_io_row(orphan_tracks, orphans, kNone);
-      for (const auto& [dev, streams] : streams_by_device(orphan_tracks))
-        add_device_rows(streams, orphans, kNone, device_label(dev) + " ");
+      for (const auto& [dev, dev_streams] : streams_by_device(orphan_tracks))
+        add_device_rows(dev_streams, orphans, kNone, device_label(dev) + " ");
     }
     return std::move(idx_);
   }
@@ -154,10 +154,10 @@ class Builder {
     for (auto tr : others) add_track(tr, add_group(t_.track_label(tr), pg));
     // GPU → its derived counters, then its streams: one group per device, devices in the
     // order of their first stream (streams without a device share one "GPU" group)
-    for (const auto& [dev, streams] : streams_by_device(streams)) {
+    for (const auto& [dev, dev_streams] : streams_by_device(streams)) {
       const auto gg = add_group(device_label(dev), pg);
-      add_device_rows(streams, gg, p, "");
-      for (auto tr : streams) {
+      add_device_rows(dev_streams, gg, p, "");
+      for (auto tr : dev_streams) {
         const auto& st = t_.streams[t_.tracks[tr].owner];
         std::string label = st.name.empty() ? "stream " + std::to_string(st.stream) : st.name;
         add_track(tr, add_group(label, gg));
