@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   const std::size_t rss1 = rss_bytes();
   const double n = static_cast<double>(doc->trace.event_count());
   std::printf("\n1. load (%zu events, %zu timeline rows)\n", doc->trace.event_count(), doc->index.rows.size());
-  std::printf("   total %.2f s = read %.2f s + index %.2f s + analysis %.2f s\n", load_ms / 1e3, doc->load_seconds,
+  std::printf("   total %.2f s = read %.2f s + index %.3f s + analysis %.2f s\n", load_ms / 1e3, doc->load_seconds,
               doc->index_seconds, doc->analyze_seconds());
   std::printf("\n2. memory (target <= 48 B/event)\n");
   std::printf("   RSS growth over the load: %.1f MiB = %.1f B/event\n", (rss1 - rss0) / 1048576.0, (rss1 - rss0) / n);

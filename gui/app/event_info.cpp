@@ -225,6 +225,36 @@ EventRef flow_linked(const Document& d, EventRef e) {
 
 }  // namespace
 
+std::string format_counter_value(double v, const char* unit) {
+  const std::string_view u = unit ? unit : "";
+  if (u == "%") return fmt::format("{:.1f} %", v);
+  if (u == "GB/s") return fmt::format("{:.2f} GB/s", v);
+  if (u == "MB/s") return fmt::format("{:.1f} MB/s", v);
+  if (u.empty()) return fmt::format("{:.6g}", v);
+  return fmt::format("{:.6g} {}", v, u);
+}
+
+Fields describe_counter(const Document& d, std::uint32_t row, Ns t) {
+  Fields f;
+  if (row >= d.index.rows.size() || d.index.rows[row].table != Table::Counters) return f;
+  const auto& r = d.index.rows[row];
+  const auto& s = r.counter;
+  double v = 0;
+  if (!counter_value_at(d.trace.counters, s, t, v)) return f;
+  f.emplace_back("counter", r.label);
+  if (r.group != trace::kNone) f.emplace_back("in", d.index.groups[r.group].label);
+  f.emplace_back("value", format_counter_value(v, s.unit));
+  if (s.derived()) {
+    const Ns b0 = s.t0 + (t - s.t0) / s.bin * s.bin;
+    f.emplace_back("bin", format_duration(s.bin) + " wide, from " + format_duration(b0 - d.index.start) +
+                              " from the trace's start");
+    f.emplace_back("derived", "from the trace's events, averaged over each bin");
+  } else {
+    f.emplace_back("at", format_duration(t - d.index.start) + " from the trace's start");
+  }
+  return f;
+}
+
 EventRef correlated_event(const Document& d, EventRef e) {
   const auto& t = d.trace;
   const auto* c = span_columns(t, e.table);

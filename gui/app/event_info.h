@@ -24,6 +24,15 @@ trace::Ns event_end(const Document& d, EventRef e);
 // (bytes, direction, memory kinds, correlation, launch configuration, collective, I/O path...).
 Fields describe_event(const Document& d, EventRef e);
 
+// A counter value in its unit: "73.4 %", "12.50 GB/s", "310.2 MB/s"; a recorded counter (no
+// unit) as a plain number.
+std::string format_counter_value(double v, const char* unit);
+
+// A counter row's readout at time t (the hover box): the counter, its group, the value
+// holding at t with its unit and, for a derived counter, the bin it comes from and the bin
+// width. Empty when `row` is not a counter row or no value holds at t.
+Fields describe_counter(const Document& d, std::uint32_t row, trace::Ns t);
+
 // The other end of a launch: a CUDA API call's kernel / copy / set / NCCL kernel with the same
 // correlation id in the same process, or a GPU op's launching call; failing that, the event at
 // the other end of the trace's flow (Kineto's ac2g arrows). Invalid when there is none.

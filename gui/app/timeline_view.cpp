@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cmath>
+#include <string_view>
 #include <tuple>
 
 #include <QFontMetrics>
@@ -103,6 +104,7 @@ void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
   doc_ = std::move(doc);
   lod_.reset();
   selected_ = flow_ = hover_ = {};
+  hover_counter_ = trace::kNone;
   area_.reset();
   highlight_t0_ = highlight_t1_ = 0;
   collapsed_.assign(doc_ ? doc_->index.groups.size() : 0, false);
@@ -535,16 +537,25 @@ void TimelineView::buildFrame(Frame& f) {
     if (!rl) return;
     if (row.table == Table::Counters) {
       const auto& s = row.counter;
-      const double range = s.hi > s.lo ? s.hi - s.lo : 1;
+      // derived counters are never negative: their band starts at 0, and a busy % spans 0-100
+      const double lo = s.derived() ? 0.0 : s.lo;
+      const double hi = s.derived() && std::string_view(s.unit) == "%" ? 100.0 : s.hi;
+      const double range = hi > lo ? hi - lo : 1;
       const double npp = lod_->window.ns_per_px();
       for (const auto& c : rl->counter) {
         const double x0 = xAt(lod_->window.t0 + static_cast<Ns>(c.x0 * npp)), x1 = xAt(lod_->window.t0 + static_cast<Ns>(c.x1 * npp));
         if (x1 < kLabelWidth || x0 > right) continue;
-        const double y1 = top + h - 2 - (c.min - s.lo) / range * (h - 4), y0 = top + h - 2 - (c.max - s.lo) / range * (h - 4);
+        const double y1 = top + h - 2 - (c.min - lo) / range * (h - 4), y0 = top + h - 2 - (c.max - lo) / range * (h - 4);
         const double cx0 = std::max<double>(x0, kLabelWidth), cx1 = std::min<double>(std::max(x1, cx0 + 1), right);
         f.rects.push_back({QRectF(cx0, y0, cx1 - cx0, std::max(1.0, y1 - y0)), 0xff00897bu});
       }
-      f.texts.push_back({QRectF(kLabelWidth + 4, top, tw - 8, 12), QString::number(s.hi, 'g', 6), kDimText, Qt::AlignRight | Qt::AlignTop});
+      if (s.derived()) {  // its scale under the label: the peak with its unit, and the bin width
+        const QString scale = tr("peak %1 · bin %2").arg(qs(format_counter_value(s.hi, s.unit)), qs(format_duration(s.bin)));
+        f.texts.push_back({QRectF(indent, top + kLaneHeight - 4, kLabelWidth - indent - 4, h - kLaneHeight + 4),
+                           fm.elidedText(scale, Qt::ElideRight, kLabelWidth - indent - 4), kDimText, Qt::AlignLeft | Qt::AlignVCenter});
+      } else {
+        f.texts.push_back({QRectF(kLabelWidth + 4, top, tw - 8, 12), QString::number(s.hi, 'g', 6), kDimText, Qt::AlignRight | Qt::AlignTop});
+      }
       return;
     }
     for (std::size_t l = 0; l < rl->lanes.size(); ++l) {
@@ -639,8 +650,11 @@ void TimelineView::buildFrame(Frame& f) {
       f.lines.push_back({host_first ? QLineF(*a, *b) : QLineF(*b, *a), 0xffd50000u, 1.5, true});
     }
   }
-  if (hover_.valid() && !help_) {
-    const auto fields = describe_event(*doc_, hover_);
+  const Fields fields = help_ ? Fields{}
+                        : hover_.valid()                  ? describe_event(*doc_, hover_)
+                        : hover_counter_ != trace::kNone  ? describe_counter(*doc_, hover_counter_, hover_t_)
+                                                          : Fields{};
+  if (!fields.empty()) {
     QStringList lines;
     for (std::size_t i = 0; i < fields.size() && i < 10; ++i)
       if (fields[i].first != "kind" && fields[i].first != "track")
@@ -799,8 +813,15 @@ void TimelineView::mouseMoveEvent(QMouseEvent* ev) {
     return;
   }
   const EventRef h = eventAt(p);
-  if (!(h == hover_) || (h.valid() && p != hover_pos_)) {
+  std::uint32_t hc = trace::kNone;  // else a counter row: its value at the cursor
+  if (!h.valid() && doc_ && p.x() >= kLabelWidth && p.x() < kLabelWidth + timelineWidth()) {
+    bool pin = false;
+    if (const Entry* e = entryAt(p, &pin); e && !e->group && doc_->index.rows[e->id].table == Table::Counters) hc = e->id;
+  }
+  if (!(h == hover_) || hc != hover_counter_ || ((h.valid() || hc != trace::kNone) && p != hover_pos_)) {
     hover_ = h;
+    hover_counter_ = hc;
+    hover_t_ = timeAt(p.x());
     hover_pos_ = p;
     refresh();
   }
@@ -821,8 +842,9 @@ void TimelineView::mouseDoubleClickEvent(QMouseEvent* ev) {
 }
 
 void TimelineView::leaveEvent(QEvent*) {
-  if (hover_.valid()) {
+  if (hover_.valid() || hover_counter_ != trace::kNone) {
     hover_ = {};
+    hover_counter_ = trace::kNone;
     refresh();
   }
 }

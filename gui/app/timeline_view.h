@@ -61,6 +61,8 @@ class TimelineView : public QWidget {
   EventRef selected() const { return selected_; }
   EventRef flowTarget() const { return flow_; }
   EventRef hovered() const { return hover_; }
+  // The counter row under the mouse (its readout is in the hover box), kNone when none.
+  std::uint32_t hoveredCounter() const { return hover_counter_; }
   void select(EventRef e);
   void fitSelected();
   void setHighlight(trace::Ns t0, trace::Ns t1);  // a finding's evidence; t1 <= t0 clears
@@ -160,6 +162,8 @@ class TimelineView : public QWidget {
   std::vector<bool> pinned_;      // per row
 
   EventRef selected_, flow_, hover_;
+  std::uint32_t hover_counter_ = trace::kNone;  // a counter row under the mouse
+  trace::Ns hover_t_ = 0;                       // the time under the mouse for its readout
   QPoint hover_pos_;
   trace::Ns highlight_t0_ = 0, highlight_t1_ = 0;
   std::optional<AreaSelection> area_;

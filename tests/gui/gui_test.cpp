@@ -819,6 +819,49 @@ class GuiTest : public QObject {
     QVERIFY(!tl->hovered().valid());
   }
 
+  // The derived counters of a GPU trace: a busy % row in the GPU's group, drawn, and a
+  // hover readout with the value in its unit and the bin width.
+  void derivedCountersReadOutWithUnits() {
+    auto w = open(kGpuTrace, {1600, 1000});
+    QVERIFY(w);
+    auto* tl = w->timeline();
+    const auto& doc = *tl->document();
+    const auto& idx = doc.index;
+    std::uint32_t busy = tt::trace::kNone;
+    for (std::uint32_t r = 0; r < idx.rows.size() && busy == tt::trace::kNone; ++r)
+      if (idx.rows[r].table == Table::Counters && idx.rows[r].label == "GPU busy %") busy = r;
+    QVERIFY(busy != tt::trace::kNone);
+    QVERIFY(QString::fromStdString(idx.groups[idx.rows[busy].group].label).startsWith("GPU"));
+    // where the row is busiest, so the readout is not a trivial 0
+    const auto& s = idx.rows[busy].counter;
+    const auto peak = std::max_element(s.bins.begin(), s.bins.end()) - s.bins.begin();
+    const Ns at = s.t0 + static_cast<Ns>(peak) * s.bin + s.bin / 2;
+    tl->setView(at - 50 * s.bin, at + 50 * s.bin);
+    const QRect rr = tl->rowRect(busy);
+    QVERIFY(!rr.isEmpty());
+    const QImage before = tl->grab().toImage();
+    const QPoint p(static_cast<int>(tl->xAt(at)), rr.center().y());
+    send_mouse(tl, QEvent::MouseMove, p, Qt::NoButton, Qt::NoButton);
+    QCOMPARE(tl->hoveredCounter(), busy);
+    QVERIFY(!tl->hovered().valid());
+    QVERIFY(tl->grab().toImage() != before);  // the readout box is drawn
+    const auto fields = describe_counter(doc, busy, tl->timeAt(p.x()));
+    auto field = [&](const char* k) {
+      for (const auto& [key, v] : fields)
+        if (key == k) return QString::fromStdString(v);
+      return QString();
+    };
+    QVERIFY2(field("value").endsWith(" %"), qPrintable(field("value")));
+    QVERIFY(field("value").left(field("value").size() - 2).toDouble() > 0);
+    QVERIFY2(field("bin").startsWith(QString::fromStdString(format_duration(s.bin)) + " wide"), qPrintable(field("bin")));
+    QCOMPARE(format_counter_value(12.346, "GB/s"), std::string("12.35 GB/s"));
+    QCOMPARE(format_counter_value(310.26, "MB/s"), std::string("310.3 MB/s"));
+    QVERIFY(describe_counter(doc, busy, s.end() + 1).empty());  // past the last bin: no value
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(tl, &leave);
+    QCOMPARE(tl->hoveredCounter(), tt::trace::kNone);
+  }
+
   void countersAreDrawn() {
     QTemporaryDir tmp;
     const QString path = tmp.filePath("counters.json");

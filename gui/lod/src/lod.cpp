@@ -113,20 +113,48 @@ std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t beg
 
 // ---- counters ----
 
-CounterSeries build_counter_series(const trace::CounterTable& c, std::vector<std::uint32_t> rows) {
-  CounterSeries s;
-  s.rows = std::move(rows);
-  const std::size_t blocks = (s.rows.size() + CounterSeries::kBlock - 1) / CounterSeries::kBlock;
+namespace {
+
+// The two series kinds seen through one interface: sample k's time and value, and the
+// position of the first sample at or after t (from `from` on).
+struct SampleView {
+  static constexpr bool kAlwaysFinite = false;  // a recorded value may be NaN or infinite
+  const trace::CounterTable& c;
+  const CounterSeries& s;
+  Ns ts(std::uint32_t k) const { return c.ts[s.rows[k]]; }
+  double value(std::uint32_t k) const { return c.value[s.rows[k]]; }
+  Ns end() const { return INT64_MAX; }  // the last sample holds for ever
+  std::uint32_t lower(std::uint32_t from, Ns t) const {
+    return partition_point(from, s.size(), [&](std::uint32_t k) { return ts(k) < t; });
+  }
+};
+struct BinView {
+  static constexpr bool kAlwaysFinite = true;  // computed from the events
+  const CounterSeries& s;
+  Ns ts(std::uint32_t k) const { return s.t0 + static_cast<Ns>(k) * s.bin; }
+  double value(std::uint32_t k) const { return s.bins[k]; }
+  Ns end() const { return s.end(); }
+  std::uint32_t lower(std::uint32_t from, Ns t) const {  // arithmetic: bins are evenly spaced
+    if (t <= s.t0) return from;
+    const Ns k = (t - s.t0 + s.bin - 1) / s.bin;
+    return static_cast<std::uint32_t>(std::clamp<Ns>(k, from, s.size()));
+  }
+};
+
+template <class View>
+void summarise(CounterSeries& s, const View& v) {
+  const std::uint32_t n = s.size();
+  const std::size_t blocks = (n + CounterSeries::kBlock - 1) / CounterSeries::kBlock;
   s.block_min.resize(blocks);
   s.block_max.resize(blocks);
   for (std::size_t b = 0; b < blocks; ++b) {
     double lo = INFINITY, hi = -INFINITY;
-    const std::size_t e = std::min(s.rows.size(), (b + 1) * CounterSeries::kBlock);
+    const std::size_t e = std::min<std::size_t>(n, (b + 1) * CounterSeries::kBlock);
     for (std::size_t k = b * CounterSeries::kBlock; k < e; ++k) {
-      const double v = c.value[s.rows[k]];
-      if (!std::isfinite(v)) continue;
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
+      const double x = v.value(static_cast<std::uint32_t>(k));
+      if (!std::isfinite(x)) continue;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
     }
     s.block_min[b] = lo;
     s.block_max[b] = hi;
@@ -136,22 +164,19 @@ CounterSeries build_counter_series(const trace::CounterTable& c, std::vector<std
     s.hi = *std::max_element(s.block_max.begin(), s.block_max.end());
     if (!std::isfinite(s.lo)) s.lo = s.hi = 0;
   }
-  return s;
 }
 
-namespace {
-
 // min/max of the series' values at positions [a, b).
-std::pair<double, double> series_range(const trace::CounterTable& c, const CounterSeries& s, std::uint32_t a,
-                                       std::uint32_t b) {
+template <class View>
+std::pair<double, double> series_range(const View& v, const CounterSeries& s, std::uint32_t a, std::uint32_t b) {
   constexpr auto B = CounterSeries::kBlock;
   double lo = INFINITY, hi = -INFINITY;
-  auto take = [&](double v) {
-    if (!std::isfinite(v)) return;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
+  auto take = [&](double x) {
+    if (!View::kAlwaysFinite && !std::isfinite(x)) return;
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
   };
-  while (a < b && a % B != 0) take(c.value[s.rows[a++]]);
+  while (a < b && a % B != 0) take(v.value(a++));
   while (a + B <= b) {
     if (s.block_min[a / B] <= s.block_max[a / B]) {
       lo = std::min(lo, s.block_min[a / B]);
@@ -159,49 +184,97 @@ std::pair<double, double> series_range(const trace::CounterTable& c, const Count
     }
     a += B;
   }
-  while (a < b) take(c.value[s.rows[a++]]);
+  while (a < b) take(v.value(a++));
   return {lo, hi};
 }
 
-}  // namespace
-
-void counter_query(const trace::CounterTable& c, const CounterSeries& s, const LodWindow& w,
-                   std::vector<CounterColumn>& out) {
-  if (w.t1 <= w.t0 || w.width_px <= 0 || s.rows.empty()) return;
-  const auto n = static_cast<std::uint32_t>(s.rows.size());
+template <class View>
+void query(const View& v, const CounterSeries& s, const LodWindow& w, std::vector<CounterColumn>& out) {
+  const std::uint32_t n = s.size();
+  if (w.t1 <= w.t0 || w.width_px <= 0 || n == 0) return;
   const double npp = w.ns_per_px();
   const int width = static_cast<int>(std::ceil(w.width_px));
-  auto ts_at = [&](std::uint32_t k) { return c.ts[s.rows[k]]; };
-  // position of the first sample at or after t
-  auto lower = [&](std::uint32_t from, Ns t) {
-    return partition_point(from, n, [&](std::uint32_t k) { return ts_at(k) < t; });
+  // the pixel column holding time t, clamped to [0, width]
+  auto column_of = [&](Ns t, bool round_up) {
+    const double x = static_cast<double>(t - w.t0) / npp;
+    return static_cast<int>(std::clamp(round_up ? std::ceil(x) : std::floor(x), 0.0, static_cast<double>(width)));
+  };
+  // the held value ends where the series ends (Bins) or never (Samples)
+  const int end_x = v.end() == INT64_MAX || v.end() >= w.t1 ? width : column_of(v.end(), true);
+  auto lower = [&](std::uint32_t from, Ns t) { return v.lower(from, t); };
+  // a column with the same range as the one before it (a flat stretch) widens that one
+  const std::size_t first = out.size();
+  auto emit = [&](int x0, int x1, double lo, double hi) {
+    if (out.size() > first && out.back().x1 == static_cast<float>(x0) && out.back().min == lo && out.back().max == hi)
+      out.back().x1 = static_cast<float>(x1);
+    else
+      out.push_back({static_cast<float>(x0), static_cast<float>(x1), lo, hi});
+  };
+  auto held = [&](std::uint32_t k, double& lo, double& hi) {  // widen by the value held before sample k
+    if (k == 0) return;
+    const double x = v.value(k - 1);
+    if (std::isfinite(x)) { lo = std::min(lo, x); hi = std::max(hi, x); }
   };
   std::uint32_t k = lower(0, w.t0);
-  for (int x = 0; x < width;) {
+  for (int x = 0; x < std::min(width, end_x);) {
     const Ns ca = w.t0 + static_cast<Ns>(x * npp);
     const Ns cb = w.t0 + static_cast<Ns>((x + 1) * npp);
     const std::uint32_t kb = lower(k, std::max(cb, ca + 1));
     if (kb > k) {  // samples in this column
-      auto [lo, hi] = series_range(c, s, k, kb);
-      if (k > 0) {  // the value held at the column's left edge is drawn too
-        const double held = c.value[s.rows[k - 1]];
-        if (std::isfinite(held)) { lo = std::min(lo, held); hi = std::max(hi, held); }
-      }
-      if (lo <= hi) out.push_back({static_cast<float>(x), static_cast<float>(x + 1), lo, hi});
+      auto [lo, hi] = series_range(v, s, k, kb);
+      held(k, lo, hi);  // the value held at the column's left edge is drawn too
+      if (lo <= hi) emit(x, x + 1, lo, hi);
       k = kb;
       ++x;
       continue;
     }
-    // No sample here: the held value stays until the next sample's column.
-    const int next_x = k < n ? static_cast<int>(std::min<double>(width, std::floor((ts_at(k) - w.t0) / npp)))
-                             : width;
+    // No sample here: the held value stays until the next sample's column (or the end).
+    const int next_x = k < n ? std::min(column_of(v.ts(k), false), end_x) : end_x;
     const int x_end = std::max(next_x, x + 1);
-    if (k > 0) {
-      const double held = c.value[s.rows[k - 1]];
-      if (std::isfinite(held)) out.push_back({static_cast<float>(x), static_cast<float>(x_end), held, held});
-    }
+    double lo = INFINITY, hi = -INFINITY;
+    held(k, lo, hi);
+    if (lo <= hi) emit(x, x_end, lo, hi);
     x = x_end;
   }
+}
+
+}  // namespace
+
+CounterSeries build_counter_series(const trace::CounterTable& c, std::vector<std::uint32_t> rows) {
+  CounterSeries s;
+  s.rows = std::move(rows);
+  summarise(s, SampleView{c, s});
+  return s;
+}
+
+CounterSeries build_binned_series(std::vector<float> values, Ns t0, Ns bin, const char* unit) {
+  CounterSeries s;
+  s.kind = CounterSeries::Kind::Bins;
+  s.bins = std::move(values);
+  s.t0 = t0;
+  s.bin = std::max<Ns>(1, bin);
+  s.unit = unit;
+  summarise(s, BinView{s});
+  return s;
+}
+
+void counter_query(const trace::CounterTable& c, const CounterSeries& s, const LodWindow& w,
+                   std::vector<CounterColumn>& out) {
+  if (s.derived()) query(BinView{s}, s, w, out);
+  else query(SampleView{c, s}, s, w, out);
+}
+
+bool counter_value_at(const trace::CounterTable& c, const CounterSeries& s, Ns t, double& value) {
+  if (s.derived()) {
+    if (t < s.t0 || t >= s.end()) return false;
+    value = s.bins[static_cast<std::size_t>((t - s.t0) / s.bin)];
+    return true;
+  }
+  const SampleView v{c, s};
+  const std::uint32_t k = partition_point(0, s.size(), [&](std::uint32_t q) { return v.ts(q) <= t; });
+  if (k == 0 || !std::isfinite(v.value(k - 1))) return false;
+  value = v.value(k - 1);
+  return true;
 }
 
 }  // namespace tt::gui

@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "tracetune/gui/derived_counters.h"
+
 namespace tt::gui {
 
 using trace::kNone;
@@ -84,6 +86,7 @@ class Builder {
     const auto [s, e] = t_.time_bounds();
     idx_.start = s;
     idx_.end = e;
+    grid_ = BinGrid::covering(s, e);
     // processes by (host, rank, pid); a process's threads and devices in track order
     std::vector<std::uint32_t> procs(t_.processes.size());
     for (std::uint32_t i = 0; i < procs.size(); ++i) procs[i] = i;
@@ -106,10 +109,17 @@ class Builder {
     }
     // whatever no process owns (devices of unknown processes, orphan threads)
     std::uint32_t orphans = kNone;
+    std::vector<std::uint32_t> orphan_tracks;
     for (std::uint32_t tr = 0; tr < t_.tracks.size(); ++tr) {
       if (placed_[tr] || per_track_[tr].empty()) continue;
       if (orphans == kNone) orphans = add_group("no process", kNone);
       add_track(tr, orphans);
+      orphan_tracks.push_back(tr);
+    }
+    if (orphans != kNone) {  // their derived counters, named by device since they share a group
+      add_io_row(orphan_tracks, orphans, kNone);
+      for (const auto& [dev, dev_streams] : streams_by_device(orphan_tracks))
+        add_device_rows(dev_streams, orphans, kNone, device_label(dev) + " ");
     }
     return std::move(idx_);
   }
@@ -125,36 +135,108 @@ class Builder {
   }
 
   void add_owned_tracks(std::uint32_t p, std::uint32_t pg) {
-    std::vector<std::uint32_t> threads, streams_by_device_order, others;
+    std::vector<std::uint32_t> threads, streams, others;
     for (std::uint32_t tr = 0; tr < t_.tracks.size(); ++tr) {
       if (per_track_[tr].empty() || t_.process_of_track(tr) != p) continue;
       if (t_.tracks[tr].type == trace::TrackType::Thread) threads.push_back(tr);
-      else if (t_.tracks[tr].type == trace::TrackType::Stream) streams_by_device_order.push_back(tr);
+      else if (t_.tracks[tr].type == trace::TrackType::Stream) streams.push_back(tr);
       else others.push_back(tr);
     }
     // steps first: the rank's iterations frame everything below
     for (auto tr : threads)
       for (const auto& seg : per_track_[tr])
         if (seg.table == Table::Steps) add_row(seg, tr, pg);
+    // then the process's I/O throughput (over all its threads)
+    std::vector<std::uint32_t> hosts = threads;
+    hosts.insert(hosts.end(), others.begin(), others.end());
+    add_io_row(hosts, pg, p);
     for (auto tr : threads) add_track(tr, add_group(t_.track_label(tr), pg), /*skip_steps=*/true);
     for (auto tr : others) add_track(tr, add_group(t_.track_label(tr), pg));
-    // GPU → streams, one group per device
-    std::map<std::uint32_t, std::uint32_t> device_group;
-    for (auto tr : streams_by_device_order) {
-      const auto dev = t_.streams[t_.tracks[tr].owner].device;
-      auto [it, fresh] = device_group.try_emplace(dev, 0);
-      if (fresh) {
-        std::string label = "GPU";
-        if (dev != kNone) {
-          label += " " + std::to_string(t_.devices[dev].index);
-          if (!t_.devices[dev].name.empty()) label += " (" + t_.devices[dev].name + ")";
-        }
-        it->second = add_group(label, pg);
+    // GPU → its derived counters, then its streams: one group per device, devices in the
+    // order of their first stream (streams without a device share one "GPU" group)
+    for (const auto& [dev, dev_streams] : streams_by_device(streams)) {
+      const auto gg = add_group(device_label(dev), pg);
+      add_device_rows(dev_streams, gg, p, "");
+      for (auto tr : dev_streams) {
+        const auto& st = t_.streams[t_.tracks[tr].owner];
+        std::string label = st.name.empty() ? "stream " + std::to_string(st.stream) : st.name;
+        add_track(tr, add_group(label, gg));
       }
-      const auto& st = t_.streams[t_.tracks[tr].owner];
-      std::string label = st.name.empty() ? "stream " + std::to_string(st.stream) : st.name;
-      add_track(tr, add_group(label, it->second));
     }
+  }
+
+  std::string device_label(std::uint32_t dev) const {
+    std::string label = "GPU";
+    if (dev != kNone) {
+      label += " " + std::to_string(t_.devices[dev].index);
+      if (!t_.devices[dev].name.empty()) label += " (" + t_.devices[dev].name + ")";
+    }
+    return label;
+  }
+
+  // The stream tracks among `tracks`, by device in first-seen order, each in track order.
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> streams_by_device(
+      const std::vector<std::uint32_t>& tracks) const {
+    std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> out;
+    for (auto tr : tracks) {
+      if (t_.tracks[tr].type != trace::TrackType::Stream) continue;
+      const auto dev = t_.streams[t_.tracks[tr].owner].device;
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& d) { return d.first == dev; });
+      if (it == out.end()) it = out.insert(out.end(), {dev, {}});
+      it->second.push_back(tr);
+    }
+    return out;
+  }
+
+  // ---- derived counters (derived_counters.h): rows with no contributing event are not made ----
+
+  // GPU busy % and H2D / D2H bandwidth of one device's streams.
+  void add_device_rows(const std::vector<std::uint32_t>& streams, std::uint32_t group, std::uint32_t proc,
+                       const std::string& prefix) {
+    std::vector<TableRun> work, copies;
+    for (auto tr : streams)
+      for (const auto& seg : per_track_[tr]) {
+        if (seg.table != Table::Kernels && seg.table != Table::Memcpys && seg.table != Table::Memsets) continue;
+        work.push_back({span_columns(t_, seg.table), seg.begin, seg.end});
+        if (seg.table == Table::Memcpys) copies.push_back(work.back());
+      }
+    if (work.empty()) return;
+    const double bin = static_cast<double>(grid_.bin);
+    add_derived_row(covered_ns_per_bin(work, grid_), 100.0 / bin, "%", prefix + "GPU busy %", streams[0], group, proc);
+    // bytes per ns is GB/s
+    add_derived_row(copy_bytes_per_bin(t_.memcpys, copies, trace::MemcpyDirection::HtoD, grid_), 1.0 / bin, "GB/s",
+                    prefix + "H2D GB/s", streams[0], group, proc);
+    add_derived_row(copy_bytes_per_bin(t_.memcpys, copies, trace::MemcpyDirection::DtoH, grid_), 1.0 / bin, "GB/s",
+                    prefix + "D2H GB/s", streams[0], group, proc);
+  }
+
+  // I/O throughput of the I/O calls on `tracks` (a process's threads).
+  void add_io_row(const std::vector<std::uint32_t>& tracks, std::uint32_t group, std::uint32_t proc) {
+    std::vector<TableRun> runs;
+    std::uint32_t first = kNone;
+    for (auto tr : tracks)
+      for (const auto& seg : per_track_[tr])
+        if (seg.table == Table::IoCalls) {
+          runs.push_back({&t_.io_calls, seg.begin, seg.end});
+          if (first == kNone) first = tr;
+        }
+    if (runs.empty()) return;
+    // bytes per ns × 1000 is MB/s
+    add_derived_row(io_bytes_per_bin(t_.io_calls, runs, grid_), 1e3 / static_cast<double>(grid_.bin), "MB/s",
+                    "I/O MB/s", first, group, proc);
+  }
+
+  void add_derived_row(const std::vector<double>& per_bin, double scale, const char* unit, std::string label,
+                       std::uint32_t tr, std::uint32_t group, std::uint32_t proc) {
+    if (per_bin.empty()) return;
+    std::vector<float> values(per_bin.size());
+    for (std::size_t i = 0; i < per_bin.size(); ++i) values[i] = static_cast<float>(per_bin[i] * scale);
+    TimelineRow row = base_row(Table::Counters, tr, group, proc);
+    row.label = std::move(label);
+    row.events = 0;  // derived from other rows' events: it holds none of its own
+    row.counter = build_binned_series(std::move(values), grid_.t0, grid_.bin, unit);
+    idx_.index_bytes += row.counter.heap_bytes();
+    idx_.rows.push_back(std::move(row));
   }
 
   void add_track(std::uint32_t tr, std::uint32_t group, bool skip_steps = false) {
@@ -186,7 +268,7 @@ class Builder {
         row.label = std::string(t_.strings.get(name));
         row.events = rows_by_name[name].size();
         row.counter = build_counter_series(t_.counters, std::move(rows_by_name[name]));
-        idx_.index_bytes += row.counter.rows.capacity() * 4 + row.counter.block_min.capacity() * 16;
+        idx_.index_bytes += row.counter.heap_bytes();
         idx_.rows.push_back(std::move(row));
       }
       return;
@@ -214,6 +296,7 @@ class Builder {
   const Trace& t_;
   std::vector<std::vector<Segment>> per_track_;
   std::vector<bool> placed_;
+  BinGrid grid_;  // the derived counters' bins, over the trace's span
   TimelineIndex idx_;
 };
 

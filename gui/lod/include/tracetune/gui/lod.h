@@ -71,14 +71,39 @@ std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t beg
                               const std::uint16_t* depth = nullptr);
 
 // ---- counters: one value series, drawn as a min/max band per pixel column ----
+//
+// A counter row holds one of two kinds of series, both step functions (a value holds until
+// the next one) queried by the same per-pixel min/max code over the same block summaries:
+//   - Samples: rows of the trace's counter table (one counter name on one track), at their
+//     recorded timestamps; the last value holds to the right edge of any view.
+//   - Bins: a series derived from the events (derived_counters.h), evenly binned: value[i]
+//     holds over [t0 + i·bin, t0 + (i+1)·bin), nothing before t0 or after the last bin.
+//     Timestamps are implicit, so a bin costs 4 bytes (a float).
 
 struct CounterSeries {
-  std::vector<std::uint32_t> rows;  // counter table rows of this (track, name), by time
-  // min/max of `value` over blocks of kBlock consecutive samples, so a column that covers
-  // many samples costs O(blocks) instead of O(samples).
+  enum class Kind : std::uint8_t { Samples, Bins };
+  Kind kind = Kind::Samples;
+  // Samples: counter table rows of this (track, name), by time
+  std::vector<std::uint32_t> rows;
+  // Bins: the values (in `unit`), their first bin's start and the bin width
+  std::vector<float> bins;
+  Ns t0 = 0, bin = 1;
+  const char* unit = "";  // "%", "GB/s", "MB/s"; empty for table samples (unitless as recorded)
+  // min/max of the values over blocks of kBlock consecutive samples or bins, so a column that
+  // covers many costs O(blocks) instead of O(samples).
   static constexpr std::uint32_t kBlock = 64;
   std::vector<double> block_min, block_max;
   double lo = 0, hi = 0;  // value range over the whole series
+
+  bool derived() const { return kind == Kind::Bins; }
+  std::uint32_t size() const {
+    return static_cast<std::uint32_t>(derived() ? bins.size() : rows.size());
+  }
+  Ns end() const { return t0 + static_cast<Ns>(bins.size()) * bin; }  // Bins: after the last bin
+  std::size_t heap_bytes() const {
+    return rows.capacity() * sizeof(std::uint32_t) + bins.capacity() * sizeof(float) +
+           (block_min.capacity() + block_max.capacity()) * sizeof(double);
+  }
 };
 
 struct CounterColumn {
@@ -86,11 +111,20 @@ struct CounterColumn {
   double min = 0, max = 0;   // value range in it (a sample, or the value held from before)
 };
 
+// A series of the counter table's `rows` (one counter name on one track, in time order).
 CounterSeries build_counter_series(const trace::CounterTable& c, std::vector<std::uint32_t> rows);
+// A derived series: `values[i]` over [t0 + i·bin, t0 + (i+1)·bin), in `unit`.
+CounterSeries build_binned_series(std::vector<float> values, Ns t0, Ns bin, const char* unit);
 
-// One column per pixel with samples in it, plus the held value of the last sample before
-// each empty stretch (a counter is a step function). O(width · (log n + kBlock)).
+// One column per pixel with samples (or bins) starting in it, plus the held value of the last
+// one before each empty stretch (a counter is a step function). `c` is read for Samples only.
+// Every value that holds somewhere in a column's time range lies in its [min, max].
+// O(width · (log n + kBlock)).
 void counter_query(const trace::CounterTable& c, const CounterSeries& s, const LodWindow& w,
                    std::vector<CounterColumn>& out);
+
+// The value holding at time `t`: the last sample at or before t, or the bin containing t.
+// False when there is none (before the first sample, outside the bins, or a NaN sample).
+bool counter_value_at(const trace::CounterTable& c, const CounterSeries& s, Ns t, double& value);
 
 }  // namespace tt::gui

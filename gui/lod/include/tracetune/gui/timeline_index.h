@@ -1,10 +1,15 @@
 // The timeline's rows, built once from a finalized Trace when it is loaded (in the loader's
 // worker thread): a tree of groups (host → process → thread, GPU → stream) whose leaves are
-// rows, each row one table's events on one track split into lanes (lod.h). The index keeps
-// pointers into the Trace's columns: the Trace must outlive it and not change.
+// rows, each row one table's events on one track split into lanes (lod.h), or a counter.
+// Counter rows are either the trace's own samples (one per counter name and track) or derived
+// from the events (derived_counters.h): "GPU busy %", "H2D GB/s" and "D2H GB/s" first in each
+// GPU's group, "I/O MB/s" under each process after its steps; a derived row exists only when
+// some event feeds it. The index keeps pointers into the Trace's columns: the Trace must
+// outlive it and not change.
 //
 // Memory: a row whose events fit on one lane holds no per-event data; nested ranges and
-// overlapping GPU work cost one 32-bit index per event. No Qt here.
+// overlapping GPU work cost one 32-bit index per event; a derived counter costs 4 bytes per
+// bin (at most 2^20 bins) whatever the number of events. No Qt here.
 #pragma once
 
 #include <cstdint>
@@ -45,15 +50,15 @@ struct TimelineRow {
   std::uint32_t process = trace::kNone;
   std::string label;                   // e.g. "CPU ops", "kernels", "CUDA API", a counter's name
   std::vector<Lane> lanes;             // Table::Counters: empty
-  CounterSeries counter;               // Table::Counters: the series of one counter name
-  std::uint64_t events = 0;
+  CounterSeries counter;               // Table::Counters: one counter name's samples, or derived bins
+  std::uint64_t events = 0;            // events of its own (counter samples; 0 for a derived row)
 };
 
 struct TimelineIndex {
   std::vector<TimelineGroup> groups;
   std::vector<TimelineRow> rows;  // in display order; a row's groups precede it
   trace::Ns start = 0, end = 0;   // the trace's time bounds
-  std::size_t index_bytes = 0;    // heap held by lane indexes and counter summaries
+  std::size_t index_bytes = 0;    // heap held by lane indexes, counter series and their summaries
 };
 
 // Builds the rows of every non-empty (track, table) of `t` (finalized).
