@@ -152,7 +152,7 @@ class GlTest : public QObject {
     QVERIFY2(doc.ok(), doc.ok() ? "" : doc.error().c_str());
     TimelineView view;
     view.setSynchronous(true);
-    view.resize(1200, 700);
+    view.resize(1200, 1000);
     view.setDocument(doc.value());
     QString why;
     QVERIFY2(view.setOpenGL(true, &why), qPrintable(why));
@@ -203,7 +203,7 @@ class GlTest : public QObject {
     for (std::uint32_t r = 0; r < idx.rows.size() && at.isNull(); ++r) {
       if (idx.rows[r].table != Table::Kernels) continue;
       const QRect rr = view.rowRect(r);
-      if (rr.isEmpty()) continue;
+      if (rr.isEmpty() || rr.bottom() >= view.height()) continue;
       for (int x = TimelineView::kLabelWidth + 2; x < TimelineView::kLabelWidth + view.timelineWidth(); x += 2)
         if (const QPoint p(x, rr.top() + TimelineView::kLaneHeight / 2); view.eventAt(p).valid()) {
           at = p;
