@@ -69,7 +69,7 @@ double pct(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   const std::size_t events = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 10'000'000;
   const int changes = argc > 2 ? std::atoi(argv[2]) : 60;
-  qputenv("QT_QPA_PLATFORM", "offscreen");
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
 
   // the DB is written by a child so this process's memory holds only what loading makes
   const fs::path db = fs::temp_directory_path() / ("tracetune_gui_bench_" + std::to_string(getpid()) + ".db");
