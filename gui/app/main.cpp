@@ -4,6 +4,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDockWidget>
 #include <QImage>
 #include <QStatusBar>
 #include <QTableView>
@@ -67,7 +68,10 @@ int main(int argc, char** argv) {
                               "How the timeline is drawn: opengl, qpainter, or auto (default: OpenGL on a hardware GL "
                               "driver, else QPainter; --screenshot uses QPainter unless opengl is asked for).",
                               "KIND", "auto");
-  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer});
+  QCommandLineOption panel("panel",
+                           "For --screenshot: show this panel's tab, widened (e.g. Ranks, Steps, \"Tuned config\").",
+                           "TITLE");
+  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer, panel});
   cli.process(app);
 
   LoadOptions opt;
@@ -131,6 +135,17 @@ int main(int argc, char** argv) {
       return fail(QString("--finding wants 1..%1 for this trace").arg(w.findingsPanel()->model()->rowCount()), 2);
     w.findingsPanel()->view()->selectRow(n - 1);
     w.findingsPanel()->activate(n - 1);
+  }
+  if (cli.isSet(panel)) {
+    QStringList titles;
+    QDockWidget* dock = nullptr;
+    for (auto* d : w.findChildren<QDockWidget*>()) {
+      titles << d->windowTitle();
+      if (d->windowTitle().compare(cli.value(panel), Qt::CaseInsensitive) == 0) dock = d;
+    }
+    if (!dock) return fail("--panel wants one of: " + titles.join(", "), 2);
+    dock->raise();
+    w.resizeDocks({dock}, {W * 3 / 5}, Qt::Horizontal);  // room for a table's columns
   }
   QApplication::processEvents();
   const QImage img = w.grab().toImage().convertToFormat(QImage::Format_RGB888);

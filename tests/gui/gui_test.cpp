@@ -1090,6 +1090,18 @@ class GuiTest : public QObject {
     p.start(QStringLiteral(TT_GUI_EXE), {"--screenshot", out, "--range", "5:1", kGpuTrace});
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 2);
+    // --panel: that panel's tab, widened (so the picture changes); an unknown title lists the known ones
+    const QString ranks = tmp.filePath("ranks.png");
+    p.start(QStringLiteral(TT_GUI_EXE), {"--screenshot", ranks, "--size", "900x600", "--range", "100:200", "--panel", "ranks", kGpuTrace});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    QCOMPARE(QImage(ranks).size(), img.size());
+    QVERIFY(QImage(ranks) != img);
+    p.start(QStringLiteral(TT_GUI_EXE), {"--screenshot", ranks, "--panel", "Nope", kGpuTrace});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 2);
+    const QString err = QString::fromLocal8Bit(p.readAllStandardError());
+    QVERIFY2(err.contains("--panel wants one of:") && err.contains("Ranks") && err.contains("Tuned config"), qPrintable(err));
   }
 };
 
