@@ -7,23 +7,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.h"
 #include "tracetune/trace/estimate.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
 using namespace tt::trace;
 namespace fs = std::filesystem;
+using tt::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tt_estimate_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 const fs::path kShared = TT_SHARED_DATA_DIR;
 
@@ -49,7 +42,7 @@ TEST(Estimate, TracetuneDbCountsEveryEventTable) {
   auto t = load_any(kShared / "kineto/hta/nccl_data.json.gz");
   ASSERT_TRUE(t.ok()) << t.error();
   TempDir dir;
-  const fs::path db = dir.path / "t.db";
+  const fs::path db = dir.path() / "t.db";
   ASSERT_TRUE(write_trace(t.value(), db, "estimate_test").ok());
   auto e = estimate_load(db);
   ASSERT_TRUE(e.ok()) << e.error();
@@ -92,7 +85,7 @@ TEST(Estimate, WrappedGzipSizeFallsBackToTheCompressedSize) {
   const fs::path gz = kShared / "kineto/hta/ns_resolution_rank_0.json.gz";
   if (!fs::exists(gz)) GTEST_SKIP() << "../shared/data is missing";
   TempDir dir;
-  const fs::path copy = dir.path / "wrapped.json.gz";
+  const fs::path copy = dir.path() / "wrapped.json.gz";
   fs::copy_file(gz, copy);
   {
     // a text of 4 GiB + 1000 bytes would leave ISIZE = 1000
@@ -126,7 +119,7 @@ TEST(Estimate, KinetoDirectorySumsItsRankFiles) {
 
 TEST(Estimate, RefusesWhatItCannotRecognise) {
   TempDir dir;
-  std::ofstream(dir.path / "x.txt") << "hello";
-  EXPECT_FALSE(estimate_load(dir.path / "x.txt").ok());
-  EXPECT_FALSE(estimate_load(dir.path / "missing.db").ok());
+  std::ofstream(dir.path() / "x.txt") << "hello";
+  EXPECT_FALSE(estimate_load(dir.path() / "x.txt").ok());
+  EXPECT_FALSE(estimate_load(dir.path() / "missing.db").ok());
 }

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "temp_dir.h"
 #include "tracetune/collector/record_format.h"
 
 namespace tt::collector::testing {
@@ -221,26 +222,6 @@ class RecordFileWriter {
   std::map<std::string, std::uint32_t> ids_;
 };
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("tracetune-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using tt::testing::TempDir;
 
 }  // namespace tt::collector::testing

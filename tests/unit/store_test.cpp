@@ -7,23 +7,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
 using namespace tt::trace;
 namespace fs = std::filesystem;
+using tt::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tt_store_XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 Trace fixture() {
   Trace t;
@@ -59,7 +52,7 @@ void expect_same_strings(const Trace& a, const std::vector<StringId>& x, const T
 TEST(Store, RoundTripKeepsEveryColumn) {
   TempDir dir;
   Trace t = fixture();
-  const fs::path db = dir.path / "t.db";
+  const fs::path db = dir.path() / "t.db";
   ASSERT_TRUE(write_trace(t, db, "test").ok());
   auto r = read_trace(db);
   ASSERT_TRUE(r.ok()) << r.error();
@@ -116,8 +109,8 @@ TEST(Store, IoCallsRoundTrip) {
   io.offset = {-1, 8192};
   io.result = {3, 4096};
   io.err = {0, 0};
-  ASSERT_TRUE(write_trace(t, dir.path / "io.db", "test").ok());
-  auto u = read_trace(dir.path / "io.db");
+  ASSERT_TRUE(write_trace(t, dir.path() / "io.db", "test").ok());
+  auto u = read_trace(dir.path() / "io.db");
   ASSERT_TRUE(u.ok()) << u.error();
   expect_same(t.io_calls.fd, u->io_calls.fd, "fd");
   expect_same(t.io_calls.bytes, u->io_calls.bytes, "bytes");
@@ -129,7 +122,7 @@ TEST(Store, IoCallsRoundTrip) {
 TEST(Store, OutputIsPrivateAndAtomic) {
   TempDir dir;
   Trace t = fixture();
-  const fs::path db = dir.path / "out.db";
+  const fs::path db = dir.path() / "out.db";
   {
     std::ofstream(db) << "previous good content";
   }
@@ -140,29 +133,29 @@ TEST(Store, OutputIsPrivateAndAtomic) {
   EXPECT_EQ(st.st_mode & 0777, 0600);
   // no temporaries left behind
   std::size_t files = 0;
-  for (const auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file() ? 1 : 0;
+  for (const auto& e : fs::directory_iterator(dir.path())) files += e.is_regular_file() ? 1 : 0;
   EXPECT_EQ(files, 1u);
 }
 
 TEST(Store, FailedWriteLeavesNothing) {
   TempDir dir;
   Trace t = fixture();
-  auto st = write_trace(t, dir.path / "missing_dir" / "out.db", "test");
+  auto st = write_trace(t, dir.path() / "missing_dir" / "out.db", "test");
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().find("missing_dir"), std::string::npos);
-  EXPECT_TRUE(fs::is_empty(dir.path));
+  EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
 TEST(Store, RefusesWhatIsNotATrace) {
   TempDir dir;
-  const fs::path text = dir.path / "notes.txt";
+  const fs::path text = dir.path() / "notes.txt";
   std::ofstream(text) << "hello";
   auto a = read_trace(text);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.error().find("not an SQLite database"), std::string::npos);
   EXPECT_NE(a.error().find("notes.txt"), std::string::npos);
 
-  const fs::path foreign = dir.path / "foreign.db";
+  const fs::path foreign = dir.path() / "foreign.db";
   exec_sql(foreign, "CREATE TABLE foo(x); INSERT INTO foo VALUES(1);");
   auto b = read_trace(foreign);
   ASSERT_FALSE(b.ok());
@@ -172,23 +165,23 @@ TEST(Store, RefusesWhatIsNotATrace) {
 TEST(Store, RefusesTriggersViewsAndNewerSchemas) {
   TempDir dir;
   Trace t = fixture();
-  const fs::path db = dir.path / "t.db";
+  const fs::path db = dir.path() / "t.db";
   ASSERT_TRUE(write_trace(t, db, "test").ok());
-  const fs::path with_view = dir.path / "view.db";
+  const fs::path with_view = dir.path() / "view.db";
   fs::copy_file(db, with_view);
   exec_sql(with_view, "CREATE VIEW v AS SELECT * FROM kernels;");
   auto a = read_trace(with_view);
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.error().find("view"), std::string::npos);
 
-  const fs::path with_trigger = dir.path / "trigger.db";
+  const fs::path with_trigger = dir.path() / "trigger.db";
   fs::copy_file(db, with_trigger);
   exec_sql(with_trigger, "CREATE TRIGGER tr AFTER INSERT ON kernels BEGIN DELETE FROM kernels; END;");
   auto b = read_trace(with_trigger);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().find("trigger"), std::string::npos);
 
-  const fs::path newer = dir.path / "newer.db";
+  const fs::path newer = dir.path() / "newer.db";
   fs::copy_file(db, newer);
   exec_sql(newer, "UPDATE meta SET value='99' WHERE key='schema_version';");
   auto c = read_trace(newer);
@@ -199,7 +192,7 @@ TEST(Store, RefusesTriggersViewsAndNewerSchemas) {
 TEST(Store, RefusesDanglingReferences) {
   TempDir dir;
   Trace t = fixture();
-  const fs::path db = dir.path / "t.db";
+  const fs::path db = dir.path() / "t.db";
   ASSERT_TRUE(write_trace(t, db, "test").ok());
   exec_sql(db, "UPDATE kernels SET track_id = 100000 WHERE id = 1;");
   auto r = read_trace(db);
@@ -210,7 +203,7 @@ TEST(Store, RefusesDanglingReferences) {
 TEST(Store, TruncatedFileIsAnError) {
   TempDir dir;
   Trace t = fixture();
-  const fs::path db = dir.path / "t.db";
+  const fs::path db = dir.path() / "t.db";
   ASSERT_TRUE(write_trace(t, db, "test").ok());
   fs::resize_file(db, fs::file_size(db) / 3);
   auto r = read_trace(db);
@@ -220,11 +213,11 @@ TEST(Store, TruncatedFileIsAnError) {
 
 TEST(Store, PlantedSymlinkAtTheTargetIsReplacedNotFollowed) {
   TempDir dir;
-  const fs::path victim = dir.path / "victim.txt";
+  const fs::path victim = dir.path() / "victim.txt";
   {
     std::ofstream(victim) << "do not touch";
   }
-  const fs::path out = dir.path / "trace.db";
+  const fs::path out = dir.path() / "trace.db";
   fs::create_symlink(victim, out);
   Trace t = fixture();
   ASSERT_TRUE(write_trace(t, out, "test").ok());
