@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -16,6 +17,16 @@
 
 namespace tt::gui {
 namespace {
+
+// A Kineto trace from ../shared/data, imported and finalised; nullopt when the file is missing.
+std::optional<trace::Trace> shared_trace(const char* rel) {
+  const std::filesystem::path p = std::filesystem::path(TT_SHARED_DATA_DIR) / rel;
+  if (!std::filesystem::exists(p)) return std::nullopt;
+  trace::Trace t;
+  EXPECT_TRUE(trace::import_kineto(p, t).ok()) << p;
+  t.finalize();
+  return t;
+}
 
 using trace::Ns;
 
@@ -227,11 +238,9 @@ TEST(Lod, CounterColumnsBoundEverySample) {
 
 // A real trace: every row's lanes hold all of its events, and LOD = brute force on each.
 TEST(LodRealTrace, EveryRowOfAKinetoTrace) {
-  trace::Trace t;
-  const std::filesystem::path p = TT_SHARED_DATA_DIR "/kineto/hta/ns_resolution_rank_0.json.gz";
-  if (!std::filesystem::exists(p)) GTEST_SKIP() << p << " missing";
-  ASSERT_TRUE(trace::import_kineto(p, t).ok());
-  t.finalize();
+  auto loaded = shared_trace("kineto/hta/ns_resolution_rank_0.json.gz");
+  if (!loaded) GTEST_SKIP() << "kineto/hta/ns_resolution_rank_0.json.gz missing from ../shared/data";
+  const trace::Trace& t = *loaded;
   const auto idx = build_timeline_index(t);
   ASSERT_FALSE(idx.rows.empty());
   std::uint64_t events = 0;
@@ -640,11 +649,9 @@ TEST(DerivedCounters, RowsOnlyWhereThereIsData) {
 // A real GPU trace: a busy row per device whose time-weighted mean is the device's busy
 // share computed from its kernels, copies and sets directly.
 TEST(DerivedCountersRealTrace, GpuBusyMatchesTheKernels) {
-  trace::Trace t;
-  const std::filesystem::path p = TT_SHARED_DATA_DIR "/kineto/hta/ns_resolution_rank_0.json.gz";
-  if (!std::filesystem::exists(p)) GTEST_SKIP() << p << " missing";
-  ASSERT_TRUE(trace::import_kineto(p, t).ok());
-  t.finalize();
+  auto loaded = shared_trace("kineto/hta/ns_resolution_rank_0.json.gz");
+  if (!loaded) GTEST_SKIP() << "kineto/hta/ns_resolution_rank_0.json.gz missing from ../shared/data";
+  const trace::Trace& t = *loaded;
   const auto idx = build_timeline_index(t);
   int busy_rows = 0;
   for (const auto* row : derived_rows(idx)) {
@@ -684,11 +691,9 @@ TEST(DerivedCountersRealTrace, GpuBusyMatchesTheKernels) {
 }
 
 TEST(DerivedCountersRealTrace, CpuOnlyTraceHasNoGpuRows) {
-  trace::Trace t;
-  const std::filesystem::path p = TT_SHARED_DATA_DIR "/kineto/hta/cpu_only_gloo.json.gz";
-  if (!std::filesystem::exists(p)) GTEST_SKIP() << p << " missing";
-  ASSERT_TRUE(trace::import_kineto(p, t).ok());
-  t.finalize();
+  auto loaded = shared_trace("kineto/hta/cpu_only_gloo.json.gz");
+  if (!loaded) GTEST_SKIP() << "kineto/hta/cpu_only_gloo.json.gz missing from ../shared/data";
+  const trace::Trace& t = *loaded;
   ASSERT_EQ(t.kernels.size() + t.memcpys.size() + t.memsets.size(), 0u);
   EXPECT_TRUE(derived_rows(build_timeline_index(t)).empty());
 }
