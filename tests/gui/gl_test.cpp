@@ -138,6 +138,7 @@ class GlTest : public QObject {
     QVERIFY(img.pixel(70, 190) != ref.pixel(5, 5));
     // thin blocks, lines and text: nearly every pixel agrees (antialiased arrow and glyph edges aside)
     const double same = agreement(img, ref, 8);
+    qInfo("synthetic frame: %.2f%% of pixels agree with QPainter's (%s)", same * 100, qPrintable(gl.glDescription()));
     QVERIFY2(same > 0.985, qPrintable(QString("only %1 of the pixels agree").arg(same)));
     // the label and the tooltip text are drawn
     int text_ink = 0;
@@ -181,6 +182,7 @@ class GlTest : public QObject {
       ref.save(QString::fromLocal8Bit(dir) + "/timeline-qpainter.png");
     }
     const double same = agreement(gl, ref, 8);
+    qInfo("timeline window: %.2f%% of pixels agree with QPainter's", same * 100);
     QVERIFY2(same > 0.97, qPrintable(QString("only %1 of the pixels agree").arg(same)));
     // every visible span row has something drawn in its band
     int rows = 0;
@@ -246,6 +248,7 @@ class GlTest : public QObject {
     const QImage a(dir.filePath("gl.png")), b(dir.filePath("painter.png"));
     QCOMPARE(a.size(), QSize(1200, 800));
     const double same = agreement(a, b, 8);
+    qInfo("--screenshot: %.2f%% of pixels agree with QPainter's", same * 100);
     QVERIFY2(same > 0.97, qPrintable(QString("only %1 of the pixels agree").arg(same)));
 
     auto offscreen = env;
