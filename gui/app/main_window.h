@@ -1,5 +1,5 @@
 // The main window: the timeline in the middle, analysis panels (findings, steps, top kernels,
-// ranks) on the right, the selected event's details and the area selection's aggregates at
+// ranks, tuner trials, tuned config) on the right, the selected event's details and the area selection's aggregates at
 // the bottom. Files open in a worker thread with a progress bar in the status bar; the window
 // keeps responding meanwhile, and shows the timeline while the analysis still runs. A file that
 // cannot be opened gives a plain-text dialog.

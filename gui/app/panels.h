@@ -1,7 +1,7 @@
 // The analysis panels docked around the timeline. Each is an AnalysisPanel: it gets the
 // document when one is loaded and asks the timeline to show a time range through
-// `navigate`. This is the extension point for panels still to come (the tuner's trials will
-// be one): implement AnalysisPanel and hand it to MainWindow::addPanel().
+// `navigate`. This is the extension point for new panels: implement AnalysisPanel and hand it
+// to MainWindow::addPanel().
 #pragma once
 
 #include <functional>
