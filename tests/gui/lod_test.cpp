@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -201,6 +202,54 @@ TEST(Lod, LanesOfNestedAndOverlappingEvents) {
       expect_same(got, brute_force(lane, w));
     }
   }
+}
+
+// A stream with collectives of two communicators (a data-parallel and a tensor-parallel group)
+// gets one row per communicator, each holding exactly its events; a stream with one keeps one.
+TEST(TimelineIndex, CollectivesSplitByCommunicator) {
+  trace::Trace t;
+  trace::Process p;
+  p.pid = 9;
+  const auto pi = t.add_process(p);
+  trace::Device d;
+  d.process = pi;
+  const auto di = t.add_device(d);
+  const auto mixed = t.add_stream({di, 7, ""}), plain = t.add_stream({di, 8, ""});
+  const auto dp = t.strings.intern("dp"), tp = t.strings.intern("tp"), op = t.strings.intern("allreduce");
+  auto coll = [&](std::uint32_t track, Ns s, Ns dur, trace::StringId comm) {
+    t.collectives.push(s, dur, track, op, op, 1024, 256, 0, 2, comm, trace::CollectiveSide::Device, 0);
+  };
+  coll(mixed, 0, 100, dp);
+  coll(mixed, 50, 100, tp);   // overlaps the dp one: separate rows need no stacking
+  coll(mixed, 60, 100, tp);   // overlaps the previous tp one: a second lane in the tp row
+  coll(mixed, 300, 50, dp);
+  coll(mixed, 400, 50, tp);
+  coll(plain, 0, 10, dp);
+  coll(plain, 20, 10, dp);
+  t.finalize();
+  const auto idx = build_timeline_index(t);
+  std::map<std::string, const TimelineRow*> rows;
+  for (const auto& r : idx.rows)
+    if (r.table == Table::Collectives) rows[r.label + (r.track == plain ? " (plain)" : "")] = &r;
+  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_TRUE(rows.count("NCCL · comm dp") && rows.count("NCCL · comm tp") && rows.count("NCCL (plain)"));
+  std::multiset<std::uint32_t> seen;
+  for (const auto& [label, r] : rows) {
+    std::uint64_t n = 0;
+    for (const auto& lane : r->lanes)
+      for (std::uint32_t k = 0; k < lane.size(); ++k) {
+        const auto row = lane.row(k);
+        seen.insert(row);
+        ++n;
+        if (label != "NCCL (plain)") EXPECT_EQ(t.strings.get(t.collectives.communicator[row]), label.substr(label.size() - 2));
+        if (k > 0) EXPECT_LE(lane.end_of(k - 1), lane.start_of(k)) << label;  // a lane never overlaps itself
+      }
+    EXPECT_EQ(n, r->events) << label;
+  }
+  EXPECT_EQ(rows["NCCL · comm tp"]->lanes.size(), 2u);
+  EXPECT_EQ(rows["NCCL · comm dp"]->lanes.size(), 1u);
+  ASSERT_EQ(seen.size(), t.collectives.size());
+  for (std::uint32_t i = 0; i < t.collectives.size(); ++i) EXPECT_EQ(seen.count(i), 1u) << i;
 }
 
 TEST(Lod, CounterColumnsBoundEverySample) {

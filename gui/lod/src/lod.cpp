@@ -77,37 +77,68 @@ void lod_query(const Lane& lane, const LodWindow& w, std::vector<LodItem>& out) 
   }
 }
 
-std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t begin, std::uint32_t end,
-                              const std::uint16_t* depth) {
-  std::vector<Lane> lanes;
+namespace {
+
+// Places `n` start-sorted events (the k-th is table row row_at(k)) on lanes: each on its depth's
+// lane, or the next one below where the previous event there still runs. Returns the lane of
+// each and the number of lanes.
+template <class RowAt>
+std::size_t place_on_lanes(const trace::SpanColumns& table, std::uint32_t n, RowAt row_at, const std::uint16_t* depth,
+                           std::vector<std::uint32_t>& lane_of) {
   std::vector<Ns> lane_end;  // end of the last event placed on each lane
-  std::vector<std::uint32_t> lane_of(end - begin);
-  bool single = true;
-  for (std::uint32_t i = begin; i < end; ++i) {
+  lane_of.resize(n);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t i = row_at(k);
     std::size_t l = depth ? depth[i] : 0;
     while (l < lane_end.size() && lane_end[l] > table.start[i]) ++l;
     if (l >= lane_end.size()) lane_end.resize(l + 1, INT64_MIN);
     lane_end[l] = std::max(lane_end[l], table.end(i));
-    lane_of[i - begin] = static_cast<std::uint32_t>(l);
-    single = single && l == 0;
+    lane_of[k] = static_cast<std::uint32_t>(l);
   }
-  lanes.resize(lane_end.size());
+  return lane_end.size();
+}
+
+std::vector<Lane> empty_lanes(const trace::SpanColumns& table, std::size_t n) {
+  std::vector<Lane> lanes(n);
   for (auto& lane : lanes) {
     lane.start = table.start.data();
     lane.dur = table.dur.data();
   }
-  if (single) {
+  return lanes;
+}
+
+template <class RowAt>
+void fill_indexed(std::vector<Lane>& lanes, const std::vector<std::uint32_t>& lane_of, RowAt row_at) {
+  std::vector<std::uint32_t> counts(lanes.size(), 0);
+  for (auto l : lane_of) ++counts[l];
+  for (std::size_t l = 0; l < lanes.size(); ++l) lanes[l].index.reserve(counts[l]);
+  for (std::uint32_t k = 0; k < lane_of.size(); ++k) lanes[lane_of[k]].index.push_back(row_at(k));
+  // A lane made empty by a depth gap (depth jumps) stays as an empty row: harmless.
+}
+
+}  // namespace
+
+std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t begin, std::uint32_t end,
+                              const std::uint16_t* depth) {
+  std::vector<std::uint32_t> lane_of;
+  const auto row_at = [begin](std::uint32_t k) { return begin + k; };
+  auto lanes = empty_lanes(table, place_on_lanes(table, end - begin, row_at, depth, lane_of));
+  if (std::all_of(lane_of.begin(), lane_of.end(), [](std::uint32_t l) { return l == 0; })) {
     if (!lanes.empty()) {
       lanes[0].begin = begin;
       lanes[0].end = end;
     }
     return lanes;
   }
-  std::vector<std::uint32_t> counts(lanes.size(), 0);
-  for (auto l : lane_of) ++counts[l];
-  for (std::size_t l = 0; l < lanes.size(); ++l) lanes[l].index.reserve(counts[l]);
-  for (std::uint32_t i = begin; i < end; ++i) lanes[lane_of[i - begin]].index.push_back(i);
-  // A lane made empty by a depth gap (depth jumps) stays as an empty row: harmless.
+  fill_indexed(lanes, lane_of, row_at);
+  return lanes;
+}
+
+std::vector<Lane> build_lanes_of(const trace::SpanColumns& table, const std::vector<std::uint32_t>& rows) {
+  std::vector<std::uint32_t> lane_of;
+  const auto row_at = [&rows](std::uint32_t k) { return rows[k]; };
+  auto lanes = empty_lanes(table, place_on_lanes(table, static_cast<std::uint32_t>(rows.size()), row_at, nullptr, lane_of));
+  fill_indexed(lanes, lane_of, row_at);
   return lanes;
 }
 

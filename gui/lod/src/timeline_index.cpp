@@ -252,30 +252,51 @@ class Builder {
     }
   }
 
+  // The segment's rows grouped by a key column, groups in first-seen order.
+  static std::vector<std::pair<trace::StringId, std::vector<std::uint32_t>>> group_by(
+      const std::vector<trace::StringId>& key, const Segment& seg) {
+    std::vector<std::pair<trace::StringId, std::vector<std::uint32_t>>> groups;
+    std::map<trace::StringId, std::size_t> slot;
+    for (auto i = seg.begin; i < seg.end; ++i) {
+      auto [it, fresh] = slot.try_emplace(key[i], groups.size());
+      if (fresh) groups.emplace_back(key[i], std::vector<std::uint32_t>{});
+      groups[it->second].second.push_back(i);
+    }
+    return groups;
+  }
+
   void add_row(const Segment& seg, std::uint32_t tr, std::uint32_t group) {
     const auto proc = t_.process_of_track(tr);
-    if (seg.table == Table::Counters) {
-      // one row per counter name, in first-seen order
-      std::vector<trace::StringId> names;
-      std::map<trace::StringId, std::vector<std::uint32_t>> rows_by_name;
-      for (auto i = seg.begin; i < seg.end; ++i) {
-        auto& v = rows_by_name[t_.counters.name[i]];
-        if (v.empty()) names.push_back(t_.counters.name[i]);
-        v.push_back(i);
-      }
-      for (auto name : names) {
+    if (seg.table == Table::Counters) {  // one row per counter name
+      for (auto& [name, rows] : group_by(t_.counters.name, seg)) {
         TimelineRow row = base_row(seg.table, tr, group, proc);
         row.label = std::string(t_.strings.get(name));
-        row.events = rows_by_name[name].size();
-        row.counter = build_counter_series(t_.counters, std::move(rows_by_name[name]));
+        row.events = rows.size();
+        row.counter = build_counter_series(t_.counters, std::move(rows));
         idx_.index_bytes += row.counter.heap_bytes();
         idx_.rows.push_back(std::move(row));
       }
       return;
     }
+    const bool host_nccl = seg.table == Table::Collectives && t_.tracks[tr].type == trace::TrackType::Thread;
+    const std::string label = host_nccl ? "NCCL (host)" : table_label(seg.table);
+    if (seg.table == Table::Collectives) {  // one row per communicator when a track has several
+      auto comms = group_by(t_.collectives.communicator, seg);
+      if (comms.size() > 1) {
+        for (auto& [comm, rows] : comms) {
+          TimelineRow row = base_row(seg.table, tr, group, proc);
+          const auto name = t_.strings.get(comm);
+          row.label = label + (name.empty() ? std::string(" · no communicator") : " · comm " + std::string(name));
+          row.events = rows.size();
+          row.lanes = build_lanes_of(t_.collectives, rows);
+          idx_.index_bytes += lanes_bytes(row.lanes);
+          idx_.rows.push_back(std::move(row));
+        }
+        return;
+      }
+    }
     TimelineRow row = base_row(seg.table, tr, group, proc);
-    row.label = table_label(seg.table);
-    if (seg.table == Table::Collectives && t_.tracks[tr].type == trace::TrackType::Thread) row.label = "NCCL (host)";
+    row.label = label;
     row.events = seg.end - seg.begin;
     const auto* cols = span_columns(t_, seg.table);
     row.lanes = build_lanes(*cols, seg.begin, seg.end, seg.table == Table::Ranges ? t_.ranges.depth.data() : nullptr);

@@ -69,6 +69,9 @@ std::pair<std::uint32_t, std::uint32_t> lane_range(const Lane& lane, Ns t0, Ns t
 // A slice that fits on one lane keeps the index-free form.
 std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t begin, std::uint32_t end,
                               const std::uint16_t* depth = nullptr);
+// The same for a subset of a table's rows (start-sorted, e.g. one communicator's collectives
+// on a track); every lane holds an index.
+std::vector<Lane> build_lanes_of(const trace::SpanColumns& table, const std::vector<std::uint32_t>& rows);
 
 // ---- counters: one value series, drawn as a min/max band per pixel column ----
 //
