@@ -23,9 +23,6 @@
 // reads every page of the table). nsys exports are counted the same way (max(rowid)).
 #include "tracetune/trace/estimate.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <string_view>
 #include <vector>
@@ -33,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "sqlite_util.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/model.h"
 
@@ -75,25 +73,6 @@ Result<LoadEstimate> estimate_sqlite(const fs::path& path, std::span<const Count
   return e;
 }
 
-std::uint64_t gzip_isize(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  unsigned char b[4] = {};
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  const bool ok = size >= 18 && ::pread(fd, b, 4, size - 4) == 4;
-  ::close(fd);
-  return ok ? (std::uint64_t{b[0]} | std::uint64_t{b[1]} << 8 | std::uint64_t{b[2]} << 16 | std::uint64_t{b[3]} << 24) : 0;
-}
-
-bool has_gzip_magic(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  unsigned char m[2] = {};
-  const bool gz = ::read(fd, m, 2) == 2 && m[0] == 0x1f && m[1] == 0x8b;
-  ::close(fd);
-  return gz;
-}
-
 Result<LoadEstimate> estimate_kineto(const fs::path& path) {
   std::error_code ec;
   std::vector<fs::path> files;
@@ -109,11 +88,12 @@ Result<LoadEstimate> estimate_kineto(const fs::path& path) {
   LoadEstimate e;
   bool wrapped = false;
   for (const auto& f : files) {
-    const std::uint64_t size = fs::file_size(f, ec);
-    if (ec) return make_error(f.string() + ": " + ec.message());
+    auto probe = probe_gzip(f);
+    if (!probe) return make_error(probe.error());
+    const std::uint64_t size = probe->file_size;
     std::uint64_t text = size, held = 2 * size;  // plain JSON: read, then copied into the parser's padded buffer
-    if (has_gzip_magic(f)) {
-      text = gzip_isize(f);
+    if (probe->gzip) {
+      text = probe->isize;
       if (static_cast<double>(text) < kMinPlausibleGzipRatio * static_cast<double>(size)) {
         text = static_cast<std::uint64_t>(kKinetoGzipRatio * static_cast<double>(size));
         wrapped = true;

@@ -112,6 +112,25 @@ Result<std::string> gunzip(std::string_view data) {
   return out;
 }
 
+Result<GzipProbe> probe_gzip(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(path, std::strerror(errno));
+  GzipProbe g;
+  struct stat st {};
+  unsigned char head[2] = {}, tail[4] = {};
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok) {
+    g.file_size = static_cast<std::uint64_t>(st.st_size);
+    g.gzip = ::pread(fd, head, 2, 0) == 2 && is_gzip({reinterpret_cast<const char*>(head), 2});
+    if (g.gzip && st.st_size >= 18) ok = ::pread(fd, tail, 4, st.st_size - 4) == 4;
+    if (g.gzip && ok && st.st_size >= 18) g.isize = le32(tail);
+  }
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return io_error(path, std::strerror(err));
+  return g;
+}
+
 Result<simdjson::padded_string> read_maybe_gzip(const fs::path& path) {
   auto raw = read_all(path);
   if (!raw) return make_error(raw.error());

@@ -3,6 +3,7 @@
 // never follow a planted symlink.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -15,6 +16,15 @@ namespace tt::trace {
 // Reads a file, gunzipping it when it starts with the gzip magic; the buffer carries
 // simdjson's padding. Errors name the file ("FILE: truncated gzip stream").
 Result<simdjson::padded_string> read_maybe_gzip(const std::filesystem::path& path);
+
+// A file's gzip magic and ISIZE trailer (the last member's size mod 2^32), read without
+// loading the file: two small reads.
+struct GzipProbe {
+  bool gzip = false;
+  std::uint64_t file_size = 0;
+  std::uint32_t isize = 0;  // 0 when not gzip or too short to have a trailer
+};
+Result<GzipProbe> probe_gzip(const std::filesystem::path& path);
 
 // Decompresses a complete gzip image (one or more members) held in memory.
 Result<std::string> gunzip(std::string_view data);
