@@ -9,39 +9,91 @@ recording with `tracetune record` on a GPU machine (see README.md).
   --case sync   loss.item() every step                       (--fixed: one .item() at the end)
   --case ddp    DDP all-reduce (NCCL) with --bucket-mb buckets; run under torchrun
                 (e.g. --bucket-mb 1 vs the default 25)
+  --case train  a small MLP training loop with no planted bottleneck (the collector-overhead
+                workload of scripts/gpu-check.sh); --torch-profiler runs it under torch.profiler
+
+Every step is a user NVTX range `train_gpu step` and, when the job runs under tracetune, a
+step boundary (tracetune.step()); --emit-nvtx adds PyTorch's own NVTX ranges per op
+(torch.autograd.profiler.emit_nvtx). --step-times FILE writes each step's wall time (ms,
+after a device synchronisation) as JSON. The h2d case feeds its batches through a DataLoader,
+so `tracetune tune` can fix it with the dataloader.pin_memory knob.
 
 Prints one line: case, fixed, steps, ms per step. Exits 2 when no CUDA device is visible.
 """
 import argparse
+import contextlib
+import json
 import os
 import sys
 import time
 
 import torch
 
+try:  # present when the job runs under `tracetune record` / `tune`; the sample runs without it
+    import tracetune
+except ImportError:
+    tracetune = None
+
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--case", choices=["h2d", "tiny", "gemm", "sync", "ddp"], required=True)
+    p.add_argument("--case", choices=["h2d", "tiny", "gemm", "sync", "ddp", "train"], required=True)
     p.add_argument("--fixed", action="store_true", help="switch the planted bottleneck off")
     p.add_argument("--graph", action="store_true", help="tiny: replay the small ops as a CUDA graph")
     p.add_argument("--bf16", action="store_true", help="gemm: bf16 autocast instead of TF32")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--bucket-mb", type=float, default=25.0, help="ddp: gradient bucket size (MiB)")
+    p.add_argument("--emit-nvtx", action="store_true", help="PyTorch's NVTX ranges per op (emit_nvtx)")
+    p.add_argument("--torch-profiler", metavar="DIR",
+                   help="train: torch.profiler (CPU + CUDA) over steps [steps/4, 3 steps/4), trace to DIR")
+    p.add_argument("--step-times", metavar="FILE", help="write each step's wall time (ms) as JSON")
     return p.parse_args()
 
 
-def case_h2d(a, dev):
-    batch = torch.randn(64, 3, 224, 224)  # 37 MiB per step
-    if a.fixed:
-        batch = batch.pin_memory()
+class Steps:
+    """The loop's step boundaries: a user NVTX range per step, tracetune.step() when recorded,
+    and the step's wall time (synchronised) when --step-times asks for it."""
+
+    def __init__(self, a):
+        self.times_path = a.step_times
+        self.times = []
+
+    def __call__(self, n):
+        for i in range(n):
+            if tracetune is not None:
+                tracetune.step()
+            t0 = time.perf_counter()
+            with torch.cuda.nvtx.range("train_gpu step"):
+                yield i
+            if self.times_path:
+                torch.cuda.synchronize()
+                self.times.append((time.perf_counter() - t0) * 1000)
+        if tracetune is not None:
+            tracetune.step()  # closes the last step
+
+    def write(self):
+        if self.times_path:
+            with open(self.times_path, "w") as f:
+                json.dump(self.times, f)
+
+
+def case_h2d(a, dev, steps):
+    # 8 batches of 37 MiB from host memory, cycled: the step is its host->device copy
+    data = torch.utils.data.TensorDataset(torch.randn(8 * 64, 3, 224, 224))
+    loader = torch.utils.data.DataLoader(data, batch_size=64, pin_memory=a.fixed)
     w = torch.randn(224, 224, device=dev)
-    for _ in range(a.steps):
+    it = iter(loader)
+    for _ in steps(a.steps):
+        try:
+            (batch,) = next(it)
+        except StopIteration:
+            it = iter(loader)
+            (batch,) = next(it)
         x = batch.to(dev, non_blocking=a.fixed)
         (x @ w).sum()
 
 
-def case_tiny(a, dev):
+def case_tiny(a, dev, steps):
     x = torch.randn(4096, device=dev)
     y = torch.zeros_like(x)
     layers = 2000
@@ -66,14 +118,15 @@ def case_tiny(a, dev):
         step = lambda: (g.replay(), static_out)[1]
     else:
         step = tiny
-    for _ in range(a.steps):
+    for _ in steps(a.steps):
         step()
 
 
-def case_gemm(a, dev):
-    torch.backends.cuda.matmul.allow_tf32 = a.fixed and not a.bf16  # TF32 changes numerics: opt-in
+def case_gemm(a, dev, steps):
+    if a.fixed and not a.bf16:  # TF32 changes numerics: opt-in (left as the job found it otherwise)
+        torch.backends.cuda.matmul.allow_tf32 = True
     m = torch.randn(4096, 4096, device=dev)
-    for _ in range(a.steps):
+    for _ in steps(a.steps):
         if a.bf16 and a.fixed:
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 m @ m
@@ -81,12 +134,12 @@ def case_gemm(a, dev):
             m @ m
 
 
-def case_sync(a, dev):
+def case_sync(a, dev, steps):
     model = torch.nn.Linear(1024, 1024).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(256, 1024, device=dev)
     total = torch.zeros((), device=dev)
-    for _ in range(a.steps):
+    for _ in steps(a.steps):
         loss = model(x).square().mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -100,7 +153,7 @@ def case_sync(a, dev):
         total.item()
 
 
-def case_ddp(a, dev):
+def case_ddp(a, dev, steps):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -109,12 +162,32 @@ def case_ddp(a, dev):
     ddp = DDP(model, device_ids=[dev.index], bucket_cap_mb=a.bucket_mb)
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
     x = torch.randn(64, 2048, device=dev)
-    for _ in range(a.steps):
+    for _ in steps(a.steps):
         opt.zero_grad(set_to_none=True)
         ddp(x).sum().backward()
         opt.step()
     torch.cuda.synchronize()
     dist.destroy_process_group()
+
+
+def case_train(a, dev, steps):
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(512, 1024, device=dev)
+    prof = None
+    if a.torch_profiler:  # profiles steps [steps/4, 3 steps/4): started mid-run, as users do
+        from torch.profiler import ProfilerActivity, profile, tensorboard_trace_handler
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       on_trace_ready=tensorboard_trace_handler(str(a.torch_profiler)))
+    for i in steps(a.steps):
+        if prof is not None and i == a.steps // 4:
+            prof.start()
+        if prof is not None and i == 3 * a.steps // 4:
+            prof.stop()
+        loss = model(x).square().mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
 
 
 def main():
@@ -124,10 +197,16 @@ def main():
         return 2
     dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     torch.cuda.set_device(dev)
+    cases = {"h2d": case_h2d, "tiny": case_tiny, "gemm": case_gemm, "sync": case_sync, "ddp": case_ddp,
+             "train": case_train}
+    steps = Steps(a)
+    nvtx = torch.autograd.profiler.emit_nvtx() if a.emit_nvtx else contextlib.nullcontext()
     t0 = time.perf_counter()
-    {"h2d": case_h2d, "tiny": case_tiny, "gemm": case_gemm, "sync": case_sync, "ddp": case_ddp}[a.case](a, dev)
+    with nvtx:
+        cases[a.case](a, dev, steps)
     torch.cuda.synchronize()
     ms = (time.perf_counter() - t0) * 1000 / a.steps
+    steps.write()
     print(f"case={a.case} fixed={int(a.fixed)} steps={a.steps} ms_per_step={ms:.3f}")
     return 0
 
