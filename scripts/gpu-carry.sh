@@ -19,4 +19,8 @@ for f in gpu-carry/bin/tracetune gpu-carry/lib/tracetune/*.so gpu-carry/libexec/
   done < <(objdump -p "$f" | awk '/NEEDED/ {print $2}')
 done
 [ "$missing" = 0 ] || exit 1
-echo "gpu-carry: $(du -sh gpu-carry | cut -f1) in gpu-carry/ ($(find gpu-carry -type f | wc -l) files); on the GPU machine: scripts/gpu-check.sh"
+# the newest glibc / libstdc++ symbol versions the tree needs: the GPU machine must have these
+needs=$(find gpu-carry -type f \( -name '*.so*' -o -perm -u+x \) -exec objdump -T {} + 2>/dev/null |
+        grep -o 'GLIBC_[0-9.]*\|GLIBCXX_[0-9.]*' | sort -uV | awk -F_ '{v[$1]=$0} END {print v["GLIBC"], v["GLIBCXX"]}')
+echo "gpu-carry: $(du -sh gpu-carry | cut -f1) in gpu-carry/ ($(find gpu-carry -type f | wc -l) files), needs $needs;" \
+     "on the GPU machine: scripts/gpu-check.sh"

@@ -569,6 +569,10 @@ def main(argv):
     if not os.access(e.tracetune, os.X_OK):
         print(f"gpu-check: {e.tracetune} not found: build the carry tree first (scripts/gpu-carry.sh)", file=sys.stderr)
         return 2
+    t = subprocess.run([e.tracetune, "--version"], capture_output=True, text=True, env=e.env)
+    if t.returncode != 0:  # e.g. a glibc older than the carry tree needs (scripts/gpu-carry.sh prints it)
+        print(f"gpu-check: {e.tracetune} does not run here: {(t.stderr.strip().splitlines() or ['?'])[-1]}", file=sys.stderr)
+        return 2
     e.out.mkdir(parents=True, exist_ok=True)
     summary_path = e.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"stages": {}}
