@@ -110,6 +110,7 @@ struct StringRecord {
   std::uint32_t id;
   std::uint32_t length;  // bytes that follow (not NUL-terminated)
 };
+static_assert(sizeof(StringRecord) == 8, "StringRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct ProcessInfoRecord {
   std::uint32_t command_line;  // string id: argv joined by spaces (arguments quoted if needed)
@@ -117,11 +118,13 @@ struct ProcessInfoRecord {
   std::uint32_t environment;   // string id: NAME=value lines, secrets redacted; 0 with --no-env
   std::uint32_t cwd;           // string id
 };
+static_assert(sizeof(ProcessInfoRecord) == 16, "ProcessInfoRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct ThreadNameRecord {
   std::uint32_t tid;
   std::uint32_t name;  // string id
 };
+static_assert(sizeof(ThreadNameRecord) == 8, "ThreadNameRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 // The libc function that was called (a finer grain than the trace's IoOp).
 enum class IoFunc : std::uint8_t {
@@ -147,6 +150,7 @@ struct IoRecord {
   IoFunc func;
   std::uint8_t pad[3];
 };
+static_assert(sizeof(IoRecord) == 56, "IoRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 enum class RangeSource : std::uint8_t { Nvtx = 0, Python = 1, User = 2 };
 
@@ -163,6 +167,7 @@ struct RangeRecord {
   std::uint8_t flags;      // bit 0: start/end (not push/pop) range; bit 1: payload valid
   std::uint32_t pad;
 };
+static_assert(sizeof(RangeRecord) == 48, "RangeRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct MarkRecord {
   std::int64_t ts_ns;
@@ -172,6 +177,7 @@ struct MarkRecord {
   RangeSource source;
   std::uint8_t pad[3];
 };
+static_assert(sizeof(MarkRecord) == 24, "MarkRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 enum class StepKind : std::uint8_t { Step = 0, BatchWait = 1, OptimizerStep = 2 };
 
@@ -182,29 +188,34 @@ struct StepRecord {
   StepKind kind;
   std::uint8_t pad[7];
 };
+static_assert(sizeof(StepRecord) == 32, "StepRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct ForkRecord {
   std::int64_t ts_ns;
   std::int64_t child_pid;
 };
+static_assert(sizeof(ForkRecord) == 16, "ForkRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct ExecRecord {
   std::int64_t ts_ns;
   std::uint32_t path;  // string id of the program
   std::uint32_t pad;
 };
+static_assert(sizeof(ExecRecord) == 16, "ExecRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct ExitRecord {
   std::int64_t ts_ns;
   std::int32_t status;  // exit status, or 128 + signal for a fatal signal
   std::int32_t how;     // 0 exit(), 1 _exit()/_Exit(), 2 signal
 };
+static_assert(sizeof(ExitRecord) == 16, "ExitRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct DroppedRecord {
   std::uint64_t count;
   std::uint32_t reason;  // string id
   std::uint32_t pad;
 };
+static_assert(sizeof(DroppedRecord) == 16, "DroppedRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct CounterRecord {
   std::int64_t ts_ns;
@@ -212,6 +223,7 @@ struct CounterRecord {
   std::uint32_t pad;
   double value;
 };
+static_assert(sizeof(CounterRecord) == 24, "CounterRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 // ---- GPU capture (types 100..199) ----
 // Times are CLOCK_MONOTONIC ns like every other record, except where a field says "GPU
@@ -238,6 +250,7 @@ struct GpuStatusRecord {
   std::int32_t device_count;  // -1 unknown
   std::uint32_t message;      // string id: one line for the user
 };
+static_assert(sizeof(GpuStatusRecord) == 24, "GpuStatusRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct NcclCommRecord {
   std::uint64_t comm_id;  // NCCL commHash: the same on every rank of the communicator
@@ -246,6 +259,7 @@ struct NcclCommRecord {
   std::int32_t nnodes;
   std::uint32_t name;     // string id of the user-given communicator name, 0 none
 };
+static_assert(sizeof(NcclCommRecord) == 24, "NcclCommRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 enum class NcclOpKind : std::uint8_t { Collective = 0, P2p = 1 };
 enum class NcclSide : std::uint8_t { Host = 0, Device = 1 };
@@ -284,6 +298,7 @@ struct GpuDeviceRecord {
   std::uint32_t name;  // string ids
   std::uint32_t uuid;
 };
+static_assert(sizeof(GpuDeviceRecord) == 32, "GpuDeviceRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuKernelRecord {
   std::int64_t start_ns;
@@ -295,6 +310,7 @@ struct GpuKernelRecord {
   std::uint32_t graph_id;  // 0: not launched from a graph
   std::uint32_t pad;
 };
+static_assert(sizeof(GpuKernelRecord) == 80, "GpuKernelRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuMemcpyRecord {
   std::int64_t start_ns;
@@ -307,6 +323,7 @@ struct GpuMemcpyRecord {
   std::uint8_t flags;      // CUpti_ActivityFlag bits (1 = async)
   std::uint32_t graph_id;
 };
+static_assert(sizeof(GpuMemcpyRecord) == 48, "GpuMemcpyRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuMemsetRecord {
   std::int64_t start_ns;
@@ -320,6 +337,7 @@ struct GpuMemsetRecord {
   std::uint32_t graph_id;
   std::uint32_t pad;
 };
+static_assert(sizeof(GpuMemsetRecord) == 56, "GpuMemsetRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuSyncRecord {
   std::int64_t start_ns;
@@ -329,6 +347,7 @@ struct GpuSyncRecord {
   std::uint32_t event;  // CUDA event id; 0xffffffff none
   std::uint32_t pad;
 };
+static_assert(sizeof(GpuSyncRecord) == 40, "GpuSyncRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuApiRecord {
   std::int64_t start_ns;
@@ -341,6 +360,7 @@ struct GpuApiRecord {
   std::uint8_t kind;   // 0 runtime, 1 driver
   std::uint8_t pad[3];
 };
+static_assert(sizeof(GpuApiRecord) == 40, "GpuApiRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuGraphLaunchRecord {
   std::int64_t start_ns;
@@ -349,6 +369,7 @@ struct GpuGraphLaunchRecord {
   std::uint32_t graph_id;
   std::uint32_t pad;
 };
+static_assert(sizeof(GpuGraphLaunchRecord) == 40, "GpuGraphLaunchRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 struct GpuOverheadRecord {
   std::int64_t start_ns;
@@ -358,6 +379,7 @@ struct GpuOverheadRecord {
   std::uint32_t object_id;    // thread id (object kind 2) or device id, else 0
   std::uint32_t correlation;
 };
+static_assert(sizeof(GpuOverheadRecord) == 32, "GpuOverheadRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 // 32-bit checksum, 8 bytes per step (a multiply and a shift per word: ~10 ns for a 64-byte
 // record, where a byte-wise hash cost ~60 ns on the I/O hot path); remaining bytes one at a
