@@ -69,6 +69,53 @@ def case_dataloader(tmp):
           f"steps={steps} waits={waits}")
 
 
+OWN_TENSORS_JOB = """
+import sys, torch
+mode, n = sys.argv[1], 8
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 4)
+x, y = torch.randn(32, 16), torch.randn(32, 4)
+opts = [torch.optim.SGD(model.parameters(), lr=0.01)]
+if mode == "two_optimizers":
+    opts.append(torch.optim.Adam(model.parameters(), lr=0.01))
+for i in range(n):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    if mode == "backward_only":
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= 0.01 * p.grad
+                p.grad = None
+        continue
+    for opt in opts:
+        opt.step()
+        opt.zero_grad()
+print("done", mode)
+"""
+
+
+def case_own_tensors(tmp):
+    """A job that iterates its own tensors (no DataLoader) gets one step per optimizer.step()
+    of the first optimizer that steps, or per backward when no optimizer steps."""
+    job = pathlib.Path(tmp) / "own.py"
+    job.write_text(OWN_TENSORS_JOB)
+    for mode in ("optimizer", "two_optimizers", "backward_only"):
+        r, db = record(tmp, PY, str(job), mode, out=f"{mode}.db")
+        check(f"own tensors {mode}: job output untouched", r.returncode == 0 and r.stdout.strip() == f"done {mode}",
+              r.stdout + r.stderr[-500:])
+        steps = query(db, "SELECT number, end_ns FROM steps ORDER BY start_ns")
+        check(f"own tensors {mode}: 8 boundaries give 7 steps numbered 0..6", [n for n, _ in steps] == list(range(7)),
+              steps)
+        ends = [e for (e,) in query(db, """SELECT r.end_ns FROM ranges r JOIN strings s ON s.id = r.name_id
+                                          WHERE s.value = 'optimizer.step' ORDER BY r.start_ns""")]
+        if mode == "optimizer":
+            check("own tensors optimizer: each step ends where an optimizer.step span ends",
+                  steps and all(e in ends for _, e in steps), (steps, ends))
+        if mode == "two_optimizers":
+            check("own tensors two optimizers: steps end at the first optimizer's steps (every other span)",
+                  len(ends) == 16 and [e for _, e in steps] == ends[2::2], (steps, ends))
+
+
 def case_exit_and_output(tmp):
     r, db = record(tmp, PY, "-c", "import sys; print('hello'); sys.stderr.write('warn\\n'); sys.exit(7)")
     check("exit code passes through", r.returncode == 7, f"rc={r.returncode}")
@@ -266,7 +313,7 @@ def case_killed_rank(tmp):
           f"{rows} {reads}")
 
 
-CASES = {"dataloader": case_dataloader, "exit": case_exit_and_output, "signals": case_signals,
+CASES = {"dataloader": case_dataloader, "own_tensors": case_own_tensors, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
          "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose}
 

@@ -6,10 +6,14 @@ hook patches torch's classes when the job imports them.
 - DataLoader iteration (main thread): each `next(iterator)` call is a "waiting for the next
   batch" span, and the start of each fetch begins a new step; the step in progress ends when
   the next fetch starts (or the iterator is exhausted).
-- `torch.optim` optimizers: each `step()` call becomes an "optimizer.step" span.
+- `torch.optim` optimizers: each `step()` call becomes an "optimizer.step" span, and its end
+  is a step boundary (a job that feeds its own tensors still gets steps); with several
+  optimizers (a GAN's two), only the first one that steps marks steps.
+- `torch.autograd.backward` (what `loss.backward()` calls), main thread: where no optimizer
+  steps (hand-written updates), the end of each backward is a step boundary.
 - `torch.profiler.profile.step()` and `tracetune.step()` also mark step boundaries. The
-  sources rank explicit > profiler > DataLoader: once a higher one is used, lower ones stop
-  marking steps (their spans are still recorded).
+  sources rank explicit > profiler > DataLoader > optimizer > backward: once a higher one is
+  used, lower ones stop marking steps (their spans are still recorded).
 - TRACETUNE_MAX_STEPS=N (set by `tracetune tune` for its trials, or `tracetune record
   --max-steps N`): once N steps have completed, the process raises SystemExit(0) at the next
   step boundary, so the job ends normally (finally blocks run, DataLoader workers are shut
@@ -21,7 +25,7 @@ import threading
 
 from tracetune import _collector, _imphook
 
-_EXPLICIT, _PROFILER, _DATALOADER = 3, 2, 1
+_EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
 
 
 class _Steps:
@@ -106,6 +110,25 @@ def _patch_dataloader(module) -> None:
     it_cls._tracetune_patched = True
 
 
+def _low_source_boundary(source: int, now: int) -> None:
+    """A boundary from the optimizer or backward source, and the trial's stop when it counts."""
+    STEPS.boundary(source, now)
+    if STEPS.source == source:
+        stop_if_done(STEPS.number)
+
+
+_step_clock = []  # the optimizer whose step() marks steps: the first one that stepped
+
+
+def _optimizer_step_ended(optimizer, now: int) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if not _step_clock:
+        _step_clock.append(id(optimizer))
+    if _step_clock[0] == id(optimizer):
+        _low_source_boundary(_OPTIMIZER, now)
+
+
 def _wrap_optimizer_step(cls) -> None:
     step = cls.__dict__.get("step")
     if step is None or getattr(step, "_tracetune_wrapped", False):
@@ -114,9 +137,12 @@ def _wrap_optimizer_step(cls) -> None:
     def wrapped(self, *args, **kwargs):
         t0 = _collector.now_ns()
         try:
-            return step(self, *args, **kwargs)
+            result = step(self, *args, **kwargs)
         finally:
-            _collector.step(_collector.OPTIMIZER_STEP, t0, _collector.now_ns(), STEPS.number)
+            t1 = _collector.now_ns()
+            _collector.step(_collector.OPTIMIZER_STEP, t0, t1, STEPS.number)
+        _optimizer_step_ended(self, t1)
+        return result
 
     wrapped._tracetune_wrapped = True
     wrapped.__wrapped__ = step
@@ -164,11 +190,29 @@ def _patch_profiler(module) -> None:
     prof._tracetune_patched = True
 
 
+def _patch_autograd(module) -> None:
+    original = getattr(module, "backward", None)
+    if original is None or getattr(original, "_tracetune_wrapped", False):
+        return
+
+    def backward(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if threading.current_thread() is threading.main_thread():
+            _low_source_boundary(_BACKWARD, _collector.now_ns())
+        return result
+
+    backward._tracetune_wrapped = True
+    backward.__wrapped__ = original
+    backward.__name__, backward.__qualname__, backward.__doc__ = original.__name__, original.__qualname__, original.__doc__
+    module.backward = backward
+
+
 _PATCHES = {
     "torch.utils.data.dataloader": _patch_dataloader,
     "torch.optim.optimizer": lambda m: None,  # patched via torch.optim, after all optimizers load
     "torch.optim": _patch_optim,
     "torch.profiler.profiler": _patch_profiler,
+    "torch.autograd": _patch_autograd,
 }
 
 
