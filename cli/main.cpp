@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/collector/launcher.h"
 #include "tracetune/collector/merge.h"
 #include "tracetune/trace/exporters.h"
@@ -95,7 +96,7 @@ bool parse_steps(const std::string& spec, std::pair<std::int64_t, std::int64_t>&
 }
 
 struct AnalyzeArgs {
-  std::string input, format = "text", output, steps;
+  std::string input, format = "text", output, steps, step_range;
   int rank = -1;
   unsigned threads = 0;
   bool hta_compat = false;
@@ -116,7 +117,10 @@ int cmd_analyze(const AnalyzeArgs& args) {
   }
   auto t = trace::load_any(args.input);
   if (!t) return fail(t.error());
-  const analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
+  const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
+  if (!step_note) return fail(args.input + ": " + step_note.error());
+  analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
+  if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
   std::string text;
   if (args.format == "json") text = analyzer::render_json(a);
   else if (args.format == "md") text = analyzer::render_markdown(a);
@@ -422,6 +426,9 @@ int main(int argc, char** argv) {
   an->add_option("-o,--output", an_args.output, "Write the report to this file instead of stdout (mode 0600)");
   an->add_option("--rank", an_args.rank, "Analyse only this rank");
   an->add_option("--steps", an_args.steps, "Analyse only these step numbers: A:B, A:, :B or A");
+  an->add_option("--step-range", an_args.step_range,
+                 "Steps are the ranges (NVTX, annotations) whose names match this regex, e.g. '^train_step'; "
+                 "without it, a trace with no steps gets them from ProfilerStep#N, step N or iteration N ranges");
   an->add_option("--threads", an_args.threads, "Ranks analysed in parallel (default: one per core)");
   an->add_flag("--hta-compat", an_args.hta_compat,
                "HTA 0.6's definitions (µs rounding, last step dropped, its kernel-name classes) for side-by-side numbers");

@@ -8,11 +8,13 @@ usage: analyze_test.py TRACETUNE SHARED_DATA_DIR
 import json
 import pathlib
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 
 TRACETUNE, DATA = sys.argv[1], pathlib.Path(sys.argv[2])
+SRC = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, finish  # noqa: E402
 
@@ -71,5 +73,22 @@ with tempfile.TemporaryDirectory() as tmp:
                         str(DATA / "kineto/hta/simple_add.json.gz")], capture_output=True, text=True)
     check("-o writes a private file", r.returncode == 0 and out.stat().st_mode & 0o777 == 0o600
           and json.loads(out.read_text())["schema"] == "tracetune.analysis", r.stderr)
+
+    # an nsys export has no ProfilerStep#N: steps from its NVTX ranges (--step-range)
+    nsys = tmp / "small_export.sqlite"
+    con = sqlite3.connect(nsys)
+    con.executescript((SRC / "tests/data/nsys/small_export.sql").read_text())
+    con.close()
+    without = analyze(nsys)
+    doc = analyze(nsys, "--step-range", "^train_step$")
+    check("--step-range on an nsys export: the NVTX range is the step",
+          not without["ranks"][0]["has_steps"] and doc["ranks"][0]["has_steps"] and
+          [x["start_ns"] for x in doc["ranks"][0]["steps"]] == [1000],
+          [(r["has_steps"], [x["start_ns"] for x in r["steps"]]) for r in (without["ranks"][0], doc["ranks"][0])])
+    check("--step-range: the report says where the steps came from", any("--step-range" in n for n in doc["notes"]),
+          doc["notes"])
+    r = subprocess.run([TRACETUNE, "analyze", "--step-range", "(", str(nsys)], capture_output=True, text=True)
+    check("--step-range with a bad regex: one line, exit 1",
+          r.returncode == 1 and r.stderr.count("\n") == 1 and "not a valid regular expression" in r.stderr, r.stderr)
 
 finish()
