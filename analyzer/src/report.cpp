@@ -300,6 +300,26 @@ std::string render_json(const Analysis& a) {
     j.end_object();
   }
   j.end_array();
+  // a finding that holds on several ranks, as the text report shows it (indices into findings)
+  j.key("finding_groups").begin_array();
+  for (const auto& g : group_findings(a.findings)) {
+    j.begin_object();
+    j.kv("category", to_string(g.category));
+    j.key("ranks").begin_array();
+    for (auto r : g.ranks) j.num(r);
+    j.end_array();
+    j.kv("worst_finding", g.worst);
+    j.kv("worst_rank", a.findings[g.worst].rank);
+    j.kv("gain_ns_min", g.gain_min);
+    j.kv("gain_ns_max", g.gain_max);
+    j.kv("cost_ns_min", g.cost_min);
+    j.kv("cost_ns_max", g.cost_max);
+    j.key("findings").begin_array();
+    for (auto i : g.findings) j.num(static_cast<std::int64_t>(i));
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
   j.key("ranks").begin_array();
   for (const auto& r : a.metrics.ranks) write_rank(j, r);
   j.end_array();
@@ -341,6 +361,12 @@ struct Style {
 
 std::string rank_name(std::int32_t r) { return r >= 0 ? fmt::format("rank {}", r) : std::string("all ranks"); }
 
+// "rank 3", or "8 ranks (0-7), worst rank 5" for a finding that holds on several
+std::string group_name(const FindingGroup& g, const Finding& worst) {
+  if (g.ranks.size() <= 1) return rank_name(worst.rank);
+  return fmt::format("{} ranks ({}), worst rank {}", g.ranks.size(), rank_list(g.ranks), worst.rank);
+}
+
 // "/step" when the finding's rank has steps, else " in the window"
 std::string_view gain_unit(const Analysis& a, const Finding& f) {
   for (const auto& r : a.metrics.ranks)
@@ -366,8 +392,12 @@ std::string render_text(const Analysis& a, bool color) {
   o += st.bold("Findings") + " (largest estimated gain first)\n";
   if (a.findings.empty()) o += "  none: no rule passed its threshold (see the metrics below)\n";
   int n = 0;
-  for (const auto& f : a.findings) {
-    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), rank_name(f.rank), f.title);
+  for (const auto& g : group_findings(a.findings)) {
+    const Finding& f = a.findings[g.worst];
+    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), f.title);
+    if (g.ranks.size() > 1)
+      o += fmt::format("       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
+                       dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
     if (f.gain > 0)
       o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
                        f.gain_model);
@@ -476,8 +506,12 @@ std::string render_markdown(const Analysis& a) {
   o += "## Findings\n\n";
   if (a.findings.empty()) o += "No rule passed its threshold.\n\n";
   int n = 0;
-  for (const auto& f : a.findings) {
-    o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), rank_name(f.rank), f.title);
+  for (const auto& g : group_findings(a.findings)) {
+    const Finding& f = a.findings[g.worst];
+    o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), group_name(g, f), f.title);
+    if (g.ranks.size() > 1)
+      o += fmt::format("   - Costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
+                       dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
     if (f.gain > 0)
       o += fmt::format("   - Estimated gain: {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
                        f.gain_model);

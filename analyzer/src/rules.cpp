@@ -4,6 +4,7 @@
 #include "tracetune/analyzer/rules.h"
 
 #include <algorithm>
+#include <map>
 #include <functional>
 
 #include <fmt/format.h>
@@ -314,6 +315,44 @@ std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
     if (a.cost != b.cost) return a.cost > b.cost;
     return a.rank < b.rank;
   });
+  return out;
+}
+
+std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) {
+  std::vector<FindingGroup> groups;
+  std::map<Category, std::size_t> group_of;  // per-rank findings only
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    auto it = f.rank >= 0 ? group_of.find(f.category) : group_of.end();
+    if (it == group_of.end()) {
+      if (f.rank >= 0) group_of.emplace(f.category, groups.size());
+      groups.push_back({f.category, {}, {}, i, f.gain, f.gain, f.cost, f.cost});
+      it = f.rank >= 0 ? group_of.find(f.category) : group_of.end();
+    }
+    FindingGroup& g = it == group_of.end() ? groups.back() : groups[it->second];
+    g.findings.push_back(i);
+    if (f.rank >= 0) g.ranks.push_back(f.rank);
+    if (f.gain > findings[g.worst].gain) g.worst = i;
+    g.gain_min = std::min(g.gain_min, f.gain), g.gain_max = std::max(g.gain_max, f.gain);
+    g.cost_min = std::min(g.cost_min, f.cost), g.cost_max = std::max(g.cost_max, f.cost);
+  }
+  for (auto& g : groups) {
+    std::sort(g.findings.begin(), g.findings.end(),
+              [&](std::size_t a, std::size_t b) { return findings[a].rank < findings[b].rank; });
+    std::sort(g.ranks.begin(), g.ranks.end());
+  }
+  return groups;
+}
+
+std::string rank_list(const std::vector<std::int32_t>& r) {
+  std::string out;
+  for (std::size_t i = 0; i < r.size();) {
+    std::size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j > i ? fmt::format("{}-{}", r[i], r[j]) : fmt::format("{}", r[i]);
+    i = j + 1;
+  }
   return out;
 }
 

@@ -32,6 +32,10 @@ def digest(doc):
     for f in doc["findings"]:
         out["findings"].append({"category": f["category"], "severity": f["severity"], "rank": f["rank"],
                                 "title": f["title"], "gain_us": us(f["gain_ns"]), "knobs": f["knobs"]})
+    groups = [{"category": g["category"], "ranks": g["ranks"], "worst_rank": g["worst_rank"]}
+              for g in doc["finding_groups"] if len(g["ranks"]) > 1]
+    if groups:  # findings that hold on several ranks, as the report groups them
+        out["finding_groups"] = groups
     for r in doc["ranks"]:
         g = r["gpu"]
         out["ranks"].append({

@@ -527,5 +527,36 @@ TEST(Rules, RankedByGain) {
   EXPECT_EQ(f[1].category, Category::CpuBound);
 }
 
+TEST(FindingGroups, OneGroupPerCategoryOverRanksWithTheLargestGainAsWorst) {
+  auto finding = [](Category c, std::int32_t rank, Ns gain, Ns cost) {
+    Finding f;
+    f.category = c, f.rank = rank, f.gain = gain, f.cost = cost;
+    return f;
+  };
+  // ranked by gain, as run_rules returns them
+  const std::vector<Finding> fs = {finding(Category::LaunchBound, 5, 900, 950), finding(Category::SyncStall, 1, 600, 700),
+                                   finding(Category::LaunchBound, 0, 500, 990), finding(Category::LoadImbalance, -1, 400, 400),
+                                   finding(Category::LaunchBound, 3, 100, 120)};
+  const auto g = group_findings(fs);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].category, Category::LaunchBound);
+  EXPECT_EQ(g[0].ranks, (std::vector<std::int32_t>{0, 3, 5}));
+  EXPECT_EQ(g[0].findings, (std::vector<std::size_t>{2, 4, 0}));  // rank order
+  EXPECT_EQ(g[0].worst, 0u);
+  EXPECT_EQ(g[0].gain_min, 100);
+  EXPECT_EQ(g[0].gain_max, 900);
+  EXPECT_EQ(g[0].cost_min, 120);
+  EXPECT_EQ(g[0].cost_max, 990);
+  EXPECT_EQ(g[1].ranks, (std::vector<std::int32_t>{1}));
+  EXPECT_TRUE(g[2].ranks.empty());  // a cross-rank finding stays on its own
+  EXPECT_EQ(g[2].worst, 3u);
+}
+
+TEST(FindingGroups, RankListFoldsRuns) {
+  EXPECT_EQ(rank_list({0, 1, 3, 4, 5, 7}), "0-1, 3-5, 7");
+  EXPECT_EQ(rank_list({2}), "2");
+  EXPECT_EQ(rank_list({}), "");
+}
+
 }  // namespace
 }  // namespace tt::analyzer

@@ -75,4 +75,19 @@ std::vector<Finding> rule_load_imbalance(const Metrics&, const Thresholds&);
 // All rules over all ranks, ranked by estimated gain (largest first).
 std::vector<Finding> run_rules(const Metrics&, const Thresholds& = default_thresholds());
 
+// One category's findings over the ranks it holds on (a rank-less finding is a group of its
+// own), so that "launch bound" on eight ranks reads as one line, not eight. Groups come in the
+// order of their best-ranked finding; `worst` is the finding with the largest gain.
+struct FindingGroup {
+  Category category{};
+  std::vector<std::size_t> findings;  // indices into the findings, in rank order
+  std::vector<std::int32_t> ranks;    // sorted; empty for a cross-rank finding
+  std::size_t worst = 0;              // index into the findings
+  Ns gain_min = 0, gain_max = 0, cost_min = 0, cost_max = 0;
+};
+std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings);
+
+// "0-3, 5, 7": sorted ranks with consecutive runs folded.
+std::string rank_list(const std::vector<std::int32_t>& sorted_ranks);
+
 }  // namespace tt::analyzer
