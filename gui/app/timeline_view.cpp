@@ -123,6 +123,7 @@ void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
       const int from = processes > 1 ? 1 : 2;
       for (std::size_t g = 0; g < collapsed_.size(); ++g) collapsed_[g] = idx.groups[g].level >= from;
     }
+    for (std::size_t g = 0; g < collapsed_.size(); ++g) collapsed_[g] = collapsed_[g] || idx.groups[g].start_collapsed;
   }
   pinned_.assign(doc_ ? doc_->index.rows.size() : 0, false);
   relayout();

@@ -338,6 +338,33 @@ TEST(LodRealTrace, EveryRowOfAKinetoTrace) {
 
 // ---- derived counters ----
 
+TEST(TimelineIndexRealTrace, KinetoPseudoProcessesFoldIntoOneCollapsedGroup) {
+  auto loaded = shared_trace("kineto/hta/ns_resolution_rank_0.json.gz");
+  ASSERT_TRUE(loaded) << "kineto/hta/ns_resolution_rank_0.json.gz missing from ../shared/data";
+  const trace::Trace& t = *loaded;
+  const auto idx = build_timeline_index(t);
+  std::vector<std::uint32_t> folded;
+  for (std::uint32_t g = 0; g < idx.groups.size(); ++g)
+    if (idx.groups[g].start_collapsed) folded.push_back(g);
+  ASSERT_EQ(folded.size(), 1u);
+  const auto pseudo = folded[0];
+  EXPECT_EQ(idx.groups[pseudo].label, "profiler pseudo-processes");
+  EXPECT_EQ(idx.groups[pseudo].level, 1);
+  auto under = [&](std::uint32_t g) {
+    for (; g != trace::kNone; g = idx.groups[g].parent)
+      if (g == pseudo) return true;
+    return false;
+  };
+  std::size_t pseudo_rows = 0;
+  for (const auto& row : idx.rows) {
+    if (row.process == trace::kNone) continue;
+    const bool is_pseudo = t.processes[row.process].pid < 0;  // "Spans", "Traces", "<unnamed>"
+    EXPECT_EQ(under(row.group), is_pseudo) << row.label << " of pid " << t.processes[row.process].pid;
+    pseudo_rows += is_pseudo;
+  }
+  EXPECT_GT(pseudo_rows, 0u);
+}
+
 TEST(DerivedCounters, BinWidthFromTheSpan) {
   for (Ns span : {Ns(0), Ns(1), Ns(999), Ns(1'000'000), Ns(1'048'576'000), Ns(1'048'576'001), Ns(3'600'000'000'000),
                   Ns(86'400'000'000'000)}) {

@@ -95,12 +95,21 @@ class Builder {
       const auto& pb = t_.processes[b];
       return std::tie(pa.host, pa.rank, pa.pid) < std::tie(pb.host, pb.rank, pb.pid);
     });
-    std::map<std::string, std::uint32_t> host_group;
+    std::map<std::string, std::uint32_t> host_group, pseudo_group;
     for (auto p : procs) {
       const auto& proc = t_.processes[p];
       const std::string host = proc.host.empty() ? "host" : proc.host;
       auto [it, fresh] = host_group.try_emplace(host, 0);
       if (fresh) it->second = add_group(host, kNone);
+      if (proc.pid < 0) {  // a Kineto pseudo-process: under the host's one folded group
+        auto [pit, pfresh] = pseudo_group.try_emplace(host, 0);
+        if (pfresh) {
+          pit->second = add_group("profiler pseudo-processes", it->second);
+          idx_.groups[pit->second].start_collapsed = true;
+        }
+        add_owned_tracks(p, add_group(proc.name.empty() ? "pid " + std::to_string(proc.pid) : proc.name, pit->second));
+        continue;
+      }
       std::string label = proc.rank >= 0 ? "rank " + std::to_string(proc.rank) + " · pid " : "pid ";
       label += std::to_string(proc.pid);
       if (!proc.name.empty()) label += " (" + proc.name + ")";

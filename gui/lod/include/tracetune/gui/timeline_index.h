@@ -1,6 +1,8 @@
 // The timeline's rows, built once from a finalized Trace when it is loaded (in the loader's
 // worker thread): a tree of groups (host → process → thread, GPU → stream) whose leaves are
 // rows, each row one table's events on one track split into lanes (lod.h), or a counter.
+// Kineto's pseudo-processes (string pids such as "Spans" and "Traces", imported with negative
+// ids) sit in one group per host that starts collapsed: they are the profiler's, not the job's.
 // Counter rows are either the trace's own samples (one per counter name and track) or derived
 // from the events (derived_counters.h): "GPU busy %", "H2D GB/s" and "D2H GB/s" first in each
 // GPU's group, "I/O MB/s" under each process after its steps; a derived row exists only when
@@ -40,6 +42,7 @@ struct TimelineGroup {
   std::string label;
   std::uint32_t parent = trace::kNone;  // index into groups, kNone for top level
   int level = 0;                        // 0 host / GPU-less top, 1 process, 2 thread or device...
+  bool start_collapsed = false;         // shown folded when a trace opens (profiler pseudo-processes)
 };
 
 struct TimelineRow {
