@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +87,18 @@ fs::path nccl_tuner_plugin_path() {
   return {};
 }
 
+fs::path kernels_library_path(bool cuda) {
+  std::error_code ec;
+  const char* name = cuda ? "libtracetune_kernels_cuda.so" : "libtracetune_kernels.so";
+  std::vector<fs::path> candidates = {self_exe_dir() / "../lib/tracetune" / name};
+#ifdef TT_BUILD_KERNELS_DIR
+  candidates.push_back(fs::path(TT_BUILD_KERNELS_DIR) / name);
+#endif
+  for (const fs::path& c : candidates)
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
+  return {};
+}
+
 ApplyPlan make_plan(const TunedConfig& config, const std::string& source) {
   ApplyPlan plan;
   std::string py;
@@ -103,6 +116,12 @@ ApplyPlan make_plan(const TunedConfig& config, const std::string& source) {
         break;  // not a [settings] knob; the table is below
     }
   }
+  // kernels.* substitutions load the kernel pack inside the job: say where it is
+  const bool kernels = std::any_of(config.settings.begin(), config.settings.end(),
+                                   [](const auto& s) { return s.knob.id.starts_with("kernels."); });
+  for (bool cuda : {false, true})
+    if (auto lib = kernels_library_path(cuda); kernels && !lib.empty())
+      plan.env.emplace_back(cuda ? "TRACETUNE_KERNELS_CUDA_LIB" : "TRACETUNE_KERNELS_LIB", lib.string());
   if (!py.empty())
     plan.python_json = fmt::format("{{\n  \"format\": \"tracetune-apply\",\n  \"version\": 1,\n  \"source\": {},\n"
                                    "  \"settings\": {{{}\n  }}\n}}\n",

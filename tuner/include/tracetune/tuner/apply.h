@@ -27,6 +27,9 @@ ApplyPlan make_plan(const TunedConfig& config, const std::string& source);
 // Where the NCCL tuner plugin lives: ../lib/tracetune next to the executable when installed,
 // else the build tree.
 std::filesystem::path nccl_tuner_plugin_path();
+// The kernel pack (libtracetune_kernels.so, or the CUDA one), installed or in the build tree;
+// empty when not found. The Python integration is told its path for kernels.* settings.
+std::filesystem::path kernels_library_path(bool cuda);
 
 // The job's environment: `base` with the plan's variables set (replacing inherited values),
 // PYTHONPATH prepended with `python_dir` when there are Python knobs, and the file variables.
