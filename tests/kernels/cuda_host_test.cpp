@@ -1,6 +1,6 @@
 // The CUDA kernel pack's host side without a GPU: every bad argument is refused before any
 // launch, and a launch with no usable device reports TT_K_ECUDA instead of crashing. Parity
-// and speed on a GPU: plugins/kernels/test_gpu.py (run by hand on a GPU machine).
+// and speed on a GPU: tests/integration/kernels_parity_test.py, case cuda (skipped without a GPU).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -42,7 +42,22 @@ fs::path self_exe_dir() {
   return ec ? fs::path() : exe.parent_path();
 }
 
-// Writes `text` to a new file `path` (must not exist), mode 0600, not following links.
+
+// Die of `sig` as the job did (no core file of ours), so our parent sees the same status.
+[[noreturn]] void die_of_signal(int sig) {
+  struct rlimit no_core {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  std::_Exit(128 + sig);  // a signal that does not terminate (SIGCHLD, ...) cannot kill a child
+}
+
+}  // namespace
+
 Status write_private(const fs::path& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return make_error(fmt::format("{}: {}", path.string(), std::strerror(errno)));
@@ -60,21 +75,6 @@ Status write_private(const fs::path& path, const std::string& text) {
   if (::close(fd) != 0) return make_error(fmt::format("{}: {}", path.string(), std::strerror(errno)));
   return {};
 }
-
-// Die of `sig` as the job did (no core file of ours), so our parent sees the same status.
-[[noreturn]] void die_of_signal(int sig) {
-  struct rlimit no_core {0, 0};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-  ::signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(sig);
-  std::_Exit(128 + sig);  // a signal that does not terminate (SIGCHLD, ...) cannot kill a child
-}
-
-}  // namespace
 
 fs::path nccl_tuner_plugin_path() {
   std::error_code ec;

@@ -45,6 +45,9 @@ std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, con
 Result<std::vector<std::pair<std::string, std::string>>> write_plan_files(const ApplyPlan& plan,
                                                                           const std::filesystem::path& dir);
 
+// Writes `text` to a new file `path` (must not exist), mode 0600, not following links.
+Status write_private(const std::filesystem::path& path, const std::string& text);
+
 // A fresh private directory ($TMPDIR/<prefix>-XXXXXX, mode 0700).
 Result<std::filesystem::path> make_private_tempdir(const std::string& prefix);
 
