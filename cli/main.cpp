@@ -462,6 +462,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   tune->add_option("--min-gain", tune_opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
       ->check(CLI::Range(0.0, 1.0));
+  std::string tune_kernel_shapes;
+  int tune_kernel_threads = 0;
+  tune->add_flag("--kernels", tune_opt.kernels, "Also try kernel substitutions (kernels.*): micro-benchmarked and parity-\n"
+                                               "checked by `bench kernels` first, then trialled on the job");
+  tune->add_option("--kernels-python", tune_opt.kernels_python, "Python with the job's PyTorch, for --kernels (default python3)");
+  tune->add_option("--kernel-shapes", tune_kernel_shapes, "Shapes for --kernels' micro-benchmarks (as bench kernels --shapes)");
+  tune->add_option("--kernel-threads", tune_kernel_threads, "torch threads for --kernels' micro-benchmarks (the job's)")
+      ->check(CLI::Range(0, 1024));
   tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
   tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
   tune->add_option("--exhaustive", tune_opt.exhaustive,
@@ -597,6 +605,8 @@ int main(int argc, char** argv) {
     return cmd_bench_storage(bs_opt, bs_threads, bs_blocks, bs_max, bs_json);
   }
   if (*tune) {
+    if (!tune_kernel_shapes.empty()) tune_opt.kernels_args.insert(tune_opt.kernels_args.end(), {"--shapes", tune_kernel_shapes});
+    if (tune_kernel_threads > 0) tune_opt.kernels_args.insert(tune_opt.kernels_args.end(), {"--threads", std::to_string(tune_kernel_threads)});
     // CLI11 puts everything after -- into the positional list; a trace, if any, comes before.
     const auto dashdash = std::find(argv, argv + argc, std::string_view("--"));
     const std::size_t cmd_len = dashdash == argv + argc ? 0 : static_cast<std::size_t>(argv + argc - dashdash - 1);

@@ -3,10 +3,14 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "tracetune/collector/launcher.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/tuner/apply.h"
 
 extern char** environ;
@@ -23,7 +27,7 @@ int fail(const std::string& msg) {
 }
 }  // namespace
 
-int run_kernel_bench(const KernelBenchOptions& opt) {
+int run_kernel_bench(const KernelBenchOptions& opt, const fs::path& kept) {
   const fs::path python_dir = collector::python_integration_dir();
   if (python_dir.empty()) return fail("the Python integration (tracetune package) was not found next to tracetune");
   auto dir = make_private_tempdir("tracetune-bench-kernels");
@@ -57,10 +61,33 @@ int run_kernel_bench(const KernelBenchOptions& opt) {
   std::vector<std::string> cmd = {opt.python, "-m", "tracetune._kernel_bench", "--catalogue", subs.string(),
                                   "--knobs", knobs.string()};
   cmd.insert(cmd.end(), opt.args.begin(), opt.args.end());
+  if (!kept.empty()) cmd.insert(cmd.end(), {"--kept", kept.string()});
   auto status = collector::run_job(cmd, env);
   if (!status) return fail(opt.python + ": " + status.error());
   const int st = status.value();
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+Result<std::vector<std::pair<std::string, Value>>> read_kept_kernels(const fs::path& kept, const Catalogue& catalogue) {
+  auto text = trace::read_maybe_gzip(kept);
+  if (!text) return make_error(text.error());
+  std::vector<std::pair<std::string, Value>> out;
+  std::string_view rest(text->data(), text->size());
+  while (!rest.empty()) {
+    const auto nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (line.empty()) continue;
+    const auto eq = line.find('=');
+    const Knob* k = eq == std::string_view::npos ? nullptr : catalogue.find(std::string(line.substr(0, eq)));
+    const std::string value(eq == std::string_view::npos ? std::string_view() : line.substr(eq + 1));
+    const auto known = [&](const Value& v) { return display(v) == value; };
+    const auto it = k != nullptr ? std::find_if(k->values.begin(), k->values.end(), known) : std::vector<Value>::const_iterator{};
+    if (k == nullptr || it == k->values.end())
+      return make_error(fmt::format("{}: \"{}\" is not a knob value of the catalogue", kept.string(), line));
+    out.emplace_back(k->id, *it);
+  }
+  return out;
 }
 
 }  // namespace tt::tuner

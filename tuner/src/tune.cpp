@@ -17,6 +17,7 @@
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/tuner/apply.h"
+#include "tracetune/tuner/kernel_bench.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_writer.h"
@@ -96,6 +97,33 @@ class LiveTable {
   bool quiet_, tty_;
 };
 
+
+// `tune --kernels`: `bench kernels` first (micro-benchmarks + parity, in the job's Python);
+// each substitution it keeps is searched first, as a trial on the real job, and stays only if
+// the job's steps are faster beyond noise, like any knob value.
+void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const fs::path& work,
+                           std::vector<KnobPlan>& plan) {
+  KernelBenchOptions kb;
+  kb.python = opt.kernels_python;
+  kb.args = opt.kernels_args;
+  if (opt.allow_numerics) kb.args.push_back("--allow-numerics");
+  const fs::path kept = work / "kernels-kept.txt";
+  if (!opt.quiet) say("tune: kernel substitutions: micro-benchmarks and parity checks (tracetune bench kernels)");
+  const int rc = run_kernel_bench(kb, kept);
+  auto chosen = rc == 0 ? read_kept_kernels(kept, cat) : Result<std::vector<std::pair<std::string, Value>>>(
+                                                                make_error(fmt::format("exit code {}", rc)));
+  if (!chosen) {
+    say("tune: kernel substitutions not tried: bench kernels failed (" + chosen.error() + ")");
+    return;
+  }
+  std::vector<KnobPlan> front;
+  for (const auto& [id, value] : chosen.value()) {
+    plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; }), plan.end());
+    front.push_back(KnobPlan{cat.find(id), {value}, {"kernels"}});
+  }
+  if (!opt.quiet && front.empty()) say("tune: no kernel substitution passed parity and beat stock");
+  plan.insert(plan.begin(), front.begin(), front.end());
+}
 
 }  // namespace
 
@@ -183,6 +211,7 @@ int run_tune(const TuneOptions& opt) {
   summary.warmup = opt.warmup;
   summary.steps = opt.steps;
   summary.plan = plan_search(findings, cat.value(), opt.allow_numerics, &summary.skipped);
+  if (opt.kernels) add_kernel_candidates(opt, cat.value(), work.value(), summary.plan);
   if (!opt.quiet) {
     if (findings.empty()) say("tune: the analysis found no bottleneck a knob addresses");
     for (const auto& f : findings) say(fmt::format("  finding {} (estimated gain {:.0f}% of the step)", f.id, f.gain_share * 100));

@@ -309,6 +309,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--allow-numerics", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--kept", help="also write the kept candidates here, one knob=value per line (for `tune --kernels`)")
     a = ap.parse_args(argv)
     try:
         catalogue = load_catalogue(a.catalogue, a.knobs)
@@ -330,11 +331,18 @@ def main(argv=None):
     if a.threads:
         torch.set_num_threads(a.threads)
     results = run(catalogue, only, shapes, a.device, a.allow_numerics, a.warmup, a.repeats)
+    if a.kept:
+        with open(a.kept, "w") as f:
+            for r in results:
+                if r["verdict"] == "keep":
+                    for knob, value in r["setting"].items():
+                        f.write(f"{knob}={json.dumps(value)}\n")
     info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "device": a.device}
+    out = sys.stderr if a.kept else sys.stdout  # under `tune`, stdout is the tuner's result
     if a.json:
-        sys.stdout.write(json.dumps({**info, "results": results}, indent=2) + "\n")
+        out.write(json.dumps({**info, "results": results}, indent=2) + "\n")
     else:
-        sys.stdout.write(text(results, f"tracetune bench kernels: torch {info['torch']}, {info['threads']} thread(s), "
+        out.write(text(results, f"tracetune bench kernels: torch {info['torch']}, {info['threads']} thread(s), "
                                        f"{a.device}, {a.repeats} repeats after {a.warmup} warm-up (medians)"))
     return 0
 

@@ -4,8 +4,11 @@
 // tracetune to a private directory and starts the interpreter with the kernel pack's path.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include "tracetune/tuner/knobs.h"
 
 namespace tt::tuner {
 
@@ -17,6 +20,13 @@ struct KernelBenchOptions {
 };
 
 // Runs the benchmark; returns its exit code (2 with one line on stderr when it cannot start).
-int run_kernel_bench(const KernelBenchOptions& opt);
+// With `kept` set, the candidates it keeps (parity passed, faster than stock beyond noise)
+// are also written there, one "knob=value" per line.
+int run_kernel_bench(const KernelBenchOptions& opt, const std::filesystem::path& kept = {});
+
+// The kept candidates of a `kept` file as (knob, value), each checked against the catalogue
+// (a knob it names must exist and list the value among its candidates).
+Result<std::vector<std::pair<std::string, Value>>> read_kept_kernels(const std::filesystem::path& kept,
+                                                                     const Catalogue& catalogue);
 
 }  // namespace tt::tuner
