@@ -138,5 +138,48 @@ def case_swaps(tmp):
           and not getattr(torch.optim.AdamW.step, "_tracetune_swapped", False))
 
 
+def case_cuda(tmp):
+    """On a GPU machine (by hand; not registered in ctest): the CUDA library against torch's
+    CUDA ops, and a timing line per op. TRACETUNE_KERNELS_CUDA_LIB names the library."""
+    if not torch.cuda.is_available():
+        print("no CUDA device: skipped")
+        sys.exit(77)
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    x, w, b, dy = torch.randn(4096, 1024, device=dev), torch.randn(1024, device=dev), torch.randn(1024, device=dev), \
+        torch.randn(4096, 1024, device=dev)
+    outs = []
+    for fn in (lambda x, w, b: _kernels.layer_norm(x, (1024,), w, b), lambda x, w, b: F.layer_norm(x, (1024,), w, b)):
+        xs, ws, bs = (t.clone().requires_grad_() for t in (x, w, b))
+        y = fn(xs, ws, bs)
+        y.backward(dy)
+        outs.append((y.detach(), xs.grad, ws.grad, bs.grad))
+    for name, a, r in zip(("y", "dx", "dgamma", "dbeta"), *outs):
+        ok, err = close(a, r, 1e-3, 1e-3)
+        check(f"cuda layer_norm {name} matches torch", ok, f"max abs err {err}")
+    logits, target = torch.randn(2048, 50257, device=dev) * 3, torch.randint(0, 50257, (2048,), device=dev)
+    res = []
+    for fn in (_kernels.cross_entropy, lambda l, t, i, r: F.cross_entropy(l, t)):
+        ls = logits.clone().requires_grad_()
+        loss = fn(ls, target, -100, "mean")
+        loss.backward()
+        res.append((loss.detach(), ls.grad))
+    check("cuda cross_entropy loss matches torch", close(res[0][0], res[1][0], 1e-5, 1e-5)[0])
+    check("cuda cross_entropy gradient matches torch", close(res[0][1], res[1][1], 1e-4, 1e-7)[0])
+    from tracetune import _fused_optim
+    params = [torch.randn(n, device=dev, requires_grad=True) for n in (1 << 20, 4096, 7)]
+    ref = [p.detach().clone().requires_grad_() for p in params]
+    opts = torch.optim.AdamW(params, lr=1e-3), torch.optim.AdamW(ref, lr=1e-3)
+    for s in range(5):
+        for p, q in zip(params, ref):
+            p.grad = torch.sin(torch.arange(p.numel(), device=dev, dtype=torch.float32) + s)
+            q.grad = p.grad.clone()
+        _fused_optim.fused_step(opts[0], type(opts[0]).step)
+        opts[1].step()
+    worst = max(float((p - q).abs().max()) for p, q in zip(params, ref))
+    check("cuda AdamW: parameters after 5 fused steps match torch", worst < 1e-5, str(worst))
+
+
 if __name__ == "__main__":
-    run_cases({"functions": case_functions, "optimizers": case_optimizers, "swaps": case_swaps}, only=[CASE])
+    run_cases({"functions": case_functions, "optimizers": case_optimizers, "swaps": case_swaps, "cuda": case_cuda},
+              only=[CASE])
