@@ -192,6 +192,9 @@ def case_kernels(tmp):
     tried = [t for t in trials["trials"] if any(k.startswith("kernels.") for k in t.get("settings", {}))]
     kept = re.findall(r"^(\w+)\s+tracetune\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+keep$", r.stderr, re.M)
     check("every substitution the bench kept was trialled on the job", len(tried) >= len(kept), f"kept {kept}, tried {tried}")
+    # every trial recorded the loss; a correct substitution's trial passes the loss parity check
+    for t in tried:
+        check(f"trial {t['index']} ({t['settings']}): not refused by loss parity", "loss parity" not in t.get("note", ""), t)
     rc = subprocess.run([TRACETUNE, "run", "--config", str(tmp / "tuned.toml"), "--", *job[:-1], "3"],
                         capture_output=True, text=True, cwd=tmp)
     check("run --config accepts the tuned.toml", rc.returncode == 0, rc.stderr)

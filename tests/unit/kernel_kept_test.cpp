@@ -4,6 +4,9 @@
 
 #include "temp_dir.h"
 #include "tracetune/tuner/kernel_bench.h"
+#include "tracetune/tuner/trial.h"
+
+#include <cmath>
 
 using namespace tt::tuner;
 
@@ -40,6 +43,30 @@ TEST(KernelKept, SubstitutionCatalogueIsCompiledIn) {
   const std::string text = kBuiltinSubstitutionsToml;
   for (const char* id : {"id = \"layernorm\"", "id = \"cross_entropy\"", "id = \"optimizer\""})
     EXPECT_NE(text.find(id), std::string::npos) << id;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(LossParity, WithinToleranceAtEveryCommonStep) {
+  EXPECT_EQ(loss_mismatch({10.0, 9.5, 9.0}, {10.0000001, 9.5, 9.0, 8.9}, 1e-4), "");
+  const std::string why = loss_mismatch({10.0, 9.5, 9.0}, {10.0, 9.6, 9.0}, 1e-4);
+  EXPECT_NE(why.find("loss at step 1"), std::string::npos) << why;
+  EXPECT_NE(loss_mismatch({}, {1.0}, 1e-4).find("no loss recorded"), std::string::npos);
+  EXPECT_NE(loss_mismatch({1.0}, {std::nan("")}, 1e-4), "");  // a NaN loss never matches
+}
+
+TEST(LossParity, RecordedLossesInTimeOrder) {
+  tt::trace::Trace t;
+  const auto loss = t.strings.intern("tracetune.loss"), other = t.strings.intern("samples/s");
+  for (auto [ts, name, v] : {std::tuple{30, loss, 3.0}, {10, loss, 1.0}, {20, other, 99.0}, {20, loss, 2.0}}) {
+    t.counters.ts.push_back(ts);
+    t.counters.track.push_back(0);
+    t.counters.name.push_back(name);
+    t.counters.value.push_back(v);
+  }
+  EXPECT_EQ(recorded_losses(t), (std::vector<double>{1.0, 2.0, 3.0}));
 }
 
 }  // namespace

@@ -203,6 +203,7 @@ int run_tune(const TuneOptions& opt) {
   jopt.warmup = opt.warmup;
   jopt.timeout_s = opt.timeout_s;
   jopt.allow_numerics = opt.allow_numerics;
+  jopt.compare_loss = opt.kernels;  // loss_rtol: the fp32 numerics class of substitutions.toml
   jopt.trace = {"io", "nvtx", "python", "cuda", "nccl"};  // every trial is recorded alike
   JobTrialRunner runner(jopt, cat.value());
   LiveTable table(opt.quiet);
