@@ -17,6 +17,10 @@ def _unsupported(opt, group, params):
     for flag in ("amsgrad", "maximize", "capturable", "differentiable"):
         if group.get(flag):
             return f"{flag}=True"
+    numbers = ("lr", "weight_decay", "eps", "momentum", "dampening")
+    if any(not isinstance(group.get(k, 0.0), (int, float)) for k in numbers) or \
+            any(not isinstance(b, (int, float)) for b in group.get("betas", ())):
+        return "tensor-valued hyperparameters"
     if isinstance(opt, torch.optim.SGD) and group.get("nesterov") and group.get("momentum", 0) == 0:
         return "nesterov without momentum"
     device = None
