@@ -30,6 +30,7 @@
 #include "tracetune/tuner/tune.h"
 #include "tracetune/tuner/collective_model.h"
 #include "tracetune/tuner/gpu_bench.h"
+#include "tracetune/tuner/kernel_bench.h"
 
 namespace fs = std::filesystem;
 using namespace tt;
@@ -468,6 +469,14 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   tune->add_option("--min-gain", tune_opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
       ->check(CLI::Range(0.0, 1.0));
+  std::string tune_kernel_shapes;
+  int tune_kernel_threads = 0;
+  tune->add_flag("--kernels", tune_opt.kernels, "Also try kernel substitutions (kernels.*): micro-benchmarked and parity-\n"
+                                               "checked by `bench kernels` first, then trialled on the job");
+  tune->add_option("--kernels-python", tune_opt.kernels_python, "Python with the job's PyTorch, for --kernels (default python3)");
+  tune->add_option("--kernel-shapes", tune_kernel_shapes, "Shapes for --kernels' micro-benchmarks (as bench kernels --shapes)");
+  tune->add_option("--kernel-threads", tune_kernel_threads, "torch threads for --kernels' micro-benchmarks (the job's)")
+      ->check(CLI::Range(0, 1024));
   tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
   tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
   tune->add_option("--exhaustive", tune_opt.exhaustive,
@@ -550,6 +559,25 @@ int main(int argc, char** argv) {
   bench_model->add_option("--backward-ms", model_args.backward_ms, "Backward pass time, ms (default 50)")->check(CLI::PositiveNumber);
   bench_model->add_option("--buckets", model_args.buckets, "Bucket sizes to compare, MiB (default 1,5,10,25,50,100,200)");
 
+  tuner::KernelBenchOptions kb_opt;
+  std::string kb_only, kb_shapes, kb_device = "cpu";
+  int kb_threads = 0, kb_warmup = 3, kb_repeats = 15;
+  bool kb_json = false, kb_numerics = false;
+  auto* bench_kernels = bench->add_subcommand(
+      "kernels", "Kernel substitutions (LayerNorm, softmax + cross-entropy, optimizer step) against the stock PyTorch\n"
+                 "ops at given shapes: forward + backward medians, the ratio, and the parity check of outputs and\n"
+                 "gradients against the tolerances of each entry's numerics class (runs in the job's Python)");
+  bench_kernels->add_option("--python", kb_opt.python, "Python interpreter with the job's PyTorch (default python3)");
+  bench_kernels->add_option("--only", kb_only, "Substitution ids, comma-separated (layernorm,cross_entropy,optimizer)");
+  bench_kernels->add_option("--shapes", kb_shapes, "id=ROWSxCOLS,... (optimizer: TENSORSxELEMENTS; defaults\n"
+                                                   "layernorm=2048x256, cross_entropy=512x32000, optimizer=24x65536)");
+  bench_kernels->add_option("--device", kb_device, "cpu or cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
+  bench_kernels->add_option("--threads", kb_threads, "torch intra-op threads (default: PyTorch's)")->check(CLI::Range(0, 1024));
+  bench_kernels->add_option("--warmup", kb_warmup, "Untimed runs of each first (default 3)")->check(CLI::Range(0, 1000));
+  bench_kernels->add_option("--repeats", kb_repeats, "Timed runs of each, interleaved (default 15)")->check(CLI::Range(3, 100000));
+  bench_kernels->add_flag("--allow-numerics", kb_numerics, "Also try implementations whose numerics class changes results");
+  bench_kernels->add_flag("--json", kb_json, "Results as JSON");
+
   auto* knobs = app.add_subcommand("knobs", "List the knob catalogue: id, type, how applied, allowed values, findings addressed");
 
   try {
@@ -569,12 +597,23 @@ int main(int argc, char** argv) {
   if (*bench_launch) return cmd_bench_launch(launch_opt, launch_json);
   if (*bench_nccl) return cmd_bench_nccl(nccl_args);
   if (*bench_model) return cmd_bench_model(model_args);
+  if (*bench_kernels) {
+    kb_opt.args = {"--device", kb_device, "--threads", std::to_string(kb_threads), "--warmup", std::to_string(kb_warmup),
+                   "--repeats", std::to_string(kb_repeats)};
+    for (auto [flag, value] : {std::pair{"--only", &kb_only}, std::pair{"--shapes", &kb_shapes}})
+      if (!value->empty()) kb_opt.args.insert(kb_opt.args.end(), {flag, *value});
+    if (kb_json) kb_opt.args.push_back("--json");
+    if (kb_numerics) kb_opt.args.push_back("--allow-numerics");
+    return tuner::run_kernel_bench(kb_opt);
+  }
   if (*bench_storage) {
     bs_opt.path = bs_path;
     bs_opt.drop_cache = !bs_cached;
     return cmd_bench_storage(bs_opt, bs_threads, bs_blocks, bs_max, bs_json);
   }
   if (*tune) {
+    if (!tune_kernel_shapes.empty()) tune_opt.kernels_args.insert(tune_opt.kernels_args.end(), {"--shapes", tune_kernel_shapes});
+    if (tune_kernel_threads > 0) tune_opt.kernels_args.insert(tune_opt.kernels_args.end(), {"--threads", std::to_string(tune_kernel_threads)});
     // CLI11 puts everything after -- into the positional list; a trace, if any, comes before.
     const auto dashdash = std::find(argv, argv + argc, std::string_view("--"));
     const std::size_t cmd_len = dashdash == argv + argc ? 0 : static_cast<std::size_t>(argv + argc - dashdash - 1);

@@ -169,7 +169,53 @@ def case_usage(tmp):
           and "baseline run failed" in r.stderr, r.stderr)
 
 
-CASES = {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage}
+def losses(out):
+    m = re.search(r"losses=(\S+)", out)
+    return [float(x) for x in m.group(1).split(",")] if m else []
+
+
+def case_kernels(tmp):
+    """tune --kernels on the transformer sample: bench kernels runs first (micro-benchmarks and
+    parity), what it keeps is trialled on the job; tuned.toml is accepted by run --config. Then
+    a config with every substitution: the swaps are in effect in the job and its per-step
+    losses match the job as written within the fp32 class (1e-4 relative). Timings are
+    printed, never judged (bench/kernels_e2e.py measures)."""
+    tmp = pathlib.Path(tmp)
+    job = [PY, str(SRC / "samples/transformer/train.py"), "--vocab", "4000", "--steps", "100000"]
+    r = tune(["--kernels", "--kernels-python", PY, "--kernel-shapes", "layernorm=256x16,cross_entropy=256x4000,optimizer=17x4000",
+              "--kernel-threads", "1", "--steps", "6", "--warmup", "2", "--max-trials", "4",
+              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp)
+    print(r.stdout + r.stderr)
+    check("tune --kernels exits 0", r.returncode == 0, f"rc={r.returncode}")
+    check("bench kernels ran before the search", "tracetune bench kernels:" in r.stderr and "cross_entropy" in r.stderr)
+    trials = json.loads((tmp / "tuned.trials.json").read_text())
+    tried = [t for t in trials["trials"] if any(k.startswith("kernels.") for k in t.get("settings", {}))]
+    kept = re.findall(r"^(\w+)\s+tracetune\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+keep$", r.stderr, re.M)
+    check("every substitution the bench kept was trialled on the job", len(tried) >= len(kept), f"kept {kept}, tried {tried}")
+    # every trial recorded the loss; a correct substitution's trial passes the loss parity check
+    for t in tried:
+        check(f"trial {t['index']} ({t['settings']}): not refused by loss parity", "loss parity" not in t.get("note", ""), t)
+    rc = subprocess.run([TRACETUNE, "run", "--config", str(tmp / "tuned.toml"), "--", *job[:-1], "3"],
+                        capture_output=True, text=True, cwd=tmp)
+    check("run --config accepts the tuned.toml", rc.returncode == 0, rc.stderr)
+
+    cfg = tmp / "all.toml"
+    cfg.write_text('[settings]\n"kernels.layernorm" = "tracetune"\n"kernels.cross_entropy" = "tracetune"\n'
+                   '"kernels.optimizer" = "tracetune"\n')
+    plain = subprocess.run([*job[:-1], "12"], capture_output=True, text=True, cwd=tmp)
+    swapped = subprocess.run([TRACETUNE, "run", "--config", str(cfg), "--", *job[:-1], "12"], capture_output=True,
+                             text=True, cwd=tmp)
+    check("run --config with every substitution exits 0", swapped.returncode == 0, swapped.stderr)
+    for what in ("torch.nn.LayerNorm -> tracetune", "cross_entropy -> tracetune", "AdamW.step -> tracetune"):
+        check(f"swap in effect: {what}", swapped.stderr.count(what) == 1, swapped.stderr)
+    a, b = losses(swapped.stdout), losses(plain.stdout)
+    worst = max((abs(x - y) / abs(y) for x, y in zip(a, b)), default=float("inf"))
+    check("12 steps' losses match the job as written (fp32 class, 1e-4 relative)", len(a) == len(b) == 12 and worst < 1e-4,
+          f"worst {worst}: {a} vs {b}")
+    print(f"step_ms plain {step_ms(plain.stdout)} vs substituted {step_ms(swapped.stdout)} (printed, not judged)")
+
+
+CASES = {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage, "kernels": case_kernels}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE!r}")
 run_cases(CASES, {CASE})

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +42,22 @@ fs::path self_exe_dir() {
   return ec ? fs::path() : exe.parent_path();
 }
 
-// Writes `text` to a new file `path` (must not exist), mode 0600, not following links.
+
+// Die of `sig` as the job did (no core file of ours), so our parent sees the same status.
+[[noreturn]] void die_of_signal(int sig) {
+  struct rlimit no_core {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  std::_Exit(128 + sig);  // a signal that does not terminate (SIGCHLD, ...) cannot kill a child
+}
+
+}  // namespace
+
 Status write_private(const fs::path& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return make_error(fmt::format("{}: {}", path.string(), std::strerror(errno)));
@@ -60,21 +76,6 @@ Status write_private(const fs::path& path, const std::string& text) {
   return {};
 }
 
-// Die of `sig` as the job did (no core file of ours), so our parent sees the same status.
-[[noreturn]] void die_of_signal(int sig) {
-  struct rlimit no_core {0, 0};
-  ::setrlimit(RLIMIT_CORE, &no_core);
-  ::signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  ::raise(sig);
-  std::_Exit(128 + sig);  // a signal that does not terminate (SIGCHLD, ...) cannot kill a child
-}
-
-}  // namespace
-
 fs::path nccl_tuner_plugin_path() {
   std::error_code ec;
   for (const fs::path& c : {self_exe_dir() / "../lib/tracetune/libnccl-tuner-tracetune.so",
@@ -82,6 +83,18 @@ fs::path nccl_tuner_plugin_path() {
                             fs::path(TT_BUILD_NCCL_TUNER_LIB),
 #endif
        })
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
+  return {};
+}
+
+fs::path kernels_library_path(bool cuda) {
+  std::error_code ec;
+  const char* name = cuda ? "libtracetune_kernels_cuda.so" : "libtracetune_kernels.so";
+  std::vector<fs::path> candidates = {self_exe_dir() / "../lib/tracetune" / name};
+#ifdef TT_BUILD_KERNELS_DIR
+  candidates.push_back(fs::path(TT_BUILD_KERNELS_DIR) / name);
+#endif
+  for (const fs::path& c : candidates)
     if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
   return {};
 }
@@ -103,6 +116,12 @@ ApplyPlan make_plan(const TunedConfig& config, const std::string& source) {
         break;  // not a [settings] knob; the table is below
     }
   }
+  // kernels.* substitutions load the kernel pack inside the job: say where it is
+  const bool kernels = std::any_of(config.settings.begin(), config.settings.end(),
+                                   [](const auto& s) { return s.knob.id.starts_with("kernels."); });
+  for (bool cuda : {false, true})
+    if (auto lib = kernels_library_path(cuda); kernels && !lib.empty())
+      plan.env.emplace_back(cuda ? "TRACETUNE_KERNELS_CUDA_LIB" : "TRACETUNE_KERNELS_LIB", lib.string());
   if (!py.empty())
     plan.python_json = fmt::format("{{\n  \"format\": \"tracetune-apply\",\n  \"version\": 1,\n  \"source\": {},\n"
                                    "  \"settings\": {{{}\n  }}\n}}\n",

@@ -106,6 +106,29 @@ Result<StepStats> measure_steps(const trace::Trace& t, int warmup) {
   return stats_of(std::move(ms));
 }
 
+std::vector<double> recorded_losses(const trace::Trace& t) {
+  const trace::StringId name = t.strings.find("tracetune.loss");
+  std::vector<std::pair<trace::Ns, double>> v;
+  for (std::size_t i = 0; i < t.counters.size(); ++i)
+    if (t.counters.name[i] == name) v.emplace_back(t.counters.ts[i], t.counters.value[i]);
+  std::sort(v.begin(), v.end());
+  std::vector<double> out;
+  for (const auto& [ts, x] : v) out.push_back(x);
+  return out;
+}
+
+std::string loss_mismatch(const std::vector<double>& want, const std::vector<double>& got, double rtol) {
+  if (want.empty() || got.empty()) return "no loss recorded (the job calls backward() on no scalar tensor)";
+  const std::size_t n = std::min(want.size(), got.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double rel = std::abs(got[i] - want[i]) / std::max(std::abs(want[i]), 1e-12);
+    if (!(rel <= rtol))
+      return fmt::format("loss at step {} is {:.6g}, the baseline's {:.6g} (relative difference {:.2g} > {:.2g})", i,
+                         got[i], want[i], rel, rtol);
+  }
+  return "";
+}
+
 JobTrialRunner::JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue)
     : opt_(std::move(options)), catalogue_(catalogue) {}
 
@@ -142,6 +165,7 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   rec.summary = false;
   rec.extra_env = vars.value();
   rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps));
+  if (opt_.compare_loss) rec.extra_env.emplace_back("TRACETUNE_RECORD_LOSS", "1");
   rec.timeout_s = opt_.timeout_s;
   rec.job_log = dir / "job.log";
   auto outcome = collector::record(rec);
@@ -164,6 +188,15 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   auto stats = measure_steps(tr.value(), opt_.warmup);
   if (!stats) return finish(TrialStatus::NoSteps, stats.error());
   t.stats = stats.value();
+  if (opt_.compare_loss) {
+    std::vector<double> losses = recorded_losses(tr.value());
+    const bool substitutes = std::any_of(candidate.settings.begin(), candidate.settings.end(),
+                                         [](const auto& s) { return s.first.starts_with("kernels."); });
+    if (candidate.settings.empty() && baseline_losses_.empty()) baseline_losses_ = std::move(losses);
+    else if (substitutes)
+      if (auto why = loss_mismatch(baseline_losses_, losses, opt_.loss_rtol); !why.empty())
+        return finish(TrialStatus::Refused, "loss parity: " + why);
+  }
   return finish(TrialStatus::Ok, "");
 }
 

@@ -17,6 +17,8 @@
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/tuner/apply.h"
+#include "tracetune/tuner/kernel_bench.h"
+#include "tracetune/tuner/substitutions.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_writer.h"
@@ -97,6 +99,59 @@ class LiveTable {
 };
 
 
+// `tune --kernels`: `bench kernels` first (micro-benchmarks + parity, in the job's Python);
+// each substitution it keeps is searched first, as a trial on the real job, and stays only if
+// the job's steps are faster beyond noise, like any knob value.
+// Which catalogue entries the trace shows (share of step time of their kernels or ops).
+struct KernelMatch {
+  bool has_op_data = false;
+  std::vector<SubstitutionShare> shares;
+};
+
+KernelMatch match_kernels(const trace::Trace& t) {
+  KernelMatch m;
+  auto subs = builtin_substitutions();
+  if (subs) m.shares = substitution_shares(t, subs.value(), &m.has_op_data);
+  else say("tune: the built-in substitution catalogue is broken: " + subs.error());
+  return m;
+}
+
+void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const fs::path& work, const KernelMatch& match,
+                           std::vector<KnobPlan>& plan) {
+  KernelBenchOptions kb;
+  kb.python = opt.kernels_python;
+  kb.args = opt.kernels_args;
+  if (match.has_op_data) {
+    std::string only;
+    for (const auto& s : match.shares) {
+      if (!opt.quiet) say(fmt::format("tune: substitution {}: its ops take {:.1f}% of the step time{}", s.id, 100 * s.share,
+                                      s.matched ? "" : " (below its min_share: not measured)"));
+      if (s.matched) only += (only.empty() ? "" : ",") + s.id;
+    }
+    if (only.empty()) return;
+    kb.args.insert(kb.args.end(), {"--only", only});
+  } else if (!opt.quiet) {
+    say("tune: the trace has no per-op events (kernels or aten:: ops): every substitution is measured");
+  }
+  if (opt.allow_numerics) kb.args.push_back("--allow-numerics");
+  const fs::path kept = work / "kernels-kept.txt";
+  if (!opt.quiet) say("tune: kernel substitutions: micro-benchmarks and parity checks (tracetune bench kernels)");
+  const int rc = run_kernel_bench(kb, kept);
+  auto chosen = rc == 0 ? read_kept_kernels(kept, cat) : Result<std::vector<std::pair<std::string, Value>>>(
+                                                                make_error(fmt::format("exit code {}", rc)));
+  if (!chosen) {
+    say("tune: kernel substitutions not tried: bench kernels failed (" + chosen.error() + ")");
+    return;
+  }
+  std::vector<KnobPlan> front;
+  for (const auto& [id, value] : chosen.value()) {
+    plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; }), plan.end());
+    front.push_back(KnobPlan{cat.find(id), {value}, {"kernels"}});
+  }
+  if (!opt.quiet && front.empty()) say("tune: no kernel substitution passed parity and beat stock");
+  plan.insert(plan.begin(), front.begin(), front.end());
+}
+
 }  // namespace
 
 int run_tune(const TuneOptions& opt) {
@@ -125,6 +180,7 @@ int run_tune(const TuneOptions& opt) {
 
   // Findings of a given trace first: a broken trace is a usage error, before any trial runs.
   std::vector<FindingRef> findings;
+  KernelMatch kernel_match;
   if (!opt.trace.empty()) {
     auto t = trace::load_any(opt.trace);
     if (!t) {
@@ -132,6 +188,7 @@ int run_tune(const TuneOptions& opt) {
       return 1;
     }
     findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, opt.trace.string()));
+    if (opt.kernels) kernel_match = match_kernels(t.value());
   }
 
   auto work = make_private_tempdir("tracetune-tune");
@@ -146,6 +203,7 @@ int run_tune(const TuneOptions& opt) {
   jopt.warmup = opt.warmup;
   jopt.timeout_s = opt.timeout_s;
   jopt.allow_numerics = opt.allow_numerics;
+  jopt.compare_loss = opt.kernels;  // loss_rtol: the fp32 numerics class of substitutions.toml
   jopt.trace = {"io", "nvtx", "python", "cuda", "nccl"};  // every trial is recorded alike
   JobTrialRunner runner(jopt, cat.value());
   LiveTable table(opt.quiet);
@@ -174,6 +232,7 @@ int run_tune(const TuneOptions& opt) {
       return 1;
     }
     findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, baseline.trace.string()));
+    if (opt.kernels) kernel_match = match_kernels(t.value());
   }
 
   TuneSummary summary;
@@ -183,6 +242,7 @@ int run_tune(const TuneOptions& opt) {
   summary.warmup = opt.warmup;
   summary.steps = opt.steps;
   summary.plan = plan_search(findings, cat.value(), opt.allow_numerics, &summary.skipped);
+  if (opt.kernels) add_kernel_candidates(opt, cat.value(), work.value(), kernel_match, summary.plan);
   if (!opt.quiet) {
     if (findings.empty()) say("tune: the analysis found no bottleneck a knob addresses");
     for (const auto& f : findings) say(fmt::format("  finding {} (estimated gain {:.0f}% of the step)", f.id, f.gain_share * 100));

@@ -39,6 +39,9 @@ SPEC = {
     "optimizer.foreach": ("bool", None, None),
     "optimizer.fused": ("bool", None, None),
     "torch.num_threads": ("int", 1, 1024),
+    "kernels.layernorm": ("enum", ("stock", "tracetune"), None),
+    "kernels.cross_entropy": ("enum", ("stock", "tracetune"), None),
+    "kernels.optimizer": ("enum", ("stock", "tracetune"), None),
 }
 NUMERICS = {"ddp.comm_hook": "none", "torch.tf32_matmul": False, "torch.cudnn_tf32": False, "amp.dtype": "none"}
 
@@ -163,8 +166,25 @@ def _apply_torch(torch):
         _patch_set_num_threads(torch)
     if settings.get("compile.mode", "none") != "none" and not hasattr(torch, "compile"):
         _once("compile", f"compile.mode: torch.compile needs PyTorch 2.0 or newer (this is {torch.__version__}); not applied")
+    _apply_kernels(torch)
     if settings.get("amp.dtype") == "fp16":
         _once("amp-fp16", "amp.dtype = fp16: not applied (fp16 needs a GradScaler in the training loop); use bf16 or add autocast in code")
+
+
+def _apply_kernels(torch):
+    """The kernels.* substitutions (plugins/python/tracetune/_kernels.py)."""
+    wanted = [k for k in ("kernels.layernorm", "kernels.cross_entropy", "kernels.optimizer")
+              if settings.get(k, "stock") == "tracetune"]
+    if not wanted:
+        return
+    from tracetune import _kernels
+    if _kernels.library("cpu") is None:
+        _once("kernels-lib", f"kernels.*: {_kernels.unavailable('cpu')}; PyTorch's operators are kept")
+        return
+    install = {"kernels.layernorm": _kernels.install_layernorm, "kernels.cross_entropy": _kernels.install_cross_entropy,
+               "kernels.optimizer": _kernels.install_optimizers}
+    for knob in wanted:
+        install[knob](torch)
 
 
 def _patch_set_num_threads(torch):

@@ -207,6 +207,28 @@ def _patch_autograd(module) -> None:
     module.backward = backward
 
 
+def _patch_tensor_backward_loss(torch) -> None:
+    """TRACETUNE_RECORD_LOSS=1 (set by `tracetune tune --kernels` for every trial): the value
+    of each scalar tensor the job calls backward() on (its loss) becomes a `tracetune.loss`
+    counter, so the tuner can compare the loss of a substitution's trial with the baseline's.
+    Reading the value synchronises a GPU stream once per step, in every trial alike."""
+    cls = torch.Tensor
+    original = cls.backward
+    if getattr(original, "_tracetune_wrapped", False):
+        return
+
+    def backward(self, *args, **kwargs):
+        if self.dim() == 0 and self.requires_grad:
+            try:
+                _collector.counter("tracetune.loss", float(self.detach()))
+            except Exception:  # never break the job
+                pass
+        return original(self, *args, **kwargs)
+
+    backward._tracetune_wrapped = True
+    cls.backward = backward
+
+
 _PATCHES = {
     "torch.utils.data.dataloader": _patch_dataloader,
     "torch.optim.optimizer": lambda m: None,  # patched via torch.optim, after all optimizers load
@@ -226,3 +248,5 @@ def install() -> None:
     _installed = True
     for name, patch in _PATCHES.items():
         _imphook.on_import(name, patch)
+    if os.environ.get("TRACETUNE_RECORD_LOSS") == "1":
+        _imphook.on_import("torch", _patch_tensor_backward_loss)

@@ -27,6 +27,9 @@ ApplyPlan make_plan(const TunedConfig& config, const std::string& source);
 // Where the NCCL tuner plugin lives: ../lib/tracetune next to the executable when installed,
 // else the build tree.
 std::filesystem::path nccl_tuner_plugin_path();
+// The kernel pack (libtracetune_kernels.so, or the CUDA one), installed or in the build tree;
+// empty when not found. The Python integration is told its path for kernels.* settings.
+std::filesystem::path kernels_library_path(bool cuda);
 
 // The job's environment: `base` with the plan's variables set (replacing inherited values),
 // PYTHONPATH prepended with `python_dir` when there are Python knobs, and the file variables.
@@ -41,6 +44,9 @@ std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, con
 // and the tuner's trials, so a trial applies a candidate exactly as `run --config` would.
 Result<std::vector<std::pair<std::string, std::string>>> write_plan_files(const ApplyPlan& plan,
                                                                           const std::filesystem::path& dir);
+
+// Writes `text` to a new file `path` (must not exist), mode 0600, not following links.
+Status write_private(const std::filesystem::path& path, const std::string& text);
 
 // A fresh private directory ($TMPDIR/<prefix>-XXXXXX, mode 0700).
 Result<std::filesystem::path> make_private_tempdir(const std::string& prefix);

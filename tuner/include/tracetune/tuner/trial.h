@@ -66,7 +66,17 @@ struct JobTrialOptions {
   double timeout_s = 120;          // per trial; then SIGTERM, SIGKILL 5 s later
   bool allow_numerics = false;     // written into each candidate config's [meta]
   std::vector<std::string> trace = {"python"};  // what a trial records (steps are enough)
+  // Loss parity (`tune --kernels`): every trial records the job's loss (TRACETUNE_RECORD_LOSS,
+  // a `tracetune.loss` counter); a trial with a kernels.* setting is Refused when its per-step
+  // losses differ from the baseline's by more than loss_rtol (relative) at any common step.
+  bool compare_loss = false;
+  double loss_rtol = 1e-4;
 };
+
+// The `tracetune.loss` counter values of a trace, in time order.
+std::vector<double> recorded_losses(const trace::Trace& t);
+// "" when `got` matches `want` within rtol at every common step (and both have some), else why not.
+std::string loss_mismatch(const std::vector<double>& want, const std::vector<double>& got, double rtol);
 
 // Runs the job through the collector (collector::record) with the candidate applied exactly
 // as `tracetune run --config` applies it: the candidate is written as a tuned config, checked
@@ -84,6 +94,7 @@ class JobTrialRunner final : public TrialRunner {
   const Catalogue& catalogue_;
   int count_ = 0;
   bool interrupted_ = false;
+  std::vector<double> baseline_losses_;  // of the first trial without settings (compare_loss)
 };
 
 }  // namespace tt::tuner
