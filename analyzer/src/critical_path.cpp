@@ -13,7 +13,9 @@
 #include "critical_path.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
+#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -128,7 +130,8 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, RankGraph& g) {
 // `raw` arrives holding the rank's matched collective calls (kind Communication) by track.
 void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<std::uint32_t, std::vector<HostMark>> raw,
                     RankGraph& g) {
-  std::unordered_map<std::uint32_t, std::vector<Interval>> busy;
+  // per track, ranges and calls each come sorted by start (finalize's order): two sorted unions
+  std::unordered_map<std::uint32_t, std::vector<Interval>> busy, busy_calls;
   std::unordered_map<std::uint32_t, bool> launched;  // correlation ids of the rank's GPU ops
   for (const auto& op : g.ops)
     if (op.corr) launched[op.corr] = true;
@@ -141,7 +144,7 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
   for_rank_tracks(t, t.slices_api_calls(), process, false, [&](std::uint32_t i) {
     const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
     const auto tr = t.api_calls.track[i];
-    busy[tr].push_back({s, e});
+    busy_calls[tr].push_back({s, e});
     if (is_sync_call_name(t.strings.get(t.api_calls.name[i]))) raw[tr].push_back({s, e, PathKind::Sync, t.api_calls.name[i]});
     const auto c = t.api_calls.correlation[i];
     if (c && launched.count(c)) {
@@ -149,9 +152,11 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
       g.launches.try_emplace(c, LaunchRef{s, e, tr});
     }
   });
-  for (const auto& [tr, marks] : raw)
+  for (auto& [tr, marks] : raw)  // matched collective calls
     for (const auto& m : marks)
-      if (m.kind == PathKind::Communication) busy[tr].push_back({m.s, m.e});
+      if (m.kind == PathKind::Communication) busy_calls[tr].push_back({m.s, m.e});
+  for (auto& [tr, iv] : busy_calls)
+    std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
   for (auto& [tr, marks] : raw) {
     std::sort(marks.begin(), marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
     HostThread& th = g.threads[tr];
@@ -162,7 +167,7 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
       for (const auto& m : marks)
         if (m.kind == k) { mine.push_back({m.s, m.e}); src.push_back(&m); }
       if (src.empty()) continue;
-      const IntervalSet set = IntervalSet::union_of(std::move(mine)).subtract(taken);
+      const IntervalSet set = IntervalSet::union_of_sorted(mine).subtract(taken);
       for (const auto& iv : set.intervals()) {
         // the mark that began last at or before the interval names it
         auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
@@ -173,7 +178,11 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
     }
     std::sort(th.marks.begin(), th.marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
   }
-  for (auto& [tr, iv] : busy) g.threads[tr].busy = IntervalSet::union_of(std::move(iv));
+  for (auto& [tr, iv] : busy) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
+  for (auto& [tr, iv] : busy_calls) {
+    auto& b = g.threads[tr].busy;
+    b = b.unite(IntervalSet::union_of_sorted(iv));
+  }
 }
 
 struct RawSegment {
@@ -187,8 +196,10 @@ struct RawSegment {
 // The backward walk. One instance serves every step of every rank.
 class PathWalker {
  public:
-  PathWalker(const Trace& t, const std::vector<RankGraph>& graphs, const CollectiveGroups& groups, Ns queue_gap)
-      : t_(t), g_(graphs), groups_(groups), queue_gap_(queue_gap) {
+  // `rank_numbers`: the job's rank of each graph, readable while other threads fill `graphs`
+  PathWalker(const Trace& t, const std::vector<RankGraph>& graphs, std::vector<std::int32_t> rank_numbers,
+             const CollectiveGroups& groups, Ns queue_gap)
+      : t_(t), g_(graphs), rank_numbers_(std::move(rank_numbers)), groups_(groups), queue_gap_(queue_gap) {
     for (const auto& grp : groups_) {
       std::size_t last = 0;
       for (std::size_t i = 1; i < grp.size(); ++i)
@@ -237,6 +248,7 @@ class PathWalker {
 
   const Trace& t_;
   const std::vector<RankGraph>& g_;
+  std::vector<std::int32_t> rank_numbers_;
   const CollectiveGroups& groups_;
   std::vector<std::size_t> last_;  // per group: index of the last arrival
   Ns queue_gap_;
@@ -332,7 +344,7 @@ class PathWalker {
       return resume_host(s, last.rank, cut);
     }
     const Ns a = std::max(arrived, lo_);
-    emit(a, std::max(a, cut), PathKind::RankWait, g_[last.rank].rank, s.track, name);
+    emit(a, std::max(a, cut), PathKind::RankWait, rank_numbers_[last.rank], s.track, name);
     s.t = a;
     if (op != kNone && a > lo_) s = {s.r, At::GpuStart, kNone, op, a};
   }
@@ -451,24 +463,49 @@ RankGraph build_graph(const Trace& t, const RankMetrics& rm, std::size_t rank_in
 
 }  // namespace
 
+// The job path holds every rank's graph at once (~60 bytes per event): above this many GPU
+// ops in the trace it is left out, with a note, so analysis stays within its memory budget.
+constexpr std::size_t kJobPathMaxOps = 2'000'000;
+
 void compute_critical_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
-  std::vector<RankGraph> graphs;
-  graphs.reserve(M.ranks.size());
-  for (std::size_t i = 0; i < M.ranks.size(); ++i) graphs.push_back(build_graph(t, M.ranks[i], i, groups));
-  PathWalker walker(t, graphs, groups, opt.kernel_wait_threshold);
-  for (std::size_t i = 0; i < M.ranks.size(); ++i) {
-    auto& r = M.ranks[i];
-    if (r.main_track == kNone) {
-      r.notes.push_back("no host thread: the critical path is not determined");
-      continue;
+  const std::size_t total_ops = t.kernels.size() + t.memcpys.size() + t.memsets.size();
+  const bool job = M.ranks.size() >= 2 && total_ops <= kJobPathMaxOps;
+  if (M.ranks.size() >= 2 && !job)
+    M.notes.push_back(fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its "
+                                  "graphs may hold at once",
+                                  total_ops, kJobPathMaxOps));
+  // per rank, in parallel: a rank's own path never leaves its graph, which is dropped after
+  // unless the job path needs it
+  std::vector<RankGraph> graphs(M.ranks.size());
+  std::vector<std::int32_t> rank_numbers;
+  for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < M.ranks.size();) {
+      auto& r = M.ranks[i];
+      if (r.main_track == kNone) {
+        r.notes.push_back("no host thread: the critical path is not determined");
+        continue;
+      }
+      graphs[i] = build_graph(t, r, i, groups);
+      PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
+      for (const auto& st : r.steps) r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
+      if (!job) graphs[i] = RankGraph{};
+      std::size_t incomplete = 0;
+      for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
+      if (incomplete)
+        r.notes.push_back(
+            fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
     }
-    for (const auto& st : r.steps) r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
-    std::size_t incomplete = 0;
-    for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
-    if (incomplete)
-      r.notes.push_back(fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
-  }
-  if (M.ranks.size() < 2) return;
+  };
+  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, M.ranks.size()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  if (!job) return;
+  PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
   // per step number, the rank that ended it last
   std::map<std::int64_t, std::pair<Ns, std::size_t>> last_end;
   std::map<std::int64_t, std::size_t> ranks_with;
