@@ -489,6 +489,49 @@ TEST(CriticalPath, CollectiveGatedByALateRank) {
   EXPECT_EQ(job.by_rank[1], (std::pair<std::int32_t, Ns>{1, 610 * kUs}));
 }
 
+TEST(CriticalPath, LateStartAfterTheLaunchIsAGpuWait) {
+  // the kernel starts 98 µs after its launch call returned, with nothing before it on the stream
+  Builder b;
+  b.step(0, 0, 500 * kUs);
+  b.kernel("late", 0, 100 * kUs, 400 * kUs);
+  b.api("cudaDeviceSynchronize", 3 * kUs, 500 * kUs);
+  const StepPath& p = b.run().metrics.ranks[0].paths.at(0);
+  EXPECT_EQ(p.length, 500 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Sync), 100 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuCompute), 300 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuWait), 98 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Launch), 2 * kUs);
+}
+
+TEST(CriticalPath, CpuRanksBlockInCollectiveCallsUntilTheLastArrives) {
+  // two GPU-less ranks; rank 1 waits 600 µs for data before joining the all-reduce rank 0 entered at 100 µs
+  Builder b;
+  trace::Process p1;
+  p1.pid = 200;
+  p1.rank = 1;
+  const auto main1 = b.t.add_thread({b.t.add_process(p1), 200, "main"});
+  const auto op = b.t.strings.intern("allreduce"), comm = b.t.strings.intern("pg0");
+  b.step(0, 0, 1000 * kUs);
+  b.t.collectives.push(100 * kUs, 800 * kUs, b.main, op, op, 1024, 256, 0, 2, comm, trace::CollectiveSide::Host, 0);
+  b.t.steps.push_span(0, 1000 * kUs, main1, b.t.strings.intern("ProfilerStep#0"));
+  b.t.steps.number.push_back(0);
+  b.t.ranges.push(0, 600 * kUs, main1, b.t.strings.intern("DataLoader: waiting for batch"), trace::RangeKind::UserAnnotation,
+                  b.t.strings.intern("user"));
+  b.t.collectives.push(600 * kUs, 300 * kUs, main1, op, op, 1024, 256, 0, 2, comm, trace::CollectiveSide::Host, 0);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 2u);
+  const StepPath& r0 = a.metrics.ranks[0].paths.at(0);
+  EXPECT_EQ(r0.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::Communication), 300 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::RankWait), 500 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::HostCompute), 200 * kUs);
+  ASSERT_EQ(a.metrics.job_paths.size(), 1u);
+  const StepPath& job = a.metrics.job_paths[0];
+  EXPECT_EQ(job.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(job, PathKind::DataWait), 600 * kUs);
+  EXPECT_EQ(job.by_rank, (std::vector<std::pair<std::int32_t, Ns>>{{0, 400 * kUs}, {1, 600 * kUs}}));
+}
+
 // ---- rules one by one, each on both sides of its threshold ----
 
 RankMetrics base_rank(bool gpu) {
