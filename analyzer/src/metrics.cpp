@@ -20,6 +20,8 @@
 #include "tracetune/analyzer/kernel_class.h"
 #include "tracetune/trace/importers.h"
 
+#include "critical_path.h"
+
 namespace tt::analyzer {
 
 using trace::kNone;
@@ -31,6 +33,19 @@ Ns percentile(std::vector<Ns> v, double p) {
   const auto k = static_cast<std::size_t>(std::clamp(p, 0.0, 1.0) * static_cast<double>(v.size() - 1) + 0.5);
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];
+}
+
+bool is_data_wait_name(std::string_view n) {
+  if (n == "DataLoader: waiting for batch") return true;  // our Python integration
+  // PyTorch profiler: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+  return n.find("DataLoader") != std::string_view::npos && n.find("__next__") != std::string_view::npos;
+}
+
+bool is_sync_call_name(std::string_view n) {
+  if (n.find("Synchronize") != std::string_view::npos) return true;  // cuda/cu/hip*Synchronize
+  // synchronous copies block the host until the GPU has drained the stream
+  return n == "cudaMemcpy" || n == "cudaMemcpy2D" || n == "hipMemcpy" || n == "cuMemcpyDtoH_v2" ||
+         n == "cuMemcpyDtoH" || n == "cudaMemcpyFromSymbol";
 }
 
 namespace {
@@ -60,19 +75,6 @@ double us_double(Ns ns) {
 }
 Ns hta_start(Ns ns) { return static_cast<Ns>(std::ceil(us_double(ns))) * 1000; }
 Ns hta_end(Ns start, Ns dur) { return static_cast<Ns>(std::floor(us_double(start) + us_double(dur))) * 1000; }
-
-bool is_data_wait_name(std::string_view n) {
-  if (n == "DataLoader: waiting for batch") return true;  // our Python integration
-  // PyTorch profiler: "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
-  return n.find("DataLoader") != std::string_view::npos && n.find("__next__") != std::string_view::npos;
-}
-
-bool is_sync_call_name(std::string_view n) {
-  if (n.find("Synchronize") != std::string_view::npos) return true;  // cuda/cu/hip*Synchronize
-  // synchronous copies block the host until the GPU has drained the stream
-  return n == "cudaMemcpy" || n == "cudaMemcpy2D" || n == "hipMemcpy" || n == "cuMemcpyDtoH_v2" ||
-         n == "cuMemcpyDtoH" || n == "cudaMemcpyFromSymbol";
-}
 
 struct ApiRef {
   Ns start = 0, dur = 0;
@@ -159,6 +161,7 @@ class RankAnalyzer {
     classify_tracks();
     collect_api();
     collect_steps();
+    m_.main_track = main_track_;
     collect_gpu_ops();
     choose_window();
     build_sets();
@@ -813,7 +816,7 @@ std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std
   return out;
 }
 
-void cross_rank(const Trace& t, Metrics& M) {
+void cross_rank(const Trace& t, Metrics& M, CollectiveGroups& groups) {
   auto& X = M.cross;
   X.ranks = M.ranks.size();
   std::vector<std::pair<Ns, std::int32_t>> med;
@@ -858,13 +861,14 @@ void cross_rank(const Trace& t, Metrics& M) {
       if (c->second) comm_kernels[it->second].push_back(i);
     }
   }
-  std::map<std::tuple<trace::StringId, trace::StringId, std::size_t>, std::vector<std::pair<Ns, std::size_t>>> arrivals;
+  std::map<std::tuple<trace::StringId, trace::StringId, std::size_t>, std::vector<Arrival>> arrivals;
   for (std::size_t r = 0; r < comm_kernels.size(); ++r) {
     auto& v = comm_kernels[r];
     const auto& k = t.kernels;
     std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return k.start[a] < k.start[b]; });
     std::unordered_map<trace::StringId, std::size_t> ordinal;
-    for (std::size_t i : v) arrivals[{kByKernel, k.name[i], ordinal[k.name[i]]++}].push_back({k.start[i], r});
+    for (std::size_t i : v)
+      arrivals[{kByKernel, k.name[i], ordinal[k.name[i]]++}].push_back({k.start[i], k.end(i), r, k.track[i], false});
   }
   for (std::size_t r = 0; r < rows.size(); ++r) {
     std::sort(rows[r].begin(), rows[r].end(), [&](std::size_t a, std::size_t b) { return c.start[a] < c.start[b]; });
@@ -872,21 +876,23 @@ void cross_rank(const Trace& t, Metrics& M) {
     for (std::size_t i : rows[r]) {
       const auto key = std::make_pair(c.communicator[i], c.op[i]);
       const std::size_t k = ordinal[key]++;
-      arrivals[{key.first, key.second, k}].push_back({c.start[i], r});
+      arrivals[{key.first, key.second, k}].push_back(
+          {c.start[i], c.end(i), r, c.track[i], c.side[i] == trace::CollectiveSide::Host});
     }
   }
   std::vector<Ns> skews;
   std::vector<std::uint64_t> last_count(M.ranks.size(), 0);
   for (auto& [key, v] : arrivals) {
     if (v.size() < 2) continue;
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    skews.push_back(hi->first - lo->first);
-    ++last_count[hi->second];
-    for (const auto& [arrived, r] : v) {
-      auto& cs = M.ranks[r].collectives;
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](const Arrival& a, const Arrival& b) { return a.start < b.start; });
+    skews.push_back(hi->start - lo->start);
+    ++last_count[hi->rank];
+    for (const auto& a : v) {
+      auto& cs = M.ranks[a.rank].collectives;
       ++cs.matched;
-      cs.arrival_wait += hi->first - arrived;
+      cs.arrival_wait += hi->start - a.start;
     }
+    groups.push_back(std::move(v));
   }
   for (std::size_t r = 0; r < M.ranks.size(); ++r) M.ranks[r].collectives.last_arrivals = last_count[r];
   X.matched_collectives = skews.size();
@@ -931,7 +937,9 @@ Metrics compute_metrics(const Trace& t, const Options& opt) {
   for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
-  cross_rank(t, M);
+  CollectiveGroups groups;
+  cross_rank(t, M, groups);
+  if (!opt.hta_compat) compute_critical_paths(t, opt, groups, M);
   // Ranks are numbered 0..N-1: a gap means a rank's file or records are missing.
   if (opt.rank < 0) {
     std::set<std::int32_t> present;

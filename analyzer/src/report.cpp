@@ -1,4 +1,6 @@
 // Reports: JSON (for tools), text (for terminals) and Markdown (for sharing).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
@@ -93,6 +95,44 @@ void write_breakdown(Json& j, const GpuBreakdown& g) {
   for (int i = 0; i < 8; ++i) j.kv(kNames[i], g.exclusive[i]);
   j.end_object();
   j.end_object();
+}
+
+// Critical paths (docs/analysis.md, "Critical path"): one object per step.
+void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& paths) {
+  j.key(key).begin_array();
+  for (const auto& p : paths) {
+    j.begin_object();
+    j.kv("step", p.step);
+    j.kv("rank", p.rank);
+    j.kv("start_ns", p.start);
+    j.kv("end_ns", p.end);
+    j.kv("length_ns", p.length);
+    j.kv("complete", p.complete);
+    j.key("by_kind_ns").begin_object();
+    for (std::size_t k = 0; k < kPathKinds; ++k) j.kv(to_string(static_cast<PathKind>(k)), p.by_kind[k]);
+    j.end_object();
+    j.key("by_rank").begin_array();
+    for (const auto& [rank, ns] : p.by_rank) {
+      j.begin_object();
+      j.kv("rank", rank);
+      j.kv("ns", ns);
+      j.end_object();
+    }
+    j.end_array();
+    j.key("top").begin_array();
+    for (const auto& sg : p.top) {
+      j.begin_object();
+      j.kv("kind", to_string(sg.kind));
+      j.kv("rank", sg.rank);
+      j.kv("what", sg.what);
+      j.kv("start_ns", sg.start);
+      j.kv("end_ns", sg.end);
+      j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
 }
 
 void write_rank(Json& j, const RankMetrics& r) {
@@ -239,6 +279,7 @@ void write_rank(Json& j, const RankMetrics& r) {
     j.end_object();
   }
   j.end_array();
+  write_paths(j, "critical_path", r.paths);
   j.key("notes").begin_array();
   for (const auto& n : r.notes) j.str(n);
   j.end_array();
@@ -337,6 +378,7 @@ std::string render_json(const Analysis& a) {
   j.kv("last_arriver", X.last_arriver);
   j.kv("last_arriver_share", X.last_arriver_share);
   j.end_object();
+  write_paths(j, "job_critical_path", a.metrics.job_paths);
   j.key("notes").begin_array();
   for (const auto& n : a.metrics.notes) j.str(n);
   j.end_array();
@@ -346,6 +388,33 @@ std::string render_json(const Analysis& a) {
 }
 
 namespace {
+
+// "critical path (N steps, T): 41% gpu_compute, 30% launch, ...; longest: ..." over all steps
+std::string path_summary(std::string_view title, const std::vector<StepPath>& paths) {
+  Ns total = 0, by_kind[kPathKinds] = {};
+  const PathSegment* longest = nullptr;
+  for (const auto& p : paths) {
+    total += p.length;
+    for (std::size_t k = 0; k < kPathKinds; ++k) by_kind[k] += p.by_kind[k];
+    for (const auto& sg : p.top)
+      if (!longest || sg.end - sg.start > longest->end - longest->start) longest = &sg;
+  }
+  std::vector<std::size_t> order(kPathKinds);
+  for (std::size_t k = 0; k < kPathKinds; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return by_kind[a] > by_kind[b]; });
+  std::string parts;
+  for (std::size_t k : order) {
+    if (by_kind[k] == 0 || pct(by_kind[k], total) < 0.5) continue;
+    parts += fmt::format("{}{:.0f}% {}", parts.empty() ? "" : ", ", pct(by_kind[k], total), to_string(static_cast<PathKind>(k)));
+  }
+  std::string o = fmt::format("{} ({} step{}, {:.1f} ms): {}\n", title, paths.size(), paths.size() == 1 ? "" : "s", ms(total), parts);
+  if (longest) {
+    std::string what = longest->what.size() > 60 ? longest->what.substr(0, 57) + "..." : longest->what;
+    o += fmt::format("    longest segment: {:.2f} ms {} on rank {} ({})\n", ms(longest->end - longest->start),
+                     to_string(longest->kind), longest->rank, what);
+  }
+  return o;
+}
 
 struct Style {
   bool color;
@@ -479,6 +548,7 @@ std::string render_text(const Analysis& a, bool color) {
       o += fmt::format("  collective wait: {} at {} collectives matched across ranks, waiting for the last rank to "
                        "arrive; last to arrive {} times\n",
                        dur(r.collectives.arrival_wait), r.collectives.matched, r.collectives.last_arrivals);
+    if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
     for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
   }
   const auto& X = M.cross;
@@ -492,6 +562,7 @@ std::string render_text(const Analysis& a, bool color) {
                        "rank {} ({:.0f}%)\n",
                        dur(X.arrival_skew_median), dur(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
                        100 * X.last_arriver_share);
+    if (!M.job_paths.empty()) o += path_summary("  job critical path", M.job_paths);
   }
   for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", note)) + "\n";
   return o;

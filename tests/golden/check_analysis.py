@@ -50,9 +50,42 @@ def digest(doc):
             "collectives": r["collectives"]["count"],
             "top_kernel": r["top_kernels"][0]["name"] if r["top_kernels"] else None,
             "notes": r["notes"]})
+        out["ranks"][-1]["critical_path_us"] = path_digest(r["critical_path"])
     out["cross_rank"] = {k: doc["cross_rank"][k] for k in ("ranks", "slowest_rank", "matched_collectives")}
+    out["job_critical_path_us"] = path_digest(doc["job_critical_path"])
     out["notes"] = doc["notes"]
     return out
+
+
+def path_digest(paths):
+    """Critical-path time by kind summed over the steps, and the rank each step's path starts on."""
+    total = {}
+    for p in paths:
+        for k, v in p["by_kind_ns"].items():
+            total[k] = total.get(k, 0) + v
+    return {"steps": len(paths), "by_kind": {k: round(v / 1000) for k, v in total.items() if v},
+            "ranks": sorted({b["rank"] for p in paths for b in p["by_rank"]})}
+
+
+def check_paths(doc):
+    """Every critical path tiles its step: its length is the measured step time, its kinds add up."""
+    failures = []
+    for r in doc["ranks"]:
+        walls = {s["number"]: s["wall_ns"] for s in r["steps"]}
+        for p in r["critical_path"]:
+            want = walls.get(p["step"])
+            if p["length_ns"] != want or p["end_ns"] - p["start_ns"] != want:
+                failures.append(f"rank {r['rank']} step {p['step']}: path {p['length_ns']} ns, step {want} ns")
+            if sum(p["by_kind_ns"].values()) != p["length_ns"] or sum(b["ns"] for b in p["by_rank"]) != p["length_ns"]:
+                failures.append(f"rank {r['rank']} step {p['step']}: kinds or ranks do not add up to the path")
+            if not p["complete"]:
+                failures.append(f"rank {r['rank']} step {p['step']}: the walk stopped before the step's start")
+        if r["has_steps"] and len(r["critical_path"]) != len(r["steps"]):
+            failures.append(f"rank {r['rank']}: {len(r['critical_path'])} paths for {len(r['steps'])} steps")
+    for p in doc["job_critical_path"]:
+        if p["length_ns"] != p["end_ns"] - p["start_ns"] or sum(p["by_kind_ns"].values()) != p["length_ns"]:
+            failures.append(f"job path of step {p['step']}: {p['length_ns']} ns for a {p['end_ns'] - p['start_ns']} ns step")
+    return failures
 
 
 def check_hta(doc, name, ref):
@@ -111,7 +144,13 @@ def main():
         for f in failures:
             print("FAIL:", f)
         return 1 if failures else 0
-    got = digest(analyze(a.tracetune, a.input))
+    doc = analyze(a.tracetune, a.input)
+    failures = check_paths(doc)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        return 1
+    got = digest(doc)
     expected_path = Path(a.expected_dir) / f"{a.name}.analysis.json"
     text = json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     if a.update:

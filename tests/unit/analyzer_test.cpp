@@ -396,6 +396,142 @@ TEST(Metrics, CollectiveWaitPerRank) {
   EXPECT_EQ(a.metrics.cross.arrival_skew_max, 45 * kUs);
 }
 
+// ---- critical path: each expected segment derivable by hand ----
+
+Ns path_kind(const StepPath& p, PathKind k) { return p.by_kind[static_cast<std::size_t>(k)]; }
+
+TEST(CriticalPath, DataWaitLaunchKernelSyncHost) {
+  // step [0, 1000) µs: data wait [0, 300), launch at 300, kernel [305, 700), sync [310, 710), host after
+  Builder b;
+  b.step(0, 0, 1000 * kUs);
+  b.range("DataLoader: waiting for batch", 0, 300 * kUs);
+  b.kernel("my_gemm", 300 * kUs, 305 * kUs, 700 * kUs);
+  b.api("cudaDeviceSynchronize", 310 * kUs, 710 * kUs);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks[0].paths.size(), 1u);
+  const StepPath& p = a.metrics.ranks[0].paths[0];
+  EXPECT_TRUE(p.complete);
+  EXPECT_EQ(p.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::HostCompute), 290 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Sync), 10 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuCompute), 395 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Launch), 5 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::DataWait), 300 * kUs);
+  ASSERT_FALSE(p.top.empty());
+  EXPECT_EQ(p.top[0].kind, PathKind::GpuCompute);
+  EXPECT_EQ(p.top[0].what, "my_gemm");
+}
+
+TEST(CriticalPath, StreamOrderQueueGapAndStepClipping) {
+  // two kernels queued at once: K2 waits for K1 on the stream (a 5 µs gap: launch overhead);
+  // a second step starts while K2's successor of the first step still runs (clipped)
+  Builder b;
+  b.step(0, 0, 1000 * kUs);
+  b.kernel("k1", 0, 10 * kUs, 500 * kUs);
+  b.kernel("k2", 3 * kUs, 505 * kUs, 900 * kUs);
+  b.api("cudaStreamSynchronize", 6 * kUs, 905 * kUs);
+  b.step(1, 1000 * kUs, 1500 * kUs);
+  b.kernel("k3", 1000 * kUs, 1004 * kUs, 1400 * kUs);  // not waited for: the host ends the step
+  const Analysis a = b.run();
+  const auto& paths = a.metrics.ranks[0].paths;
+  ASSERT_EQ(paths.size(), 2u);
+  const StepPath& p = paths[0];
+  EXPECT_EQ(p.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::HostCompute), 95 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Sync), 5 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuCompute), (395 + 490) * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Launch), (5 + 10) * kUs);
+  // step 1: the launch call, then host compute to the step's end
+  EXPECT_EQ(paths[1].length, 500 * kUs);
+  EXPECT_EQ(path_kind(paths[1], PathKind::Launch), 2 * kUs);
+  EXPECT_EQ(path_kind(paths[1], PathKind::HostCompute), 498 * kUs);
+}
+
+TEST(CriticalPath, CollectiveGatedByALateRank) {
+  // rank 1 waits 600 µs for data, then joins the all-reduce rank 0 started at 100 µs
+  Builder b;
+  trace::Process p1;
+  p1.pid = 200;
+  p1.rank = 1;
+  const auto proc1 = b.t.add_process(p1);
+  std::uint32_t main1 = b.t.add_thread({proc1, 200, "main"});
+  trace::Device d1;
+  d1.process = proc1;
+  std::uint32_t stream1 = b.t.add_stream({b.t.add_device(d1), 7, ""});
+  const std::string nccl = "ncclKernel_AllReduce_RING_LL_Sum_float";
+  b.step(0, 0, 1000 * kUs);
+  b.kernel(nccl, 95 * kUs, 100 * kUs, 900 * kUs);
+  b.api("cudaStreamSynchronize", 97 * kUs, 905 * kUs);
+  // rank 1 on its own thread and stream
+  std::swap(b.main, main1);
+  std::swap(b.stream, stream1);
+  b.step(0, 0, 1000 * kUs);
+  b.range("DataLoader: waiting for batch", 0, 600 * kUs);
+  b.kernel(nccl, 600 * kUs, 610 * kUs, 900 * kUs);
+  b.api("cudaStreamSynchronize", 602 * kUs, 905 * kUs);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 2u);
+  ASSERT_EQ(a.metrics.cross.matched_collectives, 1u);
+  // rank 0 alone: the all-reduce waited 510 µs for rank 1
+  const StepPath& r0 = a.metrics.ranks[0].paths.at(0);
+  EXPECT_EQ(r0.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::RankWait), 510 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::Communication), 290 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::HostCompute), (95 + 95) * kUs);
+  // across ranks: the path crosses to rank 1 at its arrival and ends in its data wait
+  ASSERT_EQ(a.metrics.job_paths.size(), 1u);
+  const StepPath& job = a.metrics.job_paths[0];
+  EXPECT_EQ(job.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(job, PathKind::DataWait), 600 * kUs);
+  EXPECT_EQ(path_kind(job, PathKind::RankWait), 0);
+  ASSERT_EQ(job.by_rank.size(), 2u);
+  EXPECT_EQ(job.by_rank[0], (std::pair<std::int32_t, Ns>{0, 390 * kUs}));
+  EXPECT_EQ(job.by_rank[1], (std::pair<std::int32_t, Ns>{1, 610 * kUs}));
+}
+
+TEST(CriticalPath, LateStartAfterTheLaunchIsAGpuWait) {
+  // the kernel starts 98 µs after its launch call returned, with nothing before it on the stream
+  Builder b;
+  b.step(0, 0, 500 * kUs);
+  b.kernel("late", 0, 100 * kUs, 400 * kUs);
+  b.api("cudaDeviceSynchronize", 3 * kUs, 500 * kUs);
+  const StepPath& p = b.run().metrics.ranks[0].paths.at(0);
+  EXPECT_EQ(p.length, 500 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Sync), 100 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuCompute), 300 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuWait), 98 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::Launch), 2 * kUs);
+}
+
+TEST(CriticalPath, CpuRanksBlockInCollectiveCallsUntilTheLastArrives) {
+  // two GPU-less ranks; rank 1 waits 600 µs for data before joining the all-reduce rank 0 entered at 100 µs
+  Builder b;
+  trace::Process p1;
+  p1.pid = 200;
+  p1.rank = 1;
+  const auto main1 = b.t.add_thread({b.t.add_process(p1), 200, "main"});
+  const auto op = b.t.strings.intern("allreduce"), comm = b.t.strings.intern("pg0");
+  b.step(0, 0, 1000 * kUs);
+  b.t.collectives.push(100 * kUs, 800 * kUs, b.main, op, op, 1024, 256, 0, 2, comm, trace::CollectiveSide::Host, 0);
+  b.t.steps.push_span(0, 1000 * kUs, main1, b.t.strings.intern("ProfilerStep#0"));
+  b.t.steps.number.push_back(0);
+  b.t.ranges.push(0, 600 * kUs, main1, b.t.strings.intern("DataLoader: waiting for batch"), trace::RangeKind::UserAnnotation,
+                  b.t.strings.intern("user"));
+  b.t.collectives.push(600 * kUs, 300 * kUs, main1, op, op, 1024, 256, 0, 2, comm, trace::CollectiveSide::Host, 0);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks.size(), 2u);
+  const StepPath& r0 = a.metrics.ranks[0].paths.at(0);
+  EXPECT_EQ(r0.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::Communication), 300 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::RankWait), 500 * kUs);
+  EXPECT_EQ(path_kind(r0, PathKind::HostCompute), 200 * kUs);
+  ASSERT_EQ(a.metrics.job_paths.size(), 1u);
+  const StepPath& job = a.metrics.job_paths[0];
+  EXPECT_EQ(job.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(job, PathKind::DataWait), 600 * kUs);
+  EXPECT_EQ(job.by_rank, (std::vector<std::pair<std::int32_t, Ns>>{{0, 400 * kUs}, {1, 600 * kUs}}));
+}
+
 // ---- rules one by one, each on both sides of its threshold ----
 
 RankMetrics base_rank(bool gpu) {

@@ -124,6 +124,34 @@ struct CollectiveStats {
   std::uint64_t last_arrivals = 0;
 };
 
+// Critical path of a step (docs/analysis.md, "Critical path"): walking back from the step's end
+// through what each moment waited on (thread order, launch -> kernel, stream order, sync ->
+// the GPU op it waited for, data waits, collectives -> their last arriver), the path tiles the
+// step: its segments are contiguous and their lengths add up to the step time.
+enum class PathKind : std::uint8_t {
+  HostCompute, Launch, GpuCompute, Copy, Communication, GpuWait, RankWait, DataWait, Sync, Count
+};
+inline constexpr std::size_t kPathKinds = static_cast<std::size_t>(PathKind::Count);
+std::string_view to_string(PathKind);
+
+struct PathSegment {
+  Ns start = 0, end = 0;
+  PathKind kind = PathKind::HostCompute;
+  std::int32_t rank = -1;
+  std::string what;  // the kernel, call or thread
+};
+
+struct StepPath {
+  std::int64_t step = -1;        // step number (-1: the whole window)
+  std::int32_t rank = -1;        // the rank whose step it is (where the walk starts)
+  Ns start = 0, end = 0;         // the step's span
+  Ns length = 0;                 // sum of the segments: equals end - start
+  bool complete = true;          // false: the walk hit its guard and the rest is host compute
+  Ns by_kind[kPathKinds] = {};
+  std::vector<std::pair<std::int32_t, Ns>> by_rank;  // time on the path per rank (cross-rank walks)
+  std::vector<PathSegment> top;  // the longest segments, at most 5
+};
+
 struct RankMetrics {
   std::int32_t rank = -1;        // the job's rank, or the process index when unknown
   std::uint32_t process = trace::kNone;
@@ -149,6 +177,8 @@ struct RankMetrics {
   std::vector<KernelTotal> top_kernels;  // by total time, at most 10
   std::vector<StepMetrics> steps;
   Ns step_median = 0, step_p90 = 0, step_min = 0, step_max = 0;
+  std::uint32_t main_track = trace::kNone;  // the thread that marks steps (else the pid's thread)
+  std::vector<StepPath> paths;   // critical path per step, this rank alone (others' lateness: rank_wait)
   std::vector<std::string> notes;  // what could not be determined and why
 };
 
@@ -166,6 +196,9 @@ struct CrossRank {
 struct Metrics {
   std::vector<RankMetrics> ranks;
   CrossRank cross;
+  // With two ranks or more: per step number, the path from the rank that ended it last,
+  // following collectives to their last arriver on other ranks.
+  std::vector<StepPath> job_paths;
   std::vector<std::string> notes;
 };
 

@@ -1,0 +1,529 @@
+// Critical path per step: a backward walk over the dependency graph the trace implies.
+//
+// Nodes are host intervals (per thread: data waits, synchronising calls, collective calls,
+// launch calls, and host compute between them), GPU ops, and collectives matched across ranks.
+// Edges: thread order; launch call -> GPU op (correlation id); stream order (an op waits for the
+// op before it); sync call -> the GPU op it waited for (the last one to end before it
+// returned); a non-main thread with nothing to do waits for the main thread; a collective ->
+// its last arriver (metrics.cpp matches them across ranks). Starting at a step's end on the
+// rank's main thread, each move takes the edge that gated the current moment and emits the
+// segment of time it explains, so the segments tile [step start, step end) and the path's
+// length is the step time by construction (checked: a mismatch marks the path incomplete).
+// Definitions and limits: docs/analysis.md, "Critical path".
+#include "critical_path.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "tracetune/analyzer/kernel_class.h"
+
+namespace tt::analyzer {
+
+using trace::kNone;
+using trace::Trace;
+using trace::TrackType;
+
+std::string_view to_string(PathKind k) {
+  static constexpr std::string_view kNames[kPathKinds] = {"host_compute", "launch",    "gpu_compute",
+                                                         "copy",         "communication", "gpu_wait",
+                                                         "rank_wait",    "data_wait", "sync"};
+  return kNames[static_cast<std::size_t>(k)];
+}
+
+namespace {
+
+constexpr std::uint32_t kNoGroup = kNone;
+
+struct PathOp {  // a GPU op of the rank
+  Ns s = 0, e = 0;
+  std::uint32_t track = 0;
+  trace::StringId name = kNone;
+  std::uint32_t corr = 0;
+  PathKind kind = PathKind::GpuCompute;
+  std::uint32_t pred = kNone;   // the op before it on its stream with the latest end
+  std::uint32_t group = kNoGroup;  // matched collective (GPU side)
+};
+
+struct HostMark {  // a labelled host interval: data wait, sync, collective call or launch call
+  Ns s = 0, e = 0;
+  PathKind kind = PathKind::Launch;
+  trace::StringId name = kNone;
+  std::uint32_t group = kNoGroup;  // collective calls of GPU-less ranks
+};
+
+struct HostThread {
+  std::vector<HostMark> marks;  // disjoint, sorted
+  IntervalSet busy;             // any event on the thread
+};
+
+struct LaunchRef {
+  Ns start = 0, end = 0;
+  std::uint32_t track = 0;
+};
+
+// What the walk needs of one rank, built once.
+struct RankGraph {
+  std::int32_t rank = -1;
+  std::uint32_t main_track = kNone;
+  std::vector<PathOp> ops;               // sorted by (track, start)
+  std::vector<std::uint32_t> by_end;     // op indices sorted by end
+  std::vector<std::uint32_t> by_start;   // op indices sorted by start
+  std::unordered_map<std::uint32_t, HostThread> threads;  // by host track
+  std::unordered_map<std::uint32_t, LaunchRef> launches;  // by correlation id
+};
+
+template <typename F>
+void for_rank_tracks(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams, F&& f) {
+  for (const auto& sl : slices) {
+    if (t.process_of_track(sl.track) != process) continue;
+    if ((t.tracks[sl.track].type == TrackType::Stream) != streams) continue;
+    for (std::uint32_t i = sl.begin; i < sl.end; ++i) f(i);
+  }
+}
+
+void add_gpu_ops(const Trace& t, std::uint32_t process, RankGraph& g) {
+  std::unordered_map<trace::StringId, PathKind> kind_of;
+  for_rank_tracks(t, t.slices_kernels(), process, true, [&](std::uint32_t i) {
+    auto [it, fresh] = kind_of.try_emplace(t.kernels.name[i], PathKind::GpuCompute);
+    if (fresh) {
+      const auto c = classify_kernel(t.strings.get(t.kernels.name[i]));
+      it->second = c == KernelClass::Communication ? PathKind::Communication
+                   : c == KernelClass::Memory      ? PathKind::Copy
+                   : c == KernelClass::Other       ? PathKind::GpuWait
+                                                   : PathKind::GpuCompute;
+    }
+    g.ops.push_back({t.kernels.start[i], t.kernels.start[i] + std::max<Ns>(0, t.kernels.dur[i]), t.kernels.track[i],
+                     t.kernels.name[i], t.kernels.correlation[i], it->second});
+  });
+  for_rank_tracks(t, t.slices_memcpys(), process, true, [&](std::uint32_t i) {
+    g.ops.push_back({t.memcpys.start[i], t.memcpys.start[i] + std::max<Ns>(0, t.memcpys.dur[i]), t.memcpys.track[i],
+                     t.memcpys.name[i], t.memcpys.correlation[i], PathKind::Copy});
+  });
+  for_rank_tracks(t, t.slices_memsets(), process, true, [&](std::uint32_t i) {
+    g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
+                     t.memsets.name[i], t.memsets.correlation[i], PathKind::Copy});
+  });
+  std::sort(g.ops.begin(), g.ops.end(), [](const PathOp& a, const PathOp& b) {
+    return a.track != b.track ? a.track < b.track : a.s != b.s ? a.s < b.s : a.e > b.e;
+  });
+  // stream order: each op's predecessor is the earlier op on its stream that ended last
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    if (i == 0 || g.ops[i - 1].track != g.ops[i].track) continue;
+    const std::uint32_t prev = static_cast<std::uint32_t>(i - 1);
+    const std::uint32_t best = g.ops[prev].pred;
+    g.ops[i].pred = best != kNone && g.ops[best].e > g.ops[prev].e ? best : prev;
+  }
+  g.by_end.resize(g.ops.size());
+  for (std::uint32_t i = 0; i < g.ops.size(); ++i) g.by_end[i] = i;
+  g.by_start = g.by_end;
+  std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
+  std::sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
+}
+
+// Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
+// whose collective calls block until the last rank arrives), launch call.
+// `raw` arrives holding the rank's matched collective calls (kind Communication) by track.
+void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<std::uint32_t, std::vector<HostMark>> raw,
+                    RankGraph& g) {
+  // per track, ranges and calls each come sorted by start (finalize's order): two sorted unions
+  std::unordered_map<std::uint32_t, std::vector<Interval>> busy, busy_calls;
+  std::unordered_map<std::uint32_t, bool> launched;  // correlation ids of the rank's GPU ops
+  for (const auto& op : g.ops)
+    if (op.corr) launched[op.corr] = true;
+  for_rank_tracks(t, t.slices_ranges(), process, false, [&](std::uint32_t i) {
+    const Ns s = t.ranges.start[i], e = t.ranges.end(i);
+    busy[t.ranges.track[i]].push_back({s, e});
+    if (is_data_wait_name(t.strings.get(t.ranges.name[i])))
+      raw[t.ranges.track[i]].push_back({s, e, PathKind::DataWait, t.ranges.name[i]});
+  });
+  for_rank_tracks(t, t.slices_api_calls(), process, false, [&](std::uint32_t i) {
+    const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
+    const auto tr = t.api_calls.track[i];
+    busy_calls[tr].push_back({s, e});
+    if (is_sync_call_name(t.strings.get(t.api_calls.name[i]))) raw[tr].push_back({s, e, PathKind::Sync, t.api_calls.name[i]});
+    const auto c = t.api_calls.correlation[i];
+    if (c && launched.count(c)) {
+      raw[tr].push_back({s, e, PathKind::Launch, t.api_calls.name[i]});
+      g.launches.try_emplace(c, LaunchRef{s, e, tr});
+    }
+  });
+  for (auto& [tr, marks] : raw)  // matched collective calls
+    for (const auto& m : marks)
+      if (m.kind == PathKind::Communication) busy_calls[tr].push_back({m.s, m.e});
+  for (auto& [tr, iv] : busy_calls)
+    std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  for (auto& [tr, marks] : raw) {
+    std::sort(marks.begin(), marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+    HostThread& th = g.threads[tr];
+    IntervalSet taken;  // a later kind keeps only the time no earlier kind covers
+    for (PathKind k : {PathKind::DataWait, PathKind::Sync, PathKind::Communication, PathKind::Launch}) {
+      std::vector<Interval> mine;
+      std::vector<const HostMark*> src;
+      for (const auto& m : marks)
+        if (m.kind == k) { mine.push_back({m.s, m.e}); src.push_back(&m); }
+      if (src.empty()) continue;
+      const IntervalSet set = IntervalSet::union_of_sorted(mine).subtract(taken);
+      for (const auto& iv : set.intervals()) {
+        // the mark that began last at or before the interval names it
+        auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
+        const HostMark* m = it == src.begin() ? src.front() : *(it - 1);
+        th.marks.push_back({iv.start, iv.end, k, m->name, m->group});
+      }
+      taken = taken.unite(set);
+    }
+    std::sort(th.marks.begin(), th.marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+  }
+  for (auto& [tr, iv] : busy) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
+  for (auto& [tr, iv] : busy_calls) {
+    auto& b = g.threads[tr].busy;
+    b = b.unite(IntervalSet::union_of_sorted(iv));
+  }
+}
+
+struct RawSegment {
+  Ns s = 0, e = 0;
+  PathKind kind = PathKind::HostCompute;
+  std::int32_t rank = -1;
+  std::uint32_t track = kNone;     // host compute: the thread
+  trace::StringId name = kNone;    // kernel or call (kNone: name the thread)
+};
+
+// The backward walk. One instance serves every step of every rank.
+class PathWalker {
+ public:
+  // `rank_numbers`: the job's rank of each graph, readable while other threads fill `graphs`
+  PathWalker(const Trace& t, const std::vector<RankGraph>& graphs, std::vector<std::int32_t> rank_numbers,
+             const CollectiveGroups& groups, Ns queue_gap)
+      : t_(t), g_(graphs), rank_numbers_(std::move(rank_numbers)), groups_(groups), queue_gap_(queue_gap) {
+    for (const auto& grp : groups_) {
+      std::size_t last = 0;
+      for (std::size_t i = 1; i < grp.size(); ++i)
+        if (grp[i].start > grp[last].start) last = i;
+      last_.push_back(last);
+    }
+  }
+
+  // The path of [lo, hi) starting on rank `r`'s main thread at hi. With `follow_ranks`, a
+  // collective gated by a later rank continues on that rank; without, the wait is rank_wait.
+  StepPath walk(std::size_t r, Ns lo, Ns hi, std::int64_t step, bool follow_ranks) {
+    follow_ = follow_ranks;
+    segs_.clear();
+    lo_ = lo;
+    StepPath p;
+    p.step = step;
+    p.rank = g_[r].rank;
+    p.start = lo;
+    p.end = hi;
+    State s{r, At::Host, g_[r].main_track, kNone, hi};
+    int stalled = 0;
+    while (s.t > lo) {
+      const Ns before = s.t;
+      const std::size_t moves = segs_.size();
+      move(s);
+      if (s.t < before || segs_.size() != moves) { stalled = 0; continue; }
+      if (++stalled > 64) {  // no edge explains this moment: call the rest host compute
+        emit(lo, s.t, PathKind::HostCompute, g_[s.r].rank, g_[s.r].main_track, kNone);
+        p.complete = false;
+        break;
+      }
+    }
+    finish(p);
+    return p;
+  }
+
+ private:
+  enum class At : std::uint8_t { Host, Gpu, GpuStart };
+  struct State {
+    std::size_t r;
+    At at;
+    std::uint32_t track;  // Host
+    std::uint32_t op;     // Gpu, GpuStart
+    Ns t;
+  };
+
+  const Trace& t_;
+  const std::vector<RankGraph>& g_;
+  std::vector<std::int32_t> rank_numbers_;
+  const CollectiveGroups& groups_;
+  std::vector<std::size_t> last_;  // per group: index of the last arrival
+  Ns queue_gap_;
+  bool follow_ = false;
+  Ns lo_ = 0;
+  std::vector<RawSegment> segs_;
+
+  void emit(Ns a, Ns b, PathKind k, std::int32_t rank, std::uint32_t track, trace::StringId name) {
+    a = std::max(a, lo_);
+    if (b <= a) return;
+    segs_.push_back({a, b, k, rank, track, name});
+  }
+
+  void move(State& s) {
+    switch (s.at) {
+      case At::Host: host(s); break;
+      case At::Gpu: gpu(s); break;
+      case At::GpuStart: gpu_start(s); break;
+    }
+  }
+
+  // Continue on rank r at time t when no node is known there: its main thread.
+  void resume_host(State& s, std::size_t r, Ns t) {
+    s = {r, At::Host, g_[r].main_track, kNone, t};
+    if (s.track == kNone) {  // a rank without threads: nothing explains the time
+      emit(lo_, t, PathKind::HostCompute, g_[r].rank, kNone, kNone);
+      s.t = lo_;
+    }
+  }
+
+  void host(State& s) {
+    const RankGraph& G = g_[s.r];
+    const Ns t = s.t;
+    auto th_it = G.threads.find(s.track);
+    if (th_it == G.threads.end()) {
+      if (s.track != G.main_track) return resume_host(s, s.r, t);
+      emit(lo_, t, PathKind::HostCompute, G.rank, s.track, kNone);
+      s.t = lo_;
+      return;
+    }
+    const HostThread& th = th_it->second;
+    auto it = std::lower_bound(th.marks.begin(), th.marks.end(), t, [](const HostMark& m, Ns v) { return m.s < v; });
+    const HostMark* m = it == th.marks.begin() ? nullptr : &*(it - 1);  // last mark starting before t
+    if (m && m->e >= t) return host_mark(s, *m);
+    const Ns prev_end = m ? m->e : lo_;
+    Ns floor = std::max(prev_end, lo_);
+    if (s.track != G.main_track) {
+      // a worker thread with nothing to do was waiting for the main thread
+      const auto& busy = th.busy.intervals();
+      auto b = std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& iv, Ns v) { return iv.end < v; });
+      if (b == busy.end() || b->start >= t) return resume_host(s, s.r, t);
+      floor = std::max(floor, b->start);
+    }
+    emit(floor, t, PathKind::HostCompute, G.rank, s.track, kNone);
+    s.t = floor;
+  }
+
+  void host_mark(State& s, const HostMark& m) {
+    const RankGraph& G = g_[s.r];
+    const Ns t = s.t, a = std::max(m.s, lo_);
+    if (m.kind == PathKind::Sync) {
+      // the call returned when the GPU finished the last op that ended before it returned
+      auto e = std::upper_bound(G.by_end.begin(), G.by_end.end(), t, [&](Ns v, std::uint32_t i) { return v < G.ops[i].e; });
+      if (e != G.by_end.begin() && G.ops[*(e - 1)].e > m.s && G.ops[*(e - 1)].e > lo_) {
+        const std::uint32_t op = *(e - 1);
+        emit(G.ops[op].e, t, PathKind::Sync, G.rank, s.track, m.name);
+        s = {s.r, At::Gpu, kNone, op, G.ops[op].e};
+        return;
+      }
+    } else if (m.kind == PathKind::Communication && m.group != kNoGroup) {
+      const Arrival& last = groups_[m.group][last_[m.group]];
+      if (last.rank != s.r && last.start > m.s) return gated(s, m.s, last, m.name, kNone);
+    }
+    emit(a, t, m.kind, G.rank, s.track, m.name);
+    s.t = a;
+  }
+
+  // A collective this rank joined at `arrived` that could not finish before `last` arrived.
+  void gated(State& s, Ns arrived, const Arrival& last, trace::StringId name, std::uint32_t op) {
+    const RankGraph& G = g_[s.r];
+    const Ns t = s.t, cut = std::min(last.start, t);
+    emit(cut, t, PathKind::Communication, G.rank, s.track, name);
+    if (follow_) {
+      if (cut <= lo_) { s.t = lo_; return; }
+      const RankGraph& L = g_[last.rank];
+      if (!last.host && cut == last.start) {
+        // the last arriver's own communication op: what made it late gated everyone
+        auto b = std::lower_bound(L.by_start.begin(), L.by_start.end(), cut, [&](std::uint32_t i, Ns v) { return L.ops[i].s < v; });
+        for (; b != L.by_start.end() && L.ops[*b].s == cut; ++b)
+          if (L.ops[*b].track == last.track) { s = {last.rank, At::GpuStart, kNone, *b, cut}; return; }
+      }
+      if (last.host) { s = {last.rank, At::Host, last.track, kNone, cut}; return; }
+      return resume_host(s, last.rank, cut);
+    }
+    const Ns a = std::max(arrived, lo_);
+    emit(a, std::max(a, cut), PathKind::RankWait, rank_numbers_[last.rank], s.track, name);
+    s.t = a;
+    if (op != kNone && a > lo_) s = {s.r, At::GpuStart, kNone, op, a};
+  }
+
+  void gpu(State& s) {
+    const RankGraph& G = g_[s.r];
+    const PathOp& o = G.ops[s.op];
+    if (o.group != kNoGroup) {
+      const Arrival& last = groups_[o.group][last_[o.group]];
+      if (last.rank != s.r && last.start > o.s) return gated(s, o.s, last, o.name, s.op);
+    }
+    emit(o.s, s.t, o.kind, G.rank, o.track, o.name);
+    s.t = std::max(o.s, lo_);
+    s.at = At::GpuStart;
+  }
+
+  // What let the op start: its launch call (the host was late) or the op before it on its stream.
+  void gpu_start(State& s) {
+    const RankGraph& G = g_[s.r];
+    const PathOp& o = G.ops[s.op];
+    const Ns t = s.t;
+    auto launch = o.corr ? G.launches.find(o.corr) : G.launches.end();
+    const bool has_launch = launch != G.launches.end();
+    if (has_launch && (o.pred == kNone || launch->second.start >= G.ops[o.pred].e)) {
+      // the call, and its latency up to the op's start unless that is longer than a queued
+      // op's launch overhead: then the op waited on something the trace does not name
+      const Ns a = std::min(launch->second.start, t), call_end = std::clamp(launch->second.end, a, t);
+      if (t - call_end > queue_gap_) {
+        emit(call_end, t, PathKind::GpuWait, G.rank, o.track, o.name);
+        emit(a, call_end, PathKind::Launch, G.rank, launch->second.track, o.name);
+      } else {
+        emit(a, t, PathKind::Launch, G.rank, launch->second.track, o.name);
+      }
+      s = {s.r, At::Host, launch->second.track, kNone, std::max(a, lo_)};
+      return;
+    }
+    if (o.pred != kNone) {
+      const PathOp& p = G.ops[o.pred];
+      const Ns pe = std::min(p.e, t);
+      emit(pe, t, t - pe <= queue_gap_ ? PathKind::Launch : PathKind::GpuWait, G.rank, o.track, o.name);
+      s = {s.r, At::Gpu, kNone, o.pred, std::max(pe, lo_)};
+      return;
+    }
+    resume_host(s, s.r, t);
+  }
+
+  // Kineto names threads "thread N (name)" already; ours carry the bare name
+  std::string thread_name(std::uint32_t track) const {
+    if (track == kNone) return {};
+    const auto& trk = t_.tracks[track];
+    if (trk.type == TrackType::Thread && !t_.threads[trk.owner].name.empty()) {
+      const std::string& n = t_.threads[trk.owner].name;
+      return n.starts_with("thread ") ? n : t_.track_label(track);
+    }
+    return t_.track_label(track);
+  }
+
+  void finish(StepPath& p) {
+    // merge contiguous pieces of one thing, then sum and rank them
+    std::vector<RawSegment> merged;
+    for (auto it = segs_.rbegin(); it != segs_.rend(); ++it) {
+      if (!merged.empty()) {
+        auto& b = merged.back();
+        if (b.e == it->s && b.kind == it->kind && b.rank == it->rank && b.track == it->track && b.name == it->name) {
+          b.e = it->e;
+          continue;
+        }
+      }
+      merged.push_back(*it);
+    }
+    for (const auto& sg : merged) {
+      p.length += sg.e - sg.s;
+      p.by_kind[static_cast<std::size_t>(sg.kind)] += sg.e - sg.s;
+      auto r = std::find_if(p.by_rank.begin(), p.by_rank.end(), [&](const auto& x) { return x.first == sg.rank; });
+      if (r == p.by_rank.end()) p.by_rank.push_back({sg.rank, sg.e - sg.s});
+      else r->second += sg.e - sg.s;
+    }
+    std::sort(p.by_rank.begin(), p.by_rank.end());
+    if (p.length != p.end - p.start) p.complete = false;
+    std::vector<std::size_t> idx(merged.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    const std::size_t k = std::min<std::size_t>(5, idx.size());
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), [&](std::size_t a, std::size_t b) {
+      const Ns la = merged[a].e - merged[a].s, lb = merged[b].e - merged[b].s;
+      return la != lb ? la > lb : merged[a].s < merged[b].s;
+    });
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto& sg = merged[idx[i]];
+      std::string what = sg.name != kNone ? std::string(t_.strings.get(sg.name)) : thread_name(sg.track);
+      p.top.push_back({sg.s, sg.e, sg.kind, sg.rank, std::move(what)});
+    }
+  }
+};
+
+RankGraph build_graph(const Trace& t, const RankMetrics& rm, std::size_t rank_index, const CollectiveGroups& groups) {
+  RankGraph g;
+  g.rank = rm.rank;
+  g.main_track = rm.main_track;
+  add_gpu_ops(t, rm.process, g);
+  std::unordered_map<std::uint32_t, std::vector<HostMark>> raw;
+  for (std::uint32_t gi = 0; gi < groups.size(); ++gi)
+    for (const Arrival& a : groups[gi]) {
+      if (a.rank != rank_index) continue;
+      if (a.host) {
+        // a GPU rank's host-side collective call returns at once: only GPU-less ranks block in it
+        if (!rm.has_gpu) raw[a.track].push_back({a.start, a.end, PathKind::Communication, kNone, gi});
+        continue;
+      }
+      auto b = std::lower_bound(g.by_start.begin(), g.by_start.end(), a.start, [&](std::uint32_t i, Ns v) { return g.ops[i].s < v; });
+      for (; b != g.by_start.end() && g.ops[*b].s < std::max(a.end, a.start + 1); ++b)
+        if (g.ops[*b].track == a.track || g.ops[*b].kind == PathKind::Communication) { g.ops[*b].group = gi; break; }
+    }
+  add_host_marks(t, rm.process, std::move(raw), g);
+  return g;
+}
+
+}  // namespace
+
+// The job path holds every rank's graph at once (~60 bytes per event): above this many GPU
+// ops in the trace it is left out, with a note, so analysis stays within its memory budget.
+constexpr std::size_t kJobPathMaxOps = 2'000'000;
+
+void compute_critical_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
+  const std::size_t total_ops = t.kernels.size() + t.memcpys.size() + t.memsets.size();
+  const bool job = M.ranks.size() >= 2 && total_ops <= kJobPathMaxOps;
+  if (M.ranks.size() >= 2 && !job)
+    M.notes.push_back(fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its "
+                                  "graphs may hold at once",
+                                  total_ops, kJobPathMaxOps));
+  // per rank, in parallel: a rank's own path never leaves its graph, which is dropped after
+  // unless the job path needs it
+  std::vector<RankGraph> graphs(M.ranks.size());
+  std::vector<std::int32_t> rank_numbers;
+  for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < M.ranks.size();) {
+      auto& r = M.ranks[i];
+      if (r.main_track == kNone) {
+        r.notes.push_back("no host thread: the critical path is not determined");
+        continue;
+      }
+      graphs[i] = build_graph(t, r, i, groups);
+      PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
+      for (const auto& st : r.steps) r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
+      if (!job) graphs[i] = RankGraph{};
+      std::size_t incomplete = 0;
+      for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
+      if (incomplete)
+        r.notes.push_back(
+            fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
+    }
+  };
+  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, M.ranks.size()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  if (!job) return;
+  PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
+  // per step number, the rank that ended it last
+  std::map<std::int64_t, std::pair<Ns, std::size_t>> last_end;
+  std::map<std::int64_t, std::size_t> ranks_with;
+  for (std::size_t i = 0; i < M.ranks.size(); ++i) {
+    const auto& r = M.ranks[i];
+    if (!r.has_steps || r.main_track == kNone) continue;
+    for (const auto& st : r.steps) {
+      ++ranks_with[st.number];
+      auto [it, fresh] = last_end.try_emplace(st.number, st.end, i);
+      if (!fresh && st.end > it->second.first) it->second = {st.end, i};
+    }
+  }
+  for (const auto& [number, where] : last_end) {
+    if (ranks_with[number] < 2) continue;
+    const auto& r = M.ranks[where.second];
+    const auto st = std::find_if(r.steps.begin(), r.steps.end(), [&](const StepMetrics& s) { return s.number == number; });
+    M.job_paths.push_back(walker.walk(where.second, st->start, st->end, number, true));
+  }
+}
+
+}  // namespace tt::analyzer

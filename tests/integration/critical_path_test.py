@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The critical path on a real recording with a planted cause: a CPU PyTorch job whose
+DataLoader sleeps 15 ms per sample (60 ms per batch) while the step's compute takes about a
+millisecond, recorded with `tracetune record` (the Python integration marks steps and batch
+waits). The path of every step must tile it (length == the step time) and run mostly through
+the data wait.
+
+usage: critical_path_test.py TRACETUNE
+"""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+TRACETUNE = sys.argv[1]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import check, finish  # noqa: E402
+
+JOB = """
+import time, torch
+class SlowLoader(torch.utils.data.Dataset):
+    def __len__(self): return 48
+    def __getitem__(self, i):
+        time.sleep(0.015)
+        return torch.randn(64)
+loader = torch.utils.data.DataLoader(SlowLoader(), batch_size=4, num_workers=0)
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for x in loader:
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+"""
+
+with tempfile.TemporaryDirectory() as tmp:
+    db = pathlib.Path(tmp) / "trace.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/python3", "-c", JOB], capture_output=True,
+                       text=True, timeout=300)
+    check("planted job runs under record", r.returncode == 0, r.stderr[-2000:])
+    a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(db)], capture_output=True, text=True, timeout=300)
+    check("analyze succeeds", a.returncode == 0, a.stderr)
+    doc = json.loads(a.stdout)
+    ranks = [x for x in doc["ranks"] if x["has_steps"]]
+    check("one rank with steps", len(ranks) == 1, [x["label"] for x in doc["ranks"]])
+    rank = ranks[0]
+    paths = rank["critical_path"]
+    walls = {s["number"]: s["wall_ns"] for s in rank["steps"]}
+    check("a path per step", len(paths) == len(walls) >= 8, (len(paths), len(walls)))
+    check("every path's length is its step time", all(p["length_ns"] == walls[p["step"]] and p["complete"] for p in paths),
+          [(p["step"], p["length_ns"], walls.get(p["step"])) for p in paths])
+    total = {}
+    for p in paths:
+        for k, v in p["by_kind_ns"].items():
+            total[k] = total.get(k, 0) + v
+    length = sum(p["length_ns"] for p in paths)
+    top = max(total, key=total.get)
+    print("critical path by kind (ms):", {k: round(v / 1e6, 1) for k, v in total.items() if v})
+    check("the path runs through the planted data wait", top == "data_wait" and total["data_wait"] > 0.9 * length,
+          {k: v / length for k, v in total.items()})
+    # 4 samples x 15 ms of sleep per batch: every step's path holds at least 55 ms of data wait
+    check("each step's path holds the planted 60 ms wait",
+          sum(1 for p in paths if p["by_kind_ns"]["data_wait"] >= 55_000_000) >= len(paths) - 1,
+          [round(p["by_kind_ns"]["data_wait"] / 1e6, 1) for p in paths])
+    check("each step's longest segment is the data wait",
+          sum(1 for p in paths if p["top"] and p["top"][0]["kind"] == "data_wait") >= len(paths) - 1,
+          [p["top"][:1] for p in paths])
+finish()
