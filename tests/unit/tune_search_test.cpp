@@ -269,6 +269,16 @@ TEST(TunedToml, NoFindingsStillParses) {
   EXPECT_FALSE(parse_tuned_config("[meta]\nfindings = [1]\n", "t.toml", cat()).ok());
 }
 
+// `nccl.table = []` (no entries) was refused as "must be [[nccl.table]] entries": toml++ calls an
+// empty array mixed-type, as it did for findings = [].
+TEST(TunedToml, EmptyNcclTableParses) {
+  auto cfg = parse_tuned_config("[nccl]\ntable = []\n", "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error();
+  EXPECT_TRUE(cfg->nccl_table.empty());
+  EXPECT_FALSE(parse_tuned_config("[nccl]\ntable = [1]\n", "t.toml", cat()).ok());
+  EXPECT_FALSE(parse_tuned_config("[nccl]\ntable = 1\n", "t.toml", cat()).ok());
+}
+
 TEST(TunedToml, NumericsChoicesAreMarkedAndAccepted) {
   // TF32 makes this job 2x faster; only searched with allow_numerics.
   FakeRunner runner([](const Candidate& c) {
