@@ -106,6 +106,10 @@ def hierarchical_hook(state, bucket):
         return dist.all_reduce(buffer, async_op=True).get_future().then(lambda fut: fut.value()[0])
     L = state.ranks_per_node
     n = buffer.numel()
+    if n == 0:  # nothing to reduce (every rank has the same empty bucket)
+        fut = torch.futures.Future()
+        fut.set_result(buffer)
+        return fut
     shard_len = (n + L - 1) // L
     flat = buffer.new_zeros(shard_len * L)
     flat[:n].copy_(buffer.view(-1))
