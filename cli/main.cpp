@@ -479,6 +479,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
   tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
+  tune->add_option("--nccl-sweep", tune_opt.nccl_sweep,
+                   "A `bench nccl --json` sweep: after the search, try the per-size [[nccl.table]] it suggests (NCCL jobs only)");
   tune->add_option("--exhaustive", tune_opt.exhaustive,
                    "Benchmark helper: afterwards try every value of this knob alone and report the tuner's choice vs the best");
   tune->add_flag("-q,--quiet", tune_opt.quiet, "No live table");

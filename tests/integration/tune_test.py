@@ -53,8 +53,9 @@ def case_dataloader(tmp):
     job = [PY, str(SRC / "samples/dataloader/train.py"), str(data), "--num-workers", "0", "--steps", "100000",
            "--batch-size", "16"]
     t0 = time.monotonic()
-    r = tune(["--steps", "12", "--warmup", "3", "--max-trials", "6", "--trial-timeout", "90", "-o",
-              str(job_dir / "tuned.toml"), "--", *job], cwd=job_dir, env=env)
+    sweep = SRC / "tests/data/tuner/nccl_sweep_8gpu.json"  # a job without NCCL: the table is not tried, and says why
+    r = tune(["--steps", "12", "--warmup", "3", "--max-trials", "6", "--trial-timeout", "90", "--nccl-sweep", str(sweep),
+              "-o", str(job_dir / "tuned.toml"), "--", *job], cwd=job_dir, env=env)
     wall = time.monotonic() - t0
     print(r.stdout + r.stderr)
     check("tune exits 0", r.returncode == 0, f"rc={r.returncode}")
@@ -78,6 +79,9 @@ def case_dataloader(tmp):
     text = cfg.read_text()
     check("tuned.toml says speedup, trials and findings", re.search(r"^speedup = [0-9.]+$", text, re.M) and
           f"trials = {len(ts)}" in text and 'findings = ["data_loading"' in text, text)
+    check("tuned.toml: the NCCL table from the sweep was not tried, and why",
+          "# not searched: nccl.table: not tried: the job ran no NCCL collectives" in text and "[[nccl.table]]" not in text,
+          text)
     check("tuned.toml is not group/other-writable", stat.S_IMODE(cfg.stat().st_mode) & 0o022 == 0)
     # What wins depends on the free cores of the machine (timings are noisy here): whatever was
     # chosen must be a searched DataLoader knob, with the trial that measured it.
@@ -155,7 +159,11 @@ def case_hang_crash(tmp):
 
 
 def case_usage(tmp):
-    for args, pattern in [([], r"no command given"), (["--", ], r"no command given"),
+    bad_sweep = pathlib.Path(tmp) / "sweep.json"
+    bad_sweep.write_text('{"bench": "nccl"}')
+    for args, pattern in [(["--nccl-sweep", str(bad_sweep), "--", "true"], r"sweep.json: no \"points\" array"),
+                          (["--nccl-sweep", "/nonexistent/sweep.json", "--", "true"], r"nonexistent/sweep.json"),
+                          ([], r"no command given"), (["--", ], r"no command given"),
                           (["a.db", "b.db", "--", "true"], r"at most one trace"),
                           (["--exhaustive", "no.such", "--", "true"], r"unknown knob"),
                           (["-o", "/nonexistent/dir/t.toml", "--", "true"], r"directory does not exist")]:

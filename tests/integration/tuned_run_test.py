@@ -207,6 +207,29 @@ def case_ddp(tmp):
           sorted(caps) == [("0", str(3 * 1024 * 1024)), ("1", str(3 * 1024 * 1024))], f"{caps} {r.stdout[-500:]}")
 
 
+def case_ddp_hierarchical(tmp):
+    """ddp.comm_hook = "hierarchical" through `run --config` on the DDP sample: 4 gloo ranks
+    under torchrun, grouped as two simulated nodes of 2 (TRACETUNE_RANKS_PER_NODE); then 2
+    ranks, one node: plain all-reduce with one warning per process."""
+    data = dataset(tmp)
+    cfg = config(tmp, '[settings]\n"ddp.comm_hook" = "hierarchical"\n')
+    logs = pathlib.Path(tmp) / "logs"
+
+    def job(nproc, env):
+        return run(cfg, "/usr/bin/torchrun", "--nproc_per_node", str(nproc), "--master_port", free_port(), "--redirects",
+                   "2", "--tee", "2", "--log_dir", str(logs / str(nproc)), str(SAMPLES / "ddp/train_ddp.py"), str(data),
+                   "--steps", "2", "--batch-size", "4", env=env, timeout=600)
+    r = job(4, {**os.environ, "TRACETUNE_RANKS_PER_NODE": "2"})
+    check("hierarchical: 4-rank torchrun job succeeds", r.returncode == 0, r.stdout[-1000:] + r.stderr[-2000:])
+    on = re.findall(r"ddp\.comm_hook = hierarchical: 2 nodes of 2 ranks \(gloo\)", r.stdout + r.stderr)
+    check("hierarchical: the hook is on in all 4 ranks (2 nodes of 2)", len(on) == 4, (r.stdout + r.stderr)[-3000:])
+    check("hierarchical: every rank trained", len(re.findall(r"rank \d: steps=2 loss=", r.stdout)) == 4, r.stdout[-1500:])
+    r = job(2, dict(os.environ))
+    one = re.findall(r"ddp\.comm_hook = hierarchical: all 2 ranks are on one node; plain all-reduce", r.stdout + r.stderr)
+    check("hierarchical on one node: plain all-reduce, one warning per process", r.returncode == 0 and len(one) == 2,
+          (r.stdout + r.stderr)[-3000:])
+
+
 def case_python_api(tmp):
     """tracetune.apply() in-process, no `tracetune run`: a dict, a tuned.toml, refusals, and the
     Python table of knobs against the catalogue."""
@@ -241,13 +264,14 @@ def case_python_api(tmp):
         want = (k["type"], tuple(k["choices"]) if "choices" in k else k.get("min"), None if "choices" in k else k.get("max"))
         if spec is None or spec[0] != want[0] or spec[1] != want[1] or spec[2] != want[2]:
             mismatch.append((kid, spec, want))
-        if k["risk"] == "numerics" and _apply.NUMERICS.get(kid) not in k["safe"]:
+        if k["risk"] == "numerics" and set(_apply.NUMERICS.get(kid, ())) != set(k["safe"]):
             mismatch.append((kid, "numerics", k["safe"]))
     mismatch += [(kid, "not in catalogue") for kid in _apply.SPEC if kid not in py]
     check("Python knob table matches tuner/knobs/knobs.toml", not mismatch, f"{mismatch}")
 
 
 CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
-         "dataloader": case_dataloader, "ddp": case_ddp, "python_api": case_python_api}
+         "dataloader": case_dataloader, "ddp": case_ddp, "ddp_hierarchical": case_ddp_hierarchical,
+         "python_api": case_python_api}
 
 run_cases(CASES, ONLY)

@@ -2,6 +2,10 @@
 // simulator, on sweeps generated from known parameters (so the answers are known exactly).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+#include <tuple>
+
 #include "tracetune/tuner/collective_model.h"
 
 using namespace tt::tuner;
@@ -105,4 +109,34 @@ TEST(CollectiveModel, SweepJson) {
   EXPECT_FALSE(parse_sweep_json("{").ok());
   EXPECT_FALSE(parse_sweep_json(R"({"points": [{"bytes": 1, "ranks": 0, "time_us": 1}]})").ok());
   EXPECT_FALSE(parse_sweep_json(R"({"x": 1})").ok());
+}
+
+// The [[nccl.table]] a `bench nccl --json` sweep suggests (tests/data/tuner/nccl_sweep_8gpu.json:
+// hand-made in bench nccl's format, winners chosen per size; no GPU here to record one).
+TEST(CollectiveModel, NcclTableFromSweepMergesRunsOfTheSameWinner) {
+  std::ifstream in(std::string(TT_TEST_DATA_DIR) + "/tuner/nccl_sweep_8gpu.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto points = parse_sweep_json(text);
+  ASSERT_TRUE(points.ok()) << points.error();
+  const auto table = nccl_table_from_sweep(*points);
+  constexpr std::uint64_t K = 1024, M = K * K;
+  // collective, min, max, algorithm (tree 0, ring 1), protocol (ll 0, ll128 1, simple 2)
+  const std::vector<std::tuple<int, std::uint64_t, std::uint64_t, int, int>> want = {
+      {2, 0, 16 * M - 1, 1, 0},         // allgather: ring LL at 1K and 64K
+      {2, 16 * M, 16 * M, 1, 2},        // ring Simple at 16M, the largest measured
+      {4, 0, 64 * K - 1, 0, 0},         // allreduce: tree LL at 1K and 4K
+      {4, 64 * K, M - 1, 0, 1},         // tree LL128 at 64K
+      {4, M, 16 * M - 1, 1, 1},         // ring LL128 at 1M (the "bogus" algorithm is ignored)
+      {4, 16 * M, 256 * M, 1, 2}};      // ring Simple at 16M and 256M
+  ASSERT_EQ(table.size(), want.size()) << tt::tuner::nccl_table_text(table);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto& e = table[i];
+    EXPECT_EQ(std::make_tuple(e.collective, e.min_bytes, e.max_bytes, e.algorithm, e.protocol), want[i]) << i;
+    EXPECT_EQ(e.channels, 0);
+    EXPECT_EQ(e.nodes, 1);
+    EXPECT_EQ(e.ranks, 8);
+  }
+  // the line the tuner plugin reads
+  EXPECT_NE(nccl_table_text(table).find("allreduce 65536 1048575 tree ll128 0 1 8"), std::string::npos);
+  EXPECT_TRUE(nccl_table_from_sweep({}).empty());
 }

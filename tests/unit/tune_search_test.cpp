@@ -269,6 +269,52 @@ TEST(TunedToml, NoFindingsStillParses) {
   EXPECT_FALSE(parse_tuned_config("[meta]\nfindings = [1]\n", "t.toml", cat()).ok());
 }
 
+// A candidate or tuned.toml with the [[nccl.table]] a sweep suggested reads back entry for entry.
+TEST(TunedToml, NcclTableCandidateRoundTrips) {
+  Candidate c;
+  c.set("ddp.bucket_cap_mb", 50.0);
+  c.nccl_table = {NcclTableEntry{4, 0, 65535, 0, 0, 0, 1, 8}, NcclTableEntry{4, 65536, 1u << 28, 1, 2, 0, 1, 8},
+                  NcclTableEntry{2, 0, 1024, 1, 1, 4, -1, -1}};
+  EXPECT_EQ(c.label(), "ddp.bucket_cap_mb=50 nccl.table=[3 entries]");
+  auto same = [&](const TunedConfig& cfg) {
+    ASSERT_EQ(cfg.nccl_table.size(), c.nccl_table.size());
+    for (std::size_t i = 0; i < c.nccl_table.size(); ++i) {
+      const auto &a = cfg.nccl_table[i], &b = c.nccl_table[i];
+      EXPECT_EQ(std::tie(a.collective, a.min_bytes, a.max_bytes, a.algorithm, a.protocol, a.channels, a.nodes, a.ranks),
+                std::tie(b.collective, b.min_bytes, b.max_bytes, b.algorithm, b.protocol, b.channels, b.nodes, b.ranks)) << i;
+    }
+  };
+  auto cc = parse_tuned_config(candidate_toml(c, cat()), "candidate.toml", cat());
+  ASSERT_TRUE(cc.ok()) << cc.error() << "\n" << candidate_toml(c, cat());
+  same(cc.value());
+  EXPECT_EQ(cc->settings.size(), 1u);
+
+  FakeRunner runner([](const Candidate& k) { return k.nccl_table.empty() ? 100.0 : 60.0; });
+  TuneSummary s;
+  s.command = "job";
+  s.result = search({}, runner, SearchOptions{});
+  s.result.trials.push_back(runner.run(c));
+  s.result.trials.back().index = 1;
+  s.result.trials.back().knob = "nccl.table";
+  s.result.best = c;
+  s.result.best_trial = 1;
+  const std::string text = tuned_toml(s, cat());
+  EXPECT_NE(text.find(" ms, 1.667x the baseline\n\n[[nccl.table]]"), std::string::npos) << text;
+  auto cfg = parse_tuned_config(text, "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
+  same(cfg.value());
+}
+
+// `nccl.table = []` (no entries) was refused as "must be [[nccl.table]] entries": toml++ calls an
+// empty array mixed-type, as it did for findings = [].
+TEST(TunedToml, EmptyNcclTableParses) {
+  auto cfg = parse_tuned_config("[nccl]\ntable = []\n", "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error();
+  EXPECT_TRUE(cfg->nccl_table.empty());
+  EXPECT_FALSE(parse_tuned_config("[nccl]\ntable = [1]\n", "t.toml", cat()).ok());
+  EXPECT_FALSE(parse_tuned_config("[nccl]\ntable = 1\n", "t.toml", cat()).ok());
+}
+
 TEST(TunedToml, NumericsChoicesAreMarkedAndAccepted) {
   // TF32 makes this job 2x faster; only searched with allow_numerics.
   FakeRunner runner([](const Candidate& c) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <span>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -155,6 +157,53 @@ Result<std::vector<SweepPoint>> parse_sweep_json(std::string_view text) {
     ++i;
   }
   return out;
+}
+
+namespace {
+
+int enum_index(std::span<const std::string_view> names, std::string_view name) {
+  const auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
+
+}  // namespace
+
+std::vector<NcclTableEntry> nccl_table_from_sweep(const std::vector<SweepPoint>& points) {
+  struct Best {
+    double time_us = std::numeric_limits<double>::infinity();
+    int algorithm = -1, protocol = -1;
+  };
+  // (collective, ranks) -> size -> fastest (algorithm, protocol); ordered maps keep the output stable
+  std::map<std::pair<int, int>, std::map<std::uint64_t, Best>> best;
+  for (const auto& p : points) {
+    const int coll = enum_index(kNcclCollectives, p.collective);
+    const int algo = enum_index(kNcclAlgorithms, p.algorithm);
+    const int proto = enum_index(kNcclProtocols, p.protocol);
+    if (coll < 0 || algo < 0 || proto < 0 || p.ranks < 1 || !(p.time_us > 0) || p.bytes > (std::uint64_t{1} << 50)) continue;
+    Best& b = best[{coll, p.ranks}][p.bytes];
+    if (p.time_us < b.time_us) b = {p.time_us, algo, proto};
+  }
+  std::vector<NcclTableEntry> table;
+  for (const auto& [key, sizes] : best) {
+    const auto [coll, ranks] = key;
+    for (auto it = sizes.begin(); it != sizes.end();) {
+      auto end = std::next(it);
+      while (end != sizes.end() && end->second.algorithm == it->second.algorithm &&
+             end->second.protocol == it->second.protocol)
+        ++end;
+      NcclTableEntry e;
+      e.collective = coll;
+      e.min_bytes = table.empty() || table.back().collective != coll || table.back().ranks != ranks ? 0 : it->first;
+      e.max_bytes = end == sizes.end() ? std::prev(end)->first : end->first - 1;
+      e.algorithm = it->second.algorithm;
+      e.protocol = it->second.protocol;
+      e.nodes = 1;
+      e.ranks = ranks;
+      if (table.size() < kMaxNcclTableEntries) table.push_back(e);
+      it = end;
+    }
+  }
+  return table;
 }
 
 }  // namespace tt::tuner

@@ -37,9 +37,10 @@ void Candidate::set(const std::string& id, Value v) {
 }
 
 std::string Candidate::label() const {
-  if (settings.empty()) return "baseline";
+  if (settings.empty() && nccl_table.empty()) return "baseline";
   std::string s;
   for (const auto& [k, v] : settings) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, display(v));
+  if (!nccl_table.empty()) s += fmt::format("{}nccl.table=[{} entries]", s.empty() ? "" : " ", nccl_table.size());
   return s;
 }
 

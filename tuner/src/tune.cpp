@@ -19,6 +19,7 @@
 #include "tracetune/tuner/apply.h"
 #include "tracetune/tuner/kernel_bench.h"
 #include "tracetune/tuner/substitutions.h"
+#include "tracetune/tuner/collective_model.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_writer.h"
@@ -152,6 +153,41 @@ void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const f
   plan.insert(plan.begin(), front.begin(), front.end());
 }
 
+// The [[nccl.table]] candidate: the table a `bench nccl` sweep suggests, tried on top of the
+// best settings when the job runs NCCL collectives and a trial is left; kept only when faster
+// by more than the noise. Otherwise one line in tuned.toml says why it was not tried.
+void try_nccl_table(const std::vector<NcclTableEntry>& table, bool job_uses_nccl, TrialRunner& runner,
+                    const SearchOptions& sopt, TuneSummary& summary) {
+  SearchResult& r = summary.result;
+  std::string why_not;
+  if (table.empty()) why_not = "the NCCL sweep has no point with a known collective, algorithm and protocol";
+  else if (!job_uses_nccl) why_not = "the job ran no NCCL collectives (baseline trace), so NCCL would never consult the table";
+  else if (static_cast<int>(r.trials.size()) >= sopt.max_trials) why_not = "the trial budget (--max-trials) was spent";
+  if (!why_not.empty()) {
+    summary.skipped.push_back("nccl.table: not tried: " + why_not);
+    return;
+  }
+  Candidate c = r.best;
+  c.nccl_table = table;
+  if (sopt.on_start) sopt.on_start(static_cast<int>(r.trials.size()), sopt.max_trials, c.label());
+  Trial t = runner.run(c);
+  t.index = static_cast<int>(r.trials.size());
+  t.knob = "nccl.table";
+  if (sopt.on_trial) sopt.on_trial(t);
+  const Trial& best = r.trials[static_cast<std::size_t>(r.best_trial)];
+  if (t.status == TrialStatus::Ok && significantly_faster(t.stats, best.stats, sopt.min_gain)) {
+    r.log.push_back(fmt::format("nccl.table: {} entries kept ({:.2f} ms, {:.3f}x)", table.size(), t.stats.median_ms,
+                                r.trials.front().stats.median_ms / t.stats.median_ms));
+    r.best = c;
+    r.best_trial = t.index;
+  } else {
+    r.log.push_back(fmt::format("nccl.table: {} entries not kept ({})", table.size(),
+                                t.status == TrialStatus::Ok ? fmt::format("{:.2f} ms, not faster than the noise", t.stats.median_ms)
+                                                            : std::string(to_string(t.status))));
+  }
+  r.trials.push_back(std::move(t));
+}
+
 }  // namespace
 
 int run_tune(const TuneOptions& opt) {
@@ -178,9 +214,24 @@ int run_tune(const TuneOptions& opt) {
   fs::path trials_path = opt.output;
   trials_path.replace_extension(".trials.json");
 
-  // Findings of a given trace first: a broken trace is a usage error, before any trial runs.
+  // The NCCL sweep and the findings of a given trace first: bad input is refused before any trial runs.
+  std::vector<NcclTableEntry> sweep_table;
+  if (!opt.nccl_sweep.empty()) {
+    auto text = trace::read_maybe_gzip(opt.nccl_sweep);
+    if (!text) {
+      say("tune: --nccl-sweep: " + text.error());
+      return 2;
+    }
+    auto points = parse_sweep_json(std::string_view(text->data(), text->size()));
+    if (!points) {
+      say(fmt::format("tune: --nccl-sweep {}: {}", opt.nccl_sweep.string(), points.error()));
+      return 2;
+    }
+    sweep_table = nccl_table_from_sweep(points.value());
+  }
   std::vector<FindingRef> findings;
   KernelMatch kernel_match;
+  bool job_uses_nccl = false;
   if (!opt.trace.empty()) {
     auto t = trace::load_any(opt.trace);
     if (!t) {
@@ -189,6 +240,7 @@ int run_tune(const TuneOptions& opt) {
     }
     findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, opt.trace.string()));
     if (opt.kernels) kernel_match = match_kernels(t.value());
+    job_uses_nccl = t->collectives.size() > 0;
   }
 
   auto work = make_private_tempdir("tracetune-tune");
@@ -233,6 +285,7 @@ int run_tune(const TuneOptions& opt) {
     }
     findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, baseline.trace.string()));
     if (opt.kernels) kernel_match = match_kernels(t.value());
+    job_uses_nccl = t->collectives.size() > 0;
   }
 
   TuneSummary summary;
@@ -263,6 +316,7 @@ int run_tune(const TuneOptions& opt) {
   };
   summary.result = search(summary.plan, runner, sopt, &baseline, [&] { return runner.interrupted(); });
   SearchResult& r = summary.result;
+  if (!opt.nccl_sweep.empty() && !runner.interrupted()) try_nccl_table(sweep_table, job_uses_nccl, runner, sopt, summary);
 
   // The exhaustive sweep (a benchmark helper): each value of one knob alone, measured in this
   // same run, to compare the search's choice with the best a full sweep finds.

@@ -206,7 +206,8 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       if (k.str() != "table") return err(&v, fmt::format("unknown key 'nccl.{}' (only [[nccl.table]] entries)", k.str()));
     if (const toml::node* tn = nccl->get("table")) {
       const toml::array* entries = tn->as_array();
-      if (entries == nullptr || !entries->is_homogeneous(toml::node_type::table))
+      // toml++ calls an empty array not homogeneous: `table = []` is an empty table, not an error
+      if (entries == nullptr || (!entries->empty() && !entries->is_homogeneous(toml::node_type::table)))
         return err(tn, "nccl.table must be [[nccl.table]] entries");
       if (entries->size() > kMaxNcclTableEntries)
         return err(tn, fmt::format("nccl.table has {} entries (at most {})", entries->size(), kMaxNcclTableEntries));

@@ -59,6 +59,19 @@ std::string json_value(const Value& v) {
 
 std::string json_number(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "null"; }
 
+// [[nccl.table]] entries as tuned_config.cpp's parse_table_entry reads them.
+std::string nccl_table_toml(const std::vector<NcclTableEntry>& table) {
+  std::string out;
+  for (const auto& e : table) {
+    out += fmt::format("\n[[nccl.table]]\ncollective = \"{}\"\nmin_bytes = {}\nmax_bytes = {}\nalgorithm = \"{}\"\n"
+                       "protocol = \"{}\"\nchannels = {}\n", kNcclCollectives[e.collective], e.min_bytes, e.max_bytes,
+                       kNcclAlgorithms[e.algorithm], kNcclProtocols[e.protocol], e.channels);
+    if (e.nodes > 0) out += fmt::format("nodes = {}\n", e.nodes);
+    if (e.ranks > 0) out += fmt::format("ranks = {}\n", e.ranks);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
@@ -68,7 +81,7 @@ std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
   if (numerics) out += "[meta]\nnumerics = true\n";
   out += "[settings]\n";
   for (const auto& [id, v] : c.settings) out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
-  return out;
+  return out + nccl_table_toml(c.nccl_table);
 }
 
 std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
@@ -89,7 +102,7 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
   } else {
     out += "# The baseline run gave no measurement: nothing could be compared, no setting is chosen.\n";
   }
-  if (r.best.settings.empty() && measured)
+  if (r.best.settings.empty() && r.best.nccl_table.empty() && measured)
     out += "# No candidate beat the baseline by more than the noise: the job's own settings are kept.\n";
   for (const auto& line : s.skipped) out += "# not searched: " + line + "\n";
   out += "# Every trial: the .trials.json file next to this one.\n\n";
@@ -138,6 +151,14 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
                          chosen->stats.median_ms, chosen->stats.spread_ms(), base->stats.median_ms / chosen->stats.median_ms);
     if (changes_numerics(cat, id, v)) out += "# CHANGES NUMERICS: tried because --allow-numerics was given\n";
     out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
+  }
+  if (!r.best.nccl_table.empty()) {
+    out += "\n# NCCL tuner table derived from the `bench nccl` sweep (fastest algorithm/protocol per size)\n";
+    for (const auto& t : r.trials)
+      if (t.knob == "nccl.table" && t.status == TrialStatus::Ok && measured)
+        out += fmt::format("# trial {}: median {:.2f} ms, {:.3f}x the baseline\n", t.index, t.stats.median_ms,
+                           base->stats.median_ms / t.stats.median_ms);
+    out += nccl_table_toml(r.best.nccl_table);
   }
   return out;
 }

@@ -30,7 +30,7 @@ SPEC = {
     "ddp.bucket_cap_mb": ("float", 1, 2048),
     "ddp.gradient_as_bucket_view": ("bool", None, None),
     "ddp.static_graph": ("bool", None, None),
-    "ddp.comm_hook": ("enum", ("none", "fp16", "bf16", "powersgd"), None),
+    "ddp.comm_hook": ("enum", ("none", "fp16", "bf16", "powersgd", "hierarchical"), None),
     "torch.tf32_matmul": ("bool", None, None),
     "torch.cudnn_tf32": ("bool", None, None),
     "torch.cudnn_benchmark": ("bool", None, None),
@@ -43,7 +43,9 @@ SPEC = {
     "kernels.cross_entropy": ("enum", ("stock", "tracetune"), None),
     "kernels.optimizer": ("enum", ("stock", "tracetune"), None),
 }
-NUMERICS = {"ddp.comm_hook": "none", "torch.tf32_matmul": False, "torch.cudnn_tf32": False, "amp.dtype": "none"}
+# knob id -> the values that keep numerics unchanged (the catalogue's `safe`)
+NUMERICS = {"ddp.comm_hook": ("none", "hierarchical"), "torch.tf32_matmul": (False,), "torch.cudnn_tf32": (False,),
+            "amp.dtype": ("none",)}
 
 settings = {}     # knob id -> value in effect in this process
 _logged = set()
@@ -112,7 +114,7 @@ def _read(config):
     if doc.get("meta", {}).get("numerics") is True:
         return flat, True
     for knob, safe in NUMERICS.items():
-        if knob in flat and flat[knob] != safe:
+        if knob in flat and flat[knob] not in safe:
             raise ValueError(f"{path}: {knob} = {flat[knob]!r} changes numerics; add 'numerics = true' to [meta] to allow it")
     return flat, True
 
@@ -315,6 +317,9 @@ def _register_comm_hook(ddp, name, register):
     if name == "powersgd":
         state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1)
         register(ddp, state, powerSGD_hook.powerSGD_hook)
+    elif name == "hierarchical":
+        from tracetune import _hierarchical
+        _hierarchical.register(ddp, register, lambda msg: _once("comm-hook-hier", msg))
     else:
         fn = getattr(default_hooks, f"{name}_compress_hook", None)
         if fn is None:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tracetune/trace/result.h"
+#include "tracetune/tuner/tuned_config.h"
 
 namespace tt::tuner {
 
@@ -92,5 +93,15 @@ BucketPrediction best_bucket(const Cluster& c, double gradient_bytes, double bac
 // The sweep as JSON ({"points": [{collective, algorithm, protocol, bytes, ranks, time_us}]}),
 // what `tracetune bench nccl --json` writes and `tracetune bench model` reads.
 Result<std::vector<SweepPoint>> parse_sweep_json(std::string_view text);
+
+// The per-size NCCL tuner table a sweep suggests: for each collective and rank count, at each
+// measured size the fastest (algorithm, protocol); runs of sizes with the same winner become
+// one [[nccl.table]] entry covering [that run's first size (0 for the first run), the next
+// measured size - 1]; the last run ends at the largest size measured (above it NCCL decides).
+// Sizes are nccl-tests' (all-gather / reduce-scatter: the total), which is what NCCL passes
+// to a tuner plugin. The sweep is of one node, so entries carry nodes = 1 and its rank count.
+// channels = 0 (NCCL's choice): `bench nccl` does not vary channels. Points naming an
+// algorithm or protocol NCCL's enums do not have are ignored.
+std::vector<NcclTableEntry> nccl_table_from_sweep(const std::vector<SweepPoint>& points);
 
 }  // namespace tt::tuner

@@ -11,12 +11,14 @@
 #include "tracetune/trace/model.h"
 #include "tracetune/trace/result.h"
 #include "tracetune/tuner/knobs.h"
+#include "tracetune/tuner/tuned_config.h"
 
 namespace tt::tuner {
 
 // A candidate: knob id -> value, in the order they were chosen. Empty: the job as it is.
 struct Candidate {
   std::vector<std::pair<std::string, Value>> settings;
+  std::vector<NcclTableEntry> nccl_table;  // [[nccl.table]] entries (from a `bench nccl` sweep)
   const Value* find(std::string_view id) const;
   void set(const std::string& id, Value v);  // replaces an existing id
   std::string label() const;                 // "baseline" or "a=1 b=true"

@@ -20,6 +20,7 @@ struct TuneOptions {
   double min_gain = 0.03;
   bool allow_numerics = false;
   bool keep_traces = false;               // keep the private trials directory and say where
+  std::filesystem::path nccl_sweep;       // a `bench nccl --json` sweep: also try the NCCL table it suggests
   std::string exhaustive;                 // a knob id: afterwards, try each of its values alone
   bool quiet = false;                     // no live table
   std::string version;                    // tracetune's, for [meta]
