@@ -1,5 +1,6 @@
 #include "document.h"
 
+#include <algorithm>
 #include <chrono>
 #include <new>
 
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "tracetune/trace/estimate.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
@@ -55,8 +57,9 @@ namespace {
 Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::path& path, const LoadOptions& opt,
                                                        const LoadProgress& progress) {
   auto report = [&](int pct, const std::string& stage) { if (progress) progress(pct, stage); };
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return make_error(path.string() + ": no such file or directory");
+  if (auto st = trace::check_input_path(path); !st) return make_error(st.error());
+  // gzip input inflates within the cap too: its size field cannot be trusted (a bomb)
+  if (opt.memory_cap_bytes) trace::set_inflate_limit(std::min(trace::inflate_limit(), opt.memory_cap_bytes));
   const auto format = trace::detect_format(path);
   if (format == trace::InputFormat::Unknown || format == trace::InputFormat::OtherSqlite)
     return make_error(path.string() +

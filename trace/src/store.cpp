@@ -2,6 +2,9 @@
 // descriptors; the DDL, the INSERT, and the SELECT all come from that one description.
 #include "tracetune/trace/store.h"
 
+#include <cerrno>
+
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -496,6 +499,15 @@ std::string_view schema_sql() {
   return s;
 }
 
+// Whether `file` cannot grow by another page under the file-size limit (ulimit -f): SQLite
+// reports such a write as "disk I/O error" and its errno does not always survive.
+bool at_file_size_limit(const fs::path& file, int page_size) {
+  struct rlimit lim {};
+  struct stat st {};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return false;
+  return ::stat(file.c_str(), &st) == 0 && static_cast<rlim_t>(st.st_size) + static_cast<rlim_t>(page_size) > lim.rlim_cur;
+}
+
 Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) {
   t.finalize();
   auto out = AtomicOutput::create(path);
@@ -505,13 +517,20 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
   const int rc = sqlite3_open_v2(out->temp_path().c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, nullptr);
   sql::Db db(raw);
-  auto fail = [&](const std::string& what) { return make_error(path.string() + ": " + what); };
-  if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
-  // The temporary is private and renamed only when complete, so no journal is needed; a
-  // crash leaves a temporary, never a half-written trace under the real name.
   // Big pages make big traces faster to write and load; small traces stay small (every
   // table and index takes at least one page).
   const int page_size = t.event_count() > 200'000 ? 65536 : 4096;
+  auto fail = [&](const std::string& what) {
+    // SQLite says "disk I/O error"; the OS error under it is what the user can act on
+    const int os = db.get() != nullptr ? sqlite3_system_errno(db.get()) : 0;
+    if (os == EFBIG || at_file_size_limit(out->temp_path(), page_size))
+      return make_error(path.string() + ": file too large: over the file-size limit (ulimit -f)");
+    if (os == ENOSPC || os == EDQUOT) return make_error(path.string() + ": " + std::strerror(os));
+    return make_error(path.string() + ": " + what);
+  };
+  if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
+  // The temporary is private and renamed only when complete, so no journal is needed; a
+  // crash leaves a temporary, never a half-written trace under the real name.
   const std::string pragmas = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
                               "PRAGMA page_size=" + std::to_string(page_size) +
                               "; PRAGMA cache_size=-65536; PRAGMA application_id=1953784948;";
