@@ -130,7 +130,45 @@ def hardening_checks(d: pathlib.Path) -> list:
     r = run("info", "--json", dup)
     if r.returncode != 0 or "duplicate keys" not in r.stdout:
         failures.append(f"duplicate JSON keys not counted: exit {r.returncode}, {r.stdout[-400:]!r} {r.stderr!r}")
+    # 4: what import writes, the reader reads: a negative duration is clamped and a 70 MB name
+    # cut (both counted), not stored for info/analyze to refuse as "bad row in ranges"
+    odd = h / "odd.json"
+    odd.write_bytes(b'{"traceEvents": [{"ph": "X", "ts": 5, "dur": -3, "name": "back", "pid": 1, "tid": 1},'
+                    b'{"ph": "X", "ts": 9, "dur": 1, "pid": 1, "tid": 1, "name": "' + b"n" * (70 << 20) + b'"}]}')
+    r = run("import", odd, "-o", h / "odd.db")
+    info = run("info", "--json", h / "odd.db") if r.returncode == 0 else r
+    if r.returncode != 0 or info.returncode != 0 or "durations clamped" not in info.stdout or "names longer than 64 KiB" not in info.stdout:
+        failures.append(f"import of a negative duration and a 70 MB name: exit {r.returncode}/{info.returncode}, "
+                        f"{info.stderr[-300:]!r} {info.stdout[-600:]!r}")
+    odd.unlink()
+    failures += tampered_db_checks(h, db)
     failures += record_checks(h)
+    return failures
+
+
+def tampered_db_checks(h: pathlib.Path, db: pathlib.Path) -> list:
+    """5: numeric garbage in a tracetune DB is refused naming the table, row and column, not
+    read as INT64_MAX or 0."""
+    failures = []
+    tamperings = {
+        "real start_ns": ("UPDATE ranges SET start_ns = 1.5e300 WHERE id = 1", "ranges row 1: start_ns is a real number"),
+        "text start_ns": ("UPDATE ranges SET start_ns = 'abc' WHERE id = 1", "ranges row 1: start_ns is text ('abc')"),
+        "text end_ns": ("UPDATE ranges SET end_ns = 'soon' WHERE id = 2", "ranges row 2: end_ns is text ('soon')"),
+        "negative count": ("INSERT INTO diagnostics(kind, source, reason, count) VALUES (1, 'x', 'y', -5)",
+                           "count -5 is negative"),
+    }
+    for what, (sql, expect) in tamperings.items():
+        bad = h / f"tampered-{what.replace(' ', '-')}.db"
+        bad.write_bytes(db.read_bytes())
+        con = sqlite3.connect(bad)
+        con.execute(sql)
+        con.commit()
+        con.close()
+        for argv in (["info", bad], ["analyze", bad], ["export", bad, "-o", h / "tampered.json"]):
+            r = run(*argv)
+            lines = r.stderr.strip().splitlines()
+            if r.returncode != 1 or len(lines) != 1 or expect not in lines[0] or str(bad) not in lines[0]:
+                failures.append(f"tampered DB, {what} ({argv[0]}): exit {r.returncode}, {r.stderr[-300:]!r}")
     return failures
 
 

@@ -81,6 +81,10 @@ bool us_token_to_ns(std::string_view tok, Ns& out) {
   return true;
 }
 
+// Event names longer than this are cut (a 100 MB name is an attack or a bug, not a name: the
+// reader refuses cells over 64 MiB, and the GUI would try to draw it).
+constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
+
 // Why a time token was refused: a number too large for nanoseconds in 64 bits is not "not a
 // number". The token is shortened for the message.
 std::string bad_time(std::string_view key, std::string_view tok) {
@@ -293,6 +297,8 @@ class Importer {
   std::uint64_t metadata_events_ = 0;
   std::uint64_t ignored_arg_types_ = 0;
   std::uint64_t duplicate_keys_ = 0;
+  std::uint64_t clamped_durations_ = 0;
+  std::uint64_t cut_names_ = 0;
   std::unordered_map<std::string, std::uint64_t> skipped_phases_, other_categories_;
   std::vector<std::pair<std::int64_t, StringId>> pending_names_;
   struct PendingFlow {
@@ -610,6 +616,18 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
   }
   Ns dur = 0;
   if (!dur_tok.empty() && !us_token_to_ns(dur_tok, dur)) return fail(bad_time("dur", dur_tok), index);
+  if (name.size() > kMaxNameBytes) {  // cut at a UTF-8 character boundary
+    std::size_t n = kMaxNameBytes;
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    name = name.substr(0, n);
+    ++cut_names_;
+  }
+  // The store's rule (end_ns >= start_ns, both in 64 bits), applied here as a repair: the
+  // reader would refuse the trace we wrote.
+  if (dur < 0 || (ts > 0 && dur > std::numeric_limits<Ns>::max() - ts)) {
+    dur = dur < 0 ? 0 : std::numeric_limits<Ns>::max() - ts;
+    ++clamped_durations_;
+  }
 
   switch (phase) {
     case 'X': break;
@@ -878,6 +896,11 @@ void Importer::finish() {
     if (t_.devices[d].process == kNone) t_.devices[d].process = first_cpu_process_;
   if (metadata_events_ > 0)
     t_.add_diagnostic(DiagnosticKind::Note, source_, "metadata events (ph 'M') applied to process and thread names", metadata_events_);
+  if (cut_names_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "event names longer than 64 KiB cut to that length", cut_names_);
+  if (clamped_durations_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "negative or overflowing durations clamped (to 0, or to the end of time)",
+                      clamped_durations_);
   if (duplicate_keys_ > 0)
     t_.add_diagnostic(DiagnosticKind::Note, source_, "duplicate keys in an event (the last value kept)", duplicate_keys_);
   if (ignored_arg_types_ > 0)
