@@ -1,7 +1,7 @@
 #include "document.h"
 
-#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <new>
 
 #include <fmt/format.h>
@@ -59,7 +59,8 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
   auto report = [&](int pct, const std::string& stage) { if (progress) progress(pct, stage); };
   if (auto st = trace::check_input_path(path); !st) return make_error(st.error());
   // gzip input inflates within the cap too: its size field cannot be trusted (a bomb)
-  if (opt.memory_cap_bytes) trace::set_inflate_limit(std::min(trace::inflate_limit(), opt.memory_cap_bytes));
+  std::optional<trace::InflateLimitScope> inflate_cap;
+  if (opt.memory_cap_bytes) inflate_cap.emplace(opt.memory_cap_bytes);
   const auto format = trace::detect_format(path);
   if (format == trace::InputFormat::Unknown || format == trace::InputFormat::OtherSqlite)
     return make_error(path.string() +

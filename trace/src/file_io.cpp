@@ -134,6 +134,7 @@ std::uint64_t parse_byte_count(const char* text) {
 
 constexpr std::uint64_t kMaxJsonBytes = 0xFFFFFFFFull - 64;  // simdjson's document limit, less its padding
 std::atomic<std::uint64_t> g_inflate_limit{0};             // 0: not decided yet
+thread_local std::uint64_t t_inflate_scope = 0;            // 0: no InflateLimitScope
 
 std::uint64_t default_inflate_limit() {
   if (const char* env = std::getenv("TRACETUNE_MAX_INFLATE"); env != nullptr && *env != '\0') {
@@ -173,10 +174,13 @@ std::uint64_t inflate_limit() {
     g_inflate_limit.compare_exchange_strong(expected, default_inflate_limit());
     v = g_inflate_limit.load(std::memory_order_relaxed);
   }
-  return v;
+  return t_inflate_scope != 0 ? std::min(v, t_inflate_scope) : v;
 }
 
-void set_inflate_limit(std::uint64_t bytes) { g_inflate_limit.store(std::clamp<std::uint64_t>(bytes, 1, kMaxJsonBytes)); }
+InflateLimitScope::InflateLimitScope(std::uint64_t bytes) : saved_(t_inflate_scope) {
+  t_inflate_scope = std::max<std::uint64_t>(1, saved_ != 0 ? std::min(saved_, bytes) : bytes);
+}
+InflateLimitScope::~InflateLimitScope() { t_inflate_scope = saved_; }
 
 Status check_input_path(const fs::path& path) {
   struct stat st{};

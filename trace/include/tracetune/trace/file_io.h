@@ -33,9 +33,21 @@ Status check_output_not_input(std::span<const std::filesystem::path> inputs, con
 // it can exhaust memory). Default: an eighth of the memory available at start (the text, the
 // JSON parser's index of 4 bytes per text byte and the model must all fit), at least 256 MiB,
 // at most 4 GiB - 1 (the JSON parser's limit). TRACETUNE_MAX_INFLATE (bytes, or with a K, M or
-// G suffix) overrides the default; a program may lower it (the GUI's --memory-cap).
+// G suffix) overrides the default; an InflateLimitScope lowers it for one load on one thread
+// (the GUI's --memory-cap).
 std::uint64_t inflate_limit();
-void set_inflate_limit(std::uint64_t bytes);
+
+// While alive, inflate_limit() on this thread is at most `bytes` (scopes nest).
+class InflateLimitScope {
+ public:
+  explicit InflateLimitScope(std::uint64_t bytes);
+  ~InflateLimitScope();
+  InflateLimitScope(const InflateLimitScope&) = delete;
+  InflateLimitScope& operator=(const InflateLimitScope&) = delete;
+
+ private:
+  std::uint64_t saved_;
+};
 
 // Reads a file, gunzipping it when it starts with the gzip magic (at most inflate_limit()
 // bytes); the buffer carries simdjson's padding. Errors name the file ("FILE: truncated gzip
