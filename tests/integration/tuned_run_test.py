@@ -101,6 +101,12 @@ def case_bad_configs(tmp):
         r = run(cfg, *job)
         check("a config owned by another user is refused", r.returncode == 2 and "not by you" in r.stderr and
               not marker.exists(), r.stderr)
+    shared = pathlib.Path(tmp) / "shared"  # a 0600 config in a world-writable directory: applied, with a warning
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    r = run(config(shared, good, name="s.toml"), extra=["--check"])
+    check("a config in a world-writable directory is applied with a warning", r.returncode == 0 and
+          "warning: " in r.stderr and "is writable by others" in r.stderr and not marker.exists(), r.stderr)
     cfg = config(tmp, good, name="ok.toml")
     r = run(cfg, extra=["--check"])
     check("--check accepts a good config and runs nothing", r.returncode == 0 and "dataloader.num_workers = 2" in r.stderr

@@ -361,7 +361,17 @@ Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const C
     got += static_cast<std::size_t>(n);
   }
   text.resize(got);
-  return parse_tuned_config(text, path.string(), cat);
+  auto cfg = parse_tuned_config(text, path.string(), cat);
+  // A private file in a world-writable directory can still be replaced or renamed by anyone
+  // who can write there (unless the directory is sticky and the file is ours): warn.
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  struct stat ds {};
+  if (cfg && ::stat(dir.c_str(), &ds) == 0 && (ds.st_mode & S_IWOTH) != 0)
+    cfg->warnings.push_back(fmt::format("{}: its directory {} is writable by others{}: keep tuned configs in a private "
+                                        "directory", path.string(), dir.string(),
+                                        (ds.st_mode & S_ISVTX) != 0 ? " (sticky)" : ", so anyone can replace the file"));
+  return cfg;
 }
 
 std::string nccl_table_text(const std::vector<NcclTableEntry>& table) {
