@@ -3,6 +3,7 @@
 // 2 (usage).
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +47,7 @@ int fail(const std::string& msg) {
 int cmd_import(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<fs::path> paths(inputs.begin(), inputs.end());
+  if (auto st = trace::check_output_not_input(paths, output); !st) return fail(st.error());
   trace::Trace t;
   if (auto st = trace::import_any(paths, t); !st) return fail(st.error());
   if (auto st = trace::write_trace(t, output, "tracetune import " TT_VERSION); !st) return fail(st.error());
@@ -67,6 +69,8 @@ int cmd_info(const std::string& input, bool json) {
 
 int cmd_export(const std::string& input, const std::string& format, const std::string& output) {
   if (format != "chrome") return fail("unknown export format '" + format + "' (supported: chrome)");
+  const fs::path inputs[] = {input};
+  if (auto st = trace::check_output_not_input(inputs, output); !st) return fail(st.error());
   auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   if (auto st = trace::export_chrome(t.value(), output); !st) return fail(st.error());
@@ -96,6 +100,15 @@ bool parse_steps(const std::string& spec, std::pair<std::int64_t, std::int64_t>&
   return out.first <= out.second;
 }
 
+// "FILE: no rank 9 in this trace (ranks present: 0, 1)" for --rank naming a rank the trace lacks.
+std::string no_such_rank(const trace::Trace& t, analyzer::Options opt, const std::string& input) {
+  const int wanted = opt.rank;
+  opt.rank = -1;
+  std::string present;
+  for (const auto& r : analyzer::analyze(t, opt, input).metrics.ranks) present += (present.empty() ? "" : ", ") + std::to_string(r.rank);
+  return fmt::format("{}: no rank {} in this trace (ranks present: {})", input, wanted, present.empty() ? "none" : present);
+}
+
 struct AnalyzeArgs {
   std::string input, format = "text", output, steps, step_range;
   int rank = -1;
@@ -116,12 +129,16 @@ int cmd_analyze(const AnalyzeArgs& args) {
     }
     opt.steps = r;
   }
+  const fs::path inputs[] = {args.input};
+  if (!args.output.empty())
+    if (auto st = trace::check_output_not_input(inputs, args.output); !st) return fail(st.error());
   auto t = trace::load_any(args.input);
   if (!t) return fail(t.error());
   const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
   if (!step_note) return fail(args.input + ": " + step_note.error());
   analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
+  if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, args.input));
   std::string text;
   if (args.format == "json") text = analyzer::render_json(a);
   else if (args.format == "md") text = analyzer::render_markdown(a);
@@ -153,6 +170,7 @@ int cmd_record(collector::RecordOptions opt) {
 
 int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
   std::vector<fs::path> paths(dirs.begin(), dirs.end());
+  if (auto st = trace::check_output_not_input(paths, output); !st) return fail(st.error());
   collector::MergeReport report;
   collector::MergeOptions mopt;
   auto t = collector::merge_raw(paths, mopt, report);
@@ -359,7 +377,7 @@ int cmd_knobs() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_cli(int argc, char** argv) {
 #if defined(TT_X86_64_LEVEL) && defined(__x86_64__)
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2")) {
     std::fprintf(stderr, "tracetune: this build needs an %s CPU (AVX2, BMI2); rebuild with -DTT_X86_64_LEVEL= for older CPUs\n",
@@ -367,6 +385,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 #endif
+  // A write over the file-size limit (ulimit -f) is an error we report (EFBIG), not a death
+  // by SIGXFSZ that loses the job's exit code and leaves temporaries; jobs get the default back.
+  std::signal(SIGXFSZ, SIG_IGN);
   // No umask change here: `record` passes it on to the job, which must behave as without us.
   // Every file we create is made private explicitly (0600 files, 0700 directories).
   CLI::App app{"tracetune: a profiler and tuning advisor for training jobs. Record a job (file I/O, processes,\n"
@@ -653,4 +674,16 @@ int main(int argc, char** argv) {
     return cmd_record(rec_opt);
   }
   return 2;
+}
+
+// The boundary: whatever escapes a verb (a filesystem error on a path we did not foresee,
+// memory exhausted) is one line and exit 1, never an abort.
+int main(int argc, char** argv) {
+  try {
+    return run_cli(argc, argv);
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory");
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
 }

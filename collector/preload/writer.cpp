@@ -23,6 +23,8 @@
 //    they are computed from the bytes as stored in the file, not from the caller's buffers.
 #include "writer.h"
 
+#include "tracetune/collector/redact.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -875,11 +877,12 @@ bool needs_quotes(const char* s, std::size_t n) {
   return false;
 }
 
-// argv from /proc/self/cmdline joined by spaces; arguments quoted shell-style when needed.
+// argv from /proc/self/cmdline joined by spaces, secrets redacted (redact.h); arguments
+// quoted shell-style when needed (always when redacted: the marker has < and >).
 void build_command_line(Text& out, char* raw, std::size_t raw_cap) {
   const std::size_t n = read_proc("/proc/self/cmdline", raw, raw_cap);
   std::size_t start = 0;
-  bool first = true;
+  bool first = true, after_secret_flag = false;
   for (std::size_t i = 0; i <= n; ++i) {
     if (i < n && raw[i] != '\0') continue;
     if (i == n && i == start) break;  // trailing NUL already consumed the last argument
@@ -887,61 +890,37 @@ void build_command_line(Text& out, char* raw, std::size_t raw_cap) {
     const std::size_t len = i - start;
     if (!first) out.put(' ');
     first = false;
-    if (!needs_quotes(arg, len)) {
-      out.put(arg, len);
-    } else {
-      out.put('\'');
-      for (std::size_t k = 0; k < len; ++k) {
-        if (arg[k] == '\'') {
-          out.put("'\\''");
-        } else {
-          out.put(arg[k]);
-        }
+    const bool redacted = redact::put_arg(arg, len, after_secret_flag, [](const char*, std::size_t) {});
+    const bool quote = redacted || needs_quotes(arg, len);
+    if (quote) out.put('\'');
+    redact::put_arg(arg, len, after_secret_flag, [&](const char* s, std::size_t k) {
+      for (std::size_t j = 0; j < k; ++j) {
+        if (quote && s[j] == '\'') out.put("'\\''");
+        else out.put(s[j]);
       }
-      out.put('\'');
-    }
+    });
+    if (quote) out.put('\'');
+    after_secret_flag = redact::secret_flag(arg, len);
     start = i + 1;
   }
 }
 
-bool contains_nocase(const char* s, std::size_t n, const char* word) {
-  const std::size_t w = std::strlen(word);
-  for (std::size_t i = 0; i + w <= n; ++i) {
-    std::size_t k = 0;
-    while (k < w) {
-      char c = s[i + k];
-      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-      if (c != word[k]) break;
-      ++k;
-    }
-    if (k == w) return true;
-  }
-  return false;
-}
-
-bool is_secret_name(const char* name, std::size_t n) {
-  static constexpr const char* kWords[] = {"TOKEN",      "KEY",    "SECRET", "PASSWORD",
-                                           "CREDENTIAL", "PASSWD", "AUTH",   "COOKIE"};
-  for (const char* w : kWords) {
-    if (contains_nocase(name, n, w)) return true;
-  }
-  return false;
-}
-
-// NAME=value lines; values of secret-looking names replaced. Whole lines only.
+// NAME=value lines; values of secret-looking names replaced, and secrets inside other values
+// (URL passwords, keys) too (redact.h). Whole lines only.
 void build_environment(Text& out) {
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const char* entry = *e;
     const char* eq = std::strchr(entry, '=');
     if (eq == nullptr) continue;
     const std::size_t name_len = static_cast<std::size_t>(eq - entry);
-    const bool secret = is_secret_name(entry, name_len);
-    const char* value = secret ? "<redacted>" : eq + 1;
-    const std::size_t value_len = std::strlen(value);
+    const bool secret = redact::secret_name(entry, name_len);
+    const char* value = secret ? redact::kMarker : eq + 1;
+    std::size_t value_len = 0;
+    redact::put_value(value, std::strlen(value), [&](const char*, std::size_t k) { value_len += k; });
     if (name_len + value_len + 2 > out.cap - out.len) break;  // keep lines whole
     out.put(entry, name_len);
     out.put('=');
-    out.put(value, value_len);
+    redact::put_value(value, std::strlen(value), [&](const char* s, std::size_t k) { out.put(s, k); });
     out.put('\n');
   }
 }

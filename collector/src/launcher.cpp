@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,10 +23,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "tracetune/collector/merge.h"
+#include "tracetune/collector/redact.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/summary.h"
 
@@ -87,6 +90,23 @@ struct SignalForwarding {
   }
 };
 
+// Spawn attributes for a job: the signals tracetune ignores (SIGXFSZ, see cli/main.cpp) are
+// back to their default in the job, which must behave exactly as it would without us.
+struct JobSpawnAttr {
+  posix_spawnattr_t attr;
+  explicit JobSpawnAttr(short flags = 0) {
+    posix_spawnattr_init(&attr);
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGXFSZ);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setflags(&attr, static_cast<short>(flags | POSIX_SPAWN_SETSIGDEF));
+  }
+  ~JobSpawnAttr() { posix_spawnattr_destroy(&attr); }
+  JobSpawnAttr(const JobSpawnAttr&) = delete;
+  JobSpawnAttr& operator=(const JobSpawnAttr&) = delete;
+};
+
 // Creates `dir` private to us: 0700, a real directory (not a symlink), owned by us, empty.
 Status make_private_dir(const fs::path& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0) {
@@ -104,11 +124,68 @@ Status make_private_dir(const fs::path& dir) {
   return {};
 }
 
+// The output is ours for the whole run: a second `record` to the same -o would replace the
+// first one's trace. An flock on OUT.lock (0600, removed at the end) held until we return;
+// the lock dies with us, so a crashed run never blocks the next. After locking, the path
+// must still name the file we locked (an earlier holder may have removed it meanwhile).
+class OutputLock {
+ public:
+  static Result<OutputLock> take(const fs::path& output) {
+    fs::path lock_path = output;
+    lock_path += ".lock";
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0) return make_error(lock_path.string() + ": cannot create the lock: " + std::strerror(errno));
+      if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        return make_error(output.string() + ": another tracetune record is writing this trace now (" +
+                          lock_path.string() + " is locked); wait for it or choose another -o");
+      }
+      struct stat held {}, now {};
+      if (::fstat(fd, &held) == 0 && ::stat(lock_path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+          held.st_dev == now.st_dev)
+        return OutputLock(lock_path, fd);
+      ::close(fd);  // removed by the previous holder after we opened it: take the new one
+    }
+    return make_error(lock_path.string() + ": cannot take the lock");
+  }
+  OutputLock(OutputLock&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)) {}
+  OutputLock& operator=(OutputLock&&) = delete;
+  ~OutputLock() {
+    if (fd_ < 0) return;
+    ::unlink(path_.c_str());  // while still locked: a waiter then finds a fresh file
+    ::close(fd_);
+  }
+
+ private:
+  OutputLock(fs::path path, int fd) : path_(std::move(path)), fd_(fd) {}
+  fs::path path_;
+  int fd_ = -1;
+};
+
+// Where a trace that could not be written can still come from.
+std::string merge_later_hint(const fs::path& raw_dir, const fs::path& output) {
+  return fmt::format("raw records kept in {}; merge them later with: tracetune merge {} -o {}", raw_dir.string(),
+                     raw_dir.string(), output.string());
+}
+
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const auto& s : v) {
     if (!out.empty()) out += sep;
     out += s;
+  }
+  return out;
+}
+
+// The job's command line for the trace, with secrets redacted as the collector does (redact.h).
+std::string redacted_command(const std::vector<std::string>& command) {
+  std::string out;
+  bool after_secret_flag = false;
+  for (const auto& a : command) {
+    if (!out.empty()) out += ' ';
+    redact::put_arg(a.data(), a.size(), after_secret_flag, [&](const char* s, std::size_t n) { out.append(s, n); });
+    after_secret_flag = redact::secret_flag(a.data(), a.size());
   }
   return out;
 }
@@ -218,7 +295,8 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
 
   SignalForwarding forwarding;
   pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  JobSpawnAttr attr;
+  const int rc = ::posix_spawnp(&pid, argv[0], nullptr, &attr.attr, argv.data(), envp.data());
   if (rc != 0) return make_error(command[0] + ": " + std::strerror(rc));
   g_child.store(pid);
   int status = 0;
@@ -243,9 +321,8 @@ Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const st
   argv.push_back(nullptr);
 
   SignalForwarding forwarding;
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  JobSpawnAttr job_attr(POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_t& attr = job_attr.attr;
   posix_spawnattr_setpgroup(&attr, 0);  // the child leads a new group
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
@@ -258,7 +335,6 @@ Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const st
   g_stop_requested.store(false);
   const int rc = ::posix_spawnp(&pid, argv[0], &files, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
   if (rc != 0) return make_error(command[0] + ": " + std::strerror(rc));
   g_child_group.store(true);
   g_child.store(pid);
@@ -390,6 +466,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   if (out_dir.empty()) out_dir = ".";
   std::error_code ec;
   if (!fs::is_directory(out_dir, ec)) return make_error(opt.output.string() + ": directory does not exist");
+  auto lock = OutputLock::take(opt.output);
+  if (!lock) return make_error(lock.error());
   const fs::path raw_dir = opt.raw_dir.empty() ? fs::path(opt.output.string() + ".raw") : opt.raw_dir;
   if (auto st = make_private_dir(raw_dir); !st) return make_error(st.error());
 
@@ -432,16 +510,16 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   auto merged = merge_raw(dirs, mopt, report);
   if (!merged) {
     outcome.error = merged.error();
-    std::fprintf(stderr, "tracetune: no trace written: %s (raw records kept in %s)\n", merged.error().c_str(),
-                 raw_dir.c_str());
+    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", merged.error().c_str(),
+                 merge_later_hint(raw_dir, opt.output).c_str());
     return outcome;
   }
   trace::Trace& t = merged.value();
-  t.metadata.emplace_back("command", join(opt.command, " "));
+  t.metadata.emplace_back("command", redacted_command(opt.command));
   if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
     outcome.error = st.error();
-    std::fprintf(stderr, "tracetune: no trace written: %s (raw records kept in %s)\n", st.error().c_str(),
-                 raw_dir.c_str());
+    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", st.error().c_str(),
+                 merge_later_hint(raw_dir, opt.output).c_str());
     return outcome;
   }
   outcome.trace_written = true;

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -163,13 +164,17 @@ std::uint64_t nccl_dtype_size(std::string_view t) {
   return 0;
 }
 
-// Two's-complement arithmetic: times are checksummed writer output, but a crafted file must
-// not be able to reach signed-overflow UB.
-Ns wrap_add(Ns a, Ns b) {
-  return static_cast<Ns>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+// Saturating arithmetic: times are checksummed writer output, but a crafted file (realtime
+// anchors of +-2^63, a span from INT64_MIN to INT64_MAX) must reach neither signed-overflow
+// UB nor wrapped nonsense ("duration -4611686018427387803 ns"): it stops at the ends of time.
+constexpr Ns kMaxNs = std::numeric_limits<Ns>::max(), kMinNs = std::numeric_limits<Ns>::min();
+Ns sat_add(Ns a, Ns b) {
+  Ns r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? kMaxNs : kMinNs) : r;
 }
-Ns wrap_sub(Ns a, Ns b) {
-  return static_cast<Ns>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+Ns sat_sub(Ns a, Ns b) {
+  Ns r = 0;
+  return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? kMaxNs : kMinNs) : r;
 }
 
 std::string_view basename_of(std::string_view path) {
@@ -216,7 +221,7 @@ std::map<std::string, Ns> align_clocks(const std::vector<std::optional<RecordFil
                                        trace::Trace& t, MergeReport& report) {
   std::map<std::string, std::vector<Ns>> anchors;  // host -> (realtime - monotonic) per file
   for (const auto& h : headers)
-    if (h) anchors[h->host].push_back(wrap_sub(h->start_real_ns, h->start_mono_ns));
+    if (h) anchors[h->host].push_back(sat_sub(h->start_real_ns, h->start_mono_ns));
   std::map<std::string, Ns> offsets;
   for (auto& [host, deltas] : anchors) {
     Ns offset = 0;
@@ -324,12 +329,20 @@ class ProcessConverter {
   }
 
  private:
-  Ns at(Ns mono) const { return wrap_add(mono, offset_); }
+  Ns at(Ns mono) const { return sat_add(mono, offset_); }
+  // end - start, clamped (and counted) to 0 when negative and so that the event's end, on
+  // the trace clock, stays within 64 bits: the store's rule, which the reader enforces.
   Ns dur(Ns start, Ns end) {
-    const Ns d = wrap_sub(end, start);
-    if (d >= 0) return d;
-    ++clamped_;
-    return 0;
+    const Ns d = sat_sub(end, start), begin = at(start);
+    if (d < 0) {
+      ++clamped_;
+      return 0;
+    }
+    if (begin > 0 && d > kMaxNs - begin) {
+      ++clamped_;
+      return kMaxNs - begin;
+    }
+    return d;
   }
 
   // Per-file string id -> trace string id, interned on first use only: most files carry
@@ -767,7 +780,7 @@ class ProcessConverter {
     for (const auto& [tid, r] : raw_.nccl_colls) {
       if (r.side != NcclSide::Device || r.observed_ns == 0) continue;
       Comm& c = comm(r.comm_id);
-      const Ns d = wrap_sub(r.observed_ns, r.end_ns);
+      const Ns d = sat_sub(r.observed_ns, r.end_ns);
       if (!c.offset_known || d < c.offset) c.offset = d;
       c.offset_known = true;
     }
@@ -775,8 +788,8 @@ class ProcessConverter {
       Comm& c = comm(r.comm_id);
       const bool device_side = r.side == NcclSide::Device;
       if (device_side && !c.offset_known) continue;
-      const Ns start = device_side ? wrap_add(r.start_ns, c.offset) : r.start_ns;
-      const Ns end = device_side ? wrap_add(r.end_ns, c.offset) : r.end_ns;
+      const Ns start = device_side ? sat_add(r.start_ns, c.offset) : r.start_ns;
+      const Ns end = device_side ? sat_add(r.end_ns, c.offset) : r.end_ns;
       const std::string_view func = text(r.func);
       std::string op(func);
       for (char& ch : op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -829,7 +842,7 @@ class ProcessConverter {
                         "file ends inside its last chunk (the process ended while reserving it)");
     if (clamped_ > 0)
       t_.add_diagnostic(DiagnosticKind::Note, source_,
-                        "events ending before they start (duration clamped to 0)", clamped_);
+                        "events ending before they start or past the end of 64-bit time (durations clamped)", clamped_);
     if (unresolved_ > 0)
       t_.add_diagnostic(DiagnosticKind::Note, source_, "string ids without a String record (left empty)",
                         unresolved_);

@@ -1,12 +1,14 @@
 #include "document.h"
 
 #include <chrono>
+#include <optional>
 #include <new>
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include "tracetune/trace/estimate.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
@@ -55,8 +57,10 @@ namespace {
 Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::path& path, const LoadOptions& opt,
                                                        const LoadProgress& progress) {
   auto report = [&](int pct, const std::string& stage) { if (progress) progress(pct, stage); };
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return make_error(path.string() + ": no such file or directory");
+  if (auto st = trace::check_input_path(path); !st) return make_error(st.error());
+  // gzip input inflates within the cap too: its size field cannot be trusted (a bomb)
+  std::optional<trace::InflateLimitScope> inflate_cap;
+  if (opt.memory_cap_bytes) inflate_cap.emplace(opt.memory_cap_bytes);
   const auto format = trace::detect_format(path);
   if (format == trace::InputFormat::Unknown || format == trace::InputFormat::OtherSqlite)
     return make_error(path.string() +

@@ -13,9 +13,11 @@ exits non-zero when anything failed.
 
 import glob
 import os
+import random
 import shutil
 import stat
 import struct
+import string
 import subprocess
 import sys
 import tempfile
@@ -512,6 +514,39 @@ def test_secrets_redacted(ctx):
         expect(b"TT_VISIBLE" not in fh.read(), "environment text in the file with NO_ENV")
 
 
+def test_secrets_by_name_and_value(ctx):
+    """Issue 17 #2: secrets under other names, inside URLs and on the command line never reach
+    the record file; the working directory (PWD) and ordinary values stay readable."""
+    out = ctx.fresh_dir("env2")
+    unique = "tt" + uuid.uuid4().hex[:12]
+    rng = random.Random(unique)
+    key = "Ab3" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(37))
+    by_name = {"DB_PASS": unique + "a", "PGPASS": unique + "b", "SLACK_WEBHOOK": "https://hooks.example/" + unique + "c",
+               "SESSION_ID": unique + "d", "AWS_CREDS": unique + "e", "PRIVATE_THING": unique + "f",
+               "SENTRY_DSN": unique + "g", "REQUEST_SIGNATURE": unique + "h"}
+    by_value = {"DATABASE_URL": f"postgres://admin:{unique}i@db.example:5432/prod",
+                "HTTPS_PROXY": f"http://user:{unique}j@proxy.example:3128", "SOME_SETTING": key}
+    args = ["-c", "exit 0", "sh", f"--password={unique}k", "--token", unique + "l", f"https://bob:{unique}m@git.example/r",
+            "--lr=0.1", "resnet50_imagenet_Training_run-2024"]
+    pid, rc, _ = ctx.run(args, out, dict(by_name, **by_value, TT_VISIBLE="hello-visible"), program="/bin/sh")
+    expect(rc == 0, f"exit status {rc}")
+    f = by_pid(ctx.load(out), pid)
+    info = f.process_info()
+    env = info["env"].splitlines()
+    for name in by_name:
+        expect(f"{name}=<redacted>" in env, f"{name} not redacted")
+    expect("DATABASE_URL=postgres://<redacted>@db.example:5432/prod" in env, "URL password kept in DATABASE_URL")
+    expect("HTTPS_PROXY=http://<redacted>@proxy.example:3128" in env, "URL password kept in HTTPS_PROXY")
+    expect("SOME_SETTING=<redacted>" in env, f"a high-entropy value was kept: {[e for e in env if e.startswith('SOME')]}")
+    expect("TT_VISIBLE=hello-visible" in env and any(e.startswith("PWD=/") for e in env), "ordinary variables or PWD lost")
+    cmd = info["cmd"]
+    expect("'--password=<redacted>' --token '<redacted>' 'https://<redacted>@git.example/r' --lr=0.1 resnet50_imagenet_Training_run-2024" in cmd,
+           f"command line not redacted as expected: {cmd!r}")
+    with open(f.path, "rb") as fh:
+        raw = fh.read()
+    expect(unique.encode() not in raw and key.encode() not in raw, "a secret value reached the record file")
+
+
 def test_unset_output_dir_writes_nothing(ctx):
     cwd = ctx.fresh_dir("unset")
     for value in (None, ""):
@@ -708,6 +743,7 @@ TESTS = [
     test_errno_preserved,
     test_thread_name,
     test_secrets_redacted,
+    test_secrets_by_name_and_value,
     test_unset_output_dir_writes_nothing,
     test_unsafe_directories_refused,
     test_relative_output_dir,

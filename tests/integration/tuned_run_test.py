@@ -66,6 +66,13 @@ def case_bad_configs(tmp):
         "bad nccl table": ('[[nccl.table]]\ncollective = "allreduce"\nmin_bytes = 0\nmax_bytes = 10\nalgorithm = "ring"\n'
                            'protocol = "LL512"\n', r'protocol "LL512" is not one of'),
         "table in settings": ('[settings]\n"nccl.tuner_table" = 1\n', r"written as \[\[nccl.table\]\] entries"),
+        # hardening (issue 17): one knob spelled twice; nesting that overflowed toml++'s stack
+        "quoted and dotted duplicate": ('[settings]\n"dataloader.num_workers" = 2\ndataloader.num_workers = 8\n',
+                                        r'c.toml: line 3: settings: dataloader.num_workers sets dataloader.num_workers '
+                                        r'again \(first set at line 2 as "dataloader.num_workers"\)'),
+        "50,000-level dotted key": ("[settings]\n" + ".".join(["a"] * 50000) + " = 1\n", r"line 2: .*nested deeper than 32"),
+        "50,000 nested arrays": ("[meta]\nx = " + "[" * 50000 + "]" * 50000 + "\n", r"line 2: .*nested deeper than 32"),
+        "long key": ("[settings]\n" + "k" * 5000 + " = 1\n", r"line 2: a key longer than 1024 characters"),
     }
     for name, (text, pattern) in cases.items():
         cfg = config(tmp, text, name="c.toml")
@@ -94,6 +101,12 @@ def case_bad_configs(tmp):
         r = run(cfg, *job)
         check("a config owned by another user is refused", r.returncode == 2 and "not by you" in r.stderr and
               not marker.exists(), r.stderr)
+    shared = pathlib.Path(tmp) / "shared"  # a 0600 config in a world-writable directory: applied, with a warning
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    r = run(config(shared, good, name="s.toml"), extra=["--check"])
+    check("a config in a world-writable directory is applied with a warning", r.returncode == 0 and
+          "warning: " in r.stderr and "is writable by others" in r.stderr and not marker.exists(), r.stderr)
     cfg = config(tmp, good, name="ok.toml")
     r = run(cfg, extra=["--check"])
     check("--check accepts a good config and runs nothing", r.returncode == 0 and "dataloader.num_workers = 2" in r.stderr

@@ -3,10 +3,12 @@
 #include "tracetune/collector/merge.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <gtest/gtest.h>
 
 #include "record_file_writer.h"
+#include "tracetune/trace/store.h"
 
 namespace tt::collector {
 namespace {
@@ -317,6 +319,50 @@ TEST(Merge, NegativeDurationsAreClampedAndCounted) {
   const auto* d = find_diag(t, DiagnosticKind::Note, "clamped");
   ASSERT_NE(d, nullptr);
   EXPECT_EQ(d->count, 2u);
+}
+
+// Issue 17 #12: crafted anchors of +-2^63 and a span from INT64_MIN to INT64_MAX saturate
+// (counted) instead of wrapping; a host name of invalid UTF-8 is sanitised; the trace then
+// passes the store's own reader.
+TEST(Merge, CraftedTimesSaturateAndHostsBecomeValidUtf8) {
+  TempDir dir;
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
+  RecordFileWriter a(500, "node-a");
+  a.io(500, IoFunc::Read, a.header.start_mono_ns + 10, a.header.start_mono_ns + 20, "");
+  a.exit(a.header.start_mono_ns + 100, 0);
+  a.write(dir.path() / "node-a" / "proc-500.ttr");
+  RecordFileWriter b(501, "node-\xff\xfe");
+  b.header.start_real_ns = kMax;
+  b.header.start_mono_ns = kMin;
+  b.io(501, IoFunc::Read, kMin, kMax, "");
+  b.io(501, IoFunc::Write, 10, 20, "");
+  b.exit(kMax, 0);
+  b.write(dir.path() / "node-b" / "proc-501.ttr");
+  RecordFileWriter c(502, "node-c");  // offset +10: a span to near INT64_MAX ends past it
+  c.header.start_real_ns = 10;
+  c.header.start_mono_ns = 0;
+  c.io(502, IoFunc::Read, 0, kMax - 5, "");
+  c.exit(kMax - 5, 0);
+  c.write(dir.path() / "node-c" / "proc-502.ttr");
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  trace::Trace& t = r.value();
+  for (std::size_t i = 0; i < t.io_calls.size(); ++i) {
+    std::int64_t end = 0;
+    EXPECT_GE(t.io_calls.dur[i], 0);
+    EXPECT_FALSE(__builtin_add_overflow(t.io_calls.start[i], t.io_calls.dur[i], &end)) << i;
+  }
+  EXPECT_NE(find_diag(t, DiagnosticKind::Note, "clamped"), nullptr);
+  const auto* pb = find_process(t, 501);
+  ASSERT_NE(pb, nullptr);
+  EXPECT_EQ(pb->host, "node-\xEF\xBF\xBD\xEF\xBF\xBD");
+  TempDir out;
+  ASSERT_TRUE(trace::write_trace(t, out.path() / "t.db", "test"));
+  auto back = trace::read_trace(out.path() / "t.db");
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->io_calls.size(), 4u);
 }
 
 TEST(Merge, ForkChildKeepsItsParent) {

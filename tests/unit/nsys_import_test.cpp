@@ -338,6 +338,27 @@ TEST_F(NsysImport, BrokenRowsAreCountedNotDropped) {
   EXPECT_EQ(seen, 5u);
 }
 
+// Issue 17 #5: start = 'abc' or end = 1e308 was read as 0 or INT64_MAX and imported.
+TEST_F(NsysImport, NonIntegerTimesAreSkippedWithTheReason) {
+  const fs::path db = make_db("garbage.sqlite", R"sql(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER, end INTEGER, deviceId INTEGER NOT NULL,
+  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+  bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER);
+INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (100, 200, 0, 1, 7, 1, 16777216, 64, 1, 1, 2);
+INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES ('abc', 400, 0, 1, 7, 2, 16777216, 64, 1, 1, 2);
+INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (500, 1e308, 0, 1, 7, 3, 16777216, 64, 1, 1, 2);
+)sql");
+  Trace t;
+  auto st = import_nsys(db, t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(t.memcpys.size(), 1u);
+  const Diagnostic* bad = find_diag(t, DiagnosticKind::Skipped, "not an integer");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->count, 2u);
+  EXPECT_NE(bad->reason.find("CUPTI_ACTIVITY_KIND_MEMCPY"), std::string::npos);
+}
+
 // ---- enum numbering without / with the export's ENUM tables ----
 
 constexpr const char* kMinimalMemcpy = R"sql(

@@ -77,11 +77,9 @@ Result<LoadEstimate> estimate_kineto(const fs::path& path) {
   std::error_code ec;
   std::vector<fs::path> files;
   if (fs::is_directory(path, ec)) {  // the files import_kineto reads
-    for (const auto& entry : fs::directory_iterator(path, ec)) {
-      const std::string n = entry.path().filename().string();
-      if (entry.is_regular_file() && (n.ends_with(".json") || n.ends_with(".json.gz"))) files.push_back(entry.path());
-    }
-    if (ec) return make_error(path.string() + ": " + ec.message());
+    auto listed = list_trace_files(path);
+    if (!listed) return make_error(listed.error());
+    files = std::move(listed.value());
   } else {
     files.push_back(path);
   }

@@ -4,11 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 
+#include <fmt/format.h>
 #include <libdeflate.h>
 
 namespace tt::trace {
@@ -34,8 +39,18 @@ bool is_gzip(std::string_view d) {
          static_cast<unsigned char>(d[1]) == 0x8b;
 }
 
-// Decompress every gzip member of `in` into `out` (appending). `reserve` guides sizing.
-Result<void> gunzip_into(std::string_view in, std::string& out) {
+std::string mib(std::uint64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+std::string over_limit(std::uint64_t limit) {
+  return fmt::format("gzip data inflates to more than {} (the inflate limit, set from available memory; "
+                     "TRACETUNE_MAX_INFLATE=SIZE raises it)",
+                     limit >= (1u << 20) ? mib(limit) : fmt::format("{} bytes", limit));
+}
+
+// Decompress every gzip member of `in` into `out` (appending), never letting `out` pass
+// `max_out` bytes: each attempt gets an output buffer no larger than what is left of the
+// budget, so a bomb fails with INSUFFICIENT_SPACE before it is inflated any further.
+Result<void> gunzip_into(std::string_view in, std::string& out, std::uint64_t max_out) {
   struct Free { void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); } };
   std::unique_ptr<libdeflate_decompressor, Free> dec(libdeflate_alloc_decompressor());
   if (!dec) return make_error("out of memory");
@@ -48,11 +63,12 @@ Result<void> gunzip_into(std::string_view in, std::string& out) {
       return make_error(pos == 0 ? "not a gzip stream" : "garbage after gzip data");
     }
     if (member.size() < 18) return make_error("truncated gzip stream");
+    const std::size_t left = out.size() >= max_out ? 0 : static_cast<std::size_t>(max_out - out.size());
     // ISIZE (the last 4 bytes of a member) is the size mod 2^32 when this is the only
-    // member; use it as a first guess and grow on demand.
+    // member; use it as a first guess and grow on demand, within the budget.
     std::size_t guess = le32(reinterpret_cast<const unsigned char*>(in.data() + in.size() - 4));
     if (guess < member.size()) guess = member.size() * 4;
-    guess = std::min(guess, max_inflated_size(member.size()));
+    guess = std::min({guess, max_inflated_size(member.size()), left});
     for (;;) {
       const std::size_t base = out.size();
       out.resize(base + guess);
@@ -66,8 +82,8 @@ Result<void> gunzip_into(std::string_view in, std::string& out) {
       }
       out.resize(base);
       if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
-        if (guess > (std::size_t{1} << 40)) return make_error("gzip stream too large");
-        guess *= 2;
+        if (guess >= left) return make_error(over_limit(max_out));
+        guess = std::min(guess * 2, left);
         continue;
       }
       // libdeflate cannot tell a cut-off stream from a corrupt one; a stream that ends
@@ -78,16 +94,62 @@ Result<void> gunzip_into(std::string_view in, std::string& out) {
   return {};
 }
 
-Result<std::string> read_all(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error(path, std::strerror(errno));
+// Opens an input for reading without blocking (a FIFO's open() waits for a writer) and
+// refuses anything but a regular file. Returns the descriptor and its size.
+Result<std::pair<int, std::uint64_t>> open_regular(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return io_error(path, errno == ELOOP ? "too many levels of symbolic links (a symlink loop)" : std::strerror(errno));
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return io_error(path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+    return io_error(path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file (a FIFO, socket or device): refused");
   }
+  return std::pair{fd, static_cast<std::uint64_t>(st.st_size)};
+}
+
+std::uint64_t available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (meminfo >> key >> kib)
+    if (key == "MemAvailable:") return kib << 10;
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+}
+
+// "123", "64K", "512M", "8G" -> bytes; 0 when malformed.
+std::uint64_t parse_byte_count(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(text, &end, 10);
+  if (end == text || errno != 0 || text[0] == '-') return 0;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift != 0) ++end;
+  if (*end != '\0' || n > (~0ull >> shift)) return 0;
+  return static_cast<std::uint64_t>(n) << shift;
+}
+
+constexpr std::uint64_t kMaxJsonBytes = 0xFFFFFFFFull - 64;  // simdjson's document limit, less its padding
+std::atomic<std::uint64_t> g_inflate_limit{0};             // 0: not decided yet
+thread_local std::uint64_t t_inflate_scope = 0;            // 0: no InflateLimitScope
+
+std::uint64_t default_inflate_limit() {
+  if (const char* env = std::getenv("TRACETUNE_MAX_INFLATE"); env != nullptr && *env != '\0') {
+    if (const std::uint64_t n = parse_byte_count(env)) return n;
+    std::fprintf(stderr, "tracetune: TRACETUNE_MAX_INFLATE='%s' is not a size (like 512M or 8G); using the default\n", env);
+  }
+  return std::clamp<std::uint64_t>(available_memory() / 8, std::uint64_t{256} << 20, kMaxJsonBytes);
+}
+
+Result<std::string> read_all(const fs::path& path) {
+  auto opened = open_regular(path);
+  if (!opened) return make_error(opened.error());
+  const auto [fd, size] = opened.value();
   std::string data;
-  data.resize(static_cast<std::size_t>(st.st_size));
+  data.resize(static_cast<std::size_t>(size));
   std::size_t got = 0;
   while (got < data.size()) {
     const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
@@ -105,16 +167,83 @@ Result<std::string> read_all(const fs::path& path) {
 
 }  // namespace
 
-Result<std::string> gunzip(std::string_view data) {
+std::uint64_t inflate_limit() {
+  std::uint64_t v = g_inflate_limit.load(std::memory_order_relaxed);
+  if (v == 0) {
+    std::uint64_t expected = 0;
+    g_inflate_limit.compare_exchange_strong(expected, default_inflate_limit());
+    v = g_inflate_limit.load(std::memory_order_relaxed);
+  }
+  return t_inflate_scope != 0 ? std::min(v, t_inflate_scope) : v;
+}
+
+InflateLimitScope::InflateLimitScope(std::uint64_t bytes) : saved_(t_inflate_scope) {
+  t_inflate_scope = std::max<std::uint64_t>(1, saved_ != 0 ? std::min(saved_, bytes) : bytes);
+}
+InflateLimitScope::~InflateLimitScope() { t_inflate_scope = saved_; }
+
+Status check_input_path(const fs::path& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ELOOP) return io_error(path, "too many levels of symbolic links (a symlink loop)");
+    if (errno == ENOENT) return io_error(path, "no such file or directory");
+    return io_error(path, std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return io_error(path, "not a regular file (a FIFO, socket or device): refused");
+  return {};
+}
+
+Result<std::vector<fs::path>> list_trace_files(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string n = p.filename().string();
+    if (!n.ends_with(".json") && !n.ends_with(".json.gz")) continue;
+    std::error_code entry_ec;
+    const bool regular = it->is_regular_file(entry_ec);
+    if (entry_ec) {
+      if (auto st = check_input_path(p); !st) return make_error(st.error());
+      return io_error(p, entry_ec.message());
+    }
+    if (regular) files.push_back(p);
+  }
+  if (ec) return io_error(dir, ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Status check_output_not_input(std::span<const fs::path> inputs, const fs::path& output) {
+  struct stat out{};
+  if (::stat(output.c_str(), &out) != 0) return {};  // a new file cannot be an input
+  auto same = [&](const fs::path& p) {
+    struct stat in{};
+    return ::stat(p.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+  };
+  for (const auto& in : inputs) {
+    std::vector<fs::path> files{in};
+    std::error_code ec;
+    if (fs::is_directory(in, ec))
+      if (auto listed = list_trace_files(in)) files = std::move(listed.value());
+    for (const auto& f : files)
+      if (same(f))
+        return io_error(output, "is the input " + f.string() + "; writing it would destroy the input: write the output elsewhere");
+  }
+  return {};
+}
+
+Result<std::string> gunzip(std::string_view data, std::uint64_t max_out) {
   std::string out;
-  auto r = gunzip_into(data, out);
+  auto r = gunzip_into(data, out, max_out);
   if (!r) return make_error(r.error());
   return out;
 }
 
 Result<GzipProbe> probe_gzip(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return io_error(path, std::strerror(errno));
+  auto opened = open_regular(path);
+  if (!opened) return make_error(opened.error());
+  const int fd = opened->first;
   GzipProbe g;
   struct stat st {};
   unsigned char head[2] = {}, tail[4] = {};
@@ -140,9 +269,10 @@ Result<simdjson::padded_string> read_maybe_gzip(const fs::path& path) {
   // straight into the padded buffer the JSON parser needs, with no second copy.
   // (A cut-off file ends in arbitrary bytes: an implausible size sends it down the general
   // path, which names the problem.)
+  const std::uint64_t limit = inflate_limit();
   const std::size_t isize =
       data.size() >= 18 ? le32(reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4)) : 0;
-  if (data.size() >= 18 && isize <= max_inflated_size(data.size())) {
+  if (data.size() >= 18 && isize <= max_inflated_size(data.size()) && isize <= limit) {
     simdjson::padded_string padded(isize);
     struct Free { void operator()(libdeflate_decompressor* d) const { libdeflate_free_decompressor(d); } };
     std::unique_ptr<libdeflate_decompressor, Free> dec(libdeflate_alloc_decompressor());
@@ -154,7 +284,7 @@ Result<simdjson::padded_string> read_maybe_gzip(const fs::path& path) {
       return padded;
   }
   std::string plain;
-  auto r = gunzip_into(data, plain);
+  auto r = gunzip_into(data, plain, limit);
   if (!r) return io_error(path, r.error());
   data.clear();
   data.shrink_to_fit();

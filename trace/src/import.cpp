@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "sqlite_util.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
@@ -14,7 +15,8 @@ namespace fs = std::filesystem;
 InputFormat detect_format(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InputFormat::KinetoJson;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (!check_input_path(path)) return InputFormat::Unknown;  // never open() a FIFO: it blocks
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) return InputFormat::Unknown;
   unsigned char head[16] = {};
   const ssize_t n = ::read(fd, head, sizeof head);
@@ -43,8 +45,7 @@ InputFormat detect_format(const fs::path& path) {
 
 Status import_any(std::span<const fs::path> inputs, Trace& out) {
   for (const auto& in : inputs) {
-    std::error_code ec;
-    if (!fs::exists(in, ec)) return make_error(in.string() + ": no such file or directory");
+    if (auto st = check_input_path(in); !st) return st;
     const std::string before = out.clock_domain;
     Status st;
     switch (detect_format(in)) {
@@ -69,6 +70,7 @@ Status import_any(std::span<const fs::path> inputs, Trace& out) {
 }
 
 Result<Trace> load_any(const fs::path& input) {
+  if (auto st = check_input_path(input); !st) return make_error(st.error());
   if (detect_format(input) == InputFormat::TracetuneDb) return read_trace(input);
   Trace t;
   const fs::path inputs[] = {input};

@@ -81,6 +81,22 @@ bool us_token_to_ns(std::string_view tok, Ns& out) {
   return true;
 }
 
+// Event names longer than this are cut (a 100 MB name is an attack or a bug, not a name: the
+// reader refuses cells over 64 MiB, and the GUI would try to draw it).
+constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
+
+// Why a time token was refused: a number too large for nanoseconds in 64 bits is not "not a
+// number". The token is shortened for the message.
+std::string bad_time(std::string_view key, std::string_view tok) {
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t')) tok.remove_suffix(1);
+  double d = 0;
+  const auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+  const bool number = p == tok.data() + tok.size() && (ec == std::errc() || ec == std::errc::result_out_of_range);
+  if (!number) return "'" + std::string(key) + "' must be a number";
+  return "'" + std::string(key) + "' = " + std::string(tok.substr(0, 40)) +
+         " us is out of range (at most about 9.2e12 us, 106 days, in either direction)";
+}
+
 // Stable across platforms and library versions (std::hash is not): string flow ids become
 // this number in the file.
 std::uint64_t fnv1a64(std::string_view s) {
@@ -280,6 +296,9 @@ class Importer {
   // counts for the summary in diagnostics
   std::uint64_t metadata_events_ = 0;
   std::uint64_t ignored_arg_types_ = 0;
+  std::uint64_t duplicate_keys_ = 0;
+  std::uint64_t clamped_durations_ = 0;
+  std::uint64_t cut_names_ = 0;
   std::unordered_map<std::string, std::uint64_t> skipped_phases_, other_categories_;
   std::vector<std::pair<std::int64_t, StringId>> pending_names_;
   struct PendingFlow {
@@ -289,7 +308,17 @@ class Importer {
   std::vector<PendingFlow> pending_flows_;
   od::document* doc_ = nullptr;
   const char* base_ = nullptr;
+  std::size_t size_ = 0;
 };
+
+// Why a string field was refused: a string with a broken escape (a lone UTF-16 surrogate,
+// "\ud800") is still a string.
+std::string bad_string(od::value& v, std::string_view key) {
+  od::json_type type;
+  if (!v.type().get(type) && type == od::json_type::string)
+    return "'" + std::string(key) + "' is a string with an invalid escape or encoding (a lone UTF-16 surrogate?)";
+  return "'" + std::string(key) + "' must be a string";
+}
 
 Error Importer::fail(std::string_view what, std::size_t index) const {
   return make_error(source_ + ": event " + std::to_string(index) + ": " + std::string(what));
@@ -301,6 +330,18 @@ Error Importer::fail_json(simdjson::error_code ec) const {
   if (doc_ != nullptr && base_ != nullptr && !doc_->current_location().get(loc))
     where = " at byte " + std::to_string(loc - base_);
   std::string msg = simdjson::error_message(ec);
+  if (ec == simdjson::INCOMPLETE_ARRAY_OR_OBJECT && base_ != nullptr) {
+    // On-Demand checks up front that the last structural closes the root, so this comes
+    // "at byte 0" both for a cut-off file and for one with text after the document: tell
+    // them apart by what follows the last closing bracket.
+    const std::string_view text(base_, size_);
+    const std::size_t close = text.find_last_of("}]");
+    const std::string_view tail = close == std::string_view::npos ? text : text.substr(close + 1);
+    if (close != std::string_view::npos && tail.find_first_not_of(" \t\r\n") != std::string_view::npos &&
+        tail.find_first_of("\",:{[") == std::string_view::npos)
+      return make_error(source_ + ": trailing content after the JSON document (at byte " + std::to_string(close + 1) + ")");
+    return make_error(source_ + ": invalid or truncated JSON (the file ends inside an object or array)");
+  }
   if (ec == simdjson::DEPTH_ERROR) msg = "JSON nested too deeply";
   else if (ec == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || ec == simdjson::TAPE_ERROR ||
            ec == simdjson::UNCLOSED_STRING)
@@ -500,14 +541,28 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
   Args args;
   bool has_args = false;
 
+  unsigned seen = 0;  // the fields read below, one bit each: a second one is a duplicate key
+  auto once = [&](unsigned bit) {
+    if (seen & bit) ++duplicate_keys_;
+    seen |= bit;
+  };
   for (auto field : obj) {
     std::string_view key;
     if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
     od::value v;
     if (auto ec = field.value().get(v)) return fail_json(ec);
+    if (key == "ph") once(1u << 0);
+    else if (key == "ts") once(1u << 1);
+    else if (key == "dur") once(1u << 2);
+    else if (key == "name") once(1u << 3);
+    else if (key == "cat") once(1u << 4);
+    else if (key == "pid") once(1u << 5);
+    else if (key == "tid") once(1u << 6);
+    else if (key == "args") once(1u << 7);
+    else if (key == "id") once(1u << 8);
     if (key.size() == 2) {
       if (key == "ph") {
-        if (v.get_string().get(ph)) return fail("'ph' must be a string", index);
+        if (v.get_string().get(ph)) return fail(bad_string(v, "ph"), index);
       } else if (key == "ts") {
         ts_tok = v.raw_json_token();
       } else if (key == "id") {
@@ -522,7 +577,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       }
     } else if (key.size() == 3) {
       if (key == "cat") {
-        if (v.get_string().get(cat)) return fail("'cat' must be a string", index);
+        if (v.get_string().get(cat)) return fail(bad_string(v, "cat"), index);
       } else if (key == "pid" || key == "tid") {
         Id& id = key[0] == 'p' ? pid : tid;
         od::json_type type;
@@ -541,7 +596,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
         dur_tok = v.raw_json_token();
       }
     } else if (key == "name") {
-      if (v.get_string().get(name)) return fail("'name' must be a string", index);
+      if (v.get_string().get(name)) return fail(bad_string(v, "name"), index);
     } else if (key == "args") {
       od::object a;
       if (v.get_object().get(a)) return fail("'args' must be an object", index);
@@ -557,10 +612,22 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
   const char phase = ph[0];
   if (phase != 'M') {
     if (ts_tok.empty()) return fail("missing 'ts'", index);
-    if (!us_token_to_ns(ts_tok, ts)) return fail("'ts' must be a number", index);
+    if (!us_token_to_ns(ts_tok, ts)) return fail(bad_time("ts", ts_tok), index);
   }
   Ns dur = 0;
-  if (!dur_tok.empty() && !us_token_to_ns(dur_tok, dur)) return fail("'dur' must be a number", index);
+  if (!dur_tok.empty() && !us_token_to_ns(dur_tok, dur)) return fail(bad_time("dur", dur_tok), index);
+  if (name.size() > kMaxNameBytes) {  // cut at a UTF-8 character boundary
+    std::size_t n = kMaxNameBytes;
+    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+    name = name.substr(0, n);
+    ++cut_names_;
+  }
+  // The store's rule (end_ns >= start_ns, both in 64 bits), applied here as a repair: the
+  // reader would refuse the trace we wrote.
+  if (dur < 0 || (ts > 0 && dur > std::numeric_limits<Ns>::max() - ts)) {
+    dur = dur < 0 ? 0 : std::numeric_limits<Ns>::max() - ts;
+    ++clamped_durations_;
+  }
 
   switch (phase) {
     case 'X': break;
@@ -829,6 +896,13 @@ void Importer::finish() {
     if (t_.devices[d].process == kNone) t_.devices[d].process = first_cpu_process_;
   if (metadata_events_ > 0)
     t_.add_diagnostic(DiagnosticKind::Note, source_, "metadata events (ph 'M') applied to process and thread names", metadata_events_);
+  if (cut_names_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "event names longer than 64 KiB cut to that length", cut_names_);
+  if (clamped_durations_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "negative or overflowing durations clamped (to 0, or to the end of time)",
+                      clamped_durations_);
+  if (duplicate_keys_ > 0)
+    t_.add_diagnostic(DiagnosticKind::Note, source_, "duplicate keys in an event (the last value kept)", duplicate_keys_);
   if (ignored_arg_types_ > 0)
     t_.add_diagnostic(DiagnosticKind::Skipped, source_, "event args of an unexpected type (ignored)", ignored_arg_types_);
   for (auto& [ph, n] : skipped_phases_)
@@ -838,11 +912,15 @@ void Importer::finish() {
 }
 
 Status Importer::run(simdjson::padded_string_view json) {
+  // A UTF-8 byte order mark (Windows editors write one) is not JSON: skip it.
+  if (json.size() >= 3 && std::memcmp(json.data(), "\xEF\xBB\xBF", 3) == 0)
+    json = simdjson::padded_string_view(json.data() + 3, json.size() - 3, json.capacity() - 3);
   od::parser parser;
   od::document doc;
+  base_ = json.data();
+  size_ = json.size();
   if (auto ec = parser.iterate(json).get(doc)) return fail_json(ec);
   doc_ = &doc;
-  base_ = json.data();
   od::json_type top;
   if (auto ec = doc.type().get(top)) return fail_json(ec);
 
@@ -925,13 +1003,9 @@ Status import_kineto(const fs::path& path, Trace& out) {
   std::error_code ec;
   std::vector<fs::path> files;
   if (fs::is_directory(path, ec)) {
-    for (const auto& e : fs::directory_iterator(path, ec)) {
-      const std::string n = e.path().filename().string();
-      if (e.is_regular_file() && (n.ends_with(".json") || n.ends_with(".json.gz")))
-        files.push_back(e.path());
-    }
-    if (ec) return make_error(path.string() + ": " + ec.message());
-    std::sort(files.begin(), files.end());
+    auto listed = list_trace_files(path);
+    if (!listed) return make_error(listed.error());
+    files = std::move(listed.value());
     if (files.empty()) return make_error(path.string() + ": no .json or .json.gz files in directory");
   } else {
     files.push_back(path);

@@ -420,6 +420,11 @@ std::optional<Span> NsysImporter::span_of(const sql::Stmt& r, std::string_view t
     skip(table, "rows with NULL start or end");
     return std::nullopt;
   }
+  // a tampered export's 'abc' or 1e308 would read as 0 or INT64_MAX
+  if (sqlite3_column_type(r.get(), 0) != SQLITE_INTEGER || sqlite3_column_type(r.get(), 1) != SQLITE_INTEGER) {
+    skip(table, "rows whose start or end is not an integer");
+    return std::nullopt;
+  }
   const Ns start = r.i64(0), end = r.i64(1);
   Ns dur = 0;
   if (end < start || __builtin_sub_overflow(end, start, &dur)) {
@@ -781,6 +786,10 @@ Status NsysImporter::import_nvtx() {
     }
     if (is_null(r, kGlobalTid)) {
       skip(table, "rows with NULL globalTid (no thread to put them on)");
+      return;
+    }
+    if (sqlite3_column_type(r.get(), 0) != SQLITE_INTEGER) {
+      skip(table, "rows whose start or end is not an integer");
       return;
     }
     Span span{r.i64(0), 0};

@@ -2,6 +2,9 @@
 // descriptors; the DDL, the INSERT, and the SELECT all come from that one description.
 #include "tracetune/trace/store.h"
 
+#include <cerrno>
+
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -10,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <tuple>
+
+#include <fmt/format.h>
 
 #include "sqlite_util.h"
 #include "tracetune/trace/file_io.h"
@@ -63,21 +68,35 @@ void bind_col(Stmt& s, int idx, const Table& t, const Col<Table, V>& c, std::siz
   }
 }
 
+// A cell that must hold an integer (NULL too when `nullable`): "kernels row 7: start_ns is
+// text ('abc'), not an integer". A tampered file's 1.5e300 or 'abc' is refused, not read as
+// INT64_MAX or 0.
+Status integer_cell(const Stmt& s, int c, const char* table, const char* column, bool nullable, std::int64_t row) {
+  const int type = s.type(c);
+  if (type == SQLITE_INTEGER || (nullable && type == SQLITE_NULL)) return {};
+  const char* what = type == SQLITE_FLOAT ? "a real number" : type == SQLITE_TEXT ? "text" : type == SQLITE_NULL ? "NULL" : "a blob";
+  std::string shown = type == SQLITE_FLOAT || type == SQLITE_TEXT ? std::string(s.text(c).substr(0, 40)) : std::string();
+  return make_error(fmt::format("{} row {}: {} is {}{}, not an integer", table, row, column, what,
+                                shown.empty() ? "" : " ('" + shown + "')"));
+}
+
 template <class Table, class V>
-void load_col(const Stmt& s, int& idx, Table& t, const Col<Table, V>& c) {
+Status load_col(const Stmt& s, int& idx, Table& t, const Col<Table, V>& c, const char* table, std::int64_t row) {
   if (c.derived) {
     (t.*c.member).push_back(V{});
-    return;
+    return {};
   }
   const int col_index = idx++;
   if constexpr (std::is_floating_point_v<V>) {
     (t.*c.member).push_back(static_cast<V>(s.f64(col_index)));
   } else {
+    if (auto st = integer_cell(s, col_index, table, c.name, c.nullable, row); !st) return st;
     // NULL reads as 0, so only columns whose "unknown" is not 0 need the type check.
     const std::int64_t x = c.nullable && c.null_value != 0 ? s.i64_or(col_index, c.null_value) : s.i64(col_index);
     if constexpr (std::is_enum_v<V>) (t.*c.member).push_back(static_cast<V>(static_cast<std::underlying_type_t<V>>(x)));
     else (t.*c.member).push_back(static_cast<V>(x));
   }
+  return {};
 }
 
 template <class Table, class... Cols>
@@ -229,7 +248,7 @@ template <class Def>
 std::string select_sql(const Def& d) {
   std::string s = "SELECT track_id, start_ns, end_ns, name_id";
   std::apply([&](const auto&... c) { ((s += c.derived ? std::string() : ", " + std::string(c.name)), ...); }, d.cols);
-  return s + " FROM " + d.name + " ORDER BY id";
+  return s + ", id FROM " + d.name + " ORDER BY id";  // id last: for messages
 }
 
 template <class Table, class Def>
@@ -264,15 +283,25 @@ Status read_span_rows(sqlite3* db, Table& t, const Def& d, std::int64_t lo, std:
   const auto n = static_cast<std::size_t>(hi - lo);  // ids are dense: the exact row count
   t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
   std::apply([&](const auto&... c) { ((t.*c.member).reserve(n), ...); }, d.cols);
+  const int id_column = 4 + static_cast<int>(std::apply([](const auto&... c) { return (0 + ... + (c.derived ? 0 : 1)); }, d.cols));
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
+    const std::int64_t row = s.i64(id_column);
+    static constexpr const char* kFixed[] = {"track_id", "start_ns", "end_ns", "name_id"};
+    for (int c = 0; c < 4; ++c)
+      if (auto bad = integer_cell(s, c, d.name, kFixed[c], false, row); !bad) return bad;
+    Ns start = s.i64(1), end = s.i64(2);
+    if (end < start) return make_error(fmt::format("{} row {}: end_ns {} is before start_ns {}", d.name, row, end, start));
+    if (__builtin_sub_overflow(end, start, &end))
+      return make_error(fmt::format("{} row {}: the duration overflows 64 bits", d.name, row));
     t.track.push_back(static_cast<std::uint32_t>(s.i64(0)));
-    const Ns start = s.i64(1);
     t.start.push_back(start);
-    t.dur.push_back(s.i64(2) - start);
+    t.dur.push_back(end);
     t.name.push_back(static_cast<StringId>(s.i64(3)));
     int idx = 4;
-    std::apply([&](const auto&... c) { (load_col(s, idx, t, c), ...); }, d.cols);
+    Status loaded;
+    std::apply([&](const auto&... c) { ((loaded ? (void)(loaded = load_col(s, idx, t, c, d.name, row)) : (void)0), ...); }, d.cols);
+    if (!loaded) return loaded;
   }
   if (rc != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
   return {};
@@ -496,6 +525,15 @@ std::string_view schema_sql() {
   return s;
 }
 
+// Whether `file` cannot grow by another page under the file-size limit (ulimit -f): SQLite
+// reports such a write as "disk I/O error" and its errno does not always survive.
+bool at_file_size_limit(const fs::path& file, int page_size) {
+  struct rlimit lim {};
+  struct stat st {};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return false;
+  return ::stat(file.c_str(), &st) == 0 && static_cast<rlim_t>(st.st_size) + static_cast<rlim_t>(page_size) > lim.rlim_cur;
+}
+
 Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) {
   t.finalize();
   auto out = AtomicOutput::create(path);
@@ -505,13 +543,20 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
   const int rc = sqlite3_open_v2(out->temp_path().c_str(), &raw,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX, nullptr);
   sql::Db db(raw);
-  auto fail = [&](const std::string& what) { return make_error(path.string() + ": " + what); };
-  if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
-  // The temporary is private and renamed only when complete, so no journal is needed; a
-  // crash leaves a temporary, never a half-written trace under the real name.
   // Big pages make big traces faster to write and load; small traces stay small (every
   // table and index takes at least one page).
   const int page_size = t.event_count() > 200'000 ? 65536 : 4096;
+  auto fail = [&](const std::string& what) {
+    // SQLite says "disk I/O error"; the OS error under it is what the user can act on
+    const int os = db.get() != nullptr ? sqlite3_system_errno(db.get()) : 0;
+    if (os == EFBIG || at_file_size_limit(out->temp_path(), page_size))
+      return make_error(path.string() + ": file too large: over the file-size limit (ulimit -f)");
+    if (os == ENOSPC || os == EDQUOT) return make_error(path.string() + ": " + std::strerror(os));
+    return make_error(path.string() + ": " + what);
+  };
+  if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
+  // The temporary is private and renamed only when complete, so no journal is needed; a
+  // crash leaves a temporary, never a half-written trace under the real name.
   const std::string pragmas = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
                               "PRAGMA page_size=" + std::to_string(page_size) +
                               "; PRAGMA cache_size=-65536; PRAGMA application_id=1953784948;";
@@ -659,6 +704,10 @@ Result<Trace> read_trace(const fs::path& path) {
     if (!s) return make_error(s.error());
     while (s->step() == SQLITE_ROW) {
       const auto kind = s->i64(0);
+      if (auto st = integer_cell(*s, 3, "diagnostics", "count", false, static_cast<std::int64_t>(t.diagnostics.size()) + 1); !st)
+        return fail("corrupt trace: " + st.error());
+      if (s->i64(3) < 0)
+        return fail(fmt::format("corrupt trace: diagnostics row {}: count {} is negative", t.diagnostics.size() + 1, s->i64(3)));
       t.diagnostics.push_back({static_cast<DiagnosticKind>(kind >= 0 && kind <= 3 ? kind : 3), std::string(s->text(1)),
                                std::string(s->text(2)), static_cast<std::uint64_t>(s->i64(3))});
     }
@@ -715,10 +764,15 @@ Result<Trace> read_trace(const fs::path& path) {
     if (st.device != kNone && st.device >= t.devices.size()) return fail("corrupt trace: stream device out of range");
   for (const Device& d : t.devices)
     if (d.process != kNone && d.process >= t.processes.size()) return fail("corrupt trace: device process out of range");
+  // (rows are still in id order, numbered from 1 as the writer numbers them)
   auto check_span = [&](const SpanColumns& c, const char* name) -> Status {
-    for (std::size_t i = 0; i < c.size(); ++i)
-      if (c.track[i] >= ntracks || c.name[i] >= nstr || c.dur[i] < 0)
-        return fail(std::string("corrupt trace: bad row in ") + name);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (c.track[i] >= ntracks)
+        return fail(fmt::format("corrupt trace: {} row {}: track_id {} is out of range ({} tracks)", name, i + 1, c.track[i], ntracks));
+      if (c.name[i] >= nstr)
+        return fail(fmt::format("corrupt trace: {} row {}: name_id {} is out of range ({} strings)", name, i + 1, c.name[i], nstr));
+      if (c.dur[i] < 0) return fail(fmt::format("corrupt trace: {} row {}: negative duration", name, i + 1));
+    }
     return {};
   };
   for (auto st : {check_span(t.kernels, "kernels"), check_span(t.memcpys, "memcpys"),

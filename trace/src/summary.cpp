@@ -1,11 +1,21 @@
 #include "tracetune/trace/summary.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include <fmt/format.h>
 
 namespace tt::trace {
+
+namespace {
+// end - start, saturating: a trace whose events span the whole 64-bit range has a duration of
+// INT64_MAX ns, not a wrapped negative one.
+Ns span_ns(const TraceSummary& s) {
+  Ns d = 0;
+  return __builtin_sub_overflow(s.end, s.start, &d) ? std::numeric_limits<Ns>::max() : d;
+}
+}  // namespace
 
 void append_json_string(std::string& out, std::string_view s) {
   out += '"';
@@ -74,7 +84,7 @@ std::string summary_json(const TraceSummary& s) {
   std::string o = "{\n";
   o += "  \"clock_domain\": ";
   append_json_string(o, s.clock_domain);
-  o += fmt::format(",\n  \"start_ns\": {},\n  \"end_ns\": {},\n  \"duration_ns\": {},\n", s.start, s.end, s.end - s.start);
+  o += fmt::format(",\n  \"start_ns\": {},\n  \"end_ns\": {},\n  \"duration_ns\": {},\n", s.start, s.end, span_ns(s));
   o += "  \"ranks\": [";
   for (std::size_t i = 0; i < s.ranks.size(); ++i) o += fmt::format("{}{}", i ? ", " : "", s.ranks[i]);
   o += fmt::format("],\n  \"processes\": {},\n  \"threads\": {},\n  \"streams\": {},\n", s.processes, s.threads, s.streams);
@@ -129,7 +139,7 @@ std::string human_ns(Ns ns) {
 
 std::string summary_text(const TraceSummary& s) {
   std::string o;
-  o += fmt::format("duration     {}  ({} events, clock {})\n", human_ns(s.end - s.start), s.total_events, s.clock_domain);
+  o += fmt::format("duration     {}  ({} events, clock {})\n", human_ns(span_ns(s)), s.total_events, s.clock_domain);
   std::string ranks;
   for (int r : s.ranks) ranks += fmt::format("{}{}", ranks.empty() ? "" : ",", r);
   o += fmt::format("ranks        {}\n", ranks.empty() ? "unknown" : ranks);

@@ -202,6 +202,7 @@ int run_with_config(const RunOptions& opt) {
     say(cfg.error());
     return 2;
   }
+  for (const auto& w : cfg->warnings) say("warning: " + w);
   if (!opt.check_only && opt.command.empty()) {
     say("run: no command given (usage: tracetune run --config tuned.toml -- CMD...)");
     return 2;

@@ -127,6 +127,97 @@ std::vector<std::string> header_comments(std::string_view text) {
   return out;
 }
 
+// toml++ parses nested tables and dotted keys recursively: a 50,000-level dotted key
+// overflows the stack. A tuned config is a few levels deep, so anything deeper than
+// kMaxTomlDepth (dots in a key plus brackets and braces open) or with a key longer than
+// kMaxTomlKey characters is refused before toml++ sees it. A light scanner: it knows strings
+// (so dots and brackets inside them do not count) and comments, nothing else.
+constexpr int kMaxTomlDepth = 32;
+constexpr std::size_t kMaxTomlKey = 1024;
+
+Status check_toml_shape(std::string_view text, std::string_view source) {
+  enum class In { Code, Basic, Literal, MultiBasic, MultiLiteral, Comment } in = In::Code;
+  std::string nest;  // the open '[' and '{', innermost last
+  bool key_position = true;
+  int line = 1, dots = 0;
+  std::size_t key_len = 0;
+  auto too = [&](std::string_view what) {
+    return make_error(fmt::format("{}: line {}: {}; not a tuned config", source, line, what));
+  };
+  auto digit = [&](std::size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      if (in == In::Comment || in == In::Basic || in == In::Literal) in = In::Code;
+      if (in == In::Code) {
+        dots = 0;
+        key_len = 0;
+        key_position = nest.empty();
+      }
+      continue;
+    }
+    if (key_position && ++key_len > kMaxTomlKey) return too(fmt::format("a key longer than {} characters", kMaxTomlKey));
+    switch (in) {
+      case In::Comment: continue;
+      case In::Basic:
+        if (c == '\\') ++i;
+        else if (c == '"') in = In::Code;
+        continue;
+      case In::Literal:
+        if (c == '\'') in = In::Code;
+        continue;
+      case In::MultiBasic:
+        if (c == '\\') ++i;
+        else if (text.substr(i, 3) == "\"\"\"") { in = In::Code; i += 2; }
+        continue;
+      case In::MultiLiteral:
+        if (text.substr(i, 3) == "'''") { in = In::Code; i += 2; }
+        continue;
+      case In::Code: break;
+    }
+    switch (c) {
+      case '#': in = In::Comment; break;
+      case '"': if (text.substr(i, 3) == "\"\"\"") { in = In::MultiBasic; i += 2; } else in = In::Basic; break;
+      case '\'': if (text.substr(i, 3) == "'''") { in = In::MultiLiteral; i += 2; } else in = In::Literal; break;
+      case '=': key_position = false; key_len = 0; break;
+      case '[': case '{':
+        nest.push_back(c);
+        key_position = c == '{' || key_position;  // a table header's brackets hold a key
+        break;
+      case ']': case '}': if (!nest.empty()) nest.pop_back(); break;
+      case ',': if (!nest.empty() && nest.back() == '{') { key_position = true; key_len = 0; } break;
+      case '.':
+        // a dot between digits in a value is a float's, not a nesting level
+        if (key_position || !(i > 0 && digit(i - 1) && digit(i + 1))) ++dots;
+        break;
+      default: break;
+    }
+    if (dots + static_cast<int>(nest.size()) > kMaxTomlDepth)
+      return too(fmt::format("keys or tables nested deeper than {} levels", kMaxTomlDepth));
+  }
+  return {};
+}
+
+// Line `n` (1-based) of `text`, without its end of line.
+std::string_view line_of(std::string_view text, std::int64_t n) {
+  for (std::int64_t i = 1; i < n && !text.empty(); ++i) {
+    const std::size_t eol = text.find('\n');
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  }
+  return text.substr(0, text.find('\n'));
+}
+
+// The key of a `key = value` line as the file spells it ("dataloader.num_workers" with its
+// quotes, or ddp . bucket_cap_mb), shortened for messages.
+std::string key_as_written(std::string_view text, std::int64_t line) {
+  std::string_view l = line_of(text, line);
+  l = l.substr(0, l.find('='));
+  while (!l.empty() && (l.front() == ' ' || l.front() == '\t')) l.remove_prefix(1);
+  while (!l.empty() && (l.back() == ' ' || l.back() == '\t' || l.back() == '\r')) l.remove_suffix(1);
+  return std::string(l.substr(0, 80));
+}
+
 const Setting* find_setting(const TunedConfig& c, std::string_view id) {
   for (const auto& s : c.settings)
     if (s.knob.id == id) return &s;
@@ -140,6 +231,7 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
     return make_error(at != nullptr ? fmt::format("{}: {}: {}", source, detail::where(*at), msg)
                                     : fmt::format("{}: {}", source, msg));
   };
+  if (auto st = check_toml_shape(text, source); !st) return make_error(st.error());
   toml::table root;
   try {
     root = toml::parse(text, source);
@@ -187,7 +279,14 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
   if (const toml::table* settings = root["settings"].as_table()) {
     std::vector<std::pair<std::string, const toml::node*>> flat;
     flatten(*settings, "", flat);
+    // "a.b" = 1 and a.b = 2 are different TOML keys but the same knob: refuse the second
+    std::map<std::string, std::int64_t> first_line;
     for (const auto& [id, node] : flat) {
+      const std::int64_t line = node->source().begin.line;
+      if (auto [it, fresh] = first_line.try_emplace(id, line); !fresh)
+        return make_error(fmt::format("{}: line {}: settings: {} sets {} again (first set at line {} as {}); keep one",
+                                      source, std::max(line, it->second), key_as_written(text, std::max(line, it->second)),
+                                      id, std::min(line, it->second), key_as_written(text, std::min(line, it->second))));
       const Knob* knob = cat.find(id);
       if (knob == nullptr) return err(node, "settings: " + refuse_unknown(id, cat));
       if (knob->type == KnobType::Table)
@@ -263,7 +362,17 @@ Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const C
     got += static_cast<std::size_t>(n);
   }
   text.resize(got);
-  return parse_tuned_config(text, path.string(), cat);
+  auto cfg = parse_tuned_config(text, path.string(), cat);
+  // A private file in a world-writable directory can still be replaced or renamed by anyone
+  // who can write there (unless the directory is sticky and the file is ours): warn.
+  std::filesystem::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  struct stat ds {};
+  if (cfg && ::stat(dir.c_str(), &ds) == 0 && (ds.st_mode & S_IWOTH) != 0)
+    cfg->warnings.push_back(fmt::format("{}: its directory {} is writable by others{}: keep tuned configs in a private "
+                                        "directory", path.string(), dir.string(),
+                                        (ds.st_mode & S_ISVTX) != 0 ? " (sticky)" : ", so anyone can replace the file"));
+  return cfg;
 }
 
 std::string nccl_table_text(const std::vector<NcclTableEntry>& table) {

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <simdjson.h>
 
@@ -13,8 +15,43 @@
 
 namespace tt::trace {
 
-// Reads a file, gunzipping it when it starts with the gzip magic; the buffer carries
-// simdjson's padding. Errors name the file ("FILE: truncated gzip stream").
+// An input path that names a regular file or a directory, checked with one stat (never an
+// open, which blocks forever on a FIFO). Errors name the path and the problem: "no such file",
+// "too many levels of symbolic links (a symlink loop)", "not a regular file (a FIFO)".
+Status check_input_path(const std::filesystem::path& path);
+
+// The .json and .json.gz files of a directory of Kineto ranks, sorted. An entry that cannot
+// be resolved (a symlink loop, a dangling link) is an error naming it, never an exception.
+Result<std::vector<std::filesystem::path>> list_trace_files(const std::filesystem::path& dir);
+
+// Refuses an output that resolves to one of the inputs (same device and inode: a hard link,
+// a symlink or another spelling of the path), or to a trace file inside an input directory:
+// writing it would destroy the input. "OUT: is the input IN; write the output elsewhere".
+Status check_output_not_input(std::span<const std::filesystem::path> inputs, const std::filesystem::path& output);
+
+// The most bytes a gzip input may inflate to (a gzip bomb is refused as it inflates, before
+// it can exhaust memory). Default: an eighth of the memory available at start (the text, the
+// JSON parser's index of 4 bytes per text byte and the model must all fit), at least 256 MiB,
+// at most 4 GiB - 1 (the JSON parser's limit). TRACETUNE_MAX_INFLATE (bytes, or with a K, M or
+// G suffix) overrides the default; an InflateLimitScope lowers it for one load on one thread
+// (the GUI's --memory-cap).
+std::uint64_t inflate_limit();
+
+// While alive, inflate_limit() on this thread is at most `bytes` (scopes nest).
+class InflateLimitScope {
+ public:
+  explicit InflateLimitScope(std::uint64_t bytes);
+  ~InflateLimitScope();
+  InflateLimitScope(const InflateLimitScope&) = delete;
+  InflateLimitScope& operator=(const InflateLimitScope&) = delete;
+
+ private:
+  std::uint64_t saved_;
+};
+
+// Reads a file, gunzipping it when it starts with the gzip magic (at most inflate_limit()
+// bytes); the buffer carries simdjson's padding. Errors name the file ("FILE: truncated gzip
+// stream"). FIFOs, sockets and devices are refused at once.
 Result<simdjson::padded_string> read_maybe_gzip(const std::filesystem::path& path);
 
 // A file's gzip magic and ISIZE trailer (the last member's size mod 2^32), read without
@@ -26,8 +63,9 @@ struct GzipProbe {
 };
 Result<GzipProbe> probe_gzip(const std::filesystem::path& path);
 
-// Decompresses a complete gzip image (one or more members) held in memory.
-Result<std::string> gunzip(std::string_view data);
+// Decompresses a complete gzip image (one or more members) held in memory; refused once the
+// output would pass `max_out` bytes.
+Result<std::string> gunzip(std::string_view data, std::uint64_t max_out = inflate_limit());
 
 // A file being written that becomes `final_path` only on commit(). Until then the data sits
 // in a 0600 temporary beside the target (same directory, so the rename is atomic); if the

@@ -51,6 +51,9 @@ struct TunedConfig {
   // The comment lines above the first table, without their leading "# " (the tuner writes the
   // baseline and tuned step times and the knobs it did not search there): prose, kept verbatim.
   std::vector<std::string> header_comments;
+  // What load_tuned_config accepted but a person should know ("its directory is writable by
+  // others"): printed by `run`, not a refusal.
+  std::vector<std::string> warnings;
 };
 
 // Parses and checks a config. Every error is one line: "SOURCE: line N: what is wrong".

@@ -1,0 +1,146 @@
+// What the collector never stores: secrets in the environment and on command lines. Shared by
+// the injected library (which redacts before anything reaches a record file, so the raw files
+// hold no secret either) and the launcher (the trace's `command` meta entry). Header-only,
+// no allocation, no exceptions, no library calls: safe in the fork-child path.
+//
+// Redacted, each replaced by "<redacted>":
+//  - by name: an environment variable or a `--NAME=value` / `--NAME value` argument whose NAME
+//    contains, case-insensitively, TOKEN KEY SECRET PASS PWD CRED AUTH COOKIE PRIVATE SESSION
+//    WEBHOOK SIGNATURE or DSN (PWD and OLDPWD themselves, the working directory, are kept);
+//  - by value, anywhere: the user:password part of a URL (scheme://user:pw@host keeps
+//    scheme:// and @host), and long high-entropy strings (32+ characters of letters, digits
+//    and + = _ -, with upper case, lower case and digits, 16+ distinct characters, and the
+//    character class changing at every third character or more often: API keys, base64
+//    secrets; identifiers like run_Name-2024, hex digests and paths' segments are plainer).
+#pragma once
+
+#include <cstddef>
+
+namespace tt::collector::redact {
+
+inline constexpr char kMarker[] = "<redacted>";
+inline constexpr std::size_t kMarkerLen = sizeof kMarker - 1;
+
+inline bool same_nocase(char a, char upper_b) {
+  if (a >= 'a' && a <= 'z') a = static_cast<char>(a - 'a' + 'A');
+  return a == upper_b;
+}
+
+inline bool contains_nocase(const char* s, std::size_t n, const char* upper_word) {
+  std::size_t w = 0;
+  while (upper_word[w] != '\0') ++w;
+  for (std::size_t i = 0; i + w <= n; ++i) {
+    std::size_t k = 0;
+    while (k < w && same_nocase(s[i + k], upper_word[k])) ++k;
+    if (k == w) return true;
+  }
+  return false;
+}
+
+inline bool equals(const char* s, std::size_t n, const char* word) {
+  std::size_t k = 0;
+  while (k < n && word[k] != '\0' && s[k] == word[k]) ++k;
+  return k == n && word[k] == '\0';
+}
+
+// NAME looks like it holds a secret.
+inline bool secret_name(const char* name, std::size_t n) {
+  if (equals(name, n, "PWD") || equals(name, n, "OLDPWD")) return false;
+  static constexpr const char* kWords[] = {"TOKEN", "KEY",     "SECRET",  "PASS",      "PWD", "CRED",   "AUTH",
+                                           "COOKIE", "PRIVATE", "SESSION", "WEBHOOK", "SIGNATURE", "DSN"};
+  for (const char* w : kWords)
+    if (contains_nocase(name, n, w)) return true;
+  return false;
+}
+
+inline bool token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '=' ||
+         c == '_' || c == '-';
+}
+
+// A run of token characters that looks like a key rather than a word or a digest.
+inline bool high_entropy(const char* s, std::size_t n) {
+  if (n < 32) return false;
+  bool upper = false, lower = false, digit = false;
+  bool seen[128] = {};
+  int distinct = 0;
+  std::size_t changes = 0;  // class changes between neighbours (upper, lower, digit, other)
+  auto cls = [](char c) { return c >= 'A' && c <= 'Z' ? 0 : c >= 'a' && c <= 'z' ? 1 : c >= '0' && c <= '9' ? 2 : 3; };
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = s[i];
+    if (i > 0 && cls(c) != cls(s[i - 1])) ++changes;
+    upper |= c >= 'A' && c <= 'Z';
+    lower |= c >= 'a' && c <= 'z';
+    digit |= c >= '0' && c <= '9';
+    const auto u = static_cast<unsigned char>(c) & 127u;
+    if (!seen[u]) {
+      seen[u] = true;
+      ++distinct;
+    }
+  }
+  return upper && lower && digit && distinct >= 16 && changes * 3 >= n;
+}
+
+// Writes `v` through put(const char*, size_t) with URL userinfo and high-entropy runs
+// replaced by the marker. Returns whether anything was replaced.
+template <class Put>
+bool put_value(const char* v, std::size_t n, Put&& put) {
+  bool any = false;
+  std::size_t i = 0, done = 0;  // v[done, i) is not written yet
+  auto replace = [&](std::size_t from, std::size_t to) {
+    put(v + done, from - done);
+    put(kMarker, kMarkerLen);
+    done = to;
+    any = true;
+  };
+  while (i < n) {
+    if (n - i >= 3 && v[i] == ':' && v[i + 1] == '/' && v[i + 2] == '/') {
+      const std::size_t start = i + 3;
+      std::size_t end = start, at = n;
+      for (; end < n && v[end] != '/' && v[end] != '?' && v[end] != '#' && v[end] != ' '; ++end)
+        if (v[end] == '@') at = end;
+      if (at != n) replace(start, at);  // keep "@host"
+      i = end;
+    } else if (token_char(v[i])) {
+      std::size_t end = i;
+      while (end < n && token_char(v[end])) ++end;
+      if (high_entropy(v + i, end - i)) replace(i, end);
+      i = end;
+    } else {
+      ++i;
+    }
+  }
+  put(v + done, n - done);
+  return any;
+}
+
+// A flag that names a secret: "--password", "-token", "--api-key" (without "=value").
+inline bool secret_flag(const char* a, std::size_t n) {
+  if (n < 2 || a[0] != '-') return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (a[i] == '=') return false;
+  return secret_name(a, n);
+}
+
+// Writes one command-line argument redacted: "--password=x" -> "--password=<redacted>";
+// the argument after a secret flag ("--token x") -> "<redacted>"; otherwise put_value.
+// Returns whether anything was replaced.
+template <class Put>
+bool put_arg(const char* a, std::size_t n, bool after_secret_flag, Put&& put) {
+  if (after_secret_flag) {
+    put(kMarker, kMarkerLen);
+    return true;
+  }
+  if (n >= 2 && a[0] == '-') {
+    std::size_t eq = 0;
+    while (eq < n && a[eq] != '=') ++eq;
+    if (eq < n && secret_name(a, eq)) {
+      put(a, eq + 1);
+      put(kMarker, kMarkerLen);
+      return true;
+    }
+  }
+  return put_value(a, n, put);
+}
+
+}  // namespace tt::collector::redact
