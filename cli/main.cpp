@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/diff.h"
 #include "tracetune/collector/launcher.h"
 #include "tracetune/collector/merge.h"
 #include "tracetune/trace/exporters.h"
@@ -94,6 +95,28 @@ bool parse_steps(const std::string& spec, std::pair<std::int64_t, std::int64_t>&
   return out.first <= out.second;
 }
 
+bool color_for(const std::string& output) {
+  return output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+}
+
+// A report to stdout, or to FILE written atomically (0600).
+int emit_report(const std::string& text, const std::string& output) {
+  if (output.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  auto out = trace::AtomicOutput::create(output);
+  if (!out) return fail(out.error());
+  {
+    std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
+    if (f == nullptr) return fail(output + ": cannot write the report");
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return fail(output + ": cannot write the report (disk full?)");
+  }
+  if (auto st = out->commit(); !st) return fail(st.error());
+  return 0;
+}
+
 struct AnalyzeArgs {
   std::string input, format = "text", output, steps;
   int rank = -1;
@@ -120,24 +143,29 @@ int cmd_analyze(const AnalyzeArgs& args) {
   std::string text;
   if (args.format == "json") text = analyzer::render_json(a);
   else if (args.format == "md") text = analyzer::render_markdown(a);
-  else {
-    const bool color = args.output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
-    text = analyzer::render_text(a, color);
-  }
-  if (args.output.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
-  }
-  auto out = trace::AtomicOutput::create(args.output);
-  if (!out) return fail(out.error());
-  {
-    std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
-    if (f == nullptr) return fail(args.output + ": cannot write the report");
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return fail(args.output + ": cannot write the report (disk full?)");
-  }
-  if (auto st = out->commit(); !st) return fail(st.error());
-  return 0;
+  else text = analyzer::render_text(a, color_for(args.output));
+  return emit_report(text, args.output);
+}
+
+struct DiffArgs {
+  std::string base, next, format = "text", output;
+  int warmup = 1;
+};
+
+int cmd_diff(const DiffArgs& args) {
+  auto base = trace::load_any(args.base);
+  if (!base) return fail(base.error());
+  auto next = trace::load_any(args.next);
+  if (!next) return fail(next.error());
+  const analyzer::Options opt;
+  const analyzer::Analysis a = analyzer::analyze(base.value(), opt, args.base);
+  const analyzer::Analysis b = analyzer::analyze(next.value(), opt, args.next);
+  const analyzer::Diff d = analyzer::diff(base.value(), a, next.value(), b, {args.warmup});
+  std::string text;
+  if (args.format == "json") text = analyzer::render_diff_json(d);
+  else if (args.format == "md") text = analyzer::render_diff_markdown(d);
+  else text = analyzer::render_diff_text(d, color_for(args.output));
+  return emit_report(text, args.output);
 }
 
 int cmd_record(collector::RecordOptions opt) {
@@ -426,6 +454,18 @@ int main(int argc, char** argv) {
   an->add_flag("--hta-compat", an_args.hta_compat,
                "HTA 0.6's definitions (µs rounding, last step dropped, its kernel-name classes) for side-by-side numbers");
 
+  DiffArgs diff_args;
+  auto* dif = app.add_subcommand("diff", "Compare two traces: step time and throughput, per-step breakdown, kernels, I/O per\n"
+                                         "file, settings and findings (plain words first, then tables; docs/analysis.md):\n"
+                                         "  tracetune diff BASE NEW [--format text|json|md] [-o FILE]");
+  dif->add_option("base", diff_args.base, "The trace before (any format analyze reads)")->required();
+  dif->add_option("new", diff_args.next, "The trace after")->required();
+  dif->add_option("--format", diff_args.format, "Report format: text (terminal), json (versioned schema), md (Markdown)")
+      ->check(CLI::IsMember({"text", "json", "md"}));
+  dif->add_option("-o,--output", diff_args.output, "Write the report to this file instead of stdout (mode 0600)");
+  dif->add_option("--warmup", diff_args.warmup, "First steps of each rank left out before aligning steps by index (default 1)")
+      ->check(CLI::Range(0, 1000000));
+
   auto* mrg = app.add_subcommand("merge", "Join raw record directories (e.g. one per host, from record --keep-raw) into one trace, aligning clocks");
   mrg->add_option("dirs", merge_dirs, "Raw record directories")->required();
   mrg->add_option("-o,--output", merge_out, "Output trace database")->required();
@@ -554,6 +594,7 @@ int main(int argc, char** argv) {
   if (*imp) return cmd_import(imp_inputs, imp_out, imp_quiet);
   if (*info) return cmd_info(info_in, info_json);
   if (*an) return cmd_analyze(an_args);
+  if (*dif) return cmd_diff(diff_args);
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
   if (*knobs) return cmd_knobs();
