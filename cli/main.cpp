@@ -490,17 +490,23 @@ int main(int argc, char** argv) {
               "  tracetune tune [TRACE] [--max-trials 12] [--steps 15] -- CMD...\n"
               "Records the job (or analyses TRACE), searches only the knobs its findings name (coordinate\n"
               "descent, one knob at a time, kept only when faster by more than the noise), runs each trial\n"
-              "for --steps steps under the collector (TRACETUNE_MAX_STEPS), and writes tuned.toml plus\n"
-              "tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
+              "for --steps steps under the collector (TRACETUNE_MAX_STEPS; DataLoader workers get a longer\n"
+              "warm-up: workers x prefetch_factor batches), confirms the choice with --confirm interleaved\n"
+              "baseline/choice pairs (applied only when the 95% interval of its speedup is above 1), prints\n"
+              "the diff of the last pair and writes tuned.toml plus tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
               "--allow-numerics. Apply with `tracetune run --config tuned.toml -- CMD`. docs/tuning.md");
   tune->add_option("-o,--output", tune_out, "Config to write (default tuned.toml; trials go to <name>.trials.json)");
   tune->add_option("--max-trials", tune_opt.max_trials, "Trial budget, the baseline included (default 12)")->check(CLI::Range(1, 1000));
-  tune->add_option("--steps", tune_opt.steps, "Steps per trial (default 15)")->check(CLI::Range(2, 1000000));
+  tune->add_option("--steps", tune_opt.steps, "Steps per trial, warm-up included (default 15)")->check(CLI::Range(2, 1000000));
   tune->add_option("--warmup", tune_opt.warmup, "First steps of each trial not measured (default 3)")->check(CLI::Range(0, 1000000));
   tune->add_option("--trial-timeout", tune_opt.timeout_s, "Seconds per trial before it is killed (SIGTERM, then SIGKILL; default 120)")
       ->check(CLI::PositiveNumber);
   tune->add_option("--min-gain", tune_opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
       ->check(CLI::Range(0.0, 1.0));
+  tune->add_option("--confirm", tune_opt.confirm,
+                   "Interleaved baseline/choice pairs measured after the search; the choice is applied only when\n"
+                   "the 95% interval of its speedup is above 1 (default 5; 0: no confirmation)")
+      ->check(CLI::Range(0, 1000));
   tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
   tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
   tune->add_option("--exhaustive", tune_opt.exhaustive,

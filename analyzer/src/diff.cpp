@@ -88,9 +88,11 @@ constexpr ComponentDef kComponents[] = {
 
 void align_steps(const RankMetrics& a, const RankMetrics& b, const DiffOptions& opt, RankDiff& d,
                  std::vector<std::string>& notes) {
-  const std::size_t wa = warmup_of(a, opt.warmup), wb = warmup_of(b, opt.warmup);
+  const int asked_b = opt.new_warmup >= 0 ? opt.new_warmup : opt.warmup;
+  const std::size_t wa = warmup_of(a, opt.warmup), wb = warmup_of(b, asked_b);
   d.warmup = wa;
-  if (wa != wb)
+  d.new_warmup = wb;
+  if (wa != wb && asked_b == opt.warmup)
     notes.push_back(fmt::format("{} vs {}: warm-up of {} step(s) left out of the base and {} of the new trace (too few "
                                 "steps on one side)", a.label, b.label, wa, wb));
   const std::size_t n = std::min(a.steps.size() - wa, b.steps.size() - wb);

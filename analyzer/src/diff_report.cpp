@@ -33,6 +33,7 @@ void write_rank_diff(Json& j, const RankDiff& r) {
   j.kv("base_steps", r.base_steps);
   j.kv("new_steps", r.new_steps);
   j.kv("warmup", r.warmup);
+  j.kv("new_warmup", r.new_warmup);
   j.kv("aligned_steps", r.steps.size());
   write_delta(j, "step_median_ns", r.step_median);
   write_delta(j, "step_p90_ns", r.step_p90);
@@ -126,6 +127,7 @@ std::string render_diff_json(const Diff& d) {
   j.kv("new", d.new_source);
   j.key("options").begin_object();
   j.kv("warmup", d.options.warmup);
+  j.kv("new_warmup", d.options.new_warmup >= 0 ? d.options.new_warmup : d.options.warmup);
   j.end_object();
   j.kv("summary", d.summary);
   j.kv("headline", d.headline);
@@ -173,7 +175,8 @@ std::string render_diff_text(const Diff& d, bool color) {
                    d.findings.size() - resolved - added, d.settings.size());
   for (const auto& r : d.ranks) {
     o += "\n" + bold(r.base_label == r.new_label ? r.base_label : fmt::format("{} -> {}", r.base_label, r.new_label)) + "\n";
-    o += fmt::format("  {} aligned steps (warm-up {} left out; {} and {} analysed)\n", r.steps.size(), r.warmup,
+    o += fmt::format("  {} aligned steps (warm-up {} left out; {} and {} analysed)\n", r.steps.size(),
+                     r.warmup == r.new_warmup ? fmt::format("{}", r.warmup) : fmt::format("{} and {}", r.warmup, r.new_warmup),
                      r.base_steps, r.new_steps);
     o += fmt::format("  {:<24} {:>11} {:>11} {:>11} {:>7}\n", "per step (ms)", "base", "new", "change", "");
     auto row = [&](std::string_view name, const Delta& v) {

@@ -438,6 +438,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   }
   trace::Trace& t = merged.value();
   t.metadata.emplace_back("command", join(opt.command, " "));
+  for (const auto& kv : opt.metadata) t.metadata.push_back(kv);
   if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
     outcome.error = st.error();
     std::fprintf(stderr, "tracetune: no trace written: %s (raw records kept in %s)\n", st.error().c_str(),

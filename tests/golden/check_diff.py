@@ -68,7 +68,8 @@ def check_invariants(binary, doc, base, new, identity):
     for r in doc["ranks"]:
         for side, rank in (("base", r["base_rank"]), ("new", r["new_rank"])):
             ranks = [x for x in sides[side]["ranks"] if x["rank"] == rank]
-            walls = [s["wall_ns"] for s in ranks[0]["steps"]][r["warmup"]:][:r["aligned_steps"]] if ranks else []
+            skip = r["warmup"] if side == "base" else r["new_warmup"]
+            walls = [s["wall_ns"] for s in ranks[0]["steps"]][skip:][:r["aligned_steps"]] if ranks else []
             check(f"{side} rank {rank}: median step = analyze's over the aligned steps",
                   r["step_median_ns"][side] == median_like_ours(walls), (r["step_median_ns"][side], walls[:5]))
         for c in r["breakdown_ns_per_step"]:

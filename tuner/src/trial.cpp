@@ -79,6 +79,16 @@ std::string last_line_of(const fs::path& log) {
 
 StepStats stats_of(std::vector<double> ms) {
   StepStats s;
+  if (ms.size() >= 4) {
+    const auto half = static_cast<std::ptrdiff_t>(ms.size() / 2);
+    std::vector<double> first(ms.begin(), ms.begin() + half), second(ms.end() - half, ms.end());
+    std::sort(first.begin(), first.end());
+    std::sort(second.begin(), second.end());
+    std::vector<double> all = ms;
+    std::sort(all.begin(), all.end());
+    const double median = percentile(all, 0.5);
+    if (median > 0) s.trend = (percentile(second, 0.5) - percentile(first, 0.5)) / median;
+  }
   std::sort(ms.begin(), ms.end());
   s.steps = ms.size();
   s.median_ms = percentile(ms, 0.5);
@@ -104,6 +114,16 @@ Result<StepStats> measure_steps(const trace::Trace& t, int warmup) {
   std::vector<double> ms;
   for (const auto& [n, d] : by_number) ms.push_back(static_cast<double>(d) / 1e6);
   return stats_of(std::move(ms));
+}
+
+int steady_warmup(const Candidate& c, int warmup) {
+  const Value* w = c.find("dataloader.num_workers");
+  const auto* workers = w != nullptr ? std::get_if<std::int64_t>(w) : nullptr;
+  if (workers == nullptr || *workers <= 0) return warmup;
+  const Value* p = c.find("dataloader.prefetch_factor");
+  const auto* prefetch = p != nullptr ? std::get_if<std::int64_t>(p) : nullptr;
+  const std::int64_t queued = *workers * (prefetch != nullptr ? *prefetch : 2);
+  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(warmup, queued), 100000));
 }
 
 JobTrialRunner::JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue)
@@ -141,7 +161,9 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   rec.progress = false;
   rec.summary = false;
   rec.extra_env = vars.value();
-  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps));
+  t.warmup = steady_warmup(candidate, opt_.warmup);
+  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps + t.warmup - opt_.warmup));
+  for (const auto& [id, v] : candidate.settings) rec.metadata.emplace_back("tuned." + id, display(v));
   rec.timeout_s = opt_.timeout_s;
   rec.job_log = dir / "job.log";
   auto outcome = collector::record(rec);
@@ -161,7 +183,7 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   t.trace = rec.output;
   auto tr = trace::read_trace(rec.output);
   if (!tr) return finish(TrialStatus::Failed, tr.error());
-  auto stats = measure_steps(tr.value(), opt_.warmup);
+  auto stats = measure_steps(tr.value(), t.warmup);
   if (!stats) return finish(TrialStatus::NoSteps, stats.error());
   t.stats = stats.value();
   return finish(TrialStatus::Ok, "");

@@ -17,7 +17,8 @@ namespace tt::analyzer {
 inline constexpr int kDiffVersion = 1;
 
 struct DiffOptions {
-  int warmup = 1;  // first steps of each rank left out before aligning (kept when nothing else remains)
+  int warmup = 1;       // first steps of each rank left out before aligning (kept when nothing else remains)
+  int new_warmup = -1;  // the new trace's, when it differs (the tuner's trials: workers x prefetch); -1: warmup
 };
 
 // One side of a compared quantity: ns (or bytes, counts) per aligned step or in total.
@@ -58,7 +59,7 @@ struct RankDiff {
   std::string base_label, new_label;
   bool has_gpu = false;
   std::size_t base_steps = 0, new_steps = 0;  // analysed steps of each side
-  std::size_t warmup = 0;                     // steps left out at the start of each side
+  std::size_t warmup = 0, new_warmup = 0;     // steps left out at the start of each side
   std::vector<AlignedStep> steps;
   Delta step_median, step_p90, step_mean;     // ns, over the aligned steps
   Delta throughput;                           // steps per second (1 / median step)

@@ -18,6 +18,7 @@ struct TuneOptions {
   int warmup = 3;                         // excluded from each trial's measurement
   double timeout_s = 120;                 // per trial
   double min_gain = 0.03;
+  int confirm = 5;                        // interleaved baseline/choice pairs after the search (0: none)
   bool allow_numerics = false;
   bool keep_traces = false;               // keep the private trials directory and say where
   std::string exhaustive;                 // a knob id: afterwards, try each of its values alone
