@@ -95,6 +95,17 @@ bool parse_steps(const std::string& spec, std::pair<std::int64_t, std::int64_t>&
   return out.first <= out.second;
 }
 
+// "90", "90s", "10m", "1h", "1.5h" -> seconds (> 0).
+Result<double> parse_duration(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string_view unit(end);
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (end == text.c_str() || scale < 0 || !(v > 0))
+    return make_error("'" + text + "' is not a duration (e.g. 90s, 10m, 1h)");
+  return v * scale;
+}
+
 bool color_for(const std::string& output) {
   return output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
 }
@@ -507,6 +518,13 @@ int main(int argc, char** argv) {
                    "Interleaved baseline/choice pairs measured after the search; the choice is applied only when\n"
                    "the 95% interval of its speedup is above 1 (default 5; 0: no confirmation)")
       ->check(CLI::Range(0, 1000));
+  std::string tune_budget;
+  tune->add_option("--budget", tune_budget, "Wall-time cap over the search and the confirmation, e.g. 10m, 90s, 1h "
+                                            "(default: none; --max-trials still applies)");
+  tune->add_option("--early-stop", tune_opt.early_stop,
+                   "A search trial ends after its warm-up and 3 steps when their median is this many times the best\n"
+                   "median so far (default 1.5; 0: off)")
+      ->check(CLI::Range(0.0, 100.0));
   tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
   tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
   tune->add_option("--exhaustive", tune_opt.exhaustive,
@@ -630,6 +648,14 @@ int main(int argc, char** argv) {
     if (lead == 1) tune_opt.trace = tune_args[0];
     tune_opt.command.assign(tune_args.begin() + static_cast<std::ptrdiff_t>(lead), tune_args.end());
     tune_opt.output = tune_out;
+    if (!tune_budget.empty()) {
+      auto b = parse_duration(tune_budget);
+      if (!b) {
+        std::fprintf(stderr, "tracetune: tune: --budget: %s\n", b.error().c_str());
+        return 2;
+      }
+      tune_opt.budget_s = b.value();
+    }
     tune_opt.version = TT_VERSION;
     return tuner::run_tune(tune_opt);
   }

@@ -438,3 +438,62 @@ TEST(TuneSteady, TrendingStepTimesAreFlagged) {
   const StepStats steady = stats_of({30, 31, 29, 30, 32, 30, 29, 31, 30, 30});
   EXPECT_FALSE(steady.trending()) << steady.trend;
 }
+
+// ---- a cheaper search: early stop, wall-time budget, cost per choice ----
+
+namespace {
+
+// Records what the search asks of early stopping, and gives every trial a wall time.
+class CostedRunner : public FakeRunner {
+ public:
+  using FakeRunner::FakeRunner;
+  Trial run(const Candidate& c) override {
+    Trial t = FakeRunner::run(c);
+    t.wall_s = 10;
+    t.warmup = 3;
+    limits.push_back(early_ms);
+    return t;
+  }
+  void set_early_stop(double ms, int steps) override {
+    early_ms = ms;
+    early_steps = steps;
+  }
+  double early_ms = 0;
+  int early_steps = 0;
+  std::vector<double> limits;  // the early-stop limit each trial ran under
+};
+
+}  // namespace
+
+TEST(TuneCheaper, SearchTrialsRunUnderAnEarlyStopAtTheBestTimesTheFactor) {
+  CostedRunner runner(loader_cost);
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 5;
+  opt.early_stop_factor = 1.5;
+  auto r = search(plan, runner, opt);
+  ASSERT_EQ(runner.limits.size(), 5u);
+  EXPECT_EQ(runner.limits[0], 0);  // the baseline runs in full
+  // then each trial is limited to 1.5x the best median before it (baseline 120 ms: 0 workers)
+  EXPECT_NEAR(runner.limits[1], 1.5 * r.trials[0].stats.median_ms, 1e-9);
+  EXPECT_EQ(runner.early_ms, 0);  // and the limit is lifted after the search's trials
+  EXPECT_EQ(r.trial_steps(), 5 * (3 + 20));
+  EXPECT_DOUBLE_EQ(r.wall_s(), 50);
+  ASSERT_FALSE(r.kept.empty());
+  EXPECT_GT(r.kept[0].trial_steps, 0);
+}
+
+TEST(TuneCheaper, WallTimeBudgetStopsTheSearchAndKeepsTimeForTheConfirmation) {
+  CostedRunner runner(loader_cost);
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 100;
+  opt.budget_s = 100;      // 10 trials of 10 s ...
+  opt.confirm_pairs = 2;   // ... less 2 pairs x 2 runs x the baseline's 10 s kept for the confirmation
+  auto r = search(plan, runner, opt);
+  EXPECT_EQ(r.trials.size(), 6u);
+  EXPECT_TRUE(r.stopped_early);
+  bool said = false;
+  for (const auto& l : r.log) said = said || l.find("wall-time budget (100 s, 40 s of it kept for the confirmation)") != std::string::npos;
+  EXPECT_TRUE(said);
+}

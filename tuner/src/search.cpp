@@ -64,6 +64,18 @@ bool significantly_faster(const StepStats& b, const StepStats& a, double min_gai
   return diff > min_gain * a.median_ms && diff > noise;
 }
 
+int SearchResult::trial_steps() const {
+  int n = 0;
+  for (const auto& t : trials) n += t.steps_run();
+  return n;
+}
+
+double SearchResult::wall_s() const {
+  double s = 0;
+  for (const auto& t : trials) s += t.wall_s;
+  return s;
+}
+
 double SearchResult::speedup() const {
   if (trials.empty() || best_trial < 0 || best_trial >= static_cast<int>(trials.size())) return 1;
   const double base = trials.front().stats.median_ms, best = trials[best_trial].stats.median_ms;
@@ -110,20 +122,31 @@ SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, cons
     return r;
   }
 
+  // the wall time the confirmation is expected to take, kept free of the budget
+  const double reserve = 2.0 * opt.confirm_pairs * r.trials.front().wall_s;
+  auto out_of_time = [&] { return opt.budget_s > 0 && r.wall_s() + reserve >= opt.budget_s; };
   for (const auto& p : plan) {
     const Knob& k = *p.knob;
     int best_here = -1;  // trial index of this knob's best value, when it beat the best before it
     int misses = 0;
+    const std::size_t first_trial = r.trials.size();
     for (const auto& v : p.values) {
-      if (static_cast<int>(r.trials.size()) >= opt.max_trials || (stop && stop())) {
+      if (static_cast<int>(r.trials.size()) >= opt.max_trials || (stop && stop()) || out_of_time()) {
         r.stopped_early = true;
         r.log.push_back(fmt::format("stopped before {} = {}: {}", k.id, display(v),
-                                    stop && stop() ? "interrupted" : fmt::format("trial budget ({}) used", opt.max_trials)));
+                                    stop && stop() ? "interrupted"
+                                    : out_of_time() ? fmt::format("wall-time budget ({:.0f} s, {:.0f} s of it kept for the "
+                                                                  "confirmation) used", opt.budget_s, reserve)
+                                                    : fmt::format("trial budget ({}) used", opt.max_trials)));
         break;
       }
       Candidate c = r.best;
       c.set(k.id, v);
+      const Trial& best_so_far = r.trials[best_here >= 0 ? best_here : r.best_trial];
+      runner.set_early_stop(opt.early_stop_factor > 0 ? opt.early_stop_factor * best_so_far.stats.median_ms : 0,
+                            opt.early_stop_steps);
       const Trial& t = run_one(c, k.id);
+      runner.set_early_stop(0, 0);
       const Trial& reference = r.trials[best_here >= 0 ? best_here : r.best_trial];
       if (t.status == TrialStatus::Ok && significantly_faster(t.stats, reference.stats, opt.min_gain)) {
         best_here = t.index;
@@ -143,7 +166,12 @@ SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, cons
     }
     if (best_here >= 0) {
       const Trial& t = r.trials[best_here];
-      r.kept.push_back({k.id, best_here, r.best_trial, r.trials[r.best_trial].stats.median_ms / t.stats.median_ms});
+      KnobOutcome outcome{k.id, best_here, r.best_trial, r.trials[r.best_trial].stats.median_ms / t.stats.median_ms, 0, 0};
+      for (std::size_t i = first_trial; i < r.trials.size(); ++i) {
+        outcome.trial_steps += r.trials[i].steps_run();
+        outcome.wall_s += r.trials[i].wall_s;
+      }
+      r.kept.push_back(outcome);
       r.best = t.candidate;
       r.best_trial = best_here;
       r.log.push_back(fmt::format("{} = {} kept: median {:.1f} ms, {:.2f}x the baseline", k.id,
@@ -199,6 +227,10 @@ Confirmation confirm(const Candidate& choice, int pairs, TrialRunner& runner, Se
     return t.index;
   };
   for (int i = 0; i < pairs && !(stop && stop()); ++i) {
+    if (opt.budget_s > 0 && r.wall_s() >= opt.budget_s) {
+      r.log.push_back(fmt::format("confirmation stopped after {} pairs: wall-time budget ({:.0f} s) used", i, opt.budget_s));
+      break;
+    }
     int b = -1, h = -1;
     if (i % 2 == 0) {
       b = run_one(Candidate{}, "baseline");

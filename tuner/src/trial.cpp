@@ -164,6 +164,9 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   t.warmup = steady_warmup(candidate, opt_.warmup);
   rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps + t.warmup - opt_.warmup));
   for (const auto& [id, v] : candidate.settings) rec.metadata.emplace_back("tuned." + id, display(v));
+  if (early_stop_ms_ > 0 && early_stop_steps_ > 0)
+    rec.extra_env.emplace_back("TRACETUNE_EARLY_STOP", fmt::format("{}:{}:{}", t.warmup, early_stop_steps_,
+                                                                   static_cast<std::int64_t>(early_stop_ms_ * 1e6)));
   rec.timeout_s = opt_.timeout_s;
   rec.job_log = dir / "job.log";
   auto outcome = collector::record(rec);
@@ -186,6 +189,12 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   auto stats = measure_steps(tr.value(), t.warmup);
   if (!stats) return finish(TrialStatus::NoSteps, stats.error());
   t.stats = stats.value();
+  const auto asked = static_cast<std::size_t>(opt_.steps - opt_.warmup);
+  if (early_stop_ms_ > 0 && t.stats.steps < asked) {
+    t.stopped_early = true;
+    return finish(TrialStatus::Ok, fmt::format("stopped early after {} measured steps: median {:.1f} ms > {:.1f} ms",
+                                               t.stats.steps, t.stats.median_ms, early_stop_ms_));
+  }
   return finish(TrialStatus::Ok, "");
 }
 

@@ -216,6 +216,9 @@ int run_tune(const TuneOptions& opt) {
   SearchOptions sopt;
   sopt.max_trials = opt.max_trials;
   sopt.min_gain = opt.min_gain;
+  sopt.budget_s = opt.budget_s;
+  sopt.confirm_pairs = opt.confirm;
+  sopt.early_stop_factor = opt.early_stop;
   sopt.on_start = [&](int done, int total, const std::string& label) { table.start(done, total, label); };
   sopt.on_trial = [&](const Trial& t) {
     if (t.index > 0) table.row(t, baseline.stats.median_ms);
@@ -292,8 +295,12 @@ int run_tune(const TuneOptions& opt) {
                 r.trials[r.best_trial].stats.median_ms, r.trials.size(), r.best.settings.empty() ? "" : ", not confirmed");
   }
   for (const auto& k : r.kept)
-    std::printf("  %s: predicted %.3fx, measured %.3fx (trial %d vs %d)\n", k.id.c_str(), predicted_speedup(summary, {k.id}),
-                k.measured_speedup, k.trial, k.reference_trial);
+    std::printf("  %s: predicted %.3fx, measured %.3fx (trial %d vs %d); cost %d trial-steps, %.0f s\n", k.id.c_str(),
+                predicted_speedup(summary, {k.id}), k.measured_speedup, k.trial, k.reference_trial, k.trial_steps, k.wall_s);
+  int early = 0;
+  for (const auto& t : r.trials) early += t.stopped_early ? 1 : 0;
+  std::printf("cost: %d trial-steps in %zu trials (%d stopped early), %.0f s of trials\n", r.trial_steps(), r.trials.size(),
+              early, r.wall_s());
   if (!exhaustive_report.empty()) std::printf("%s\n", exhaustive_report.c_str());
   std::printf("wrote %s and %s\napply: tracetune run --config %s -- %s\n", opt.output.c_str(), trials_path.c_str(),
               opt.output.c_str(), summary.command.c_str());

@@ -178,6 +178,8 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
     out += fmt::format("tuned_spread_ms = {:.4f}\n", best->stats.spread_ms());
   }
   out += fmt::format("trials = {}\n", r.trials.size());
+  out += fmt::format("trial_steps = {}   # steps run by every trial, warm-up included\n", r.trial_steps());
+  out += fmt::format("trials_wall_s = {:.1f}\n", r.wall_s());
   out += fmt::format("findings = [{}]\n", fmt::join(findings, ", "));
   if (numerics) out += "numerics = true   # at least one setting below changes numerical results\n";
   // Per knob of the search's choice: what the analyzer predicted and what the search measured.
@@ -188,6 +190,7 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
     out += fmt::format("findings = [{}]\n", fmt::join(fs, ", "));
     out += fmt::format("predicted_speedup = {:.4f}\n", predicted_speedup(s, {k.id}));
     out += fmt::format("measured_speedup = {:.4f}   # trial {} vs trial {}\n", k.measured_speedup, k.trial, k.reference_trial);
+    out += fmt::format("trial_steps = {}   # the cost of this choice: steps run by this knob's trials\n", k.trial_steps);
     if (s.refused()) out += "applied = false   # no confirmed gain\n";
   }
   out += "\n[settings]\n";
@@ -230,6 +233,7 @@ std::string trials_json(const TuneSummary& s) {
   const bool measured = !r.trials.empty() && r.trials.front().status == TrialStatus::Ok;
   out += fmt::format("  \"baseline_ms\": {},\n", measured ? json_number(r.trials.front().stats.median_ms) : "null");
   out += fmt::format("  \"best_trial\": {},\n  \"speedup\": {},\n", r.best_trial, json_number(r.speedup()));
+  out += fmt::format("  \"trial_steps\": {},\n  \"trials_wall_s\": {},\n", r.trial_steps(), json_number(r.wall_s()));
   out += fmt::format("  \"predicted_speedup\": {},\n",
                      r.best.settings.empty() ? "null" : json_number(predicted_speedup(s, chosen_ids(r.best))));
   if (s.confirmation) {
@@ -249,9 +253,10 @@ std::string trials_json(const TuneSummary& s) {
     std::vector<std::string> fs;
     for (const auto& f : findings_of(s, k.id)) fs.push_back(trace::json_quote(f));
     out += fmt::format("{}\n    {{\"id\": {}, \"findings\": [{}], \"predicted_speedup\": {}, \"measured_speedup\": {}, "
-                       "\"trial\": {}, \"reference_trial\": {}, \"applied\": {}}}",
+                       "\"trial\": {}, \"reference_trial\": {}, \"applied\": {}, \"trial_steps\": {}, \"wall_s\": {}}}",
                        i ? "," : "", trace::json_quote(k.id), fmt::join(fs, ", "), json_number(predicted_speedup(s, {k.id})),
-                       json_number(k.measured_speedup), k.trial, k.reference_trial, s.refused() ? "false" : "true");
+                       json_number(k.measured_speedup), k.trial, k.reference_trial, s.refused() ? "false" : "true",
+                       k.trial_steps, json_number(k.wall_s));
   }
   out += r.kept.empty() ? "],\n" : "\n  ],\n";
   std::vector<std::string> fs;
@@ -268,10 +273,11 @@ std::string trials_json(const TuneSummary& s) {
     out += fmt::format(
         "{}\n    {{\"index\": {}, \"knob\": {}, \"settings\": {{{}}}, \"status\": \"{}\", \"median_ms\": {}, "
         "\"p10_ms\": {}, \"p25_ms\": {}, \"p75_ms\": {}, \"p90_ms\": {}, \"spread_ms\": {}, \"steps\": {}, "
-        "\"warmup\": {}, \"trend\": {}, \"trending\": {}, \"exit_code\": {}, \"wall_s\": {}, \"note\": {}}}",
+        "\"warmup\": {}, \"steps_run\": {}, \"stopped_early\": {}, \"trend\": {}, \"trending\": {}, \"exit_code\": {}, "
+        "\"wall_s\": {}, \"note\": {}}}",
         i ? "," : "", t.index, trace::json_quote(t.knob), settings, to_string(t.status), num(t.stats.median_ms),
         num(t.stats.p10_ms), num(t.stats.p25_ms), num(t.stats.p75_ms), num(t.stats.p90_ms), num(t.stats.spread_ms()),
-        t.stats.steps, t.warmup, num(t.stats.trend), ok && t.stats.trending() ? "true" : "false", t.exit_code,
+        t.stats.steps, t.warmup, t.steps_run(), t.stopped_early ? "true" : "false", num(t.stats.trend), ok && t.stats.trending() ? "true" : "false", t.exit_code,
         json_number(t.wall_s), trace::json_quote(t.note));
   }
   out += "\n  ],\n  \"log\": [";

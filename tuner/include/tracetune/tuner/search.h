@@ -38,6 +38,16 @@ struct SearchOptions {
   int max_trials = 12;        // including the baseline
   double min_gain = 0.03;     // a value must be at least this much faster (share of best median)
   int patience = 2;           // ordered numeric knobs: stop after this many values in a row clearly slower than the best
+  // Early stop: a search trial ends after its warm-up and `early_stop_steps` steps when their
+  // median is above early_stop_factor x the best median so far (0: off). Baseline and
+  // confirmation runs always run in full.
+  double early_stop_factor = 1.5;
+  int early_stop_steps = 3;
+  // Wall-time cap over the search and the confirmation (0: none): no trial starts once the time
+  // spent plus the confirmation's expected cost (2 x confirm_pairs x the baseline's wall time)
+  // reaches it.
+  double budget_s = 0;
+  int confirm_pairs = 0;
   std::function<void(const Trial&)> on_trial;  // after each trial (live table)
   std::function<void(int done, int total, const std::string& next)> on_start;  // before each trial
 };
@@ -48,6 +58,8 @@ struct KnobOutcome {
   std::string id;
   int trial = 0, reference_trial = 0;
   double measured_speedup = 1;
+  int trial_steps = 0;   // steps run by all of this knob's trials (warm-up included): its cost
+  double wall_s = 0;     // their wall time
 };
 
 struct SearchResult {
@@ -57,6 +69,8 @@ struct SearchResult {
   std::vector<std::string> log;  // decisions in plain words ("dataloader.num_workers: 4 kept (1.9x)")
   bool stopped_early = false;    // budget exhausted or interrupted before every knob was tried
   std::vector<KnobOutcome> kept; // per knob kept, in the order kept
+  int trial_steps() const;       // steps run by every trial (warm-up included)
+  double wall_s() const;         // wall time of every trial
   double speedup() const;     // baseline median / best median (1 when unknown)
 };
 

@@ -57,6 +57,8 @@ struct Trial {
   TrialStatus status = TrialStatus::Ok;
   StepStats stats;            // when Ok
   int warmup = 0;             // steps left out of the measurement (steady_warmup)
+  bool stopped_early = false; // ended by the early stop: clearly slower than the best
+  int steps_run() const { return status == TrialStatus::Ok ? warmup + static_cast<int>(stats.steps) : 0; }
   int exit_code = 0;
   double wall_s = 0;
   std::string note;           // why it failed, in one line
@@ -68,6 +70,9 @@ class TrialRunner {
   virtual ~TrialRunner() = default;
   // Runs `candidate` and fills everything but `index` and `knob`.
   virtual Trial run(const Candidate& candidate) = 0;
+  // Trials from now on may end early when, after their warm-up and `steps` measured steps,
+  // the median is above `slower_than_ms` (0: never). Runners that cannot do it ignore it.
+  virtual void set_early_stop(double slower_than_ms, int steps) { (void)slower_than_ms, (void)steps; }
 };
 
 struct JobTrialOptions {
@@ -90,6 +95,10 @@ class JobTrialRunner final : public TrialRunner {
  public:
   JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue);
   Trial run(const Candidate& candidate) override;
+  void set_early_stop(double slower_than_ms, int steps) override {
+    early_stop_ms_ = slower_than_ms;
+    early_stop_steps_ = steps;
+  }
   bool interrupted() const { return interrupted_; }
 
  private:
@@ -97,6 +106,8 @@ class JobTrialRunner final : public TrialRunner {
   const Catalogue& catalogue_;
   int count_ = 0;
   bool interrupted_ = false;
+  double early_stop_ms_ = 0;
+  int early_stop_steps_ = 0;
 };
 
 }  // namespace tt::tuner
