@@ -10,7 +10,6 @@
 
 #include "tracetune/analyzer/diff.h"
 
-#include "format.h"
 
 namespace tt::analyzer {
 
