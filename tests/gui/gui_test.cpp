@@ -1087,7 +1087,7 @@ class GuiTest : public QObject {
     const QString summary = w.tunedConfigPanel()->summaryText();
     QVERIFY2(summary.contains("1 setting from") && summary.contains("speedup 4.00x") && summary.contains("trials"),
              qPrintable(summary));
-    QVERIFY2(w.tunedConfigPanel()->commentsText().contains("Measured speedup 4.000x over 10 trials"),
+    QVERIFY2(w.tunedConfigPanel()->commentsText().contains("Search speedup 4.000x over 10 trials"),
              qPrintable(w.tunedConfigPanel()->commentsText()));
 
     // a config with a numerics-changing value (written with --allow-numerics) is flagged
