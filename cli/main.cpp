@@ -17,6 +17,7 @@
 
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/step_ranges.h"
+#include "tracetune/analyzer/diff.h"
 #include "tracetune/collector/launcher.h"
 #include "tracetune/collector/merge.h"
 #include "tracetune/trace/exporters.h"
@@ -109,6 +110,39 @@ std::string no_such_rank(const trace::Trace& t, analyzer::Options opt, const std
   return fmt::format("{}: no rank {} in this trace (ranks present: {})", input, wanted, present.empty() ? "none" : present);
 }
 
+// "90", "90s", "10m", "1h", "1.5h" -> seconds (> 0).
+Result<double> parse_duration(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  const std::string_view unit(end);
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (end == text.c_str() || scale < 0 || !(v > 0))
+    return make_error("'" + text + "' is not a duration (e.g. 90s, 10m, 1h)");
+  return v * scale;
+}
+
+bool color_for(const std::string& output) {
+  return output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+}
+
+// A report to stdout, or to FILE written atomically (0600).
+int emit_report(const std::string& text, const std::string& output) {
+  if (output.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  auto out = trace::AtomicOutput::create(output);
+  if (!out) return fail(out.error());
+  {
+    std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
+    if (f == nullptr) return fail(output + ": cannot write the report");
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) != 0 || !ok) return fail(output + ": cannot write the report (disk full?)");
+  }
+  if (auto st = out->commit(); !st) return fail(st.error());
+  return 0;
+}
+
 struct AnalyzeArgs {
   std::string input, format = "text", output, steps, step_range;
   int rank = -1;
@@ -142,24 +176,35 @@ int cmd_analyze(const AnalyzeArgs& args) {
   std::string text;
   if (args.format == "json") text = analyzer::render_json(a);
   else if (args.format == "md") text = analyzer::render_markdown(a);
-  else {
-    const bool color = args.output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
-    text = analyzer::render_text(a, color);
-  }
-  if (args.output.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
-  }
-  auto out = trace::AtomicOutput::create(args.output);
-  if (!out) return fail(out.error());
-  {
-    std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
-    if (f == nullptr) return fail(args.output + ": cannot write the report");
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return fail(args.output + ": cannot write the report (disk full?)");
-  }
-  if (auto st = out->commit(); !st) return fail(st.error());
-  return 0;
+  else text = analyzer::render_text(a, color_for(args.output));
+  return emit_report(text, args.output);
+}
+
+struct DiffArgs {
+  std::string base, next, format = "text", output;
+  int warmup = 1;
+};
+
+int cmd_diff(const DiffArgs& args) {
+  const fs::path inputs[] = {args.base, args.next};
+  if (!args.output.empty())
+    if (auto st = trace::check_output_not_input(inputs, args.output); !st) return fail(st.error());
+  auto base = trace::load_any(args.base);
+  if (!base) return fail(base.error());
+  auto next = trace::load_any(args.next);
+  if (!next) return fail(next.error());
+  // traces without step markers get steps from their named ranges, as `analyze` does
+  if (auto st = analyzer::choose_step_source(base.value(), ""); !st) return fail(args.base + ": " + st.error());
+  if (auto st = analyzer::choose_step_source(next.value(), ""); !st) return fail(args.next + ": " + st.error());
+  const analyzer::Options opt;
+  const analyzer::Analysis a = analyzer::analyze(base.value(), opt, args.base);
+  const analyzer::Analysis b = analyzer::analyze(next.value(), opt, args.next);
+  const analyzer::Diff d = analyzer::diff(base.value(), a, next.value(), b, {args.warmup});
+  std::string text;
+  if (args.format == "json") text = analyzer::render_diff_json(d);
+  else if (args.format == "md") text = analyzer::render_diff_markdown(d);
+  else text = analyzer::render_diff_text(d, color_for(args.output));
+  return emit_report(text, args.output);
 }
 
 int cmd_record(collector::RecordOptions opt) {
@@ -455,6 +500,18 @@ static int run_cli(int argc, char** argv) {
   an->add_flag("--hta-compat", an_args.hta_compat,
                "HTA 0.6's definitions (µs rounding, last step dropped, its kernel-name classes) for side-by-side numbers");
 
+  DiffArgs diff_args;
+  auto* dif = app.add_subcommand("diff", "Compare two traces: step time and throughput, per-step breakdown, kernels, I/O per\n"
+                                         "file, settings and findings (plain words first, then tables; docs/analysis.md):\n"
+                                         "  tracetune diff BASE NEW [--format text|json|md] [-o FILE]");
+  dif->add_option("base", diff_args.base, "The trace before (any format analyze reads)")->required();
+  dif->add_option("new", diff_args.next, "The trace after")->required();
+  dif->add_option("--format", diff_args.format, "Report format: text (terminal), json (versioned schema), md (Markdown)")
+      ->check(CLI::IsMember({"text", "json", "md"}));
+  dif->add_option("-o,--output", diff_args.output, "Write the report to this file instead of stdout (mode 0600)");
+  dif->add_option("--warmup", diff_args.warmup, "First steps of each rank left out before aligning steps by index (default 1)")
+      ->check(CLI::Range(0, 1000000));
+
   auto* mrg = app.add_subcommand("merge", "Join raw record directories (e.g. one per host, from record --keep-raw) into one trace, aligning clocks");
   mrg->add_option("dirs", merge_dirs, "Raw record directories")->required();
   mrg->add_option("-o,--output", merge_out, "Output trace database")->required();
@@ -479,12 +536,14 @@ static int run_cli(int argc, char** argv) {
               "  tracetune tune [TRACE] [--max-trials 12] [--steps 15] -- CMD...\n"
               "Records the job (or analyses TRACE), searches only the knobs its findings name (coordinate\n"
               "descent, one knob at a time, kept only when faster by more than the noise), runs each trial\n"
-              "for --steps steps under the collector (TRACETUNE_MAX_STEPS), and writes tuned.toml plus\n"
-              "tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
+              "for --steps steps under the collector (TRACETUNE_MAX_STEPS; DataLoader workers get a longer\n"
+              "warm-up: workers x prefetch_factor batches), confirms the choice with --confirm interleaved\n"
+              "baseline/choice pairs (applied only when the 95% interval of its speedup is above 1), prints\n"
+              "the diff of the last pair and writes tuned.toml plus tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
               "--allow-numerics. Apply with `tracetune run --config tuned.toml -- CMD`. docs/tuning.md");
   tune->add_option("-o,--output", tune_out, "Config to write (default tuned.toml; trials go to <name>.trials.json)");
   tune->add_option("--max-trials", tune_opt.max_trials, "Trial budget, the baseline included (default 12)")->check(CLI::Range(1, 1000));
-  tune->add_option("--steps", tune_opt.steps, "Steps per trial (default 15)")->check(CLI::Range(2, 1000000));
+  tune->add_option("--steps", tune_opt.steps, "Steps per trial, warm-up included (default 15)")->check(CLI::Range(2, 1000000));
   tune->add_option("--warmup", tune_opt.warmup, "First steps of each trial not measured (default 3)")->check(CLI::Range(0, 1000000));
   tune->add_option("--trial-timeout", tune_opt.timeout_s, "Seconds per trial before it is killed (SIGTERM, then SIGKILL; default 120)")
       ->check(CLI::PositiveNumber);
@@ -498,6 +557,17 @@ static int run_cli(int argc, char** argv) {
   tune->add_option("--kernel-shapes", tune_kernel_shapes, "Shapes for --kernels' micro-benchmarks (as bench kernels --shapes)");
   tune->add_option("--kernel-threads", tune_kernel_threads, "torch threads for --kernels' micro-benchmarks (the job's)")
       ->check(CLI::Range(0, 1024));
+  tune->add_option("--confirm", tune_opt.confirm,
+                   "Interleaved baseline/choice pairs measured after the search; the choice is applied only when\n"
+                   "the 95% interval of its speedup is above 1 (default 5; 0: no confirmation)")
+      ->check(CLI::Range(0, 1000));
+  std::string tune_budget;
+  tune->add_option("--budget", tune_budget, "Wall-time cap over the search and the confirmation, e.g. 10m, 90s, 1h "
+                                            "(default: none; --max-trials still applies)");
+  tune->add_option("--early-stop", tune_opt.early_stop,
+                   "A search trial ends after its warm-up and 3 steps when their median is this many times the best\n"
+                   "median so far (default 1.5; 0: off)")
+      ->check(CLI::Range(0.0, 100.0));
   tune->add_flag("--allow-numerics", tune_opt.allow_numerics, "Also try settings that change numerical results (TF32, AMP, compression)");
   tune->add_flag("--keep-traces", tune_opt.keep_traces, "Keep every trial's config, log and trace (in a private temporary directory)");
   tune->add_option("--nccl-sweep", tune_opt.nccl_sweep,
@@ -612,6 +682,7 @@ static int run_cli(int argc, char** argv) {
   if (*imp) return cmd_import(imp_inputs, imp_out, imp_quiet);
   if (*info) return cmd_info(info_in, info_json);
   if (*an) return cmd_analyze(an_args);
+  if (*dif) return cmd_diff(diff_args);
   if (*exp) return cmd_export(exp_in, exp_format, exp_out);
   if (*mrg) return cmd_merge(merge_dirs, merge_out);
   if (*knobs) return cmd_knobs();
@@ -652,6 +723,14 @@ static int run_cli(int argc, char** argv) {
     if (lead == 1) tune_opt.trace = tune_args[0];
     tune_opt.command.assign(tune_args.begin() + static_cast<std::ptrdiff_t>(lead), tune_args.end());
     tune_opt.output = tune_out;
+    if (!tune_budget.empty()) {
+      auto b = parse_duration(tune_budget);
+      if (!b) {
+        std::fprintf(stderr, "tracetune: tune: --budget: %s\n", b.error().c_str());
+        return 2;
+      }
+      tune_opt.budget_s = b.value();
+    }
     tune_opt.version = TT_VERSION;
     return tuner::run_tune(tune_opt);
   }

@@ -566,8 +566,8 @@ class RankAnalyzer {
     std::sort(all.begin(), all.end(), [](const KernelTotal& a, const KernelTotal& b) {
       return a.total != b.total ? a.total > b.total : a.name < b.name;
     });
-    if (all.size() > 10) all.resize(10);
-    m_.top_kernels = std::move(all);
+    m_.top_kernels.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(10, all.size())));
+    m_.kernels = std::move(all);
     std::sort(per_kernel.begin(), per_kernel.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     kernel_starts_.reserve(per_kernel.size());
     mb_prefix_.assign(1, 0);
@@ -628,6 +628,7 @@ class RankAnalyzer {
     auto& I = m_.io;
     const auto& io = t_.io_calls;
     std::vector<Interval> main;
+    std::unordered_map<trace::StringId, FileIo> files;
     for_slices(t_.slices_io(), tree_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i) {
         if (!opt_.hta_compat && (io.end(i) <= window_.start || io.start[i] >= window_.end)) continue;
@@ -649,13 +650,28 @@ class RankAnalyzer {
         I.time += d;
         pit->time += d;
         if (io.err[i] != 0) ++I.errors;
-        if (io.op[i] == trace::IoOp::Read) { ++I.read_calls; I.bytes_read += b; pit->bytes_read += b; }
-        if (io.op[i] == trace::IoOp::Write) { ++I.write_calls; I.bytes_written += b; pit->bytes_written += b; }
+        FileIo& file = files[io.path[i]];
+        ++file.calls;
+        file.time += d;
+        if (io.op[i] == trace::IoOp::Read) { ++I.read_calls; I.bytes_read += b; pit->bytes_read += b; file.bytes_read += b; }
+        if (io.op[i] == trace::IoOp::Write) {
+          ++I.write_calls;
+          I.bytes_written += b;
+          pit->bytes_written += b;
+          file.bytes_written += b;
+        }
         if (sl.track == main_track_) main.push_back({io.start[i], io.end(i)});
       }
     });
     io_main_ = IntervalSet::union_of(std::move(main)).clip(window_.start, window_.end);
     I.main_thread = io_main_.measure();
+    for (auto& [path, file] : files) {
+      file.path = std::string(t_.strings.get(path));
+      I.per_file.push_back(std::move(file));
+    }
+    std::sort(I.per_file.begin(), I.per_file.end(), [](const FileIo& a, const FileIo& b) {
+      return a.time != b.time ? a.time > b.time : a.path < b.path;
+    });
   }
 
   void collectives() {

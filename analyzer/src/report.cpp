@@ -8,6 +8,7 @@
 #include "tracetune/trace/summary.h"
 
 #include "format.h"
+#include "json_writer.h"
 
 namespace tt::analyzer {
 
@@ -26,52 +27,6 @@ namespace {
 
 double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
 double pct(Ns part, Ns whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
-
-// A small streaming JSON writer: commas and nesting handled, numbers written exactly.
-class Json {
- public:
-  std::string out;
-  void begin_object() { value_prefix(); out += '{'; first_.push_back(true); }
-  void end_object() { out += '}'; first_.pop_back(); }
-  void begin_array() { value_prefix(); out += '['; first_.push_back(true); }
-  void end_array() { out += ']'; first_.pop_back(); }
-  Json& key(std::string_view k) {
-    comma();
-    trace::append_json_string(out, k);
-    out += ':';
-    after_key_ = true;
-    return *this;
-  }
-  void str(std::string_view v) { value_prefix(); trace::append_json_string(out, v); }
-  void num(std::int64_t v) { value_prefix(); out += std::to_string(v); }
-  void unum(std::uint64_t v) { value_prefix(); out += std::to_string(v); }
-  void dbl(double v) { value_prefix(); out += fmt::format("{:.6g}", v); }
-  void boolean(bool v) { value_prefix(); out += v ? "true" : "false"; }
-  void null() { value_prefix(); out += "null"; }
-  template <typename T>
-  void kv(std::string_view k, const T& v) {
-    key(k);
-    if constexpr (std::is_same_v<T, bool>) boolean(v);
-    else if constexpr (std::is_floating_point_v<T>) dbl(v);
-    else if constexpr (std::is_signed_v<T>) num(static_cast<std::int64_t>(v));
-    else if constexpr (std::is_unsigned_v<T>) unum(static_cast<std::uint64_t>(v));
-    else str(v);
-  }
-
- private:
-  std::vector<bool> first_;
-  bool after_key_ = false;
-  void comma() {
-    if (!first_.empty()) {
-      if (!first_.back()) out += ',';
-      first_.back() = false;
-    }
-  }
-  void value_prefix() {
-    if (after_key_) { after_key_ = false; return; }
-    comma();
-  }
-};
 
 void write_breakdown(Json& j, const GpuBreakdown& g) {
   j.key("gpu").begin_object();

@@ -516,6 +516,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   }
   trace::Trace& t = merged.value();
   t.metadata.emplace_back("command", redacted_command(opt.command));
+  for (const auto& kv : opt.metadata) t.metadata.push_back(kv);
   if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
     outcome.error = st.error();
     std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", st.error().c_str(),

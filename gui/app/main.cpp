@@ -1,5 +1,6 @@
 // tracetune-gui [FILE]: the desktop timeline and analysis viewer. With --screenshot it renders
-// the main window offscreen to a PNG and exits (tests and docs use it).
+// the main window offscreen to a PNG and exits (tests and docs use it). --compare BASE NEW opens
+// the compare view (compare_view.h) instead.
 #include <cstdio>
 
 #include <QApplication>
@@ -10,6 +11,7 @@
 #include <QTableView>
 #include <QTimer>
 
+#include "compare_view.h"
 #include "main_window.h"
 
 using namespace tt::gui;
@@ -19,6 +21,26 @@ namespace {
 int fail(const QString& msg, int code = 1) {
   std::fprintf(stderr, "tracetune-gui: %s\n", msg.toLocal8Bit().constData());
   return code;
+}
+
+// --compare BASE NEW: the compare view, shown or rendered to `shot` (empty: shown).
+int run_compare(const QStringList& files, const QString& shot, int W, int H) {
+  if (files.size() != 2) return fail("--compare wants two files: BASE NEW", 2);
+  CompareView view;
+  view.setWindowTitle(QStringLiteral("tracetune-gui: %1 -> %2").arg(files[0], files[1]));
+  view.baseTimeline()->setSynchronous(!shot.isEmpty());
+  view.newTimeline()->setSynchronous(!shot.isEmpty());
+  view.resize(W, H);
+  view.show();
+  QString error;
+  if (!view.loadNow(files[0], files[1], &error)) return fail(error);
+  if (shot.isEmpty()) return QApplication::exec();
+  view.stepsView()->selectRow(0);
+  view.showStep(0);  // both timelines at the first aligned step
+  QApplication::processEvents();
+  const QImage img = view.grab().toImage().convertToFormat(QImage::Format_RGB888);
+  if (!img.save(shot, "PNG", 0)) return fail("cannot write " + shot);
+  return 0;
 }
 
 }  // namespace
@@ -71,7 +93,9 @@ int main(int argc, char** argv) {
   QCommandLineOption panel("panel",
                            "For --screenshot: show this panel's tab, widened (e.g. Ranks, Steps, \"Tuned config\").",
                            "TITLE");
-  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer, panel});
+  QCommandLineOption compare("compare", "Compare two traces (BASE NEW, as `tracetune diff`): step bars, aligned steps, "
+                                        "kernel deltas and both timelines; a click on a step shows it in both.");
+  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer, panel, compare});
   cli.process(app);
 
   LoadOptions opt;
@@ -83,6 +107,12 @@ int main(int argc, char** argv) {
     opt.memory_cap_bytes = static_cast<std::uint64_t>(mib) << 20;
   }
   const QStringList files = cli.positionalArguments();
+  if (cli.isSet(compare)) {
+    const QStringList wh = cli.value(size).split('x');
+    const int W = wh.size() == 2 ? wh[0].toInt() : 0, H = wh.size() == 2 ? wh[1].toInt() : 0;
+    if (W < 400 || H < 300 || W > 8000 || H > 8000) return fail("--size wants WxH between 400x300 and 8000x8000", 2);
+    return run_compare(files, cli.isSet(shot) ? cli.value(shot) : QString(), W, H);
+  }
   if (files.size() > 1) return fail("one FILE at a time", 2);
 
   const QString kind = cli.value(renderer);

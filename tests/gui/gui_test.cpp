@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QFont>
 #include <QKeyEvent>
+#include <QLabel>
 #include <QMimeData>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -23,6 +24,7 @@
 
 #include <sqlite3.h>
 
+#include "compare_view.h"
 #include "event_info.h"
 #include "main_window.h"
 #include "models.h"
@@ -164,6 +166,67 @@ class GuiTest : public QObject {
     // The real traces are part of the suite (scripts/test.sh needs ../shared beside the repo):
     // without them the suite fails, rather than passing with nothing tested.
     if (!QFile::exists(kGpuTrace)) QFAIL(qPrintable(kGpuTrace + " is missing: put ../shared beside the repository"));
+  }
+
+  // The compare view on two real A100 NCCL traces: the diff's summary, both step bars, the
+  // aligned steps and kernel delta tables (under the model tester), a real click on a step row
+  // showing both timelines at that step, a click on a kernel selecting it in both, and a
+  // rendering with ink in both timelines.
+  void compareViewShowsTwoTracesAndFollowsAClick() {
+    const QString base = kData + "/kineto/hta/nccl_data.json.gz", next = kData + "/kineto/hta/a100_rank0_of16.json.gz";
+    CompareView view;
+    view.baseTimeline()->setSynchronous(true);
+    view.newTimeline()->setSynchronous(true);
+    view.resize(1400, 900);
+    view.show();
+    QString error;
+    QVERIFY2(view.loadNow(base, next, &error), qPrintable(error));
+    const auto& d = view.diff();
+    QCOMPARE(view.summary()->text(), QString::fromStdString(d.summary));
+    QVERIFY(view.summary()->text().startsWith("step time "));
+    QAbstractItemModelTester steps_tester(view.stepsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester kernels_tester(view.kernelsModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const auto& r = d.ranks[d.headline];
+    QVERIFY(r.steps.size() >= 2);
+    QCOMPARE(view.stepsModel()->rowCount(), static_cast<int>(r.steps.size()));
+    QCOMPARE(view.kernelsModel()->rowCount(), static_cast<int>(r.kernels.size()));
+    QCOMPARE(view.kernelsModel()->data(view.kernelsModel()->index(0, 0), Qt::DisplayRole).toString(),
+             QString::fromStdString(r.kernels[0].name));
+    QCOMPARE(view.kernelsModel()->data(view.kernelsModel()->index(0, 1), Qt::DisplayRole).toString(),
+             QString::fromUtf8(tt::analyzer::to_string(r.kernels[0].status).data()));
+    QVERIFY(view.baseChart()->stepAt(view.baseChart()->width() / 2) >= 0);  // bars on both sides
+    QVERIFY(view.newChart()->stepAt(view.newChart()->width() / 2) >= 0);
+
+    QApplication::processEvents();
+    const QModelIndex second = view.stepsModel()->index(1, 0);
+    QTest::mouseClick(view.stepsView()->viewport(), Qt::LeftButton, {}, view.stepsView()->visualRect(second).center());
+    const auto& s = r.steps[1];
+    QCOMPARE(view.baseTimeline()->viewStart(), s.base_start);
+    QCOMPARE(view.baseTimeline()->viewEnd(), s.base_end);
+    QCOMPARE(view.newTimeline()->viewStart(), s.new_start);
+    QCOMPARE(view.newTimeline()->viewEnd(), s.new_end);
+
+    // a matched kernel: its next launch is selected on both timelines
+    int matched = -1;
+    for (int i = 0; i < view.kernelsModel()->rowCount() && matched < 0; ++i)
+      if (view.kernelsModel()->kernel(i)->status == tt::analyzer::KernelDelta::Status::Matched) matched = i;
+    QVERIFY(matched >= 0);
+    view.kernelsView()->scrollTo(view.kernelsModel()->index(matched, 0));
+    QTest::mouseClick(view.kernelsView()->viewport(), Qt::LeftButton, {},
+                      view.kernelsView()->visualRect(view.kernelsModel()->index(matched, 0)).center());
+    QVERIFY(view.baseTimeline()->selected().valid());
+    QVERIFY(view.newTimeline()->selected().valid());
+
+    view.showStep(0);
+    QApplication::processEvents();
+    const QImage img = view.grab().toImage();
+    for (TimelineView* tl : {view.baseTimeline(), view.newTimeline()}) {
+      const QRect area(tl->mapTo(&view, QPoint(TimelineView::kLabelWidth, 0)), QSize(tl->timelineWidth(), tl->height()));
+      int inked = 0;
+      for (int y = area.top(); y < area.bottom(); y += 3)
+        for (int x = area.left(); x < area.right(); x += 3) inked += ink(img.pixel(x, y)) ? 1 : 0;
+      QVERIFY2(inked > 200, qPrintable(QString("only %1 inked samples in a timeline").arg(inked)));
+    }
   }
 
   void modelsPassTheModelTester() {
@@ -1043,7 +1106,7 @@ class GuiTest : public QObject {
     const QString summary = w.tunedConfigPanel()->summaryText();
     QVERIFY2(summary.contains("1 setting from") && summary.contains("speedup 4.00x") && summary.contains("trials"),
              qPrintable(summary));
-    QVERIFY2(w.tunedConfigPanel()->commentsText().contains("Measured speedup 4.000x over 10 trials"),
+    QVERIFY2(w.tunedConfigPanel()->commentsText().contains("Search speedup 4.000x over 10 trials"),
              qPrintable(w.tunedConfigPanel()->commentsText()));
 
     // a config with a numerics-changing value (written with --allow-numerics) is flagged

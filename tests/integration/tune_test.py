@@ -54,12 +54,13 @@ def case_dataloader(tmp):
            "--batch-size", "16"]
     t0 = time.monotonic()
     sweep = SRC / "tests/data/tuner/nccl_sweep_8gpu.json"  # a job without NCCL: the table is not tried, and says why
-    r = tune(["--steps", "12", "--warmup", "3", "--max-trials", "6", "--trial-timeout", "90", "--nccl-sweep", str(sweep),
-              "-o", str(job_dir / "tuned.toml"), "--", *job], cwd=job_dir, env=env)
+    r = tune(["--steps", "12", "--warmup", "3", "--max-trials", "6", "--confirm", "3", "--trial-timeout", "90",
+              "--nccl-sweep", str(sweep), "-o", str(job_dir / "tuned.toml"), "--", *job], cwd=job_dir, env=env,
+             timeout=600)
     wall = time.monotonic() - t0
     print(r.stdout + r.stderr)
     check("tune exits 0", r.returncode == 0, f"rc={r.returncode}")
-    check(f"tune finished in {wall:.0f} s (< 120 s)", wall < 120)
+    print(f"for the log, not a check: tune took {wall:.0f} s")
     cfg = job_dir / "tuned.toml"
     trials = job_dir / "tuned.trials.json"
     check("tuned.toml and tuned.trials.json written", cfg.exists() and trials.exists())
@@ -69,25 +70,52 @@ def case_dataloader(tmp):
           ["tuned.toml", "tuned.trials.json"], list(job_dir.iterdir()))
     check("the private trials directory was removed", list(private_tmp.iterdir()) == [], list(private_tmp.iterdir()))
     doc = json.loads(trials.read_text())
-    ts = doc["trials"]
+    everything = doc["trials"]
+    ts = [t for t in everything if not t["knob"].startswith("confirm:")]
+    confirm = [t for t in everything if t["knob"].startswith("confirm:")]
     check("trials file: baseline first, every trial stored with its measurement",
           doc["schema"] == "tracetune.trials" and ts[0]["settings"] == {} and 2 <= len(ts) <= 6 and
-          all(t["status"] == "ok" and t["median_ms"] > 0 and t["steps"] == 12 - 3 for t in ts),
-          json.dumps(ts, indent=1))
+          all(t["status"] == "ok" and t["median_ms"] > 0 and
+              (t["steps"] == 12 - 3 or t["stopped_early"] and t["steps"] == 3) for t in everything),
+          json.dumps(everything, indent=1))
+    check("steady state: a trial with W workers leaves out at least W x 2 warm-up steps",
+          all(t["warmup"] >= max(3, 2 * t["settings"].get("dataloader.num_workers", 0)) for t in everything),
+          [(t["settings"], t["warmup"]) for t in everything])
     check("data_loading found and searched", "data_loading" in doc["findings"] and
           all(t["knob"].startswith("dataloader.") for t in ts[1:]), doc["findings"])
     text = cfg.read_text()
     check("tuned.toml says speedup, trials and findings", re.search(r"^speedup = [0-9.]+$", text, re.M) and
-          f"trials = {len(ts)}" in text and 'findings = ["data_loading"' in text, text)
+          f"trials = {len(everything)}" in text and 'findings = ["data_loading"' in text, text)
     check("tuned.toml: the NCCL table from the sweep was not tried, and why",
           "# not searched: nccl.table: not tried: the job ran no NCCL collectives" in text and "[[nccl.table]]" not in text,
           text)
+    # The confirmation: 3 interleaved pairs when the search chose something, none otherwise; the
+    # config applies the choice only when the interval is above 1, and says which way it went.
+    c = doc["confirmation"]
+    if doc["best_trial"] > 0:
+        check("3 confirmation pairs, baseline and choice interleaved", c is not None and len(confirm) == 6 and
+              [t["knob"] for t in confirm] == ["confirm:baseline", "confirm:choice", "confirm:choice",
+                                               "confirm:baseline", "confirm:baseline", "confirm:choice"], confirm)
+        if c["confirmed"]:
+            check("confirmed: the interval is above 1 and is the config's speedup", c["low"] > 1 and
+                  "confirmed = true" in text and f"speedup = {c['speedup']:.4f}" in text, (c, text))
+        else:
+            check("no confirmed gain: nothing applied, no speedup claimed", 'result = "no confirmed gain"' in text and
+                  "speedup = 1.0000" in text and not re.search(r'^"dataloader', text, re.M), text)
+        check("predicted beside measured, per kept knob", doc["knobs"] and all(
+            k["predicted_speedup"] >= 1 and k["measured_speedup"] > 0 for k in doc["knobs"])
+              and "predicted_speedup = " in text and "measured_speedup = " in text, (doc["knobs"], text))
+        check("tune prints the confirmation and the diff of the last pair", ("confirmed speedup" in r.stdout or
+              "measured (not a gain)" in r.stdout) and "tracetune diff: baseline" in r.stdout, r.stdout)
+    else:
+        check("nothing chosen: nothing to confirm", c is None and not confirm, c)
     check("tuned.toml is not group/other-writable", stat.S_IMODE(cfg.stat().st_mode) & 0o022 == 0)
     # What wins depends on the free cores of the machine (timings are noisy here): whatever was
     # chosen must be a searched DataLoader knob, with the trial that measured it.
     chosen = re.findall(r'^"([a-z_.]+)" = (.+)$', text, re.M)
     check("every chosen setting is a searched knob", all(k.startswith("dataloader.") for k, _ in chosen), chosen)
-    check("the config is consistent with the trials file", (len(chosen) > 0) == (doc["best_trial"] > 0), text)
+    check("the config is consistent with the trials file",
+          (len(chosen) > 0) == (doc["best_trial"] > 0 and (c is None or c["confirmed"])), text)
     chk = subprocess.run([TRACETUNE, "run", "--config", str(cfg), "--check"], capture_output=True, text=True)
     check("tracetune run --config accepts it", chk.returncode == 0, chk.stderr)
     m = re.search(r'^"dataloader\.num_workers" = (\d+)$', text, re.M)
@@ -135,7 +163,7 @@ def case_hang_crash(tmp):
     script = tmp / "job.py"
     script.write_text(HANG_CRASH)
     t0 = time.monotonic()
-    r = tune(["--steps", "8", "--warmup", "2", "--max-trials", "6", "--trial-timeout", "20", "-o", str(tmp / "t.toml"),
+    r = tune(["--steps", "8", "--warmup", "2", "--max-trials", "6", "--confirm", "0", "--trial-timeout", "20", "-o", str(tmp / "t.toml"),
               "--", PY, str(script)], cwd=tmp)
     wall = time.monotonic() - t0
     print(r.stdout + r.stderr)

@@ -343,3 +343,203 @@ TEST(TunedToml, NumericsChoicesAreMarkedAndAccepted) {
   ASSERT_TRUE(cc.ok()) << cc.error();
   EXPECT_EQ(cc->settings.size(), 3u);
 }
+
+// ---- confirmation, steady-state trials, predicted vs measured ----
+
+namespace {
+
+// Like FakeRunner, but each run of the job is a little faster or slower as a whole (the machine
+// is shared): a per-run factor from a fixed sequence, so runs of the same candidate disagree.
+class NoisyRunner : public TrialRunner {
+ public:
+  explicit NoisyRunner(std::function<double(const Candidate&)> cost, double noise) : cost_(std::move(cost)), noise_(noise) {}
+  Trial run(const Candidate& c) override {
+    Trial t;
+    t.candidate = c;
+    const double run_factor = 1 + noise_ * std::sin(2.3 * ++runs_ + 0.4);
+    std::vector<double> steps;
+    for (int i = 0; i < 12; ++i) steps.push_back(cost_(c) * run_factor * (1 + 0.01 * std::sin(i * 1.7)));
+    t.stats = stats_of(steps);
+    return t;
+  }
+
+ private:
+  std::function<double(const Candidate&)> cost_;
+  double noise_;
+  int runs_ = 0;
+};
+
+Candidate with_workers(std::int64_t w) {
+  Candidate c;
+  c.set("dataloader.num_workers", Value(w));
+  return c;
+}
+
+}  // namespace
+
+TEST(TuneConfirm, IntervalOfRatios) {
+  const auto same = speedup_interval({2.0, 2.0, 2.0});
+  EXPECT_TRUE(same.defined);
+  EXPECT_NEAR(same.mean, 2.0, 1e-12);
+  EXPECT_NEAR(same.low, 2.0, 1e-12);
+  EXPECT_NEAR(same.high, 2.0, 1e-12);
+  // log ratios ±0.1 around 0 over 4 pairs: sd 0.1155, t(3) = 3.182 -> half width 0.1837
+  const auto around_one = speedup_interval({std::exp(0.1), std::exp(-0.1), std::exp(0.1), std::exp(-0.1)});
+  EXPECT_NEAR(around_one.mean, 1.0, 1e-12);
+  EXPECT_NEAR(std::log(around_one.high), 3.182 * std::sqrt(0.04 / 3) / 2, 1e-3);
+  EXPECT_LT(around_one.low, 1.0);
+  EXPECT_FALSE(speedup_interval({1.5}).defined);  // one pair: no interval
+}
+
+// A knob that does nothing, on a machine whose runs vary by ±8%: the search's 'choice' must not
+// be confirmed, and tuned.toml must apply nothing and claim no speedup.
+TEST(TuneConfirm, RefusesAChoiceThatDoesNothing) {
+  NoisyRunner runner([](const Candidate&) { return 50.0; }, 0.08);
+  TuneSummary s;
+  s.command = "job";
+  s.findings = data_loading();
+  s.plan = plan_search(s.findings, cat(), false);
+  s.result.trials.push_back(runner.run(Candidate{}));
+  s.result.best = with_workers(4);  // as if noise had made the search keep it
+  s.result.trials.push_back(runner.run(s.result.best));
+  s.result.trials.back().index = 1;
+  s.result.trials.back().knob = "dataloader.num_workers";
+  s.result.best_trial = 1;
+  s.result.kept.push_back({"dataloader.num_workers", 1, 0, 1.1});
+  s.confirmation = confirm(s.result.best, 5, runner, s.result, SearchOptions{});
+  const Confirmation& c = *s.confirmation;
+  EXPECT_EQ(c.ratios.size(), 5u);
+  EXPECT_FALSE(c.confirmed) << c.low << " " << c.high;
+  EXPECT_LE(c.low, 1.0);
+  EXPECT_GE(c.high, 1.0);
+  EXPECT_EQ(s.result.trials.size(), 2u + 10u);  // every pair's two runs are in the trials
+  const std::string text = tuned_toml(s, cat());
+  auto cfg = parse_tuned_config(text, "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
+  EXPECT_TRUE(cfg->settings.empty()) << text;
+  EXPECT_NEAR(*cfg->speedup, 1.0, 1e-9);
+  EXPECT_NE(text.find("result = \"no confirmed gain\""), std::string::npos) << text;
+  EXPECT_NE(text.find("# No confirmed gain"), std::string::npos) << text;
+  EXPECT_NE(text.find("applied = false"), std::string::npos) << text;
+  const std::string json = trials_json(s);
+  EXPECT_NE(json.find("\"confirmed\": false"), std::string::npos) << json;
+}
+
+// A real 2x gain under the same ±8% run-to-run noise is confirmed, with the interval around 2,
+// and the config carries the predicted (analyzer) and measured (search) speedup per knob.
+TEST(TuneConfirm, ConfirmsARealGainWithItsInterval) {
+  auto cost = [](const Candidate& c) { return workers(c) == 4 ? 25.0 : 50.0; };
+  // (the search on a quiet machine: with ±8% between runs it can keep a worse value by chance,
+  // which is what the confirmation is for, see the test above)
+  NoisyRunner quiet(cost, 0.005), runner(cost, 0.08);
+  TuneSummary s;
+  s.command = "job";
+  s.findings = data_loading();  // estimated gain 60% of the step: predicted 2.5x
+  s.plan = plan_search(s.findings, cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 8;
+  s.result = search(s.plan, quiet, opt);
+  ASSERT_EQ(workers(s.result.best), 4);
+  ASSERT_EQ(s.result.kept.size(), 1u);
+  EXPECT_EQ(s.result.kept[0].id, "dataloader.num_workers");
+  EXPECT_GT(s.result.kept[0].measured_speedup, 1.5);
+  s.confirmation = confirm(s.result.best, 5, runner, s.result, opt);
+  const Confirmation& c = *s.confirmation;
+  EXPECT_TRUE(c.confirmed);
+  EXPECT_GT(c.low, 1.0);
+  EXPECT_LT(c.low, 2.0);
+  EXPECT_GT(c.high, 2.0);
+  EXPECT_NEAR(c.speedup, 2.0, 0.2);
+  EXPECT_NEAR(predicted_speedup(s, {"dataloader.num_workers"}), 2.5, 1e-9);
+  const std::string text = tuned_toml(s, cat());
+  auto cfg = parse_tuned_config(text, "tuned.toml", cat());
+  ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
+  ASSERT_EQ(cfg->settings.size(), 1u);
+  EXPECT_NEAR(*cfg->speedup, c.speedup, 1e-4);
+  EXPECT_NE(text.find("confirmed = true"), std::string::npos) << text;
+  EXPECT_NE(text.find("speedup_low = "), std::string::npos) << text;
+  EXPECT_NE(text.find("[meta.knobs.\"dataloader.num_workers\"]"), std::string::npos) << text;
+  EXPECT_NE(text.find("predicted_speedup = 2.5000"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured_speedup = "), std::string::npos) << text;
+  const std::string json = trials_json(s);
+  EXPECT_NE(json.find("\"knobs\": [\n    {\"id\": \"dataloader.num_workers\", \"findings\": [\"data_loading\"], "
+                      "\"predicted_speedup\": 2.5000"), std::string::npos) << json;
+}
+
+TEST(TuneSteady, WarmupCoversThePrefetchQueue) {
+  EXPECT_EQ(steady_warmup(Candidate{}, 3), 3);
+  EXPECT_EQ(steady_warmup(with_workers(0), 3), 3);
+  EXPECT_EQ(steady_warmup(with_workers(1), 3), 3);    // 1 x 2 batches < 3
+  EXPECT_EQ(steady_warmup(with_workers(16), 3), 32);  // 16 workers x prefetch_factor 2
+  Candidate c = with_workers(4);
+  c.set("dataloader.prefetch_factor", Value(std::int64_t{8}));
+  EXPECT_EQ(steady_warmup(c, 3), 32);
+}
+
+TEST(TuneSteady, TrendingStepTimesAreFlagged) {
+  // what a short trial of many workers looks like: prefetched batches first, then the real rate
+  const StepStats draining = stats_of({5, 5, 6, 5, 6, 30, 31, 29, 30, 32});
+  EXPECT_GT(draining.trend, StepStats::kTrendShare);
+  EXPECT_TRUE(draining.trending());
+  const StepStats steady = stats_of({30, 31, 29, 30, 32, 30, 29, 31, 30, 30});
+  EXPECT_FALSE(steady.trending()) << steady.trend;
+}
+
+// ---- a cheaper search: early stop, wall-time budget, cost per choice ----
+
+namespace {
+
+// Records what the search asks of early stopping, and gives every trial a wall time.
+class CostedRunner : public FakeRunner {
+ public:
+  using FakeRunner::FakeRunner;
+  Trial run(const Candidate& c) override {
+    Trial t = FakeRunner::run(c);
+    t.wall_s = 10;
+    t.warmup = 3;
+    limits.push_back(early_ms);
+    return t;
+  }
+  void set_early_stop(double ms, int steps) override {
+    early_ms = ms;
+    early_steps = steps;
+  }
+  double early_ms = 0;
+  int early_steps = 0;
+  std::vector<double> limits;  // the early-stop limit each trial ran under
+};
+
+}  // namespace
+
+TEST(TuneCheaper, SearchTrialsRunUnderAnEarlyStopAtTheBestTimesTheFactor) {
+  CostedRunner runner(loader_cost);
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 5;
+  opt.early_stop_factor = 1.5;
+  auto r = search(plan, runner, opt);
+  ASSERT_EQ(runner.limits.size(), 5u);
+  EXPECT_EQ(runner.limits[0], 0);  // the baseline runs in full
+  // then each trial is limited to 1.5x the best median before it (baseline 120 ms: 0 workers)
+  EXPECT_NEAR(runner.limits[1], 1.5 * r.trials[0].stats.median_ms, 1e-9);
+  EXPECT_EQ(runner.early_ms, 0);  // and the limit is lifted after the search's trials
+  EXPECT_EQ(r.trial_steps(), 5 * (3 + 20));
+  EXPECT_DOUBLE_EQ(r.wall_s(), 50);
+  ASSERT_FALSE(r.kept.empty());
+  EXPECT_GT(r.kept[0].trial_steps, 0);
+}
+
+TEST(TuneCheaper, WallTimeBudgetStopsTheSearchAndKeepsTimeForTheConfirmation) {
+  CostedRunner runner(loader_cost);
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 100;
+  opt.budget_s = 100;      // 10 trials of 10 s ...
+  opt.confirm_pairs = 2;   // ... less 2 pairs x 2 runs x the baseline's 10 s kept for the confirmation
+  auto r = search(plan, runner, opt);
+  EXPECT_EQ(r.trials.size(), 6u);
+  EXPECT_TRUE(r.stopped_early);
+  bool said = false;
+  for (const auto& l : r.log) said = said || l.find("wall-time budget (100 s, 40 s of it kept for the confirmation)") != std::string::npos;
+  EXPECT_TRUE(said);
+}

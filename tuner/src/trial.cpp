@@ -80,6 +80,16 @@ std::string last_line_of(const fs::path& log) {
 
 StepStats stats_of(std::vector<double> ms) {
   StepStats s;
+  if (ms.size() >= 4) {
+    const auto half = static_cast<std::ptrdiff_t>(ms.size() / 2);
+    std::vector<double> first(ms.begin(), ms.begin() + half), second(ms.end() - half, ms.end());
+    std::sort(first.begin(), first.end());
+    std::sort(second.begin(), second.end());
+    std::vector<double> all = ms;
+    std::sort(all.begin(), all.end());
+    const double median = percentile(all, 0.5);
+    if (median > 0) s.trend = (percentile(second, 0.5) - percentile(first, 0.5)) / median;
+  }
   std::sort(ms.begin(), ms.end());
   s.steps = ms.size();
   s.median_ms = percentile(ms, 0.5);
@@ -130,6 +140,16 @@ std::string loss_mismatch(const std::vector<double>& want, const std::vector<dou
   return "";
 }
 
+int steady_warmup(const Candidate& c, int warmup) {
+  const Value* w = c.find("dataloader.num_workers");
+  const auto* workers = w != nullptr ? std::get_if<std::int64_t>(w) : nullptr;
+  if (workers == nullptr || *workers <= 0) return warmup;
+  const Value* p = c.find("dataloader.prefetch_factor");
+  const auto* prefetch = p != nullptr ? std::get_if<std::int64_t>(p) : nullptr;
+  const std::int64_t queued = *workers * (prefetch != nullptr ? *prefetch : 2);
+  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(warmup, queued), 100000));
+}
+
 JobTrialRunner::JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue)
     : opt_(std::move(options)), catalogue_(catalogue) {}
 
@@ -165,8 +185,13 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   rec.progress = false;
   rec.summary = false;
   rec.extra_env = vars.value();
-  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps));
+  t.warmup = steady_warmup(candidate, opt_.warmup);
+  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps + t.warmup - opt_.warmup));
   if (opt_.compare_loss) rec.extra_env.emplace_back("TRACETUNE_RECORD_LOSS", "1");
+  for (const auto& [id, v] : candidate.settings) rec.metadata.emplace_back("tuned." + id, display(v));
+  if (early_stop_ms_ > 0 && early_stop_steps_ > 0)
+    rec.extra_env.emplace_back("TRACETUNE_EARLY_STOP", fmt::format("{}:{}:{}", t.warmup, early_stop_steps_,
+                                                                   static_cast<std::int64_t>(early_stop_ms_ * 1e6)));
   rec.timeout_s = opt_.timeout_s;
   rec.job_log = dir / "job.log";
   auto outcome = collector::record(rec);
@@ -186,7 +211,7 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   t.trace = rec.output;
   auto tr = trace::read_trace(rec.output);
   if (!tr) return finish(TrialStatus::Failed, tr.error());
-  auto stats = measure_steps(tr.value(), opt_.warmup);
+  auto stats = measure_steps(tr.value(), t.warmup);
   if (!stats) return finish(TrialStatus::NoSteps, stats.error());
   t.stats = stats.value();
   if (opt_.compare_loss) {
@@ -197,6 +222,12 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
     else if (substitutes)
       if (auto why = loss_mismatch(baseline_losses_, losses, opt_.loss_rtol); !why.empty())
         return finish(TrialStatus::Refused, "loss parity: " + why);
+  }
+  const auto asked = static_cast<std::size_t>(opt_.steps - opt_.warmup);
+  if (early_stop_ms_ > 0 && t.stats.steps < asked) {
+    t.stopped_early = true;
+    return finish(TrialStatus::Ok, fmt::format("stopped early after {} measured steps: median {:.1f} ms > {:.1f} ms",
+                                               t.stats.steps, t.stats.median_ms, early_stop_ms_));
   }
   return finish(TrialStatus::Ok, "");
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/diff.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
@@ -90,8 +91,11 @@ class LiveTable {
     std::fprintf(stderr, "%-5d %-9s %10s %10s %7s  %-11s %s%s\n", t.index, std::string(to_string(t.status)).c_str(),
                  ok ? fmt::format("{:.1f}", t.stats.median_ms).c_str() : "-",
                  ok ? fmt::format("{:.1f}", t.stats.spread_ms()).c_str() : "-", speed.c_str(),
-                 t.knob.empty() ? "-" : t.knob.substr(t.knob.find('.') + 1).c_str(), t.candidate.label().c_str(),
+                 t.knob.empty() ? "-" : t.knob.substr(t.knob.find_first_of(".:") + 1).c_str(), t.candidate.label().c_str(),
                  t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
+    if (ok && t.stats.trending())
+      std::fprintf(stderr, "      step times trend %+.0f%% from the first half to the second: not steady (warm-up %d)\n",
+                   100 * t.stats.trend, t.warmup);
     std::fflush(stderr);
   }
 
@@ -186,6 +190,21 @@ void try_nccl_table(const std::vector<NcclTableEntry>& table, bool job_uses_nccl
                                                             : std::string(to_string(t.status))));
   }
   r.trials.push_back(std::move(t));
+}
+
+// The diff of the last baseline and choice runs of the confirmation, in plain words and tables.
+std::string confirmation_diff(const SearchResult& r, const Confirmation& c) {
+  if (c.last_baseline < 0 || c.last_choice < 0) return "";
+  const Trial& b = r.trials[static_cast<std::size_t>(c.last_baseline)];
+  const Trial& h = r.trials[static_cast<std::size_t>(c.last_choice)];
+  auto tb = trace::read_trace(b.trace);
+  auto th = trace::read_trace(h.trace);
+  if (!tb || !th) return "";
+  const analyzer::Analysis ab = analyzer::analyze(tb.value(), analyzer::Options{}, fmt::format("baseline (trial {})", b.index));
+  const analyzer::Analysis ah = analyzer::analyze(th.value(), analyzer::Options{}, fmt::format("choice (trial {})", h.index));
+  // the trials' own warm-up, so the diff aligns the steps the measurement used
+  const analyzer::DiffOptions dopt{b.warmup, h.warmup};
+  return analyzer::render_diff_text(analyzer::diff(tb.value(), ab, th.value(), ah, dopt), false);
 }
 
 }  // namespace
@@ -310,6 +329,9 @@ int run_tune(const TuneOptions& opt) {
   SearchOptions sopt;
   sopt.max_trials = opt.max_trials;
   sopt.min_gain = opt.min_gain;
+  sopt.budget_s = opt.budget_s;
+  sopt.confirm_pairs = opt.confirm;
+  sopt.early_stop_factor = opt.early_stop;
   sopt.on_start = [&](int done, int total, const std::string& label) { table.start(done, total, label); };
   sopt.on_trial = [&](const Trial& t) {
     if (t.index > 0) table.row(t, baseline.stats.median_ms);
@@ -317,6 +339,14 @@ int run_tune(const TuneOptions& opt) {
   summary.result = search(summary.plan, runner, sopt, &baseline, [&] { return runner.interrupted(); });
   SearchResult& r = summary.result;
   if (!opt.nccl_sweep.empty() && !runner.interrupted()) try_nccl_table(sweep_table, job_uses_nccl, runner, sopt, summary);
+
+  // The choice measured again, interleaved with the baseline, before anything is claimed.
+  std::string diff_report;
+  if (!r.best.settings.empty() && opt.confirm > 0 && !runner.interrupted()) {
+    if (!opt.quiet) say(fmt::format("tune: confirming {} with {} interleaved baseline/choice pairs", r.best.label(), opt.confirm));
+    summary.confirmation = confirm(r.best, opt.confirm, runner, r, sopt, [&] { return runner.interrupted(); });
+    diff_report = confirmation_diff(r, *summary.confirmation);
+  }
 
   // The exhaustive sweep (a benchmark helper): each value of one knob alone, measured in this
   // same run, to compare the search's choice with the best a full sweep finds.
@@ -360,13 +390,35 @@ int run_tune(const TuneOptions& opt) {
     return 1;
   }
   if (!opt.quiet) for (const auto& l : r.log) say("  " + l);
-  std::string chosen = r.best.settings.empty() ? "nothing beat the baseline; no setting chosen" : r.best.label();
+  std::string chosen = r.best.settings.empty() ? "nothing beat the baseline; no setting chosen"
+                       : summary.refused()    ? "no confirmed gain; no setting applied (the search chose " + r.best.label() + ")"
+                                              : r.best.label();
   std::printf("tuned: %s\n", chosen.c_str());
-  std::printf("speedup %.3fx (median step %.2f ms -> %.2f ms) over %zu trials\n", r.speedup(), baseline.stats.median_ms,
-              r.trials[r.best_trial].stats.median_ms, r.trials.size());
+  const double predicted = predicted_speedup(summary, [&] {
+    std::vector<std::string> ids;
+    for (const auto& kv : r.best.settings) ids.push_back(kv.first);
+    return ids;
+  }());
+  if (summary.confirmation) {
+    const Confirmation& c = *summary.confirmation;
+    std::printf("%s %.3fx (95%% interval %.3fx to %.3fx, %zu interleaved pairs); predicted %.3fx; search %.3fx over %zu "
+                "trials\n", c.confirmed ? "confirmed speedup" : "measured (not a gain)", c.speedup, c.low, c.high,
+                c.ratios.size(), predicted, r.speedup(), r.trials.size());
+  } else {
+    std::printf("speedup %.3fx (median step %.2f ms -> %.2f ms) over %zu trials%s\n", r.speedup(), baseline.stats.median_ms,
+                r.trials[r.best_trial].stats.median_ms, r.trials.size(), r.best.settings.empty() ? "" : ", not confirmed");
+  }
+  for (const auto& k : r.kept)
+    std::printf("  %s: predicted %.3fx, measured %.3fx (trial %d vs %d); cost %d trial-steps, %.0f s\n", k.id.c_str(),
+                predicted_speedup(summary, {k.id}), k.measured_speedup, k.trial, k.reference_trial, k.trial_steps, k.wall_s);
+  int early = 0;
+  for (const auto& t : r.trials) early += t.stopped_early ? 1 : 0;
+  std::printf("cost: %d trial-steps in %zu trials (%d stopped early), %.0f s of trials\n", r.trial_steps(), r.trials.size(),
+              early, r.wall_s());
   if (!exhaustive_report.empty()) std::printf("%s\n", exhaustive_report.c_str());
   std::printf("wrote %s and %s\napply: tracetune run --config %s -- %s\n", opt.output.c_str(), trials_path.c_str(),
               opt.output.c_str(), summary.command.c_str());
+  if (!diff_report.empty()) std::printf("\nThe last confirmation pair, baseline vs choice:\n%s", diff_report.c_str());
   cleanup();
   return rc;
 }

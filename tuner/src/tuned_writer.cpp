@@ -74,6 +74,57 @@ std::string nccl_table_toml(const std::vector<NcclTableEntry>& table) {
 
 }  // namespace
 
+const Candidate& TuneSummary::written() const {
+  static const Candidate kNothing;
+  return refused() ? kNothing : result.best;
+}
+
+double predicted_speedup(const TuneSummary& s, const std::vector<std::string>& knob_ids) {
+  std::vector<std::string> addressed;
+  for (const auto& id : knob_ids)
+    for (const auto& p : s.plan)
+      if (p.knob->id == id)
+        for (const auto& f : p.findings)
+          if (std::find(addressed.begin(), addressed.end(), f) == addressed.end()) addressed.push_back(f);
+  double share = 0;
+  if (knob_ids.size() == 1) {  // one knob: its largest finding
+    for (const auto& f : s.findings)
+      if (std::find(addressed.begin(), addressed.end(), f.id) != addressed.end()) share = std::max(share, f.gain_share);
+  } else {
+    for (const auto& f : s.findings)
+      if (std::find(addressed.begin(), addressed.end(), f.id) != addressed.end()) share += f.gain_share;
+  }
+  return 1.0 / (1.0 - std::clamp(share, 0.0, 0.9));
+}
+
+namespace {
+
+std::vector<std::string> chosen_ids(const Candidate& c) {
+  std::vector<std::string> ids;
+  for (const auto& [id, v] : c.settings) ids.push_back(id);
+  return ids;
+}
+
+std::vector<std::string> findings_of(const TuneSummary& s, const std::string& id) {
+  for (const auto& p : s.plan)
+    if (p.knob->id == id) return p.findings;
+  return {};
+}
+
+// The header lines saying what the confirmation found.
+std::string confirmation_comment(const TuneSummary& s) {
+  if (!s.confirmation) return "";
+  const Confirmation& c = *s.confirmation;
+  const std::string interval = fmt::format("{:.3f}x (95% interval {:.3f}x to {:.3f}x) over {} interleaved baseline/choice pairs",
+                                           c.speedup, c.low, c.high, c.ratios.size());
+  if (c.confirmed) return "# Confirmed speedup " + interval + ".\n";
+  return fmt::format("# No confirmed gain: the search's choice ({}) measured {}; the interval {} 1.0, so it is not\n"
+                     "# applied and no speedup is claimed.\n",
+                     s.result.best.label(), interval, c.ratios.size() < 2 ? "is undefined (too few pairs), not above" : "is not above");
+}
+
+}  // namespace
+
 std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
   std::string out = "# a tracetune tune trial candidate\n";
   bool numerics = false;
@@ -97,8 +148,10 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
                        base->stats.median_ms, base->stats.spread_ms(), base->stats.steps);
     out += fmt::format("# Tuned (trial {}):             median step {:.2f} ms, spread (p90-p10) {:.2f} ms, {} steps\n",
                        best->index, best->stats.median_ms, best->stats.spread_ms(), best->stats.steps);
-    out += fmt::format("# Measured speedup {:.3f}x over {} trials of {} steps each ({} warm-up steps excluded).\n",
+    out += fmt::format("# Search speedup {:.3f}x over {} trials of {} steps each ({} warm-up steps excluded, more for\n"
+                       "# DataLoader workers: workers x prefetch_factor batches).\n",
                        r.speedup(), r.trials.size(), s.steps, s.warmup);
+    out += confirmation_comment(s);
   } else {
     out += "# The baseline run gave no measurement: nothing could be compared, no setting is chosen.\n";
   }
@@ -107,24 +160,54 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
   for (const auto& line : s.skipped) out += "# not searched: " + line + "\n";
   out += "# Every trial: the .trials.json file next to this one.\n\n";
 
+  const Candidate& written = s.written();
   bool numerics = false;
-  for (const auto& [id, v] : r.best.settings) numerics |= changes_numerics(cat, id, v);
+  for (const auto& [id, v] : written.settings) numerics |= changes_numerics(cat, id, v);
   std::vector<std::string> findings;
   for (const auto& f : s.findings) findings.push_back(toml_string(f.id));
   out += "[meta]\n";
   out += fmt::format("tracetune = {}\n", toml_string(s.version));
   out += fmt::format("command = {}\n", toml_string(s.command));
-  out += fmt::format("speedup = {:.4f}\n", measured ? r.speedup() : 1.0);
+  const bool claimed = measured && !written.settings.empty();
+  const double speedup = !claimed ? 1.0 : s.confirmation ? s.confirmation->speedup : r.speedup();
+  out += fmt::format("speedup = {:.4f}\n", speedup);
+  if (s.confirmation) {
+    const Confirmation& c = *s.confirmation;
+    out += fmt::format("confirmed = {}\n", c.confirmed ? "true" : "false");
+    if (!c.confirmed) out += "result = \"no confirmed gain\"\n";
+    out += fmt::format("confirm_pairs = {}\n", c.ratios.size());
+    out += fmt::format("{}speedup_low = {:.4f}\n{}speedup_high = {:.4f}\n", c.confirmed ? "" : "choice_", c.low,
+                       c.confirmed ? "" : "choice_", c.high);
+    if (!c.confirmed) out += fmt::format("choice_speedup = {:.4f}\nchoice = {}\n", c.speedup, toml_string(r.best.label()));
+  }
+  if (measured && !r.best.settings.empty()) {
+    out += fmt::format("search_speedup = {:.4f}\n", r.speedup());
+    out += fmt::format("predicted_speedup = {:.4f}   # the analyzer's what-if for the findings these knobs address\n",
+                       predicted_speedup(s, chosen_ids(r.best)));
+  }
   if (measured) {
     out += fmt::format("baseline_ms = {:.4f}\n", base->stats.median_ms);
     out += fmt::format("tuned_ms = {:.4f}\n", best->stats.median_ms);
     out += fmt::format("tuned_spread_ms = {:.4f}\n", best->stats.spread_ms());
   }
   out += fmt::format("trials = {}\n", r.trials.size());
+  out += fmt::format("trial_steps = {}   # steps run by every trial, warm-up included\n", r.trial_steps());
+  out += fmt::format("trials_wall_s = {:.1f}\n", r.wall_s());
   out += fmt::format("findings = [{}]\n", fmt::join(findings, ", "));
   if (numerics) out += "numerics = true   # at least one setting below changes numerical results\n";
+  // Per knob of the search's choice: what the analyzer predicted and what the search measured.
+  for (const auto& k : r.kept) {
+    out += fmt::format("\n[meta.knobs.{}]\n", toml_string(k.id));
+    std::vector<std::string> fs;
+    for (const auto& f : findings_of(s, k.id)) fs.push_back(toml_string(f));
+    out += fmt::format("findings = [{}]\n", fmt::join(fs, ", "));
+    out += fmt::format("predicted_speedup = {:.4f}\n", predicted_speedup(s, {k.id}));
+    out += fmt::format("measured_speedup = {:.4f}   # trial {} vs trial {}\n", k.measured_speedup, k.trial, k.reference_trial);
+    out += fmt::format("trial_steps = {}   # the cost of this choice: steps run by this knob's trials\n", k.trial_steps);
+    if (s.refused()) out += "applied = false   # no confirmed gain\n";
+  }
   out += "\n[settings]\n";
-  for (const auto& [id, v] : r.best.settings) {
+  for (const auto& [id, v] : written.settings) {
     const Knob* k = cat.find(id);
     const KnobPlan* p = nullptr;
     for (const auto& kp : s.plan)
@@ -171,6 +254,32 @@ std::string trials_json(const TuneSummary& s) {
   const bool measured = !r.trials.empty() && r.trials.front().status == TrialStatus::Ok;
   out += fmt::format("  \"baseline_ms\": {},\n", measured ? json_number(r.trials.front().stats.median_ms) : "null");
   out += fmt::format("  \"best_trial\": {},\n  \"speedup\": {},\n", r.best_trial, json_number(r.speedup()));
+  out += fmt::format("  \"trial_steps\": {},\n  \"trials_wall_s\": {},\n", r.trial_steps(), json_number(r.wall_s()));
+  out += fmt::format("  \"predicted_speedup\": {},\n",
+                     r.best.settings.empty() ? "null" : json_number(predicted_speedup(s, chosen_ids(r.best))));
+  if (s.confirmation) {
+    const Confirmation& c = *s.confirmation;
+    std::vector<std::string> ratios;
+    for (double x : c.ratios) ratios.push_back(json_number(x));
+    out += fmt::format("  \"confirmation\": {{\"pairs\": {}, \"ratios\": [{}], \"speedup\": {}, \"low\": {}, \"high\": {}, "
+                       "\"confirmed\": {}}},\n",
+                       c.ratios.size(), fmt::join(ratios, ", "), json_number(c.speedup), json_number(c.low),
+                       json_number(c.high), c.confirmed ? "true" : "false");
+  } else {
+    out += "  \"confirmation\": null,\n";
+  }
+  out += "  \"knobs\": [";
+  for (std::size_t i = 0; i < r.kept.size(); ++i) {
+    const auto& k = r.kept[i];
+    std::vector<std::string> fs;
+    for (const auto& f : findings_of(s, k.id)) fs.push_back(trace::json_quote(f));
+    out += fmt::format("{}\n    {{\"id\": {}, \"findings\": [{}], \"predicted_speedup\": {}, \"measured_speedup\": {}, "
+                       "\"trial\": {}, \"reference_trial\": {}, \"applied\": {}, \"trial_steps\": {}, \"wall_s\": {}}}",
+                       i ? "," : "", trace::json_quote(k.id), fmt::join(fs, ", "), json_number(predicted_speedup(s, {k.id})),
+                       json_number(k.measured_speedup), k.trial, k.reference_trial, s.refused() ? "false" : "true",
+                       k.trial_steps, json_number(k.wall_s));
+  }
+  out += r.kept.empty() ? "],\n" : "\n  ],\n";
   std::vector<std::string> fs;
   for (const auto& f : s.findings) fs.push_back(trace::json_quote(f.id));
   out += fmt::format("  \"findings\": [{}],\n", fmt::join(fs, ", "));
@@ -185,10 +294,12 @@ std::string trials_json(const TuneSummary& s) {
     out += fmt::format(
         "{}\n    {{\"index\": {}, \"knob\": {}, \"settings\": {{{}}}, \"status\": \"{}\", \"median_ms\": {}, "
         "\"p10_ms\": {}, \"p25_ms\": {}, \"p75_ms\": {}, \"p90_ms\": {}, \"spread_ms\": {}, \"steps\": {}, "
-        "\"exit_code\": {}, \"wall_s\": {}, \"note\": {}}}",
+        "\"warmup\": {}, \"steps_run\": {}, \"stopped_early\": {}, \"trend\": {}, \"trending\": {}, \"exit_code\": {}, "
+        "\"wall_s\": {}, \"note\": {}}}",
         i ? "," : "", t.index, trace::json_quote(t.knob), settings, to_string(t.status), num(t.stats.median_ms),
         num(t.stats.p10_ms), num(t.stats.p25_ms), num(t.stats.p75_ms), num(t.stats.p90_ms), num(t.stats.spread_ms()),
-        t.stats.steps, t.exit_code, json_number(t.wall_s), trace::json_quote(t.note));
+        t.stats.steps, t.warmup, t.steps_run(), t.stopped_early ? "true" : "false", num(t.stats.trend), ok && t.stats.trending() ? "true" : "false", t.exit_code,
+        json_number(t.wall_s), trace::json_quote(t.note));
   }
   out += "\n  ],\n  \"log\": [";
   for (std::size_t i = 0; i < r.log.size(); ++i) out += fmt::format("{}\n    {}", i ? "," : "", trace::json_quote(r.log[i]));

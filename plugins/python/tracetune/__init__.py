@@ -43,6 +43,7 @@ def step(number: int = None) -> None:
     state = _explicit_step
     if state["start"] is not None:
         _collector.step(_collector.STEP, state["start"], now, state["number"])
+        _autostep.DURATIONS.append(now - state["start"])
         state["number"] += 1
         _autostep.stop_if_done(state["number"])
     if number is not None:

@@ -18,6 +18,9 @@ hook patches torch's classes when the job imports them.
   --max-steps N`): once N steps have completed, the process raises SystemExit(0) at the next
   step boundary, so the job ends normally (finally blocks run, DataLoader workers are shut
   down) with exit status 0.
+- TRACETUNE_EARLY_STOP=FROM:COUNT:NS (set by `tracetune tune` for search trials): when steps
+  FROM..FROM+COUNT-1 have completed and their median is above NS nanoseconds, the job ends the
+  same way: the trial is already clearly slower than the best so far.
 """
 import os
 import sys
@@ -26,6 +29,9 @@ import threading
 from tracetune import _collector, _imphook
 
 _EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
+
+
+DURATIONS = []  # ns of each completed step, in order (for TRACETUNE_EARLY_STOP)
 
 
 class _Steps:
@@ -42,8 +48,10 @@ class _Steps:
                 return
             if source > self.source:  # a better source takes over; restart numbering
                 self.source, self.start, self.number = source, None, 0
+                DURATIONS.clear()
             if self.start is not None:
                 _collector.step(_collector.STEP, self.start, now, self.number)
+                DURATIONS.append(now - self.start)
                 self.number += 1
             self.start = now
 
@@ -52,6 +60,7 @@ class _Steps:
         with self.lock:
             if source == self.source and self.start is not None:
                 _collector.step(_collector.STEP, self.start, now, self.number)
+                DURATIONS.append(now - self.start)
                 self.number += 1
                 self.start = None
 
@@ -70,16 +79,43 @@ def _read_max_steps() -> int:
 MAX_STEPS = _read_max_steps()
 
 
+def _read_early_stop():
+    spec = os.environ.get("TRACETUNE_EARLY_STOP", "")
+    if not spec:
+        return None
+    try:
+        first, count, slower_than = (int(x) for x in spec.split(":"))
+        if first >= 0 and count > 0 and slower_than > 0:
+            return first, count, slower_than
+    except ValueError:
+        pass
+    sys.stderr.write("tracetune: TRACETUNE_EARLY_STOP is not FROM:COUNT:NS; ignored\n")
+    return None
+
+
+EARLY_STOP = _read_early_stop()
+
+
 def stop_if_done(completed: int) -> None:
-    """Ends the job once TRACETUNE_MAX_STEPS steps have completed (called at a step boundary,
-    outside any lock)."""
+    """Ends the job once TRACETUNE_MAX_STEPS steps have completed, or early when the steps
+    TRACETUNE_EARLY_STOP judges are too slow (called at a step boundary, outside any lock)."""
     if MAX_STEPS and completed >= MAX_STEPS:
         sys.stderr.write(f"tracetune: stopping after {completed} steps (TRACETUNE_MAX_STEPS={MAX_STEPS})\n")
         sys.stderr.flush()
         raise SystemExit(0)
+    if EARLY_STOP and len(DURATIONS) == EARLY_STOP[0] + EARLY_STOP[1]:
+        window = sorted(DURATIONS[EARLY_STOP[0]:])
+        median = window[len(window) // 2]
+        if median > EARLY_STOP[2]:
+            sys.stderr.write(f"tracetune: stopping early after {completed} steps: median {median / 1e6:.1f} ms > "
+                             f"{EARLY_STOP[2] / 1e6:.1f} ms (TRACETUNE_EARLY_STOP)\n")
+            sys.stderr.flush()
+            raise SystemExit(0)
 
 
 def explicit_steps_in_use() -> None:
+    if STEPS.source < _EXPLICIT:
+        DURATIONS.clear()  # the DataLoader's steps so far are not the job's explicit ones
     STEPS.source = max(STEPS.source, _EXPLICIT)
 
 

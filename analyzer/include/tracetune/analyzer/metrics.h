@@ -73,12 +73,19 @@ struct ProcessIo {
   Ns time = 0;
 };
 
+struct FileIo {  // one path's calls (the diff compares I/O per file)
+  std::string path;  // empty: calls without a path (sockets, pipes, fds opened before recording)
+  std::uint64_t calls = 0, bytes_read = 0, bytes_written = 0;
+  Ns time = 0;
+};
+
 struct IoStats {  // the rank's process and its descendants (DataLoader workers)
   std::uint64_t calls = 0, read_calls = 0, write_calls = 0, errors = 0;
   std::uint64_t bytes_read = 0, bytes_written = 0;
   Ns time = 0;        // sum of call durations, all threads
   Ns main_thread = 0; // union on the rank's main thread (in the job's critical path)
   std::vector<ProcessIo> per_process;  // in order of first I/O
+  std::vector<FileIo> per_file;        // by time, longest first
 };
 
 struct GemmStats {
@@ -175,6 +182,7 @@ struct RankMetrics {
   std::string top_sync_call;      // the one with the most blocked time
   CollectiveStats collectives;
   std::vector<KernelTotal> top_kernels;  // by total time, at most 10
+  std::vector<KernelTotal> kernels;      // every kernel name in the window, by total time
   std::vector<StepMetrics> steps;
   Ns step_median = 0, step_p90 = 0, step_min = 0, step_max = 0;
   std::uint32_t main_track = trace::kNone;  // the thread that marks steps (else the pid's thread)

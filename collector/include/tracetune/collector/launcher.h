@@ -33,6 +33,9 @@ struct RecordOptions {
   // With timeout_s > 0 only: the job's stdout and stderr go to this file (created 0600,
   // truncated) instead of ours; stdin is /dev/null.
   std::filesystem::path job_log;
+  // Extra key/values for the trace's metadata (the tuner's "tuned.<knob>" settings, which
+  // `tracetune diff` shows among the settings that differ).
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 struct RecordOutcome {

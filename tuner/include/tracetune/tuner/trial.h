@@ -32,11 +32,22 @@ struct StepStats {
   double p10_ms = 0, p25_ms = 0, p75_ms = 0, p90_ms = 0;
   double spread_ms() const { return p90_ms - p10_ms; }  // p90 - p10
   double iqr_ms() const { return p75_ms - p25_ms; }
+  // (median of the second half - median of the first half) / median, in step order: a trial
+  // still warming up (or draining a prefetch queue) has step times that trend.
+  double trend = 0;
+  bool trending() const { return trend > kTrendShare || trend < -kTrendShare; }
+  static constexpr double kTrendShare = 0.2;
 };
 // Steps numbered below `warmup` are excluded. An error when nothing is left to measure.
 Result<StepStats> measure_steps(const trace::Trace& t, int warmup);
-// The same over plain durations (already warm), for tests and benchmarks.
+// The same over plain durations (already warm, in step order), for tests and benchmarks.
 StepStats stats_of(std::vector<double> step_ms);
+
+// Warm-up steps a candidate needs before its steps are steady: at least `warmup`, and at least
+// num_workers x prefetch_factor (default 2) batches when it sets DataLoader workers, because
+// the workers prefetch that many batches while the job starts and the first steps only
+// consume them (a 15-step trial of 16 workers would measure the queue, not the workers).
+int steady_warmup(const Candidate& candidate, int warmup);
 
 enum class TrialStatus { Ok, Failed, TimedOut, NoSteps, Interrupted, Refused };
 std::string_view to_string(TrialStatus s);
@@ -47,6 +58,9 @@ struct Trial {
   std::string knob;           // the knob this trial varied ("" for the baseline)
   TrialStatus status = TrialStatus::Ok;
   StepStats stats;            // when Ok
+  int warmup = 0;             // steps left out of the measurement (steady_warmup)
+  bool stopped_early = false; // ended by the early stop: clearly slower than the best
+  int steps_run() const { return status == TrialStatus::Ok ? warmup + static_cast<int>(stats.steps) : 0; }
   int exit_code = 0;
   double wall_s = 0;
   std::string note;           // why it failed, in one line
@@ -58,13 +72,17 @@ class TrialRunner {
   virtual ~TrialRunner() = default;
   // Runs `candidate` and fills everything but `index` and `knob`.
   virtual Trial run(const Candidate& candidate) = 0;
+  // Trials from now on may end early when, after their warm-up and `steps` measured steps,
+  // the median is above `slower_than_ms` (0: never). Runners that cannot do it ignore it.
+  virtual void set_early_stop(double slower_than_ms, int steps) { (void)slower_than_ms, (void)steps; }
 };
 
 struct JobTrialOptions {
   std::vector<std::string> command;
   std::filesystem::path work_dir;  // private (0700): configs, traces and logs of every trial
-  int steps = 15;                  // TRACETUNE_MAX_STEPS: the job stops after this many steps
-  int warmup = 3;                  // steps excluded from the measurement
+  int steps = 15;                  // TRACETUNE_MAX_STEPS for the default warm-up; a candidate whose
+                                   // steady_warmup is longer runs that many more steps
+  int warmup = 3;                  // steps excluded from the measurement (at least; steady_warmup)
   double timeout_s = 120;          // per trial; then SIGTERM, SIGKILL 5 s later
   bool allow_numerics = false;     // written into each candidate config's [meta]
   std::vector<std::string> trace = {"python"};  // what a trial records (steps are enough)
@@ -89,6 +107,10 @@ class JobTrialRunner final : public TrialRunner {
  public:
   JobTrialRunner(JobTrialOptions options, const Catalogue& catalogue);
   Trial run(const Candidate& candidate) override;
+  void set_early_stop(double slower_than_ms, int steps) override {
+    early_stop_ms_ = slower_than_ms;
+    early_stop_steps_ = steps;
+  }
   bool interrupted() const { return interrupted_; }
 
  private:
@@ -97,6 +119,8 @@ class JobTrialRunner final : public TrialRunner {
   int count_ = 0;
   bool interrupted_ = false;
   std::vector<double> baseline_losses_;  // of the first trial without settings (compare_loss)
+  double early_stop_ms_ = 0;
+  int early_stop_steps_ = 0;
 };
 
 }  // namespace tt::tuner

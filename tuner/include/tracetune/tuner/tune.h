@@ -18,6 +18,9 @@ struct TuneOptions {
   int warmup = 3;                         // excluded from each trial's measurement
   double timeout_s = 120;                 // per trial
   double min_gain = 0.03;
+  int confirm = 5;                        // interleaved baseline/choice pairs after the search (0: none)
+  double budget_s = 0;                    // wall-time cap over search and confirmation (0: none)
+  double early_stop = 1.5;                // search trials end early when this much slower than the best (0: off)
   bool allow_numerics = false;
   bool keep_traces = false;               // keep the private trials directory and say where
   std::filesystem::path nccl_sweep;       // a `bench nccl --json` sweep: also try the NCCL table it suggests

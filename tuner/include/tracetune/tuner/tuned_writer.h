@@ -2,6 +2,7 @@
 // comments saying why each setting is there) and the trials file (every trial as JSON).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,17 +25,31 @@ struct TuneSummary {
   SearchResult result;
   int warmup = 0, steps = 0;       // per trial
   std::vector<std::string> skipped;  // knobs not searched and why
+  std::optional<Confirmation> confirmation;  // absent: --confirm 0, or nothing to confirm
+
+  // The settings the config applies: the search's choice, unless the confirmation refused it.
+  const Candidate& written() const;
+  bool refused() const { return confirmation && !confirmation->confirmed; }
 };
 
-// tuned.toml: [meta] (command, speedup, trials, findings, numerics) and [settings] with a
-// comment above each setting (what it changes, the findings behind it, the measured effect,
-// "CHANGES NUMERICS" where it does). Settings are the search's best; none when nothing beat
-// the baseline (the file then says so and applies nothing).
+// The analyzer's prediction for a knob: 1 / (1 - the largest estimated gain share of the
+// findings that named it); for a set of knobs, over the distinct findings they address, with
+// the shares summed (capped at 0.9). 1 when no finding gave a gain.
+double predicted_speedup(const TuneSummary& summary, const std::vector<std::string>& knob_ids);
+
+// tuned.toml: [meta] (command, speedup and its 95% interval when confirmed, predicted speedup,
+// trials, findings, numerics), [meta.knobs."<id>"] per chosen knob (findings, predicted and
+// measured speedup) and [settings] with a comment above each setting (what it changes, the
+// findings behind it, the measured effect, "CHANGES NUMERICS" where it does). Settings are the
+// search's best; none when nothing beat the baseline or the confirmation found no gain (the
+// file then says so and applies nothing).
 std::string tuned_toml(const TuneSummary& summary, const Catalogue& catalogue);
 
 // Every trial: {"schema": "tracetune.trials", "version": 1, "command", "baseline_ms",
-// "best_trial", "speedup", "trials": [{index, knob, settings{}, status, median_ms, p10_ms,
-// p25_ms, p75_ms, p90_ms, spread_ms, steps, exit_code, wall_s, note}]}.
+// "best_trial", "speedup", "predicted_speedup", "confirmation": null | {pairs, ratios[],
+// speedup, low, high, confirmed}, "knobs": [{id, findings[], predicted_speedup,
+// measured_speedup, trial}], "trials": [{index, knob, settings{}, status, median_ms, p10_ms,
+// p25_ms, p75_ms, p90_ms, spread_ms, steps, warmup, trend, trending, exit_code, wall_s, note}]}.
 std::string trials_json(const TuneSummary& summary);
 
 }  // namespace tt::tuner

@@ -1,0 +1,65 @@
+// The analyzer's small streaming JSON writer (analysis and diff reports): commas and nesting
+// handled, numbers written exactly, strings escaped by trace::append_json_string.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tracetune/trace/summary.h"
+
+namespace tt::analyzer {
+
+class Json {
+ public:
+  std::string out;
+  void begin_object() { value_prefix(); out += '{'; first_.push_back(true); }
+  void end_object() { out += '}'; first_.pop_back(); }
+  void begin_array() { value_prefix(); out += '['; first_.push_back(true); }
+  void end_array() { out += ']'; first_.pop_back(); }
+  Json& key(std::string_view k) {
+    comma();
+    trace::append_json_string(out, k);
+    out += ':';
+    after_key_ = true;
+    return *this;
+  }
+  void str(std::string_view v) { value_prefix(); trace::append_json_string(out, v); }
+  void num(std::int64_t v) { value_prefix(); out += std::to_string(v); }
+  void unum(std::uint64_t v) { value_prefix(); out += std::to_string(v); }
+  void dbl(double v) { value_prefix(); out += fmt::format("{:.6g}", v); }
+  // shortest text that reads back as the same double (ns means, byte counts)
+  void dbl_exact(double v) { value_prefix(); out += std::isfinite(v) ? fmt::format("{}", v) : std::string("null"); }
+  void boolean(bool v) { value_prefix(); out += v ? "true" : "false"; }
+  void null() { value_prefix(); out += "null"; }
+  template <typename T>
+  void kv(std::string_view k, const T& v) {
+    key(k);
+    if constexpr (std::is_same_v<T, bool>) boolean(v);
+    else if constexpr (std::is_floating_point_v<T>) dbl(v);
+    else if constexpr (std::is_signed_v<T>) num(static_cast<std::int64_t>(v));
+    else if constexpr (std::is_unsigned_v<T>) unum(static_cast<std::uint64_t>(v));
+    else str(v);
+  }
+
+ private:
+  std::vector<bool> first_;
+  bool after_key_ = false;
+  void comma() {
+    if (!first_.empty()) {
+      if (!first_.back()) out += ',';
+      first_.back() = false;
+    }
+  }
+  void value_prefix() {
+    if (after_key_) { after_key_ = false; return; }
+    comma();
+  }
+};
+
+}  // namespace tt::analyzer
