@@ -231,7 +231,7 @@ def case_ddp_hierarchical(tmp):
     def job(nproc, env):
         return run(cfg, "/usr/bin/torchrun", "--nproc_per_node", str(nproc), "--master_port", free_port(), "--redirects",
                    "2", "--tee", "2", "--log_dir", str(logs / str(nproc)), str(SAMPLES / "ddp/train_ddp.py"), str(data),
-                   "--steps", "2", "--batch-size", "4", env=env, timeout=600)
+                   "--steps", "2", "--batch-size", "4", env=env, timeout=300)
     r = job(4, {**os.environ, "TRACETUNE_RANKS_PER_NODE": "2"})
     check("hierarchical: 4-rank torchrun job succeeds", r.returncode == 0, r.stdout[-1000:] + r.stderr[-2000:])
     on = re.findall(r"ddp\.comm_hook = hierarchical: 2 nodes of 2 ranks \(gloo\)", r.stdout + r.stderr)

@@ -137,8 +137,9 @@ def register(ddp, register_fn, say):
     """Create the subgroups and register the hook on `ddp` (through `register_fn`, DDP's own
     register_comm_hook); `say` logs once. The hook name in effect, or None."""
     state = HierarchicalState(process_group=getattr(ddp, "process_group", None))
-    if state.fallback_reason:
+    if state.fallback_reason:  # DDP's own all-reduce, untouched: no Python hook in the way
         say(f"ddp.comm_hook = hierarchical: {state.fallback_reason}; plain all-reduce")
+        return state
     else:
         say(f"ddp.comm_hook = hierarchical: {state.world // state.ranks_per_node} nodes of "
             f"{state.ranks_per_node} ranks ({state.backend})")
