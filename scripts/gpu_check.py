@@ -19,6 +19,8 @@ Stages (each well inside 9 minutes on one H100; `all` runs them in this order):
   kill      SIGKILL of a recorded GPU job mid-run: GPU records up to the last flush are kept
   overhead  step time bare vs `tracetune record` vs torch.profiler, interleaved, medians
   bench     `tracetune bench h2d|gemm|launch|nccl`
+  kernels   the kernel pack's CUDA kernels against stock PyTorch (`bench kernels --device cuda`):
+            parity of outputs and gradients, and the speed ratio at the default shapes
   tune      `tracetune tune --allow-numerics` finds the planted fixes; `run --config` reproduces them
 
 Writes OUT/summary.json (environment, each stage's checks and figures), OUT/<stage>/ (traces,
@@ -40,7 +42,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from harness import free_port, query  # noqa: E402
 
-STAGES = ("capture", "diagnose", "nccl", "coexist", "kill", "overhead", "bench", "tune")
+STAGES = ("capture", "diagnose", "nccl", "coexist", "kill", "overhead", "bench", "kernels", "tune")
 SAMPLE_PY = REPO / "samples" / "gpu" / "train_gpu.py"
 # planted case -> the analyzer category that must rank first on the bad run
 PLANTED = {"h2d": "h2d_copy", "tiny": "launch_bound", "gemm": "precision", "sync": "sync_stall"}
@@ -470,6 +472,19 @@ def stage_bench(e, s):
         s.figure("nccl_points", len(nccl["points"]))
         s.figure("nccl_skipped", nccl["skipped"][:5])
         s.check("bench nccl at one rank: points measured", nccl["points"], nccl["skipped"][:5])
+
+
+def stage_kernels(e, s):
+    d = e.stage_dir("kernels")
+    r = e.run([e.tracetune, "bench", "kernels", "--python", e.python, "--device", "cuda", "--json"], d / "bench.log",
+              timeout=480)
+    if not s.check("bench kernels --device cuda: exit 0", r.returncode == 0, r.stderr[-800:]):
+        return
+    (d / "bench.json").write_text(r.stdout)
+    for res in json.loads(r.stdout)["results"]:
+        name = f"{res['substitution']}/{res['impl']} {res['shape']}"
+        s.check(f"{name}: parity of outputs and gradients", res["parity"]["pass"], res["parity"])
+        s.figure(f"{name}", {k: res.get(k) for k in ("stock_ms", "candidate_ms", "ratio", "noise", "verdict")})
 
 
 def tuned_settings(path):
