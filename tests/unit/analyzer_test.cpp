@@ -495,7 +495,8 @@ TEST(CriticalPath, LateStartAfterTheLaunchIsAGpuWait) {
   b.step(0, 0, 500 * kUs);
   b.kernel("late", 0, 100 * kUs, 400 * kUs);
   b.api("cudaDeviceSynchronize", 3 * kUs, 500 * kUs);
-  const StepPath& p = b.run().metrics.ranks[0].paths.at(0);
+  const Analysis a = b.run();  // the path is read from it: keep it alive
+  const StepPath& p = a.metrics.ranks[0].paths.at(0);
   EXPECT_EQ(p.length, 500 * kUs);
   EXPECT_EQ(path_kind(p, PathKind::Sync), 100 * kUs);
   EXPECT_EQ(path_kind(p, PathKind::GpuCompute), 300 * kUs);
