@@ -521,7 +521,8 @@ void compute_critical_paths(const Trace& t, const Options& opt, const Collective
   for (const auto& [number, where] : last_end) {
     if (ranks_with[number] < 2) continue;
     const auto& r = M.ranks[where.second];
-    const auto st = std::find_if(r.steps.begin(), r.steps.end(), [&](const StepMetrics& s) { return s.number == number; });
+    const std::int64_t n = number;  // clang 14 cannot capture a structured binding in a lambda
+    const auto st = std::find_if(r.steps.begin(), r.steps.end(), [n](const StepMetrics& s) { return s.number == n; });
     M.job_paths.push_back(walker.walk(where.second, st->start, st->end, number, true));
   }
 }
