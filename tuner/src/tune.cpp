@@ -149,9 +149,10 @@ void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const f
     return;
   }
   std::vector<KnobPlan> front;
-  for (const auto& [id, value] : chosen.value()) {
+  for (const auto& kept : chosen.value()) {
+    const std::string& id = kept.first;  // a plain reference: clang 14 cannot capture a structured binding
     plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; }), plan.end());
-    front.push_back(KnobPlan{cat.find(id), {value}, {"kernels"}});
+    front.push_back(KnobPlan{cat.find(id), {kept.second}, {"kernels"}});
   }
   if (!opt.quiet && front.empty()) say("tune: no kernel substitution passed parity and beat stock");
   plan.insert(plan.begin(), front.begin(), front.end());
