@@ -48,21 +48,11 @@ NUMERICS = {"ddp.comm_hook": ("none", "hierarchical"), "torch.tf32_matmul": (Fal
             "amp.dtype": ("none",)}
 
 settings = {}     # knob id -> value in effect in this process
-_logged = set()
 _lock = threading.Lock()
 _hooks_installed = False
 
 
-def _say(msg):
-    sys.stderr.write(f"tracetune: {msg}\n")
-
-
-def _once(key, msg):
-    with _lock:
-        if key in _logged:
-            return
-        _logged.add(key)
-    _say(msg)
+from tracetune._log import once as _once, say as _say  # noqa: E402
 
 
 def check(knob, value):

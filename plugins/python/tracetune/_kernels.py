@@ -12,11 +12,9 @@ reason.
 import ctypes
 import functools
 import os
-import sys
 import threading
 
 _lock = threading.Lock()
-_logged = set()
 _swaps = []        # (owner, attribute name, original value), in the order applied
 _libs = {}         # "cpu" / "cuda" -> ctypes.CDLL, or the reason it is unavailable (str)
 
@@ -36,16 +34,7 @@ _LIB_NAMES = {"cpu": "libtracetune_kernels.so", "cuda": "libtracetune_kernels_cu
 _ENV = {"cpu": "TRACETUNE_KERNELS_LIB", "cuda": "TRACETUNE_KERNELS_CUDA_LIB"}
 
 
-def _say(msg):
-    sys.stderr.write(f"tracetune: {msg}\n")
-
-
-def once(key, msg):
-    with _lock:
-        if key in _logged:
-            return
-        _logged.add(key)
-    _say(msg)
+from tracetune._log import once, say as _say  # noqa: E402,F401  (once is used by _fused_optim too)
 
 
 def _candidates(kind):
