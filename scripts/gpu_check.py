@@ -550,12 +550,11 @@ def gpu_environment():
     return {"gpus": gpus} if gpus else None
 
 
-def versions(e):
+def versions(e, tracetune_version):
     code = "import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda)"
     r = subprocess.run([e.python, "-c", code], capture_output=True, text=True, env=e.env)
     py, torch_v, cuda = (r.stdout.split() + [None] * 3)[:3]
-    t = subprocess.run([e.tracetune, "--version"], capture_output=True, text=True, env=e.env)
-    return {"python": py, "torch": torch_v, "torch_cuda": cuda, "tracetune": t.stdout.strip(),
+    return {"python": py, "torch": torch_v, "torch_cuda": cuda, "tracetune": tracetune_version,
             "ld_library_path": e.env.get("LD_LIBRARY_PATH", "")}
 
 
@@ -591,7 +590,7 @@ def main(argv):
     e.out.mkdir(parents=True, exist_ok=True)
     summary_path = e.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"stages": {}}
-    summary["environment"] = {**gpu, **versions(e)}
+    summary["environment"] = {**gpu, **versions(e, t.stdout.strip())}
     for name in STAGES if a.stage == "all" else (a.stage,):
         s = Stage(name)
         try:

@@ -323,13 +323,13 @@ std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) {
   std::map<Category, std::size_t> group_of;  // per-rank findings only
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    auto it = f.rank >= 0 ? group_of.find(f.category) : group_of.end();
-    if (it == group_of.end()) {
-      if (f.rank >= 0) group_of.emplace(f.category, groups.size());
+    const auto it = f.rank >= 0 ? group_of.find(f.category) : group_of.end();
+    const std::size_t gi = it != group_of.end() ? it->second : groups.size();
+    if (gi == groups.size()) {  // a new group (always, for a cross-rank finding)
       groups.push_back({f.category, {}, {}, i, f.gain, f.gain, f.cost, f.cost});
-      it = f.rank >= 0 ? group_of.find(f.category) : group_of.end();
+      if (f.rank >= 0) group_of.emplace(f.category, gi);
     }
-    FindingGroup& g = it == group_of.end() ? groups.back() : groups[it->second];
+    FindingGroup& g = groups[gi];
     g.findings.push_back(i);
     if (f.rank >= 0) g.ranks.push_back(f.rank);
     if (f.gain > findings[g.worst].gain) g.worst = i;
