@@ -176,6 +176,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   std::string text;
   if (args.format == "json") text = analyzer::render_json(a);
   else if (args.format == "md") text = analyzer::render_markdown(a);
+  else if (args.format == "html") text = analyzer::render_html(a);
   else text = analyzer::render_text(a, color_for(args.output));
   return emit_report(text, args.output);
 }
@@ -488,8 +489,10 @@ static int run_cli(int argc, char** argv) {
   auto* an = app.add_subcommand("analyze", "Name each step's bottleneck with evidence, estimated gain and the knobs that fix it "
                                            "(docs/analysis.md)");
   an->add_option("trace", an_args.input, "A tracetune trace, a Kineto JSON file or directory of ranks, or an nsys export")->required();
-  an->add_option("--format", an_args.format, "Report format: text (terminal), json (versioned schema), md (Markdown)")
-      ->check(CLI::IsMember({"text", "json", "md"}));
+  an->add_option("--format", an_args.format,
+                 "Report format: text (terminal), json (versioned schema), md (Markdown), html (one self-contained page "
+                 "with charts)")
+      ->check(CLI::IsMember({"text", "json", "md", "html"}));
   an->add_option("-o,--output", an_args.output, "Write the report to this file instead of stdout (mode 0600)");
   an->add_option("--rank", an_args.rank, "Analyse only this rank");
   an->add_option("--steps", an_args.steps, "Analyse only these step numbers: A:B, A:, :B or A");

@@ -11,6 +11,7 @@ packages=(
   python3-torch python3-numpy
   qt6-base-dev libqt6opengl6-dev libgl-dev fonts-dejavu-core
   xvfb xauth libgl1-mesa-dri libglx-mesa0
+  chromium python3-pil
 )
 
 missing=()

@@ -1,4 +1,4 @@
-// The analyzer's front door: metrics + rules over a finalized Trace, and the three report
+// The analyzer's front door: metrics + rules over a finalized Trace, and the report
 // formats. The JSON document is versioned ("schema": "tracetune.analysis", "version": 1) and
 // documented in docs/analysis.md; the GUI and the tuner read it.
 #pragma once
@@ -28,5 +28,7 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);
 std::string render_json(const Analysis& a);
 std::string render_text(const Analysis& a, bool color);
 std::string render_markdown(const Analysis& a);
+// One self-contained page (inline styles, SVG charts, no scripts, no network).
+std::string render_html(const Analysis& a);
 
 }  // namespace tt::analyzer
