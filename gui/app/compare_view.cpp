@@ -11,6 +11,7 @@
 
 #include "panels.h"
 #include "timeline_view.h"
+#include "text.h"
 
 namespace tt::gui {
 
@@ -98,11 +99,11 @@ int KernelDeltaModel::columnCount(const QModelIndex& parent) const { return pare
 QVariant KernelDeltaModel::data(const QModelIndex& index, int role) const {
   const analyzer::KernelDelta* k = kernel(index.row());
   if (!index.isValid() || k == nullptr) return {};
-  if (role == Qt::ToolTipRole && index.column() == 0) return QString::fromStdString(k->name);
+  if (role == Qt::ToolTipRole && index.column() == 0) return qs(k->name);
   if (role == Qt::TextAlignmentRole) return index.column() <= 1 ? QVariant() : QVariant(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
-    case 0: return QString::fromStdString(k->name);
+    case 0: return qs(k->name);
     case 1: return QString::fromUtf8(analyzer::to_string(k->status).data());
     case 2: return QString::number(k->count.base, 'f', 1);
     case 3: return QString::number(k->count.next, 'f', 1);
@@ -196,7 +197,7 @@ void CompareView::setDocuments(std::shared_ptr<const Document> base, std::shared
   base_ = std::move(base);
   next_ = std::move(next);
   diff_ = analyzer::diff(base_->trace, base_->analysis(), next_->trace, next_->analysis());
-  summary_->setText(QString::fromStdString(diff_.summary));
+  summary_->setText(qs(diff_.summary));
   base_tl_->setDocument(base_);
   new_tl_->setDocument(next_);
   if (diff_.ranks.empty()) return;

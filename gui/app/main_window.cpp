@@ -1,3 +1,4 @@
+#include "text.h"
 #include "main_window.h"
 
 #include <QAction>
@@ -32,7 +33,6 @@ namespace tt::gui {
 namespace {
 
 constexpr int kMaxRecent = 8;
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
 

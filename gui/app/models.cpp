@@ -1,3 +1,4 @@
+#include "text.h"
 #include "models.h"
 
 #include <algorithm>
@@ -16,7 +17,6 @@ namespace tt::gui {
 
 namespace {
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 QString pct(double v) { return QString::number(100.0 * v, 'f', 1) + "%"; }
 QString ms(trace::Ns ns) { return QString::number(ns / 1e6, 'f', 3); }
 double share(trace::Ns part, trace::Ns whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
@@ -284,6 +284,7 @@ bool TunedConfigModel::load(const QString& path) {
   rows_.clear();
   path_ = path;
   refusal_.clear();
+  warnings_.clear();
   header_.clear();
   command_.clear();
   speedup_.reset();
@@ -295,6 +296,7 @@ bool TunedConfigModel::load(const QString& path) {
     return false;
   }
   const tuner::TunedConfig& c = cfg.value();
+  for (const auto& w : c.warnings) warnings_ << qs(w);
   auto row = [](const tuner::Knob& k, std::string value, bool numerics) {
     return Row{qs(k.id), qs(value),
                k.apply == tuner::Apply::Env ? "env " + qs(k.env) : qs(std::string(tuner::to_string(k.apply))),
@@ -332,6 +334,7 @@ QString TunedConfigModel::summary() const {
   if (speedup_) s += tr("; measured speedup %1x").arg(*speedup_, 0, 'f', 2);
   if (trials_) s += tr(" over %1 trials").arg(*trials_);
   if (!command_.isEmpty()) s += tr("; job: %1").arg(command_);
+  for (const auto& w : warnings_) s += tr(". Warning: %1").arg(w);
   return s;
 }
 

@@ -113,6 +113,8 @@ class TunedConfigModel : public QAbstractTableModel {
   bool load(const QString& path);
   QString path() const { return path_; }
   QString refusal() const { return refusal_; }
+  // What `run --config` would warn about (e.g. the file sits in a directory others can write).
+  const QStringList& warnings() const { return warnings_; }
   // "N settings from PATH; measured speedup 1.49x over 12 trials" (or the refusal)
   QString summary() const;
   // The comment lines the tuner wrote above the tables (baseline and tuned step times, knobs
@@ -130,6 +132,7 @@ class TunedConfigModel : public QAbstractTableModel {
   };
   std::vector<Row> rows_;
   QString path_, refusal_, header_, command_;
+  QStringList warnings_;
   std::optional<double> speedup_;
   std::optional<qint64> trials_;
 };

@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "event_info.h"
+#include "text.h"
 
 namespace tt::gui {
 
@@ -60,9 +61,9 @@ void FindingsPanel::setDocument(std::shared_ptr<const Document> doc) {
 void FindingsPanel::activate(int row) {
   const auto* f = model_->finding(row);
   if (!f) return;
-  QString text = QString::fromStdString(f->title) + "\n" + QString::fromStdString(f->detail);
-  for (const auto& e : f->evidence) text += "\n- " + QString::fromStdString(e.what);
-  if (!f->gain_model.empty()) text += "\n" + tr("gain model: ") + QString::fromStdString(f->gain_model);
+  QString text = qs(f->title) + "\n" + qs(f->detail);
+  for (const auto& e : f->evidence) text += "\n- " + qs(e.what);
+  if (!f->gain_model.empty()) text += "\n" + tr("gain model: ") + qs(f->gain_model);
   detail_->setPlainText(text);
   const auto [t0, t1] = FindingsModel::evidenceRange(*f);
   if (t1 > t0) emit navigate(t0, t1, true, f->rank);
@@ -180,7 +181,7 @@ void StepsPanel::setDocument(std::shared_ptr<const Document> doc) {
   if (!doc_) return;
   int with_steps = -1, i = 0;
   for (const auto& r : doc_->analysis().metrics.ranks) {
-    rank_->addItem(QString::fromStdString(r.label) + (r.steps.empty() ? tr(" (no steps)") : QString()));
+    rank_->addItem(qs(r.label) + (r.steps.empty() ? tr(" (no steps)") : QString()));
     if (with_steps < 0 && !r.steps.empty()) with_steps = i;
     ++i;
   }

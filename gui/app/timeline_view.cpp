@@ -1,3 +1,4 @@
+#include "text.h"
 #include "timeline_view.h"
 
 #include <algorithm>
@@ -32,7 +33,6 @@ constexpr QRgb kLabelBg = 0xfff5f5f5u, kGroupBg = 0xffe3e7ecu, kRulerBg = 0xffec
 constexpr QRgb kText = 0xff212121u, kDimText = 0xff616161u;
 constexpr int kScrollBarWidth = 12;
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
 
 // A "nice" tick step (1, 2 or 5 × 10^k ns) giving ticks about `px` pixels apart.
 Ns tick_step(double ns_per_px, double px) {

@@ -28,6 +28,7 @@
 #include "event_info.h"
 #include "main_window.h"
 #include "models.h"
+#include "text.h"
 #include "tracetune/trace/estimate.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
@@ -992,6 +993,28 @@ class GuiTest : public QObject {
     QVERIFY(w->detailsPane()->toPlainText().contains("<b>bold</b> &amp; <img src=x>"));
   }
 
+  // A name of a million characters: drawn, shown in the details pane and found, but cut to a
+  // display length everywhere (it once took 50 s and 2.2 GB to draw a 100 MB name).
+  void hugeNamesAreElidedForDisplay() {
+    QTemporaryDir tmp;
+    const QString path = tmp.filePath("huge-name.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    const QByteArray huge = "huge_" + QByteArray(1'000'000, 'x');
+    f.write(R"({"traceEvents": [{"name": ")" + huge + R"(", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 10,
+      "dur": 100}, {"name": "plain", "ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 200, "dur": 50}]})");
+    f.close();
+    auto w = open(path);
+    QVERIFY(w);
+    QVERIFY(w->timeline()->findNext("huge_", false));  // search sees the full name
+    const QString details = w->detailsPane()->toPlainText();
+    QVERIFY2(details.contains("huge_xxx") && details.contains(QChar(0x2026)), qPrintable(details.left(200)));
+    QVERIFY2(details.size() < 10'000, qPrintable(QString::number(details.size())));
+    QVERIFY(!w->grab().toImage().isNull());
+    QCOMPARE(tt::gui::display_text(std::string(3000, 'a')).size(), qsizetype(tt::gui::kDisplayBytes + 1));
+    QCOMPARE(tt::gui::display_text("\xc3\xa9\xc3\xa9", 3), QString::fromUtf8("\xc3\xa9\xe2\x80\xa6"));  // "é…": never half a character
+  }
+
   // Screenshots of real traces: every row (and collapsed group) in view has ink in its band.
   void screenshotsHaveEveryVisibleRowDrawn_data() {
     QTest::addColumn<QString>("path");
@@ -1146,6 +1169,23 @@ class GuiTest : public QObject {
         {write("garbage.toml", "[settings\n<b>x</b>"), "not valid TOML"},
         {write("shared.toml", "[settings]\n", QFile::ReadOwner | QFile::WriteOwner | QFile::WriteOther), "writable by others"},
     };
+    // a private config in a directory anyone can write: applied, with the warning `run --config` prints
+    QTemporaryDir open_dir;
+    QVERIFY(QFile::setPermissions(open_dir.path(), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner |
+                                                       QFile::ReadOther | QFile::WriteOther | QFile::ExeOther));
+    const QString in_open_dir = open_dir.filePath("tuned.toml");
+    {
+      QFile f(in_open_dir);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("[settings]\n\"dataloader.num_workers\" = 2\n");
+      f.setPermissions(QFile::ReadOwner | QFile::WriteOwner);
+    }
+    QVERIFY2(w.loadTunedConfig(in_open_dir), qPrintable(m->refusal()));
+    QCOMPARE(m->warnings().size(), 1);
+    QVERIFY2(w.tunedConfigPanel()->summaryText().contains("Warning: " + in_open_dir) &&
+                 w.tunedConfigPanel()->summaryText().contains("writable by others"),
+             qPrintable(w.tunedConfigPanel()->summaryText()));
+
     for (const auto& b : bad) {
       QVERIFY(!w.loadTunedConfig(b.path));
       QCOMPARE(m->rowCount(), 0);
