@@ -16,6 +16,8 @@
 // the collector never truncates, and merging happens after the job has ended.
 #include "tracetune/collector/record_reader.h"
 
+#include "tracetune/trace/strings.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -34,35 +36,6 @@ namespace tt::collector {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Host names and strings reach the trace, its JSON and the GUI: invalid UTF-8 from a damaged
-// or crafted file becomes U+FFFD, byte by byte (overlong forms and surrogates included).
-std::string valid_utf8(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  std::size_t i = 0;
-  while (i < in.size()) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = n != 0 && i + n <= in.size();
-    std::uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-    for (std::size_t k = 1; ok && k < n; ++k) {
-      const auto cc = static_cast<unsigned char>(in[i + k]);
-      ok = (cc & 0xC0) == 0x80;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    ok = ok && !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) && !(n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) &&
-         !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (ok) {
-      out.append(in.substr(i, n));
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out;
-}
 
 std::string errno_text(int e) {
   return std::error_code(e, std::generic_category()).message();
@@ -160,7 +133,7 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
   out.world_size = h.world_size;
   out.chunks_reserved = h.chunks_reserved;
   // NUL-terminated by the writer, but a damaged header must not make us read past the field.
-  out.host = valid_utf8(std::string_view(h.host, ::strnlen(h.host, sizeof h.host)));
+  out.host = trace::valid_utf8(std::string_view(h.host, ::strnlen(h.host, sizeof h.host)));
   out.file_size = file_size;
   return out;
 }
@@ -238,7 +211,7 @@ class FileDecoder {
         }
         // First definition wins: ids are assigned once per file by the writer.
         if (s.id != 0)
-          p_.strings.try_emplace(s.id, valid_utf8(std::string_view(reinterpret_cast<const char*>(payload + sizeof s), s.length)));
+          p_.strings.try_emplace(s.id, trace::valid_utf8(std::string_view(reinterpret_cast<const char*>(payload + sizeof s), s.length)));
         return;
       }
       case RecordType::ProcessInfo: {

@@ -428,6 +428,30 @@ INSERT INTO NVTX_EVENTS VALUES (50, 60, 59, NULL, 16777217, 556, 9, 5);
   EXPECT_NE(find_diag(t, DiagnosticKind::Skipped, "StringIds"), nullptr);
 }
 
+// Text columns of an export can hold any bytes: names, processes and ranges come out as valid
+// UTF-8 (U+FFFD for each bad byte), so reports, JSON and the GUI never see invalid text.
+TEST_F(NsysImport, InvalidUtf8BecomesReplacementCharacters) {
+  const char* script = R"sql(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO StringIds VALUES (555, CAST(x'6b65726e656cff' AS TEXT));
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
+  text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER, eventId INTEGER NOT NULL PRIMARY KEY);
+INSERT INTO NVTX_EVENTS VALUES (30, 40, 59, CAST(x'73746570c0af' AS TEXT), 16777217, NULL, 0, 1);
+INSERT INTO NVTX_EVENTS VALUES (50, 60, 59, NULL, 16777217, 555, 0, 2);
+CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT);
+INSERT INTO PROCESSES VALUES (16777216, 1, CAST(x'707974686f6eeda080' AS TEXT));
+)sql";
+  Trace t;
+  const fs::path db = make_db("utf8.sqlite", script);
+  ASSERT_TRUE(import_nsys(db, t).ok());
+  ASSERT_EQ(t.ranges.size(), 2u);
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(t.strings.get(t.ranges.name[0]), "step" + r + r);  // an overlong '/'
+  EXPECT_EQ(t.strings.get(t.ranges.name[1]), "kernel" + r);
+  ASSERT_FALSE(t.processes.empty());
+  EXPECT_EQ(t.processes[0].name, "python" + r + r + r);  // a surrogate, byte by byte
+}
+
 // ---- errors ----
 
 TEST_F(NsysImport, NotSqliteFileNamesThePath) {

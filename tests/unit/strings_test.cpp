@@ -42,3 +42,30 @@ TEST(SplitList, EveryItemBetweenSeparators) {
   EXPECT_EQ(split_list("x"), (std::vector<std::string_view>{"x"}));
   EXPECT_EQ(split_list("1:2", ':'), (std::vector<std::string_view>{"1", "2"}));
 }
+
+// Names reach the trace from files anyone can craft (nsys exports, record files, tampered DBs):
+// every interned string is valid UTF-8, invalid bytes becoming U+FFFD one by one.
+TEST(Utf8, ValidTextIsUnchanged) {
+  for (std::string_view s : {"", "plain", "é", "日本語", "\xF0\x9F\x98\x80 emoji", "aten::mm"}) {
+    EXPECT_EQ(tt::trace::first_invalid_utf8(s), std::string_view::npos) << s;
+    EXPECT_EQ(tt::trace::valid_utf8(s), s);
+  }
+}
+
+TEST(Utf8, InvalidBytesBecomeReplacementCharacters) {
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(tt::trace::valid_utf8("a\xFF" "b"), "a" + r + "b");
+  EXPECT_EQ(tt::trace::first_invalid_utf8("ab\xC3"), 2u);                         // cut short
+  EXPECT_EQ(tt::trace::valid_utf8("\xC0\xAF"), r + r);                            // overlong '/'
+  EXPECT_EQ(tt::trace::valid_utf8("\xED\xA0\x80"), r + r + r);                    // a surrogate
+  EXPECT_EQ(tt::trace::valid_utf8("\xF4\x90\x80\x80"), r + r + r + r);            // past U+10FFFF
+  EXPECT_EQ(tt::trace::valid_utf8("ok\xE6\x97" "x"), "ok" + r + r + "x");         // a truncated sequence mid-text
+}
+
+TEST(StringTable, InternsInvalidUtf8AsItsValidForm) {
+  tt::trace::StringTable t;
+  const auto bad = t.intern("host\xFF");
+  EXPECT_EQ(t.get(bad), "host\xEF\xBF\xBD");
+  EXPECT_EQ(t.intern("host\xEF\xBF\xBD"), bad);  // the same string as its valid form
+  EXPECT_EQ(t.intern("host\xFF"), bad);
+}

@@ -370,7 +370,7 @@ Status NsysImporter::load_enum(EnumMap<E>& map) {
   static constexpr Col cols[] = {{"id", true}, {"name", true}};
   std::vector<std::pair<std::int64_t, std::string>> rows;
   auto st = for_each_row(map.table(), cols, [&](const sql::Stmt& r) {
-    if (!is_null(r, 0)) rows.emplace_back(r.i64(0), std::string(r.text(1)));
+    if (!is_null(r, 0)) rows.emplace_back(r.i64(0), valid_utf8(r.text(1)));
   });
   if (!st) return st;
   map.load(rows);
@@ -544,7 +544,7 @@ Status NsysImporter::load_names() {
   if (has("PROCESSES")) {
     static constexpr Col cols[] = {{"globalPid", true}, {"name", true}};
     auto st = for_each_row("PROCESSES", cols, [&](const sql::Stmt& r) {
-      if (!is_null(r, 0) && !is_null(r, 1)) process_names_[process_key(r.i64(0))] = std::string(r.text(1));
+      if (!is_null(r, 0) && !is_null(r, 1)) process_names_[process_key(r.i64(0))] = valid_utf8(r.text(1));
     });
     if (!st) return st;
   }
@@ -565,8 +565,8 @@ Status NsysImporter::load_gpus() {
     GpuInfo g;
     g.id = r.i64(kId);
     g.cu_device = r.i64_or(kCuDevice, -1);
-    g.props.name = std::string(r.text(kName));
-    g.props.uuid = std::string(r.text(kUuid));
+    g.props.name = valid_utf8(r.text(kName));
+    g.props.uuid = valid_utf8(r.text(kUuid));
     g.props.vendor = "NVIDIA";
     g.props.sm_count = static_cast<std::int32_t>(r.i64_or(kSms, -1));
     g.props.total_memory = r.i64_or(kMemory, -1);
@@ -583,7 +583,7 @@ Status NsysImporter::load_metadata() {
     int kept = 0;
     auto st = for_each_row("META_DATA_EXPORT", cols, [&](const sql::Stmt& r) {
       if (++kept <= 64 && !is_null(r, 0))  // a handful in practice; bounded against odd files
-        t_.metadata.emplace_back(src_ + ":" + std::string(r.text(0)), std::string(r.text(1)));
+        t_.metadata.emplace_back(src_ + ":" + valid_utf8(r.text(0)), valid_utf8(r.text(1)));
     });
     if (!st) return st;
   }

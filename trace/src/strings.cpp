@@ -24,7 +24,52 @@ std::uint32_t hash_of(std::string_view s) {
 
 constexpr std::size_t kBlock = 1 << 16;
 
+// The length of the valid UTF-8 sequence at in[i], or 0 when it is not one.
+std::size_t utf8_sequence(std::string_view in, std::size_t i) {
+  const auto c = static_cast<unsigned char>(in[i]);
+  const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > in.size()) return 0;
+  std::uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto cc = static_cast<unsigned char>(in[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  const bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
+  return overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : n;
+}
+
 }  // namespace
+
+std::size_t first_invalid_utf8(std::string_view in) {
+  for (std::size_t i = 0; i < in.size();) {
+    if (static_cast<unsigned char>(in[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = utf8_sequence(in, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
+std::string valid_utf8(std::string_view in) {
+  std::size_t i = first_invalid_utf8(in);
+  if (i == std::string_view::npos) return std::string(in);
+  std::string out(in.substr(0, i));
+  while (i < in.size()) {
+    const std::size_t n = utf8_sequence(in, i);
+    if (n != 0) {
+      out.append(in.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
 
 StringTable::StringTable() {
   slots_.assign(1024, 0);
@@ -55,6 +100,7 @@ StringId StringTable::intern(std::string_view s) {
     if (v == 0) break;
     if (hashes_[v - 1] == h && views_[v - 1] == s) return v - 1;
   }
+  if (first_invalid_utf8(s) != std::string_view::npos) return intern(valid_utf8(s));
   // copy into the arena
   const char* stored;
   if (s.size() > kBlock / 4) {

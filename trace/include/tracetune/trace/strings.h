@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,7 @@ class StringTable {
   StringTable& operator=(StringTable&&) noexcept;
   ~StringTable();
 
+  // Invalid UTF-8 is interned as valid_utf8(s): every name in a trace is valid UTF-8.
   StringId intern(std::string_view s);
   // The id of `s` if interned, else kNotFound.
   StringId find(std::string_view s) const;
@@ -35,6 +37,13 @@ class StringTable {
   std::vector<std::uint32_t> slots_;  // open addressing; value = id + 1, 0 = empty
   std::vector<std::uint32_t> hashes_;  // hash per id, for rehashing without recomputing
 };
+
+// Names, hosts and paths reach the trace, its JSON and the GUI from files anyone can craft
+// (record files, nsys exports, tampered DBs): invalid UTF-8 becomes U+FFFD, byte by byte
+// (overlong forms and surrogates included). Valid text comes back unchanged.
+std::string valid_utf8(std::string_view in);
+// The offset of the first byte that is not part of valid UTF-8, or npos.
+std::size_t first_invalid_utf8(std::string_view in);
 
 // "a,b,,c" -> {"a", "b", "", "c"}: every item between separators, empty ones included (an
 // empty text is one empty item), as views into `text`. For command-line lists.
