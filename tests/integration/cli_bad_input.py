@@ -156,6 +156,14 @@ def tampered_db_checks(h: pathlib.Path, db: pathlib.Path) -> list:
         "text end_ns": ("UPDATE ranges SET end_ns = 'soon' WHERE id = 2", "ranges row 2: end_ns is text ('soon')"),
         "negative count": ("INSERT INTO diagnostics(kind, source, reason, count) VALUES (1, 'x', 'y', -5)",
                            "count -5 is negative"),
+        # the entity tables are read as strictly as the event tables
+        "text pid": ("UPDATE processes SET pid = 'abc' WHERE id = 1", "processes row 1: pid is text ('abc')"),
+        "real tid": ("UPDATE threads SET tid = 1.5e300 WHERE id = 1", "threads row 1: tid is a real number"),
+        "text track type": ("UPDATE tracks SET type = 'gpu' WHERE id = 1", "tracks row 1: type is text ('gpu')"),
+        "huge track type": ("UPDATE tracks SET type = 7 WHERE id = 1", "tracks row 1: type 7 is outside 0..3"),
+        "text start": ("UPDATE processes SET start_ns = 'later' WHERE id = 1", "processes row 1: start_ns is text ('later')"),
+        "36-bit rank": ("UPDATE processes SET rank = 68719476736 WHERE id = 1",
+                        "processes row 1: rank is 68719476736, not a 32-bit value"),
     }
     for what, (sql, expect) in tamperings.items():
         bad = h / f"tampered-{what.replace(' ', '-')}.db"

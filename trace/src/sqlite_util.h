@@ -64,6 +64,10 @@ class Stmt {
   // sqlite3_column_int64 reads 1.5e300 as INT64_MAX, 'abc' and NULL as 0: columns that must
   // hold integers are checked with this first (store.cpp's integer_cell).
   int type(int c) const { return sqlite3_column_type(s_, c); }
+  const char* column_name(int c) const {
+    const char* n = sqlite3_column_name(s_, c);
+    return n != nullptr ? n : "?";
+  }
   std::string_view text(int c) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
     return p == nullptr ? std::string_view() : std::string_view(p, static_cast<std::size_t>(sqlite3_column_bytes(s_, c)));

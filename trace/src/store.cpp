@@ -573,214 +573,271 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
   return out->commit();
 }
 
-Result<Trace> read_trace(const fs::path& path) {
-  auto dbr = sql::open_untrusted(path.string());
-  if (!dbr) return make_error(dbr.error());
-  sqlite3* db = dbr->get();
-  const std::string p = path.string();
-  auto fail = [&](const std::string& what) { return make_error(p + ": " + what); };
+namespace {
 
-  Trace t;
-  {
-    auto s = Stmt::prepare(db, "SELECT key, value FROM meta");
-    if (!s) return fail("not a tracetune trace (no meta table)");
-    bool version_ok = false;
-    std::string version;
-    while (s->step() == SQLITE_ROW) {
-      const std::string k(s->text(0)), v(s->text(1));
-      if (k == "schema_version") { version = v; version_ok = v == std::to_string(kSchemaVersion); }
-      else if (k == "clock_domain") t.clock_domain = v;
-      else if (k != "time_unit" && k != "created_by") t.metadata.emplace_back(k, v);
-    }
-    if (version.empty()) return fail("not a tracetune trace (no schema_version)");
-    if (!version_ok) return fail("trace schema version " + version + " is not supported (this build reads " + std::to_string(kSchemaVersion) + ")");
+// One row of an entity table read with typed cells: every integer cell is checked as
+// integer_cell checks event cells (a tampered 1.5e300, 'abc' or NULL is refused with the table,
+// row and column, not read as INT64_MAX or 0), and optionally against a range. The first
+// failure is kept; later reads return 0.
+class EntityRow {
+ public:
+  EntityRow(const Stmt& s, const char* table, std::int64_t row) : s_(s), table_(table), row_(row) {}
+
+  std::int64_t i64(int c) { return read(c, false, 0); }
+  std::int64_t i64_or(int c, std::int64_t null_value) { return read(c, true, null_value); }
+  std::int64_t in_range(int c, std::int64_t lo, std::int64_t hi) {
+    const std::int64_t v = i64(c);
+    if (st_ && (v < lo || v > hi))
+      st_ = make_error(fmt::format("{} row {}: {} {} is outside {}..{}", table_, row_, s_.column_name(c), v, lo, hi));
+    return st_ ? v : 0;
   }
-  auto q = [&](const char* sql) -> Result<Stmt> {
-    auto s = Stmt::prepare(db, sql);
-    if (!s) return fail("corrupt trace: " + s.error());
-    return s;
+  std::int64_t non_negative(int c) {
+    const std::int64_t v = i64(c);
+    if (st_ && v < 0) st_ = make_error(fmt::format("{} row {}: {} {} is negative", table_, row_, s_.column_name(c), v));
+    return st_ ? v : 0;
+  }
+  std::uint32_t id_or_none(int c) { return static_cast<std::uint32_t>(bounded_or(c, kNone)); }
+  std::uint32_t u32(int c) { return static_cast<std::uint32_t>(in_range(c, 0, 0xffffffffll)); }
+  std::int32_t i32_or(int c, std::int32_t null_value) { return static_cast<std::int32_t>(bounded_or(c, null_value)); }
+  double real(int c) { return st_ ? s_.f64(c) : 0.0; }
+  std::string text(int c) { return valid_utf8(s_.text(c)); }
+  void fail(std::string why) {
+    if (st_) st_ = make_error(std::move(why));
+  }
+  const Status& status() const { return st_; }
+
+ private:
+  std::int64_t read(int c, bool nullable, std::int64_t null_value) {
+    if (!st_) return 0;
+    if (auto bad = integer_cell(s_, c, table_, s_.column_name(c), nullable, row_); !bad) {
+      st_ = bad;
+      return 0;
+    }
+    return s_.type(c) == SQLITE_NULL ? null_value : s_.i64(c);
+  }
+  // a 32-bit field: NULL is `null_value`, other values must fit
+  std::int64_t bounded_or(int c, std::int64_t null_value) {
+    const std::int64_t v = read(c, true, null_value);
+    if (st_ && v != null_value && (v < INT32_MIN || v > 0xffffffffll))
+      st_ = make_error(fmt::format("{} row {}: {} is {}, not a 32-bit value", table_, row_, s_.column_name(c), v));
+    return st_ ? v : 0;
+  }
+
+  const Stmt& s_;
+  const char* table_;
+  std::int64_t row_;
+  Status st_;
+};
+
+// Runs `sql` and hands each row to `read(EntityRow&)`; stops at the first bad cell. Messages
+// number rows by their id: entities' ids count from 0 (the strings' 0 is the empty string),
+// counters', flows' and diagnostics' from 1, as the writer numbers them.
+template <class ReadRow>
+Status read_entities(sqlite3* db, const char* table, const char* sql, ReadRow read) {
+  auto s = Stmt::prepare(db, sql);
+  if (!s) return make_error(s.error());
+  const std::string_view name(table);
+  std::int64_t row = name == "counters" || name == "flows" || name == "diagnostics" ? 1 : 0;
+  while (s->step() == SQLITE_ROW) {
+    EntityRow r(*s, table, row++);
+    read(r);
+    if (!r.status()) return r.status();
+  }
+  return {};
+}
+
+// meta: the schema version (checked), the clock domain and the rest as metadata.
+Status read_meta(sqlite3* db, Trace& t) {
+  auto s = Stmt::prepare(db, "SELECT key, value FROM meta");
+  if (!s) return make_error("not a tracetune trace (no meta table)");
+  std::string version;
+  while (s->step() == SQLITE_ROW) {
+    const std::string k = valid_utf8(s->text(0)), v = valid_utf8(s->text(1));
+    if (k == "schema_version") version = v;
+    else if (k == "clock_domain") t.clock_domain = v;
+    else if (k != "time_unit" && k != "created_by") t.metadata.emplace_back(k, v);
+  }
+  if (version.empty()) return make_error("not a tracetune trace (no schema_version)");
+  if (version != std::to_string(kSchemaVersion))
+    return make_error("trace schema version " + version + " is not supported (this build reads " +
+                      std::to_string(kSchemaVersion) + ")");
+  return {};
+}
+
+Status read_strings(sqlite3* db, Trace& t) {
+  return read_entities(db, "strings", "SELECT id, value FROM strings ORDER BY id", [&](EntityRow& r) {
+    const std::int64_t want = r.i64(0);
+    if (r.status() && t.strings.intern(r.text(1)) != static_cast<StringId>(want))
+      r.fail("strings table is not dense or has duplicates");
+  });
+}
+
+Status read_process_tables(sqlite3* db, Trace& t) {
+  auto st = read_entities(db, "processes",
+                          "SELECT pid, parent_pid, rank, local_rank, host, name, command_line, start_ns, end_ns, "
+                          "exit_status, truncated FROM processes ORDER BY id",
+                          [&](EntityRow& r) {
+                            Process pr;
+                            pr.pid = r.i64(0);
+                            pr.parent_pid = r.i64_or(1, -1);
+                            pr.rank = r.i32_or(2, -1);
+                            pr.local_rank = r.i32_or(3, -1);
+                            pr.host = r.text(4);
+                            pr.name = r.text(5);
+                            pr.command_line = r.text(6);
+                            pr.start = r.i64_or(7, 0);
+                            pr.end = r.i64_or(8, 0);
+                            pr.exit_status = r.i32_or(9, -1);
+                            pr.truncated = r.in_range(10, 0, 1) != 0;
+                            t.processes.push_back(std::move(pr));
+                          });
+  if (!st) return st;
+  return read_entities(db, "threads", "SELECT process_id, tid, name FROM threads ORDER BY id", [&](EntityRow& r) {
+    t.threads.push_back({r.id_or_none(0), r.i64(1), r.text(2)});
+  });
+}
+
+Status read_device_tables(sqlite3* db, Trace& t) {
+  auto st = read_entities(db, "devices",
+                          "SELECT process_id, device_index, name, uuid, vendor, sm_count, total_memory, compute_major, "
+                          "compute_minor FROM devices ORDER BY id",
+                          [&](EntityRow& r) {
+                            Device d;
+                            d.process = r.id_or_none(0);
+                            d.index = static_cast<std::int32_t>(r.in_range(1, INT32_MIN, INT32_MAX));
+                            d.name = r.text(2);
+                            d.uuid = r.text(3);
+                            d.vendor = r.text(4);
+                            d.sm_count = r.i32_or(5, -1);
+                            d.total_memory = r.i64_or(6, -1);
+                            d.compute_major = r.i32_or(7, -1);
+                            d.compute_minor = r.i32_or(8, -1);
+                            t.devices.push_back(std::move(d));
+                          });
+  if (!st) return st;
+  st = read_entities(db, "streams", "SELECT device_id, stream, name FROM streams ORDER BY id", [&](EntityRow& r) {
+    t.streams.push_back({r.id_or_none(0), r.i64(1), r.text(2)});
+  });
+  if (!st) return st;
+  st = read_entities(db, "tracks", "SELECT type, owner_id FROM tracks ORDER BY id", [&](EntityRow& r) {
+    const auto type = static_cast<TrackType>(r.in_range(0, 0, 3));
+    t.tracks.push_back({type, r.id_or_none(1)});
+  });
+  if (!st) return st;
+  return read_entities(db, "launch_configs",
+                       "SELECT grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, shared_static, "
+                       "shared_dynamic FROM launch_configs ORDER BY id",
+                       [&](EntityRow& r) {
+                         LaunchConfig c;
+                         std::uint32_t* f[] = {&c.grid_x,    &c.grid_y,        &c.grid_z,
+                                               &c.block_x,   &c.block_y,       &c.block_z,
+                                               &c.registers, &c.shared_static, &c.shared_dynamic};
+                         for (int j = 0; j < 9; ++j) *f[j] = r.u32(j);
+                         t.launch_configs.push_back(c);
+                       });
+}
+
+Status read_point_tables(sqlite3* db, Trace& t) {
+  auto st = read_entities(db, "counters", "SELECT track_id, ts_ns, name_id, value FROM counters ORDER BY id",
+                          [&](EntityRow& r) {
+                            t.counters.track.push_back(r.u32(0));
+                            t.counters.ts.push_back(r.i64(1));
+                            t.counters.name.push_back(r.u32(2));
+                            t.counters.value.push_back(r.real(3));
+                          });
+  if (!st) return st;
+  st = read_entities(db, "flows", "SELECT track_id, ts_ns, category_id, flow_id, phase FROM flows ORDER BY id",
+                     [&](EntityRow& r) {
+                       t.flows.track.push_back(r.u32(0));
+                       t.flows.ts.push_back(r.i64(1));
+                       t.flows.category.push_back(r.u32(2));
+                       t.flows.id.push_back(static_cast<std::uint64_t>(r.i64(3)));
+                       const std::string ph = r.text(4);
+                       t.flows.phase.push_back(ph.empty() ? 'f' : static_cast<std::uint8_t>(ph[0]));
+                     });
+  if (!st) return st;
+  return read_entities(db, "diagnostics", "SELECT kind, source, reason, count FROM diagnostics ORDER BY id",
+                       [&](EntityRow& r) {
+                         const auto kind = r.i64(0);
+                         const auto count = r.non_negative(3);  // "count -5" is refused, not 2^64 - 5
+                         t.diagnostics.push_back({static_cast<DiagnosticKind>(kind >= 0 && kind <= 3 ? kind : 3),
+                                                  r.text(1), r.text(2), static_cast<std::uint64_t>(count)});
+                       });
+}
+
+// The event tables, read in chunks by a few connections in parallel.
+Status read_event_tables(sqlite3* db, const std::string& path, Trace& t) {
+  const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
+  std::size_t total = 0;
+  {
+    // rows are numbered densely by the writer: max(id) is the size without a scan
+    auto q = Stmt::prepare(db, "SELECT coalesce((SELECT max(id) FROM ranges), 0) + coalesce((SELECT max(id) FROM kernels), 0) + "
+                               "coalesce((SELECT max(id) FROM api_calls), 0)");
+    if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
+  }
+  const std::size_t chunk = std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
+  auto readers = std::make_tuple(chunked(t.ranges, kRanges), chunked(t.kernels, kKernels),
+                                 chunked(t.api_calls, kApiCalls), chunked(t.memcpys, kMemcpys),
+                                 chunked(t.io_calls, kIoCalls), chunked(t.memsets, kMemsets),
+                                 chunked(t.syncs, kSyncs), chunked(t.steps, kSteps),
+                                 chunked(t.collectives, kCollectives));
+  std::vector<std::function<Status(sqlite3*)>> jobs;
+  Status planned;
+  std::apply([&](auto&... r) { ((planned.ok() ? (void)(planned = r.plan(db, chunk, jobs)) : (void)0), ...); }, readers);
+  if (!planned) return planned;
+  std::vector<Status> results(jobs.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&](sqlite3* conn) {
+    for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
   };
-  {
-    auto s = q("SELECT id, value FROM strings ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      const StringId want = static_cast<StringId>(s->i64(0));
-      const StringId got = t.strings.intern(s->text(1));
-      if (got != want) return fail("corrupt trace: strings table is not dense or has duplicates");
-    }
+  std::vector<sql::Db> conns;
+  for (unsigned i = 1; i < std::min<std::size_t>(threads, jobs.size()); ++i) {
+    auto c = sql::open_untrusted(path);
+    if (!c) break;
+    conns.push_back(std::move(c.value()));
   }
-  {
-    auto s = q("SELECT pid, parent_pid, rank, local_rank, host, name, command_line, start_ns, end_ns, exit_status, truncated FROM processes ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      Process pr;
-      pr.pid = s->i64(0);
-      pr.parent_pid = s->i64_or(1, -1);
-      pr.rank = static_cast<std::int32_t>(s->i64_or(2, -1));
-      pr.local_rank = static_cast<std::int32_t>(s->i64_or(3, -1));
-      pr.host = s->text(4);
-      pr.name = s->text(5);
-      pr.command_line = s->text(6);
-      pr.start = s->i64_or(7, 0);
-      pr.end = s->i64_or(8, 0);
-      pr.exit_status = static_cast<std::int32_t>(s->i64_or(9, -1));
-      pr.truncated = s->i64(10) != 0;
-      t.processes.push_back(std::move(pr));
-    }
-  }
-  {
-    auto s = q("SELECT process_id, tid, name FROM threads ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW)
-      t.threads.push_back({static_cast<std::uint32_t>(s->i64_or(0, kNone)), s->i64(1), std::string(s->text(2))});
-  }
-  {
-    auto s = q("SELECT process_id, device_index, name, uuid, vendor, sm_count, total_memory, compute_major, compute_minor FROM devices ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      Device d;
-      d.process = static_cast<std::uint32_t>(s->i64_or(0, kNone));
-      d.index = static_cast<std::int32_t>(s->i64(1));
-      d.name = s->text(2);
-      d.uuid = s->text(3);
-      d.vendor = s->text(4);
-      d.sm_count = static_cast<std::int32_t>(s->i64_or(5, -1));
-      d.total_memory = s->i64_or(6, -1);
-      d.compute_major = static_cast<std::int32_t>(s->i64_or(7, -1));
-      d.compute_minor = static_cast<std::int32_t>(s->i64_or(8, -1));
-      t.devices.push_back(std::move(d));
-    }
-  }
-  {
-    auto s = q("SELECT device_id, stream, name FROM streams ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW)
-      t.streams.push_back({static_cast<std::uint32_t>(s->i64_or(0, kNone)), s->i64(1), std::string(s->text(2))});
-  }
-  {
-    auto s = q("SELECT type, owner_id FROM tracks ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      const auto type = s->i64(0);
-      if (type < 0 || type > 3) return fail("corrupt trace: unknown track type");
-      t.tracks.push_back({static_cast<TrackType>(type), static_cast<std::uint32_t>(s->i64_or(1, kNone))});
-    }
-  }
-  {
-    auto s = q("SELECT grid_x, grid_y, grid_z, block_x, block_y, block_z, registers, shared_static, shared_dynamic FROM launch_configs ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      LaunchConfig c;
-      std::uint32_t* f[] = {&c.grid_x, &c.grid_y, &c.grid_z, &c.block_x, &c.block_y, &c.block_z,
-                            &c.registers, &c.shared_static, &c.shared_dynamic};
-      for (int j = 0; j < 9; ++j) *f[j] = static_cast<std::uint32_t>(s->i64(j));
-      t.launch_configs.push_back(c);
-    }
-  }
-  {
-    auto s = q("SELECT track_id, ts_ns, name_id, value FROM counters ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      t.counters.track.push_back(static_cast<std::uint32_t>(s->i64(0)));
-      t.counters.ts.push_back(s->i64(1));
-      t.counters.name.push_back(static_cast<StringId>(s->i64(2)));
-      t.counters.value.push_back(s->f64(3));
-    }
-  }
-  {
-    auto s = q("SELECT track_id, ts_ns, category_id, flow_id, phase FROM flows ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      t.flows.track.push_back(static_cast<std::uint32_t>(s->i64(0)));
-      t.flows.ts.push_back(s->i64(1));
-      t.flows.category.push_back(static_cast<StringId>(s->i64(2)));
-      t.flows.id.push_back(static_cast<std::uint64_t>(s->i64(3)));
-      const auto ph = s->text(4);
-      t.flows.phase.push_back(ph.empty() ? 'f' : static_cast<std::uint8_t>(ph[0]));
-    }
-  }
-  {
-    auto s = q("SELECT kind, source, reason, count FROM diagnostics ORDER BY id");
-    if (!s) return make_error(s.error());
-    while (s->step() == SQLITE_ROW) {
-      const auto kind = s->i64(0);
-      if (auto st = integer_cell(*s, 3, "diagnostics", "count", false, static_cast<std::int64_t>(t.diagnostics.size()) + 1); !st)
-        return fail("corrupt trace: " + st.error());
-      if (s->i64(3) < 0)
-        return fail(fmt::format("corrupt trace: diagnostics row {}: count {} is negative", t.diagnostics.size() + 1, s->i64(3)));
-      t.diagnostics.push_back({static_cast<DiagnosticKind>(kind >= 0 && kind <= 3 ? kind : 3), std::string(s->text(1)),
-                               std::string(s->text(2)), static_cast<std::uint64_t>(s->i64(3))});
-    }
-  }
-  {
-    const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
-    std::size_t total = 0;
-    {
-      // rows are numbered densely by the writer: max(id) is the size without a scan
-      auto q = Stmt::prepare(db, "SELECT coalesce((SELECT max(id) FROM ranges), 0) + coalesce((SELECT max(id) FROM kernels), 0) + "
-                                 "coalesce((SELECT max(id) FROM api_calls), 0)");
-      if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
-    }
-    const std::size_t chunk = std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
-    auto readers = std::make_tuple(chunked(t.ranges, kRanges), chunked(t.kernels, kKernels),
-                                   chunked(t.api_calls, kApiCalls), chunked(t.memcpys, kMemcpys),
-                                   chunked(t.io_calls, kIoCalls), chunked(t.memsets, kMemsets),
-                                   chunked(t.syncs, kSyncs), chunked(t.steps, kSteps),
-                                   chunked(t.collectives, kCollectives));
-    std::vector<std::function<Status(sqlite3*)>> jobs;
-    Status planned;
-    std::apply([&](auto&... r) { ((planned.ok() ? (void)(planned = r.plan(db, chunk, jobs)) : (void)0), ...); }, readers);
-    if (!planned) return fail("corrupt trace: " + planned.error());
-    std::vector<Status> results(jobs.size());
-    std::atomic<std::size_t> next{0};
-    auto worker = [&](sqlite3* conn) {
-      for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
-    };
-    std::vector<sql::Db> conns;
-    for (unsigned i = 1; i < std::min<std::size_t>(threads, jobs.size()); ++i) {
-      auto c = sql::open_untrusted(p);
-      if (!c) break;
-      conns.push_back(std::move(c.value()));
-    }
-    std::vector<std::thread> pool;
-    for (auto& c : conns) pool.emplace_back(worker, c.get());
-    worker(db);
-    for (auto& th : pool) th.join();
-    for (const auto& st : results)
-      if (!st) return fail("corrupt trace: " + st.error());
-    std::apply([](auto&... r) { (r.finish(), ...); }, readers);
-  }
+  std::vector<std::thread> pool;
+  for (auto& c : conns) pool.emplace_back(worker, c.get());
+  worker(db);
+  for (auto& th : pool) th.join();
+  for (const auto& st : results)
+    if (!st) return st;
+  std::apply([](auto&... r) { (r.finish(), ...); }, readers);
+  return {};
+}
 
-  // Validate references so later code can index without checks.
+Status check_span_refs(const SpanColumns& c, const char* name, std::size_t ntracks, std::size_t nstr) {
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c.track[i] >= ntracks)
+      return make_error(fmt::format("{} row {}: track_id {} is out of range ({} tracks)", name, i + 1, c.track[i], ntracks));
+    if (c.name[i] >= nstr)
+      return make_error(fmt::format("{} row {}: name_id {} is out of range ({} strings)", name, i + 1, c.name[i], nstr));
+    if (c.dur[i] < 0) return make_error(fmt::format("{} row {}: negative duration", name, i + 1));
+  }
+  return {};
+}
+
+// Every reference between tables, so later code can index without checks. (Rows are still in
+// id order, numbered from 1 as the writer numbers them.)
+Status check_references(const Trace& t) {
   const auto nstr = t.strings.size();
   const auto ntracks = t.tracks.size();
   for (const Track& tr : t.tracks) {
     const std::size_t owners[] = {t.threads.size(), t.streams.size(), t.processes.size(), t.devices.size()};
-    if (tr.owner >= owners[static_cast<int>(tr.type)]) return fail("corrupt trace: track owner out of range");
+    if (tr.owner >= owners[static_cast<int>(tr.type)]) return make_error("track owner out of range");
   }
   for (const Thread& th : t.threads)
-    if (th.process != kNone && th.process >= t.processes.size()) return fail("corrupt trace: thread process out of range");
+    if (th.process != kNone && th.process >= t.processes.size()) return make_error("thread process out of range");
   for (const Stream& st : t.streams)
-    if (st.device != kNone && st.device >= t.devices.size()) return fail("corrupt trace: stream device out of range");
+    if (st.device != kNone && st.device >= t.devices.size()) return make_error("stream device out of range");
   for (const Device& d : t.devices)
-    if (d.process != kNone && d.process >= t.processes.size()) return fail("corrupt trace: device process out of range");
-  // (rows are still in id order, numbered from 1 as the writer numbers them)
-  auto check_span = [&](const SpanColumns& c, const char* name) -> Status {
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      if (c.track[i] >= ntracks)
-        return fail(fmt::format("corrupt trace: {} row {}: track_id {} is out of range ({} tracks)", name, i + 1, c.track[i], ntracks));
-      if (c.name[i] >= nstr)
-        return fail(fmt::format("corrupt trace: {} row {}: name_id {} is out of range ({} strings)", name, i + 1, c.name[i], nstr));
-      if (c.dur[i] < 0) return fail(fmt::format("corrupt trace: {} row {}: negative duration", name, i + 1));
-    }
-    return {};
-  };
-  for (auto st : {check_span(t.kernels, "kernels"), check_span(t.memcpys, "memcpys"),
-                  check_span(t.memsets, "memsets"), check_span(t.api_calls, "api_calls"),
-                  check_span(t.syncs, "syncs"), check_span(t.ranges, "ranges"),
-                  check_span(t.steps, "steps"), check_span(t.collectives, "collectives"),
-                  check_span(t.io_calls, "io_calls")})
-    if (!st) return make_error(st.error());
+    if (d.process != kNone && d.process >= t.processes.size()) return make_error("device process out of range");
+  for (auto st : {check_span_refs(t.kernels, "kernels", ntracks, nstr), check_span_refs(t.memcpys, "memcpys", ntracks, nstr),
+                  check_span_refs(t.memsets, "memsets", ntracks, nstr), check_span_refs(t.api_calls, "api_calls", ntracks, nstr),
+                  check_span_refs(t.syncs, "syncs", ntracks, nstr), check_span_refs(t.ranges, "ranges", ntracks, nstr),
+                  check_span_refs(t.steps, "steps", ntracks, nstr), check_span_refs(t.collectives, "collectives", ntracks, nstr),
+                  check_span_refs(t.io_calls, "io_calls", ntracks, nstr)})
+    if (!st) return st;
   auto check_ids = [&](const std::vector<StringId>& v) {
     for (StringId id : v) if (id >= nstr) return false;
     return true;
@@ -789,14 +846,29 @@ Result<Trace> read_trace(const fs::path& path) {
       !check_ids(t.collectives.communicator) || !check_ids(t.collectives.algorithm) ||
       !check_ids(t.collectives.protocol) || !check_ids(t.io_calls.path) || !check_ids(t.counters.name) ||
       !check_ids(t.flows.category))
-    return fail("corrupt trace: string id out of range");
+    return make_error("string id out of range");
   for (std::size_t i = 0; i < t.counters.size(); ++i)
-    if (t.counters.track[i] >= ntracks) return fail("corrupt trace: counter track out of range");
+    if (t.counters.track[i] >= ntracks) return make_error("counter track out of range");
   for (std::size_t i = 0; i < t.flows.size(); ++i)
-    if (t.flows.track[i] >= ntracks) return fail("corrupt trace: flow track out of range");
+    if (t.flows.track[i] >= ntracks) return make_error("flow track out of range");
   for (std::uint32_t c : t.kernels.config)
-    if (c != kNone && c >= t.launch_configs.size()) return fail("corrupt trace: kernel config out of range");
+    if (c != kNone && c >= t.launch_configs.size()) return make_error("kernel config out of range");
+  return {};
+}
 
+}  // namespace
+
+Result<Trace> read_trace(const fs::path& path) {
+  auto dbr = sql::open_untrusted(path.string());
+  if (!dbr) return make_error(dbr.error());
+  sqlite3* db = dbr->get();
+  const std::string p = path.string();
+  Trace t;
+  if (auto st = read_meta(db, t); !st) return make_error(p + ": " + st.error());
+  for (auto* read : {read_strings, read_process_tables, read_device_tables, read_point_tables})
+    if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = read_event_tables(db, p, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
   // re-sorts a file some other tool rewrote.
   t.finalize();
