@@ -10,6 +10,8 @@
 // merging, say) is reported on stderr but never changes that exit code.
 #include "tracetune/collector/launcher.h"
 
+#include "raw_dir_watch.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -284,7 +286,8 @@ std::string preload_blocker(const fs::path& program) {
 
 }  // namespace
 
-Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env) {
+Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env,
+                    const std::function<void()>& tick) {
   if (command.empty()) return make_error("no command given");
   std::vector<std::string> env_copy = env, args = command;
   std::vector<char*> envp, argv;
@@ -300,10 +303,16 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
   if (rc != 0) return make_error(command[0] + ": " + std::strerror(rc));
   g_child.store(pid);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
+  while (true) {
+    const pid_t r = ::waitpid(pid, &status, tick ? WNOHANG : 0);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
       status = 0;
       break;
+    }
+    if (r == 0) {
+      tick();
+      ::usleep(20'000);
     }
   }
   g_child.store(0);
@@ -311,7 +320,8 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
 }
 
 Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
-                               double timeout_s, double kill_grace_s, const fs::path& log) {
+                               double timeout_s, double kill_grace_s, const fs::path& log,
+                               const std::function<void()>& tick) {
   if (command.empty()) return make_error("no command given");
   std::vector<std::string> env_copy = env, args = command;
   std::vector<char*> envp, argv;
@@ -360,6 +370,7 @@ Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const st
       ::kill(-pid, SIGKILL);
       term_sent_at = 1e300;  // once
     }
+    if (tick) tick();
     ::usleep(20'000);
   }
   // Leftovers of the group (workers that outlived the job's main process) go too.
@@ -478,9 +489,11 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
 
   RecordOutcome outcome;
   const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
+  RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
+  const std::function<void()> tick = [&watch] { watch.poll(); };
   Result<int> status = 0;
   if (opt.timeout_s > 0) {
-    auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log);
+    auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log, tick);
     if (end) {
       outcome.timed_out = end->timed_out;
       outcome.interrupted = end->interrupted;
@@ -489,13 +502,14 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
       status = make_error(end.error());
     }
   } else {
-    status = run_job(opt.command, env);
+    status = run_job(opt.command, env, tick);
   }
   if (!status) {
     fs::remove_all(raw_dir, ec);
     return make_error(status.error());
   }
   outcome.exit_code = exit_code_of(status.value());
+  if (const std::string lost = watch.restore(); !lost.empty()) std::fprintf(stderr, "tracetune: warning: %s\n", lost.c_str());
 
   // Merge what every process recorded.
   MergeOptions mopt;

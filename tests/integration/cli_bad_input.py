@@ -213,6 +213,44 @@ def record_checks(h: pathlib.Path) -> list:
     _, err = first.communicate(timeout=120)
     if first.returncode != 0 or not same.exists() or (h / "same.db.lock").exists():
         failures.append(f"first record: exit {first.returncode}, trace written {same.exists()}, {err[-400:]!r}")
+    failures += deleted_output_checks(h)
+    return failures
+
+
+# A job that deletes its records, then keeps working (10).
+DELETING_JOB = """
+import os, shutil, sys
+for _ in range(40):
+    open(sys.argv[1]).read()
+shutil.rmtree(sys.argv[2])
+for _ in range(40):
+    open(sys.argv[1]).read()
+"""
+
+
+def deleted_output_checks(h: pathlib.Path) -> list:
+    """10: the job removes the raw directory (then the whole -o directory) and keeps reading:
+    the trace keeps every read of its main process, before and after, and record warns."""
+    failures = []
+    marker = h / "marker.txt"
+    marker.write_text("x" * 100)
+    for what in ("raw directory", "-o directory"):
+        outdir = h / f"deleting-{what.split()[0].strip('-')}"
+        outdir.mkdir()
+        out = outdir / "t.db"
+        victim = outdir if what == "-o directory" else pathlib.Path(str(out) + ".raw")
+        r = subprocess.run([TRACETUNE, "record", "--trace", "io", "-o", str(out), "--", "/usr/bin/python3", "-c",
+                            DELETING_JOB, str(marker), str(victim)],
+                           capture_output=True, text=True, timeout=120, env=ENV)
+        opens = 0  # 40 before the deletion, 40 after
+        if out.exists():
+            con = sqlite3.connect(out)
+            opens = con.execute("SELECT count(*) FROM io_calls i JOIN strings s ON s.id = i.path_id "
+                                "WHERE s.value = ? AND i.op = 0", (str(marker),)).fetchone()[0]  # 0: IoOp::Open
+            con.close()
+        if r.returncode != 0 or "warning: the job deleted" not in r.stderr or "restored" not in r.stderr or opens != 80:
+            failures.append(f"job deleting its {what}: exit {r.returncode}, trace {out.exists()}, {opens} opens of "
+                            f"the marker, {r.stderr[-600:]!r}")
     return failures
 
 
