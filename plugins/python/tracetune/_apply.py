@@ -39,8 +39,8 @@ SPEC = {
     "optimizer.foreach": ("bool", None, None),
     "optimizer.fused": ("bool", None, None),
     "torch.num_threads": ("int", 1, 1024),
-    "kernels.layernorm": ("enum", ("stock", "tracetune"), None),
-    "kernels.cross_entropy": ("enum", ("stock", "tracetune"), None),
+    "kernels.layernorm": ("enum", ("stock", "tracetune", "liger", "apex"), None),
+    "kernels.cross_entropy": ("enum", ("stock", "tracetune", "liger"), None),
     "kernels.optimizer": ("enum", ("stock", "tracetune"), None),
 }
 # knob id -> the values that keep numerics unchanged (the catalogue's `safe`)
@@ -164,19 +164,20 @@ def _apply_torch(torch):
 
 
 def _apply_kernels(torch):
-    """The kernels.* substitutions (plugins/python/tracetune/_kernels.py)."""
-    wanted = [k for k in ("kernels.layernorm", "kernels.cross_entropy", "kernels.optimizer")
-              if settings.get(k, "stock") == "tracetune"]
+    """The kernels.* substitutions (plugins/python/tracetune/_kernels.py): our kernel pack, or a
+    library the environment has (_libraries.py)."""
+    wanted = {k: settings[k] for k in ("kernels.layernorm", "kernels.cross_entropy", "kernels.optimizer")
+              if settings.get(k, "stock") != "stock"}
     if not wanted:
         return
     from tracetune import _kernels
-    if _kernels.library("cpu") is None:
+    if "tracetune" in wanted.values() and _kernels.library("cpu") is None:
         _once("kernels-lib", f"kernels.*: {_kernels.unavailable('cpu')}; PyTorch's operators are kept")
-        return
+        wanted = {k: v for k, v in wanted.items() if v != "tracetune"}
     install = {"kernels.layernorm": _kernels.install_layernorm, "kernels.cross_entropy": _kernels.install_cross_entropy,
-               "kernels.optimizer": _kernels.install_optimizers}
-    for knob in wanted:
-        install[knob](torch)
+               "kernels.optimizer": lambda torch, impl: _kernels.install_optimizers(torch)}
+    for knob, impl in wanted.items():
+        install[knob](torch, impl)
 
 
 def _patch_set_num_threads(torch):

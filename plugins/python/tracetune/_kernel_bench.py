@@ -96,9 +96,16 @@ def _layernorm_case(impl, shape, device):
     x0, dy = torch.randn(rows, cols, generator=g) * 2 + 1, torch.randn(rows, cols, generator=g)
     w0, b0 = torch.randn(cols, generator=g), torch.randn(cols, generator=g)
     x0, dy, w0, b0 = (t.to(device) for t in (x0, dy, w0, b0))
-    fn = impl if callable(impl) else (
-        (lambda x, w, b: F.layer_norm(x, (cols,), w, b, 1e-5)) if impl == "stock" else
-        (lambda x, w, b: _kernels.layer_norm(x, (cols,), w, b, 1e-5)))
+    if callable(impl):
+        fn = impl
+    elif impl == "stock":
+        fn = lambda x, w, b: F.layer_norm(x, (cols,), w, b, 1e-5)  # noqa: E731
+    elif impl == "tracetune":
+        fn = lambda x, w, b: _kernels.layer_norm(x, (cols,), w, b, 1e-5)  # noqa: E731
+    else:  # a library's (liger, apex), detected in the environment
+        from tracetune import _libraries
+        library_fn = _libraries.layer_norm(impl)
+        fn = lambda x, w, b: library_fn(x, (cols,), w, b, 1e-5)  # noqa: E731
     x, w, b = (t.clone().requires_grad_() for t in (x0, w0, b0))
 
     def run():
@@ -117,8 +124,16 @@ def _cross_entropy_case(impl, shape, device):
     g = torch.Generator().manual_seed(0)
     logits0 = (torch.randn(rows, cols, generator=g) * 3).to(device)
     target = torch.randint(0, cols, (rows,), generator=g).to(device)
-    fn = impl if callable(impl) else (
-        (lambda l, t: F.cross_entropy(l, t)) if impl == "stock" else (lambda l, t: _kernels.cross_entropy(l, t)))
+    if callable(impl):
+        fn = impl
+    elif impl == "stock":
+        fn = lambda l, t: F.cross_entropy(l, t)  # noqa: E731,E741
+    elif impl == "tracetune":
+        fn = lambda l, t: _kernels.cross_entropy(l, t)  # noqa: E731,E741
+    else:  # a library's (liger), detected in the environment
+        from tracetune import _libraries
+        library_fn = _libraries.cross_entropy(impl)
+        fn = lambda l, t: library_fn(l, t, -100, "mean")  # noqa: E731,E741
     logits = logits0.clone().requires_grad_()
 
     def run():
@@ -337,13 +352,16 @@ def main(argv=None):
                 if r["verdict"] == "keep":
                     for knob, value in r["setting"].items():
                         f.write(f"{knob}={json.dumps(value)}\n")
-    info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "device": a.device}
+    from tracetune import _libraries
+    info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "device": a.device,
+            "libraries": {_libraries.LIBRARIES[k][0]: v for k, v in _libraries.detect().items()}}
     out = sys.stderr if a.kept else sys.stdout  # under `tune`, stdout is the tuner's result
     if a.json:
         out.write(json.dumps({**info, "results": results}, indent=2) + "\n")
     else:
         out.write(text(results, f"tracetune bench kernels: torch {info['torch']}, {info['threads']} thread(s), "
-                                       f"{a.device}, {a.repeats} repeats after {a.warmup} warm-up (medians)"))
+                                       f"{a.device}, {a.repeats} repeats after {a.warmup} warm-up (medians)\n"
+                                       + _libraries.describe()))
     return 0
 
 

@@ -256,22 +256,80 @@ def swapped():
         return [(getattr(o, "__name__", str(o)), n) for o, n, _ in _swaps]
 
 
-def install_layernorm(torch):
+def _library_function(knob, impl, getter):
+    """The library's function for `impl` (_libraries.py), or None after one warning."""
+    from tracetune import _libraries
+    module = _libraries.LIBRARIES[impl][0]
+    if _libraries.installed(impl) is None:
+        once(f"lib-missing:{knob}:{impl}", f"{knob} = {impl}: {module} is not installed in this environment "
+                                          "(tracetune never installs it); PyTorch's operator is kept")
+        return None
+    try:
+        return getter(impl)
+    except (ImportError, AttributeError) as e:
+        once(f"lib-broken:{knob}:{impl}", f"{knob} = {impl}: {module} cannot be used ({e}); PyTorch's operator is kept")
+        return None
+
+
+def _layer_norm_impl(impl):
+    """(fn(x, shape, weight, bias, eps), why-not(x, shape, weight, bias)) for `impl`, or None."""
+    if impl == "tracetune":
+        return layer_norm, layer_norm_unsupported
+    from tracetune import _libraries
+    fn = _library_function("kernels.layernorm", impl, _libraries.layer_norm)
+    return None if fn is None else (fn, lambda x, shape, w, b: _libraries.unsupported(impl, x))
+
+
+def install_layernorm(torch, impl="tracetune"):
+    chosen = _layer_norm_impl(impl)
+    if chosen is None:
+        return
+    fn, unsupported = chosen
     cls = torch.nn.LayerNorm
     original = cls.forward
 
     @functools.wraps(original)
     def forward(self, x):
-        why = layer_norm_unsupported(x, self.normalized_shape, self.weight, self.bias)
-        if why:
-            once(f"ln-fallback:{why}", f"kernels.layernorm: {why}: this LayerNorm keeps PyTorch's kernel")
-            return original(self, x)
-        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        why = unsupported(x, self.normalized_shape, self.weight, self.bias)
+        if not why:
+            try:
+                return fn(x, self.normalized_shape, self.weight, self.bias, self.eps)
+            except NotImplementedError as e:  # a library's limit, found before it computed anything
+                why = str(e)
+        once(f"ln-fallback:{impl}:{why}", f"kernels.layernorm: {why}: this LayerNorm keeps PyTorch's kernel")
+        return original(self, x)
 
-    swap(cls, "forward", forward, "kernels.layernorm: torch.nn.LayerNorm -> tracetune fused LayerNorm (tuned config)")
+    swap(cls, "forward", forward, f"kernels.layernorm: torch.nn.LayerNorm -> {_IMPL_NAMES.get(impl, impl)} LayerNorm "
+                                  "(tuned config)")
 
 
-def install_cross_entropy(torch):
+# how the swap messages name each implementation
+_IMPL_NAMES = {"tracetune": "tracetune fused", "liger": "Liger Kernel", "apex": "apex fused"}
+
+
+def _cross_entropy_impl(impl):
+    """(fn(logits, target, ignore_index, reduction), why-not(...)) for `impl`, or None."""
+    if impl == "tracetune":
+        return cross_entropy, cross_entropy_unsupported
+    from tracetune import _libraries
+    fn = _library_function("kernels.cross_entropy", impl, _libraries.cross_entropy)
+    if fn is None:
+        return None
+
+    def unsupported(logits, target, weight, reduction, label_smoothing):
+        if weight is not None or label_smoothing:
+            return "class weights or label smoothing"
+        if reduction not in ("mean", "sum", "none") or logits.dim() != 2:
+            return "not (N, C) logits with reduction mean, sum or none"
+        return _libraries.unsupported(impl, logits)
+    return fn, unsupported
+
+
+def install_cross_entropy(torch, impl="tracetune"):
+    chosen = _cross_entropy_impl(impl)
+    if chosen is None:
+        return
+    fn, unsupported = chosen
     F = torch.nn.functional
     original = F.cross_entropy
 
@@ -279,14 +337,15 @@ def install_cross_entropy(torch):
     def cross_entropy_swapped(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                               reduction="mean", label_smoothing=0.0):
         why = "legacy size_average/reduce arguments" if size_average is not None or reduce is not None else \
-            cross_entropy_unsupported(input, target, weight, reduction, label_smoothing)
+            unsupported(input, target, weight, reduction, label_smoothing)
         if why:
-            once(f"xent-fallback:{why}", f"kernels.cross_entropy: {why}: this call keeps PyTorch's cross_entropy")
+            once(f"xent-fallback:{impl}:{why}", f"kernels.cross_entropy: {why}: this call keeps PyTorch's cross_entropy")
             return original(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
-        return cross_entropy(input, target, ignore_index, reduction)
+        return fn(input, target, ignore_index, reduction)
 
-    swap(F, "cross_entropy", cross_entropy_swapped,
-         "kernels.cross_entropy: torch.nn.functional.cross_entropy -> tracetune fused softmax + cross-entropy (tuned config)")
+    name = "tracetune fused softmax + cross-entropy" if impl == "tracetune" else f"{_IMPL_NAMES.get(impl, impl)} cross-entropy"
+    swap(F, "cross_entropy", cross_entropy_swapped, f"kernels.cross_entropy: torch.nn.functional.cross_entropy -> {name} "
+                                                     "(tuned config)")
 
 
 def install_optimizers(torch):
