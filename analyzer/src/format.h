@@ -19,4 +19,13 @@ inline std::string dur(std::int64_t ns) {
   return fmt::format("{:.2f} s", v / 1e9);
 }
 
+// Sizes in reports: 512 B, 12.3 KiB, 4.56 MiB, 2.31 GiB (binary units, as allocators count).
+inline std::string bytes(std::int64_t b) {
+  const double a = std::abs(static_cast<double>(b)), v = static_cast<double>(b);
+  if (a < 1024) return fmt::format("{} B", b);
+  if (a < 1024.0 * 1024) return fmt::format("{:.1f} KiB", v / 1024);
+  if (a < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024));
+  return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
+}
+
 }  // namespace tt::analyzer

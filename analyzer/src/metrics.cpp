@@ -944,8 +944,10 @@ Metrics compute_metrics(const Trace& t, const Options& opt) {
   M.ranks.resize(ranks.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < ranks.size();)
+    for (std::size_t i; (i = next.fetch_add(1)) < ranks.size();) {
       M.ranks[i] = RankAnalyzer(t, opt, ranks[i], tree_of(t, ranks[i], rank_set), hta_step_filter).run();
+      M.ranks[i].memory = memory_by_device(t, M.ranks[i]);
+    }
   };
   unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
   n = static_cast<unsigned>(std::min<std::size_t>(n, ranks.size()));

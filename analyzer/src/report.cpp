@@ -90,6 +90,31 @@ void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& pat
   j.end_array();
 }
 
+// Memory per device (docs/analysis.md, "Memory"); per-step values are -1 where a step had no sample.
+void write_memory(Json& j, const std::vector<MemoryDevice>& memory) {
+  j.key("memory").begin_array();
+  for (const auto& m : memory) {
+    j.begin_object();
+    j.kv("device", m.device);
+    j.kv("capacity_bytes", m.capacity);
+    j.kv("peak_bytes", m.peak);
+    j.kv("reserved_peak_bytes", m.reserved_peak);
+    j.kv("growth_bytes_per_step", m.growth_per_step);
+    j.kv("growth_fit", m.growth_fit);
+    j.kv("late_growth_bytes_per_step", m.late_growth_per_step);
+    j.kv("alloc_retries", m.alloc_retries);
+    j.kv("ooms", m.ooms);
+    j.key("step_peak_bytes").begin_array();
+    for (auto v : m.step_peak) j.num(v);
+    j.end_array();
+    j.key("step_reserved_bytes").begin_array();
+    for (auto v : m.step_reserved) j.num(v);
+    j.end_array();
+    j.end_object();
+  }
+  j.end_array();
+}
+
 void write_rank(Json& j, const RankMetrics& r) {
   j.begin_object();
   j.kv("rank", r.rank);
@@ -235,6 +260,7 @@ void write_rank(Json& j, const RankMetrics& r) {
   }
   j.end_array();
   write_paths(j, "critical_path", r.paths);
+  write_memory(j, r.memory);
   j.key("notes").begin_array();
   for (const auto& n : r.notes) j.str(n);
   j.end_array();

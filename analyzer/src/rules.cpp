@@ -4,6 +4,7 @@
 #include "tracetune/analyzer/rules.h"
 
 #include <algorithm>
+#include <optional>
 #include <map>
 #include <functional>
 
@@ -75,6 +76,7 @@ std::string_view to_string(Category c) {
     case Category::MemoryBound: return "memory_bound";
     case Category::LoadImbalance: return "load_imbalance";
     case Category::CpuBound: return "cpu_bound";
+    case Category::Memory: return "memory";
   }
   return "unknown";
 }
@@ -196,6 +198,77 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
   return {f};
 }
 
+// Memory is capacity, not time: cost and gain stay 0 and severity says how urgent it is.
+Finding memory_finding(const RankMetrics& r, Severity severity) {
+  Finding f;
+  f.category = Category::Memory;
+  f.rank = r.rank;
+  f.severity = severity;
+  f.gain_model = "not estimated: memory capacity, not time";
+  return f;
+}
+
+std::optional<Finding> memory_leak(const RankMetrics& r, const MemoryDevice& m, const Thresholds& th) {
+  std::vector<std::int64_t> seen;
+  for (auto v : m.step_peak)
+    if (v >= 0) seen.push_back(v);
+  if (seen.size() < th.leak_min_steps || m.growth_per_step <= 0 || m.growth_fit < th.leak_fit) return std::nullopt;
+  // still growing in the second half: warm-up growth (allocator caches, heap arenas) levels off
+  if (m.late_growth_per_step < th.leak_late_share * m.growth_per_step) return std::nullopt;
+  const auto growth = static_cast<std::int64_t>(m.growth_per_step * static_cast<double>(seen.size() - 1));
+  if (growth < th.leak_min_bytes || growth < seen.front() / 20) return std::nullopt;
+  const auto per_step = static_cast<std::int64_t>(m.growth_per_step);
+  std::string until_full;
+  if (m.capacity > 0 && per_step > 0)
+    until_full = fmt::format("; at this rate {} is full in about {} more steps", m.device,
+                             std::max<std::int64_t>(0, (m.capacity - seen.back()) / per_step));
+  Finding f = memory_finding(r, m.capacity > 0 ? Severity::High : Severity::Medium);
+  f.title = fmt::format("Memory leak: {} memory grows {} per step ({} to {} over {} steps, R² {:.2f}){}", m.device,
+                        bytes(per_step), bytes(seen.front()), bytes(seen.back()), seen.size(), m.growth_fit, until_full);
+  f.detail = "Something keeps tensors alive from step to step: a list of losses or outputs that still hold their "
+             "graph (append loss.item() or loss.detach()), caches keyed by step, hooks that store activations.";
+  f.evidence.push_back({fmt::format("{} peak per step grows along a line: {} per step", m.device, bytes(per_step)),
+                        r.steps.front().start, r.steps.back().end, r.rank});
+  return f;
+}
+
+std::optional<Finding> memory_fragmentation(const RankMetrics& r, const MemoryDevice& m, const Thresholds& th) {
+  const bool oversized = m.peak > 0 && static_cast<double>(m.reserved_peak) >= th.fragmentation_ratio * static_cast<double>(m.peak) &&
+                         m.reserved_peak - m.peak >= th.fragmentation_min_bytes;
+  if (!oversized && m.alloc_retries == 0 && m.ooms == 0) return std::nullopt;
+  Finding f = memory_finding(r, m.ooms > 0 || m.alloc_retries > 0 ? Severity::High : Severity::Medium);
+  f.title = fmt::format("Memory fragmentation on {}: the allocator reserves {} for a peak of {} allocated{}", m.device,
+                        bytes(m.reserved_peak), bytes(m.peak),
+                        m.alloc_retries || m.ooms ? fmt::format(" ({} allocation retries, {} out-of-memory errors)",
+                                                                m.alloc_retries, m.ooms)
+                                                  : std::string());
+  f.detail = "Blocks of many sizes leave reserved memory that no request fits. Expandable segments let the caching "
+             "allocator grow segments instead of reserving new ones (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True).";
+  f.evidence.push_back({fmt::format("reserved {} vs allocated {} at peak", bytes(m.reserved_peak), bytes(m.peak))});
+  f.knobs = {"cuda.alloc_conf"};
+  return f;
+}
+
+std::optional<Finding> memory_headroom(const RankMetrics& r, const MemoryDevice& m, const Thresholds& th) {
+  if (m.capacity <= 0 || m.peak <= 0 || static_cast<double>(m.peak) >= th.headroom_share * static_cast<double>(m.capacity))
+    return std::nullopt;
+  Finding f = memory_finding(r, Severity::Low);
+  f.title = fmt::format("Memory headroom on {}: the peak is {} of {} ({:.0f}%)", m.device, bytes(m.peak),
+                        bytes(m.capacity), 100.0 * static_cast<double>(m.peak) / static_cast<double>(m.capacity));
+  f.detail = "The device could hold more: a larger batch per step (fewer, fuller steps), or less activation "
+             "recomputation (checkpointing) where the job uses it.";
+  f.evidence.push_back({fmt::format("peak allocated {} on a {} device", bytes(m.peak), bytes(m.capacity))});
+  return f;
+}
+
+std::vector<Finding> rule_memory(const RankMetrics& r, const Thresholds& th) {
+  std::vector<Finding> out;
+  for (const auto& m : r.memory)
+    for (auto check : {memory_leak, memory_fragmentation, memory_headroom})
+      if (auto f = check(r, m, th)) out.push_back(std::move(*f));
+  return out;
+}
+
 std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th) {
   const Ns sync = median_of(r, [](const StepMetrics& s) { return s.sync_wait; });
   if (!r.has_gpu || share_of(sync, r.step_median) < th.sync_share) return {};
@@ -304,8 +377,9 @@ std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th)
 std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
   std::vector<Finding> out;
   using Rule = std::vector<Finding> (*)(const RankMetrics&, const Thresholds&);
-  static constexpr Rule kRules[] = {rule_data_loading, rule_h2d_copy,   rule_launch_bound, rule_sync_stall,
-                                    rule_exposed_communication, rule_precision, rule_memory_bound, rule_cpu_bound};
+  static constexpr Rule kRules[] = {rule_data_loading,          rule_h2d_copy,  rule_launch_bound, rule_sync_stall,
+                                    rule_exposed_communication, rule_precision, rule_memory_bound, rule_cpu_bound,
+                                    rule_memory};
   for (const auto& r : m.ranks)
     for (Rule rule : kRules)
       for (auto& f : rule(r, th)) out.push_back(std::move(f));

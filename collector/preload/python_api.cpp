@@ -57,12 +57,16 @@ TT_EXPORT void tracetune_mark(const char* name, const char* domain) {
   emit(RecordType::Mark, r);
 }
 
-TT_EXPORT void tracetune_counter(const char* name, double value) {
+// A counter sample at `ts_ns` (a trace-clock time the caller measured, e.g. the end of the
+// step it describes).
+TT_EXPORT void tracetune_counter_at(const char* name, double value, std::int64_t ts_ns) {
   if (!recording()) return;
   ReentryGuard guard;
   CounterRecord r{};
-  r.ts_ns = now_ns();
+  r.ts_ns = ts_ns;
   r.name = intern(name);
   r.value = value;
   emit(RecordType::Counter, r);
 }
+
+TT_EXPORT void tracetune_counter(const char* name, double value) { tracetune_counter_at(name, value, now_ns()); }

@@ -42,6 +42,13 @@ RankMetrics everything_wrong(bool gpu, int compute_major) {
     s.memory_bound_kernels = 300;
     r.steps.push_back(s);
   }
+  // fragmented CUDA memory: 8 GiB reserved for a 2 GiB peak, with allocation retries
+  MemoryDevice m;
+  m.device = "cuda:0";
+  m.peak = 2ll << 30;
+  m.reserved_peak = 8ll << 30;
+  m.alloc_retries = 3;
+  r.memory.push_back(m);
   return r;
 }
 

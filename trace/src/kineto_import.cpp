@@ -265,6 +265,7 @@ class Importer {
   Status parse_event(od::object obj, std::size_t index);
   // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
   Status parse_args(od::object args, Args& a, int numeric);
+  Status memory_event(const Id& pid, const Id& tid, Ns ts, const Args& args);
   Status parse_device_properties(od::array arr);
   Status parse_distributed_info(od::object obj);
   Error fail(std::string_view what, std::size_t index) const;
@@ -464,6 +465,35 @@ bool get_dim3(od::value v, std::int64_t (&out)[3]) {
   return i == 3;
 }
 
+// PyTorch's profiler (profile_memory=True) writes an instant "[memory]" at every allocation and
+// free: "Device Type" (0 CPU, 1 CUDA), "Device Id", "Total Allocated", "Total Reserved". They
+// become the counters "cuda:N memory.allocated" / ".reserved" (or "cpu memory.*") the analyzer
+// reads per step (docs/analysis.md, "Memory"), not ranges.
+Status Importer::memory_event(const Id& pid, const Id& tid, Ns ts, const Args& args) {
+  double type = -1, id = 0, allocated = -1, reserved = -1;
+  for (const auto& [key, value] : args.numeric) {
+    if (key == "Device Type") type = value;
+    else if (key == "Device Id") id = value;
+    else if (key == "Total Allocated") allocated = value;
+    else if (key == "Total Reserved") reserved = value;
+  }
+  if (allocated < 0 || !(type == 0 || type == 1) || id < 0 || id > 1024) {
+    t_.add_diagnostic(DiagnosticKind::Skipped, source_, "[memory] events without device and totals");
+    return {};
+  }
+  const std::string device = type == 1 ? "cuda:" + std::to_string(static_cast<int>(id)) : std::string("cpu");
+  const std::uint32_t track = thread_track(pid, tid);
+  const auto push = [&](const char* kind, double v) {
+    t_.counters.ts.push_back(ts);
+    t_.counters.track.push_back(track);
+    t_.counters.name.push_back(t_.strings.intern(device + " memory." + kind));
+    t_.counters.value.push_back(v);
+  };
+  push("allocated", allocated);
+  if (reserved >= 0) push("reserved", reserved);
+  return {};
+}
+
 Status Importer::parse_args(od::object args, Args& a, int numeric) {
   for (auto field : args) {
     std::string_view key;
@@ -601,7 +631,8 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       od::object a;
       if (v.get_object().get(a)) return fail("'args' must be an object", index);
       // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
-      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" ? 1 : 0); !st) return st;
+      // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
+      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" || name == "[memory]" ? 1 : 0); !st) return st;
       has_args = true;
     }
   }
@@ -646,6 +677,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       return {};
     }
     case 'i': case 'I': case 'R': case 'n': {
+      if (name == "[memory]") return memory_event(pid, tid, ts, args);
       t_.ranges.push(ts, 0, thread_track(pid, tid), t_.strings.intern(name), RangeKind::Instant,
                      t_.strings.intern(cat));
       return {};

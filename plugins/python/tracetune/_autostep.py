@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 
-from tracetune import _collector, _imphook
+from tracetune import _collector, _imphook, _memory
 
 _EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
 
@@ -51,6 +51,7 @@ class _Steps:
                 DURATIONS.clear()
             if self.start is not None:
                 _collector.step(_collector.STEP, self.start, now, self.number)
+                _memory.sample(now)
                 DURATIONS.append(now - self.start)
                 self.number += 1
             self.start = now
@@ -60,6 +61,7 @@ class _Steps:
         with self.lock:
             if source == self.source and self.start is not None:
                 _collector.step(_collector.STEP, self.start, now, self.number)
+                _memory.sample(now)
                 DURATIONS.append(now - self.start)
                 self.number += 1
                 self.start = None

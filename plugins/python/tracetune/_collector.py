@@ -18,6 +18,7 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib.tracetune_range.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
             _lib.tracetune_mark.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             _lib.tracetune_counter.argtypes = [ctypes.c_char_p, ctypes.c_double]
+            _lib.tracetune_counter_at.argtypes = [ctypes.c_char_p, ctypes.c_double, ctypes.c_int64]
     except (AttributeError, OSError):
         _lib = None
 
@@ -49,3 +50,9 @@ def mark(name: str, domain: str) -> None:
 def counter(name: str, value: float) -> None:
     if _lib is not None:
         _lib.tracetune_counter(name.encode("utf-8", "replace"), value)
+
+
+def counter_at(name: str, value: float, ts_ns: int) -> None:
+    """A counter sample at a time measured earlier (tracetune_now_ns / now_ns())."""
+    if _lib is not None:
+        _lib.tracetune_counter_at(name.encode("utf-8", "replace"), value, ts_ns)

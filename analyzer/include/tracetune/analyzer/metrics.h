@@ -159,6 +159,22 @@ struct StepPath {
   std::vector<PathSegment> top;  // the longest segments, at most 5
 };
 
+// Memory of one device (or the host) over the rank's steps, from counter samples: the Python
+// integration's per-step allocator statistics and RSS, Kineto's [memory] events (docs/analysis.md,
+// "Memory"). Bytes.
+struct MemoryDevice {
+  std::string device;                  // "cuda:0", "cpu" (Kineto's host allocations), "host" (RSS)
+  std::int64_t capacity = -1;          // the device's total memory (-1: unknown, e.g. the host)
+  std::vector<std::int64_t> step_peak;      // per step: the highest allocated (or RSS) sample in it
+  std::vector<std::int64_t> step_reserved;  // per step: the highest reserved sample (empty: none)
+  std::int64_t peak = 0;               // highest allocated ever (the allocator's own peak when recorded)
+  std::int64_t reserved_peak = 0;
+  double growth_per_step = 0;          // least-squares slope of step_peak, bytes per step
+  double growth_fit = 0;               // its R² (1: a straight line)
+  double late_growth_per_step = 0;     // the slope over the second half of the steps alone
+  std::int64_t alloc_retries = 0, ooms = 0;  // the allocator's counts at the end
+};
+
 struct RankMetrics {
   std::int32_t rank = -1;        // the job's rank, or the process index when unknown
   std::uint32_t process = trace::kNone;
@@ -187,6 +203,7 @@ struct RankMetrics {
   Ns step_median = 0, step_p90 = 0, step_min = 0, step_max = 0;
   std::uint32_t main_track = trace::kNone;  // the thread that marks steps (else the pid's thread)
   std::vector<StepPath> paths;   // critical path per step, this rank alone (others' lateness: rank_wait)
+  std::vector<MemoryDevice> memory;  // per device, from counter samples (empty: none recorded)
   std::vector<std::string> notes;  // what could not be determined and why
 };
 
@@ -211,6 +228,9 @@ struct Metrics {
 };
 
 Metrics compute_metrics(const trace::Trace& t, const Options& opt);
+
+// The memory counters of the rank's process over its steps (exposed for tests).
+std::vector<MemoryDevice> memory_by_device(const trace::Trace& t, const RankMetrics& r);
 
 // Sorted-sample helpers (exposed for tests).
 Ns percentile(std::vector<Ns> v, double p);

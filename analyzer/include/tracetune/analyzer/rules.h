@@ -14,6 +14,7 @@ namespace tt::analyzer {
 
 enum class Category : std::uint8_t {
   DataLoading, H2dCopy, LaunchBound, SyncStall, ExposedCommunication, Precision, MemoryBound, LoadImbalance, CpuBound,
+  Memory,  // capacity, not time: leaks, fragmentation, headroom (cost and gain 0)
 };
 std::string_view to_string(Category);  // the ids the tuner's knob catalogue uses ("data_loading", ...)
 
@@ -57,6 +58,13 @@ struct Thresholds {
   double imbalance_spread = 0.10;       // slowest rank ≥ 10% above the median rank
   double cpu_share = 0.50;              // no-GPU rank: host busy outside waits ≥ 50% of the step
   double cpu_idle_share = 0.20;         // GPU rank: GPU idle, host late (not data/sync) ≥ 20%
+  std::size_t leak_min_steps = 5;       // memory leak: at least 5 steps with samples,
+  double leak_fit = 0.8;                // ... growing along a line (R² ≥ 0.8)
+  double leak_late_share = 0.5;         // ... and still growing in the second half (≥ 50% of the slope)
+  std::int64_t leak_min_bytes = 64ll << 20;  // ... by ≥ 64 MiB and ≥ 5% of the first step's
+  double fragmentation_ratio = 1.5;     // reserved ≥ 1.5 x allocated at peak,
+  std::int64_t fragmentation_min_bytes = 1ll << 30;  // ... and ≥ 1 GiB held but unused
+  double headroom_share = 0.5;          // device peak < 50% of its memory: room for more
   double high = 0.25, medium = 0.10;    // severity by gain share
 };
 const Thresholds& default_thresholds();
@@ -70,6 +78,7 @@ std::vector<Finding> rule_exposed_communication(const RankMetrics&, const Thresh
 std::vector<Finding> rule_precision(const RankMetrics&, const Thresholds&);
 std::vector<Finding> rule_memory_bound(const RankMetrics&, const Thresholds&);
 std::vector<Finding> rule_cpu_bound(const RankMetrics&, const Thresholds&);
+std::vector<Finding> rule_memory(const RankMetrics&, const Thresholds&);
 std::vector<Finding> rule_load_imbalance(const Metrics&, const Thresholds&);
 
 // All rules over all ranks, ranked by estimated gain (largest first).

@@ -47,7 +47,7 @@ struct Catalogue {
 // The finding categories the analyzer emits; `addresses` must use these.
 inline constexpr std::string_view kFindingIds[] = {
     "data_loading", "h2d_copy",       "launch_bound", "sync_stall", "exposed_communication",
-    "precision",    "memory_bound",   "load_imbalance", "cpu_bound"};
+    "precision",    "memory_bound",   "load_imbalance", "cpu_bound", "memory"};
 
 // Parses and checks a catalogue; `source` names it in errors ("knobs.toml: knob 3 (x.y): ...").
 Result<Catalogue> parse_catalogue(std::string_view toml_text, std::string_view source);
