@@ -31,7 +31,7 @@ TEST(KernelKept, ReadsKnobValuesTheCatalogueAllows) {
 }
 
 TEST(KernelKept, RefusesUnknownKnobsAndValues) {
-  for (const char* bad : {"kernels.gelu=\"tracetune\"\n", "kernels.layernorm=\"liger\"\n", "kernels.layernorm\n",
+  for (const char* bad : {"kernels.gelu=\"tracetune\"\n", "kernels.layernorm=\"triton\"\n", "kernels.layernorm\n",
                           "torch.num_threads=3\n"}) {
     auto r = kept(bad);
     ASSERT_FALSE(static_cast<bool>(r)) << bad;
