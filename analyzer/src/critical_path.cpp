@@ -415,7 +415,9 @@ class PathWalker {
       }
       merged.push_back(*it);
     }
+    p.pieces.reserve(merged.size());
     for (const auto& sg : merged) {
+      p.pieces.push_back({sg.s, sg.e, sg.kind, sg.track});
       p.length += sg.e - sg.s;
       p.by_kind[static_cast<std::size_t>(sg.kind)] += sg.e - sg.s;
       auto r = std::find_if(p.by_rank.begin(), p.by_rank.end(), [&](const auto& x) { return x.first == sg.rank; });

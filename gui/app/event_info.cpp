@@ -1,6 +1,7 @@
 #include "event_info.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -230,6 +231,12 @@ std::string format_counter_value(double v, const char* unit) {
   if (u == "%") return fmt::format("{:.1f} %", v);
   if (u == "GB/s") return fmt::format("{:.2f} GB/s", v);
   if (u == "MB/s") return fmt::format("{:.1f} MB/s", v);
+  if (u == "B") {  // memory: binary units, as allocators count
+    if (std::abs(v) >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
+    if (std::abs(v) >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024));
+    if (std::abs(v) >= 1024.0) return fmt::format("{:.1f} KiB", v / 1024);
+    return fmt::format("{:.0f} B", v);
+  }
   if (u.empty()) return fmt::format("{:.6g}", v);
   return fmt::format("{:.6g} {}", v, u);
 }

@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
                            "TITLE");
   QCommandLineOption compare("compare", "Compare two traces (BASE NEW, as `tracetune diff`): step bars, aligned steps, "
                                         "kernel deltas and both timelines; a click on a step shows it in both.");
-  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer, panel, compare});
+  QCommandLineOption path("critical-path", "Draw every step's critical path over the timeline (key C toggles it).");
+  cli.addOptions({shot, size, range, finding, cap, trials, tuned, renderer, panel, compare, path});
   cli.process(app);
 
   LoadOptions opt;
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
     if (!w.loadTrials(cli.value(trials), &error)) return fail(error);
   }
   if (cli.isSet(tuned)) w.loadTunedConfig(cli.value(tuned));  // a refusal is shown in the panel
+  if (cli.isSet(path)) w.timeline()->setCriticalPathVisible(true);
   if (!cli.isSet(shot)) {
     w.show();
     if (!files.isEmpty()) QTimer::singleShot(0, &w, [&w, f = files.front()] { w.openFile(f); });

@@ -167,6 +167,8 @@ void MainWindow::buildMenus() {
   view->addAction(tr("Fit the selected event (F)"), timeline_, &TimelineView::fitSelected);
   view->addAction(tr("Zoom to the area selection (Z)"), timeline_, &TimelineView::zoomToArea);
   view->addAction(tr("Keyboard help (?)"), this, [this] { timeline_->setHelpVisible(!timeline_->helpVisible()); });
+  view->addAction(tr("Critical path (C)"), this,
+                  [this] { timeline_->setCriticalPathVisible(!timeline_->criticalPathVisible()); });
   view->addSeparator();
   for (auto* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 

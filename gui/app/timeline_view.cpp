@@ -109,11 +109,14 @@ void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
   highlight_t0_ = highlight_t1_ = 0;
   collapsed_.assign(doc_ ? doc_->index.groups.size() : 0, false);
   group_rows_.assign(collapsed_.size(), {});
+  track_row_.clear();
   if (doc_) {
     const auto& idx = doc_->index;
     for (std::uint32_t r = 0; r < idx.rows.size(); ++r)
-      if (idx.rows[r].table != Table::Counters)
+      if (idx.rows[r].table != Table::Counters) {
         for (auto g = idx.rows[r].group; g != trace::kNone; g = idx.groups[g].parent) group_rows_[g].push_back(r);
+        track_row_.try_emplace(idx.rows[r].track, r);
+      }
     // Many rows: start collapsed (every process on one summary line when there are several,
     // else the threads and GPUs). Expanding everything is what makes big timelines slow to
     // scan (../shared/research/gui.md).
@@ -208,6 +211,11 @@ void TimelineView::fitSelected() {
 void TimelineView::setHighlight(Ns t0, Ns t1) {
   highlight_t0_ = t0;
   highlight_t1_ = t1;
+  refresh();
+}
+
+void TimelineView::setCriticalPathVisible(bool on) {
+  path_visible_ = on;
   refresh();
 }
 
@@ -555,7 +563,8 @@ void TimelineView::buildFrame(Frame& f) {
         f.texts.push_back({QRectF(indent, top + kLaneHeight - 4, kLabelWidth - indent - 4, h - kLaneHeight + 4),
                            fm.elidedText(scale, Qt::ElideRight, kLabelWidth - indent - 4), kDimText, Qt::AlignLeft | Qt::AlignVCenter});
       } else {
-        f.texts.push_back({QRectF(kLabelWidth + 4, top, tw - 8, 12), QString::number(s.hi, 'g', 6), kDimText, Qt::AlignRight | Qt::AlignTop});
+        f.texts.push_back({QRectF(kLabelWidth + 4, top, tw - 8, 12), qs(format_counter_value(s.hi, s.unit)), kDimText,
+                           Qt::AlignRight | Qt::AlignTop});
       }
       return;
     }
@@ -618,6 +627,7 @@ void TimelineView::buildFrame(Frame& f) {
   f.rects.push_back({QRectF(right, 0, W - right, kRulerHeight), kRulerBg});
   f.lines.push_back({QLineF(kLabelWidth - 0.5, 0, kLabelWidth - 0.5, H), 0xffbdbdbdu});
 
+  addCriticalPath(f, right);
   // overlays: the finding highlight, the area selection, the selected event, its flow arrow
   if (highlight_t1_ > highlight_t0_) {
     const double x0 = std::max<double>(kLabelWidth, xAt(highlight_t0_)), x1 = std::min<double>(right, xAt(highlight_t1_));
@@ -680,6 +690,7 @@ void TimelineView::buildFrame(Frame& f) {
         {"Z", "zoom to the area selection"},        {"0", "fit the whole trace"},
         {"P / double-click label", "pin or unpin a row"}, {"click a group", "collapse or expand"},
         {"Ctrl+F, F3, Shift+F3", "search names, next, previous"}, {"Esc", "clear selection and highlights"},
+        {"C", "show or hide the critical path"},
         {"?", "this help"}};
     const int n = static_cast<int>(std::size(kHelp)), lh = fm.height() + 2, bw = 440, bh = (n + 2) * lh;
     const double bx = (W - bw) / 2.0, by = std::max(0.0, (H - bh) / 2.0);
@@ -690,6 +701,35 @@ void TimelineView::buildFrame(Frame& f) {
       f.overlay_texts.push_back({QRectF(bx + 200, by + (i + 1.5) * lh, bw - 210, lh), QString::fromUtf8(kHelp[i][1]), 0xffffffffu, Qt::AlignLeft | Qt::AlignVCenter});
     }
   }
+}
+
+// Colours of the path's kinds (analyzer::PathKind order), as in the HTML report.
+constexpr QRgb kPathColors[analyzer::kPathKinds] = {0xff9c755fu, 0xffff9da7u, 0xff4e79a7u, 0xff76b7b2u, 0xffe15759u,
+                                                    0xffbab0acu, 0xfff28e2bu, 0xffedc948u, 0xffb07aa1u};
+constexpr double kPathBar = 6;
+
+// Every step's critical path (analyzer::StepPath::pieces) over the rows it ran on: a bar along
+// the top of the row in its kind's colour, and a thin line where the path moves to another row.
+void TimelineView::addCriticalPath(Frame& f, double right) const {
+  if (!path_visible_ || !doc_ || !doc_->analysed()) return;
+  for (const auto& r : doc_->analysis().metrics.ranks)
+    for (const auto& p : r.paths) {
+      std::optional<QPointF> prev;
+      for (const auto& piece : p.pieces) {
+        const auto row = track_row_.find(piece.track);
+        const QRect rr = row == track_row_.end() ? QRect() : rowRect(row->second);
+        const double x0 = std::max<double>(kLabelWidth, xAt(piece.start)), x1 = std::min<double>(right, xAt(piece.end));
+        if (rr.isEmpty() || piece.end < t0_ || piece.start > t1_ || x1 < x0) {
+          prev.reset();
+          continue;
+        }
+        const double y = rr.top() + 1;
+        f.overlays.push_back({QRectF(x0, y, std::max(1.5, x1 - x0), kPathBar), kPathColors[static_cast<int>(piece.kind)]});
+        if (prev && std::abs(prev->y() - (y + kPathBar / 2)) > 1)
+          f.lines.push_back({QLineF(*prev, QPointF(x0, y + kPathBar / 2)), 0xffd50000u, 1.2});
+        prev = QPointF(x1, y + kPathBar / 2);
+      }
+    }
 }
 
 void TimelineView::renderTo(QPainter& p) {
@@ -860,6 +900,7 @@ void TimelineView::keyPressEvent(QKeyEvent* ev) {
     case Qt::Key_D: panPixels(timelineWidth() / 10.0); break;
     case Qt::Key_F: fitSelected(); break;
     case Qt::Key_Z: zoomToArea(); break;
+    case Qt::Key_C: setCriticalPathVisible(!path_visible_); break;
     case Qt::Key_0:
     case Qt::Key_Home: fitAll(); break;
     case Qt::Key_P:

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include <QWidget>
@@ -66,6 +67,9 @@ class TimelineView : public QWidget {
   void select(EventRef e);
   void fitSelected();
   void setHighlight(trace::Ns t0, trace::Ns t1);  // a finding's evidence; t1 <= t0 clears
+  // Draws every step's critical path (from the analysis) over the rows it ran on (key C).
+  void setCriticalPathVisible(bool on);
+  bool criticalPathVisible() const { return path_visible_; }
   const std::optional<AreaSelection>& area() const { return area_; }
   void setArea(std::optional<AreaSelection> a);
   void zoomToArea();
@@ -81,6 +85,7 @@ class TimelineView : public QWidget {
   bool pinned(std::uint32_t row) const;
   // The band of `row` in widget coordinates (empty when scrolled away or hidden).
   QRect rowRect(std::uint32_t row) const;
+  void addCriticalPath(Frame& f, double right) const;
   // The timeline part of a group's header line (a summary when collapsed); empty when hidden.
   QRect groupRect(std::uint32_t group) const;
   EventRef eventAt(QPoint p) const;
@@ -168,6 +173,8 @@ class TimelineView : public QWidget {
   trace::Ns highlight_t0_ = 0, highlight_t1_ = 0;
   std::optional<AreaSelection> area_;
   bool help_ = false;
+  bool path_visible_ = false;
+  std::unordered_map<std::uint32_t, std::uint32_t> track_row_;  // trace track -> its first event row
 
   // mouse drag state
   enum class Drag { None, Pan, Area } drag_ = Drag::None;

@@ -993,6 +993,61 @@ class GuiTest : public QObject {
     QVERIFY(w->detailsPane()->toPlainText().contains("<b>bold</b> &amp; <img src=x>"));
   }
 
+  // The critical path (key C): drawn over the rows it runs on in its kinds' colours, gone again
+  // when toggled off. ResNet: one window; its path runs through the data wait and GPU compute.
+  void criticalPathIsDrawnWhenToggled() {
+    auto w = open(kFindingsTrace);
+    QVERIFY(w);
+    QTRY_VERIFY(w->timeline()->document()->analysed());
+    auto* tl = w->timeline();
+    const auto& paths = tl->document()->analysis().metrics.ranks.at(0).paths;
+    QVERIFY(!paths.empty() && !paths[0].pieces.empty());
+    auto path_pixels = [&] {
+      const QImage img = tl->grab().toImage();
+      int n = 0;
+      for (int y = 0; y < img.height(); ++y)
+        for (int x = TimelineView::kLabelWidth; x < img.width(); ++x) {
+          const QRgb p = img.pixel(x, y) | 0xff000000u;
+          n += p == 0xffedc948u || p == 0xff4e79a7u || p == 0xff9c755fu;  // data wait, GPU compute, host compute
+        }
+      return n;
+    };
+    const int off = path_pixels();
+    QTest::keyClick(tl, Qt::Key_C);
+    QVERIFY(tl->criticalPathVisible());
+    const int on = path_pixels();
+    QVERIFY2(on > off + 200, qPrintable(QString("%1 path-coloured pixels with the path, %2 without").arg(on).arg(off)));
+    QTest::keyClick(tl, Qt::Key_C);
+    QVERIFY(!tl->criticalPathVisible());
+    QCOMPARE(path_pixels(), off);
+  }
+
+  // Memory samples are bytes: their rows and readouts say MiB/GiB, not 2.4e+08.
+  void memoryCountersReadInBytes() {
+    QTemporaryDir tmp;
+    const QString path = tmp.filePath("memory.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 10, "dur": 100},
+      {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 20,
+       "args": {"Device Type": 1, "Device Id": 0, "Bytes": 1048576, "Total Allocated": 268435456, "Total Reserved": 536870912}},
+      {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 60,
+       "args": {"Device Type": 1, "Device Id": 0, "Bytes": -1048576, "Total Allocated": 267386880, "Total Reserved": 536870912}}]})");
+    f.close();
+    auto w = open(path);
+    QVERIFY(w);
+    const auto& d = *w->timeline()->document();
+    std::uint32_t row = tt::trace::kNone;
+    for (std::uint32_t r = 0; r < d.index.rows.size(); ++r)
+      if (d.index.rows[r].label == "cuda:0 memory.allocated") row = r;
+    QVERIFY(row != tt::trace::kNone);
+    const auto fields = describe_counter(d, row, d.index.start + 30'000);
+    bool bytes = false;
+    for (const auto& [k, v] : fields) bytes = bytes || (k == "value" && v == "256.0 MiB");
+    QVERIFY2(bytes, fields.empty() ? "no fields" : fields.back().second.c_str());
+  }
+
   // A name of a million characters: drawn, shown in the details pane and found, but cut to a
   // display length everywhere (it once took 50 s and 2.2 GB to draw a 100 MB name).
   void hugeNamesAreElidedForDisplay() {

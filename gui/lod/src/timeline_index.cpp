@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "tracetune/gui/derived_counters.h"
@@ -10,6 +11,13 @@ namespace tt::gui {
 
 using trace::kNone;
 using trace::Trace;
+
+// Memory counters (docs/analysis.md, "Memory": "<device> memory.<kind>") are bytes.
+const char* counter_unit(std::string_view name) {
+  for (std::string_view kind : {" memory.allocated", " memory.reserved", " memory.max_allocated", " memory.rss"})
+    if (name.ends_with(kind)) return "B";
+  return "";
+}
 
 const char* table_label(Table t) {
   switch (t) {
@@ -282,6 +290,7 @@ class Builder {
         row.label = std::string(t_.strings.get(name));
         row.events = rows.size();
         row.counter = build_counter_series(t_.counters, std::move(rows));
+        row.counter.unit = counter_unit(row.label);
         idx_.index_bytes += row.counter.heap_bytes();
         idx_.rows.push_back(std::move(row));
       }

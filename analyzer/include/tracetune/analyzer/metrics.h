@@ -148,6 +148,12 @@ struct PathSegment {
   std::string what;  // the kernel, call or thread
 };
 
+struct PathPiece {  // one stretch of the path on one track (for drawing it over a timeline)
+  Ns start = 0, end = 0;
+  PathKind kind = PathKind::HostCompute;
+  std::uint32_t track = trace::kNone;  // the thread, stream or device it ran on (kNone: none)
+};
+
 struct StepPath {
   std::int64_t step = -1;        // step number (-1: the whole window)
   std::int32_t rank = -1;        // the rank whose step it is (where the walk starts)
@@ -157,6 +163,7 @@ struct StepPath {
   Ns by_kind[kPathKinds] = {};
   std::vector<std::pair<std::int32_t, Ns>> by_rank;  // time on the path per rank (cross-rank walks)
   std::vector<PathSegment> top;  // the longest segments, at most 5
+  std::vector<PathPiece> pieces; // the whole path in time order (not in the JSON report)
 };
 
 // Memory of one device (or the host) over the rank's steps, from counter samples: the Python

@@ -91,7 +91,7 @@ struct CounterSeries {
   // Bins: the values (in `unit`), their first bin's start and the bin width
   std::vector<float> bins;
   Ns t0 = 0, bin = 1;
-  const char* unit = "";  // "%", "GB/s", "MB/s"; empty for table samples (unitless as recorded)
+  const char* unit = "";  // "%", "GB/s", "MB/s"; "B" for memory samples; empty for other samples
   // min/max of the values over blocks of kBlock consecutive samples or bins, so a column that
   // covers many costs O(blocks) instead of O(samples).
   static constexpr std::uint32_t kBlock = 64;
