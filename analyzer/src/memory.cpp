@@ -9,26 +9,12 @@
 
 #include "tracetune/analyzer/metrics.h"
 
+#include "track_owner.h"
+
 namespace tt::analyzer {
 namespace {
 
 using trace::Trace;
-
-// The process a track belongs to (kNone: unknown).
-std::uint32_t track_process(const Trace& t, std::uint32_t track) {
-  if (track >= t.tracks.size()) return trace::kNone;
-  const auto& tr = t.tracks[track];
-  switch (tr.type) {
-    case trace::TrackType::Thread: return t.threads[tr.owner].process;
-    case trace::TrackType::Process: return tr.owner;
-    case trace::TrackType::Device: return t.devices[tr.owner].process;
-    case trace::TrackType::Stream: {
-      const auto dev = t.streams[tr.owner].device;
-      return dev == trace::kNone ? trace::kNone : t.devices[dev].process;
-    }
-  }
-  return trace::kNone;
-}
 
 std::int64_t capacity_of(const Trace& t, std::string_view device, std::uint32_t process) {
   if (!device.starts_with("cuda:")) return -1;

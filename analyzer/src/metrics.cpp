@@ -947,6 +947,7 @@ Metrics compute_metrics(const Trace& t, const Options& opt) {
     for (std::size_t i; (i = next.fetch_add(1)) < ranks.size();) {
       M.ranks[i] = RankAnalyzer(t, opt, ranks[i], tree_of(t, ranks[i], rank_set), hta_step_filter).run();
       M.ranks[i].memory = memory_by_device(t, M.ranks[i]);
+      M.ranks[i].efficiency = efficiency_of(t, M.ranks[i]);
     }
   };
   unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());

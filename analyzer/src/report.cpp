@@ -115,6 +115,20 @@ void write_memory(Json& j, const std::vector<MemoryDevice>& memory) {
   j.end_array();
 }
 
+// Kernel efficiency (docs/analysis.md); "ops": 0 when the trace carries no GEMM shapes.
+void write_efficiency(Json& j, const Efficiency& e) {
+  j.key("efficiency").begin_object();
+  j.kv("gemm_ops", e.ops);
+  j.kv("flops_per_step", e.flops_per_step);
+  j.kv("achieved_tflops", e.achieved_tflops);
+  j.kv("mfu", e.mfu);
+  j.kv("peak", e.peak);
+  j.key("flops_per_step_by_dtype").begin_object();
+  for (const auto& [dtype, flops] : e.flops_by_dtype) j.kv(dtype, flops);
+  j.end_object();
+  j.end_object();
+}
+
 void write_rank(Json& j, const RankMetrics& r) {
   j.begin_object();
   j.kv("rank", r.rank);
@@ -261,6 +275,7 @@ void write_rank(Json& j, const RankMetrics& r) {
   j.end_array();
   write_paths(j, "critical_path", r.paths);
   write_memory(j, r.memory);
+  write_efficiency(j, r.efficiency);
   j.key("notes").begin_array();
   for (const auto& n : r.notes) j.str(n);
   j.end_array();
@@ -512,6 +527,11 @@ std::string render_text(const Analysis& a, bool color) {
         }
       }
     }
+    if (r.efficiency.ops)
+      o += fmt::format("  GEMM FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n",
+                       r.efficiency.flops_per_step / 1e9, r.efficiency.ops, r.efficiency.achieved_tflops,
+                       r.efficiency.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * r.efficiency.mfu, r.efficiency.peak)
+                                             : std::string("; MFU unknown (no peak for this device)"));
     if (r.io.calls)
       o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
                        "{} on the main thread\n",

@@ -309,6 +309,15 @@ std::vector<Finding> rule_exposed_communication(const RankMetrics& r, const Thre
   return {f};
 }
 
+// Where the trace carries GEMM shapes: how far the step's GEMMs are from the device's peak.
+void add_efficiency(Finding& f, const RankMetrics& r) {
+  const Efficiency& e = r.efficiency;
+  if (e.ops == 0 || e.mfu < 0) return;
+  f.evidence.push_back({fmt::format("the step's GEMMs ({:.3g} GFLOP) would take {:.1f}% of the step at the device's "
+                                    "peak (MFU): {}",
+                                    e.flops_per_step / 1e9, 100 * e.mfu, e.peak)});
+}
+
 std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) {
   if (!r.has_gpu || share_of(r.gemm.fp32_simt, r.gpu.busy) < th.fp32_gemm_share) return {};
   const Ns cost = median_of(r, [](const StepMetrics& s) { return s.fp32_gemm; });
@@ -335,6 +344,7 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
                                     dur(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
   if (no_tf32) f.knobs = {"amp.dtype"};
   else f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype"};
+  add_efficiency(f, r);
   return {f};
 }
 
@@ -347,6 +357,7 @@ std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& t
   f.detail = "These kernels move data more than they compute; fusing them (torch.compile) removes round trips to memory.";
   f.gain_model = fmt::format("{:.0f}% of their time removed by fusion", pct(th.fusion_saving));
   f.knobs = {"compile.mode"};
+  add_efficiency(f, r);
   return {f};
 }
 

@@ -33,6 +33,24 @@ def load_json(path: pathlib.Path):
         return json.load(f)
 
 
+def gemm_flops(name, args):
+    """FLOPs of a GEMM op from its "flops" arg or "Input Dims", as docs/trace-format.md says."""
+    if name not in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"):
+        return 0
+    if isinstance(args.get("flops"), int) and args["flops"] > 0:
+        return args["flops"]
+    dims = args.get("Input Dims") or []
+    first = 1 if name in ("aten::addmm", "aten::baddbmm") else 0
+    if len(dims) < first + 2:
+        return 0
+    x, y = dims[first], dims[first + 1]
+    if len(x) == 2 and len(y) == 2 and x[1] == y[0]:
+        return 2 * x[0] * x[1] * y[1]
+    if len(x) == 3 and len(y) == 3 and x[0] == y[0] and x[2] == y[1]:
+        return 2 * x[0] * x[1] * x[2] * y[2]
+    return 0
+
+
 def source_counts(inputs):
     """Counts per kind from the Kineto files, by the mapping in docs/trace-format.md."""
     c = collections.Counter()
@@ -46,6 +64,8 @@ def source_counts(inputs):
                 c["flows"] += 1
             elif ph == "M":
                 c["metadata"] += 1
+            elif ph in ("i", "I", "R", "n") and name == "[memory]":
+                c["counters"] += ("Total Allocated" in args) + ("Total Reserved" in args)
             elif ph in ("i", "I", "R", "n"):
                 c["ranges"] += 1
             elif ph == "C":
@@ -56,6 +76,8 @@ def source_counts(inputs):
             elif ph == "B":
                 pass
             elif ph == "X":
+                if cat in ("cpu_op", "Operator") and gemm_flops(name, args) > 0:
+                    c["counters"] += 1  # "gemm.flops.<dtype>" (docs/trace-format.md)
                 if cat in ("kernel", "Kernel"):
                     c["kernels"] += 1
                 elif cat == "mtia_ccp_events":

@@ -120,7 +120,7 @@ enum ArgBit : std::uint32_t {
   kCbid = 1u << 4, kRegisters = 1u << 5, kSharedMem = 1u << 6, kGrid = 1u << 7,
   kBlock = 1u << 8, kBytes = 1u << 9, kInNelems = 1u << 10, kGroupSize = 1u << 11,
   kWaitStream = 1u << 12, kWaitEvent = 1u << 13, kSize = 1u << 14, kSortIndex = 1u << 15,
-  kPgId = 1u << 16, kOutNelems = 1u << 17,
+  kPgId = 1u << 16, kOutNelems = 1u << 17, kFlops = 1u << 18, kDims = 1u << 19,
 };
 
 struct Args {
@@ -133,6 +133,12 @@ struct Args {
   std::string_view coll_name, dtype, pg_name, pg_desc, sync_kind, kind, direction, name, labels;
   // counter ('C') events: numeric args in order
   std::vector<std::pair<std::string_view, double>> numeric;
+  // GEMM ops (record_shapes / with_flops): the first three inputs' sizes (up to 4 dims each),
+  // the first input's type and the profiler's own FLOP count
+  std::int64_t dims[3][4] = {};
+  int ndims[3] = {};
+  std::string_view input_type;
+  std::int64_t flops = 0;
 };
 
 // ---- the importer ----
@@ -264,7 +270,8 @@ class Importer {
 
   Status parse_event(od::object obj, std::size_t index);
   // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
-  Status parse_args(od::object args, Args& a, int numeric);
+  Status parse_args(od::object args, Args& a, int numeric, bool want_dims);
+  void push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
   Status memory_event(const Id& pid, const Id& tid, Ns ts, const Args& args);
   Status parse_device_properties(od::array arr);
   Status parse_distributed_info(od::object obj);
@@ -451,6 +458,44 @@ bool get_int(od::value v, std::int64_t& out) {
   return false;
 }
 
+// The GEMM ops whose shapes give their FLOPs (leaves of aten::matmul / aten::linear).
+bool gemm_op(std::string_view name) {
+  return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm";
+}
+
+// "Input Dims": [[M, K], [K, N], ...]: the first three inputs' shapes (each up to 4 sizes).
+bool get_input_dims(od::value v, Args& a) {
+  od::array arr;
+  if (v.get_array().get(arr)) return false;
+  int i = 0;
+  for (auto el : arr) {
+    if (i == 3) break;
+    od::array shape;
+    od::value ev;
+    if (el.get(ev) || ev.get_array().get(shape)) return false;
+    int n = 0;
+    for (auto d : shape) {
+      std::int64_t x;
+      od::value dv;
+      if (d.get(dv) || !get_int(dv, x) || x < 0 || n == 4) return false;
+      a.dims[i][n++] = x;
+    }
+    a.ndims[i++] = n;
+  }
+  return true;
+}
+
+// The first entry of "Input type": ["float", "float"] -> "float".
+bool get_first_string(od::value v, std::string_view& out) {
+  od::array arr;
+  if (v.get_array().get(arr)) return false;
+  for (auto el : arr) {
+    od::value ev;
+    return !el.get(ev) && !ev.get_string().get(out);
+  }
+  return true;
+}
+
 bool get_dim3(od::value v, std::int64_t (&out)[3]) {
   od::array arr;
   if (v.get_array().get(arr)) return false;
@@ -494,7 +539,7 @@ Status Importer::memory_event(const Id& pid, const Id& tid, Ns ts, const Args& a
   return {};
 }
 
-Status Importer::parse_args(od::object args, Args& a, int numeric) {
+Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dims) {
   for (auto field : args) {
     std::string_view key;
     if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
@@ -529,7 +574,8 @@ Status Importer::parse_args(od::object args, Args& a, int numeric) {
         else if (key == "name") take_str(a.name);
         break;
       case 5:
-        if (key == "block") { if (get_dim3(v, a.block)) a.has |= kBlock; else ok = false; }
+        if (key == "flops") take_int(a.flops, kFlops);
+        else if (key == "block") { if (get_dim3(v, a.block)) a.has |= kBlock; else ok = false; }
         else if (key == "bytes") take_int(a.bytes, kBytes);
         else if (key == "dtype") take_str(a.dtype);
         break;
@@ -556,6 +602,8 @@ Status Importer::parse_args(od::object args, Args& a, int numeric) {
         else if (key == "direction") take_str(a.direction);
         else if (key == "sort_index") take_int(a.sort_index, kSortIndex);
         else if (key == "stream_id") take_int(a.stream, kStream);
+        else if (key == "Input Dims" && want_dims) { if (get_input_dims(v, a)) a.has |= kDims; else ok = false; }
+        else if (key == "Input type" && want_dims) { if (!get_first_string(v, a.input_type)) ok = false; }
         break;
     }
     if (!ok) ++ignored_arg_types_;
@@ -632,7 +680,8 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       if (v.get_object().get(a)) return fail("'args' must be an object", index);
       // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
       // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
-      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" || name == "[memory]" ? 1 : 0); !st) return st;
+      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" || name == "[memory]" ? 1 : 0, gemm_op(name)); !st)
+        return st;
       has_args = true;
     }
   }
@@ -825,6 +874,7 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     default: break;
   }
   t_.ranges.push(ts, dur, track, nm, kind, t_.strings.intern(cat), static_cast<std::uint32_t>(args.external_id));
+  if (kind == RangeKind::CpuOp && (args.has & (kDims | kFlops))) push_gemm_flops(ts, track, name, args);
 
   if (name.starts_with("ProfilerStep#")) {
     std::int64_t n = 0;
@@ -835,6 +885,29 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
   }
   if (!args.coll_name.empty()) push_collective(ts, dur, track, nm, args, CollectiveSide::Host, 0);
   return {};
+}
+
+// Model FLOPs of a GEMM op (docs/analysis.md, "Kernel efficiency"): the profiler's own count
+// (with_flops=True) or 2·M·K·N (times the batch) from its input shapes (record_shapes=True), as
+// the counter "gemm.flops.<dtype>" at the op's start on its thread. Inner ops a GEMM dispatches
+// to (aten::matmul -> aten::mm) are not double counted: only these leaf ops are read.
+void Importer::push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& a) {
+  double flops = (a.has & kFlops) ? static_cast<double>(a.flops) : 0;  // double: crafted shapes cannot overflow
+  const int first = name == "aten::addmm" || name == "aten::baddbmm" ? 1 : 0;  // input 0 is the bias
+  const auto& x = a.dims[first];
+  const auto& y = a.dims[first + 1];
+  const int nx = a.ndims[first], ny = a.ndims[first + 1];
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  if (flops <= 0 && nx == 2 && ny == 2 && x[1] == y[0]) flops = 2 * d(x[0]) * d(x[1]) * d(y[1]);
+  if (flops <= 0 && nx == 3 && ny == 3 && x[0] == y[0] && x[2] == y[1]) flops = 2 * d(x[0]) * d(x[1]) * d(x[2]) * d(y[2]);
+  if (!(flops > 0 && flops < 1e21)) return;
+  const std::string_view type = a.input_type;
+  const char* dtype = type == "float" ? "fp32" : type == "c10::BFloat16" ? "bf16" : type == "c10::Half" ? "fp16"
+                      : type == "double" ? "fp64" : "other";
+  t_.counters.ts.push_back(ts);
+  t_.counters.track.push_back(track);
+  t_.counters.name.push_back(t_.strings.intern(std::string("gemm.flops.") + dtype));
+  t_.counters.value.push_back(flops);
 }
 
 void Importer::push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name,

@@ -182,6 +182,17 @@ struct MemoryDevice {
   std::int64_t alloc_retries = 0, ooms = 0;  // the allocator's counts at the end
 };
 
+// Model FLOPs and utilisation (docs/analysis.md, "Kernel efficiency"), where the trace carries
+// GEMM shapes or FLOP counts (Kineto record_shapes / with_flops, imported as "gemm.flops.<dtype>").
+struct Efficiency {
+  double flops_per_step = 0;       // GEMM FLOPs per step (median over steps)
+  double achieved_tflops = 0;      // flops_per_step / the median step time, in TFLOP/s
+  double mfu = -1;                 // ideal GEMM time at the device's peak / step time (-1: peak unknown)
+  std::string peak;                // the peak it is measured against, with its source
+  std::vector<std::pair<std::string, double>> flops_by_dtype;  // per step: "fp32" -> FLOPs
+  std::uint64_t ops = 0;           // GEMM ops counted
+};
+
 struct RankMetrics {
   std::int32_t rank = -1;        // the job's rank, or the process index when unknown
   std::uint32_t process = trace::kNone;
@@ -211,6 +222,7 @@ struct RankMetrics {
   std::uint32_t main_track = trace::kNone;  // the thread that marks steps (else the pid's thread)
   std::vector<StepPath> paths;   // critical path per step, this rank alone (others' lateness: rank_wait)
   std::vector<MemoryDevice> memory;  // per device, from counter samples (empty: none recorded)
+  Efficiency efficiency;             // ops == 0: the trace carries no GEMM shapes
   std::vector<std::string> notes;  // what could not be determined and why
 };
 
@@ -235,6 +247,9 @@ struct Metrics {
 };
 
 Metrics compute_metrics(const trace::Trace& t, const Options& opt);
+
+// GEMM FLOPs of the rank's process per step against its device's peak (exposed for tests).
+Efficiency efficiency_of(const trace::Trace& t, const RankMetrics& r);
 
 // The memory counters of the rank's process over its steps (exposed for tests).
 std::vector<MemoryDevice> memory_by_device(const trace::Trace& t, const RankMetrics& r);
