@@ -77,6 +77,17 @@ constexpr std::array<Series, kPathKinds> kPathSeries{{
 
 double nonneg(double v) { return v > 0 ? v : 0; }
 
+// The largest sum of a bar's (non-negative) parts: the scale of a stacked chart.
+double largest_total(const std::vector<std::vector<double>>& bars) {
+  double top = 0;
+  for (const auto& bar : bars) {
+    double sum = 0;
+    for (double v : bar) sum += nonneg(v);
+    top = std::max(top, sum);
+  }
+  return top;
+}
+
 std::string legend(const std::vector<Series>& series) {
   std::string o = "<div class=legend>";
   for (const auto& s : series) o += fmt::format("<span><i style='background:{}'></i>{}</span>", s.color, s.name);
@@ -87,12 +98,7 @@ std::string legend(const std::vector<Series>& series) {
 std::string hbars(const std::vector<std::string>& labels, const std::vector<std::vector<double>>& rows,
                   const std::vector<Series>& series) {
   constexpr int kLabelW = 260, kBarW = 640, kRowH = 22;
-  double top = 0;
-  for (const auto& r : rows) {
-    double sum = 0;
-    for (double v : r) sum += nonneg(v);
-    top = std::max(top, sum);
-  }
+  const double top = largest_total(rows);
   const int h = static_cast<int>(rows.size()) * kRowH + 4;
   std::string o = fmt::format("<svg width={} height={} role=img>", kLabelW + kBarW + 90, h);
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -115,12 +121,7 @@ std::string hbars(const std::vector<std::string>& labels, const std::vector<std:
 std::string vbars(const std::vector<std::string>& labels, const std::vector<std::vector<double>>& cols,
                   const std::vector<Series>& series) {
   constexpr int kPlotW = 860, kPlotH = 220, kLeft = 70;
-  double top = 0;
-  for (const auto& c : cols) {
-    double sum = 0;
-    for (double v : c) sum += nonneg(v);
-    top = std::max(top, sum);
-  }
+  const double top = largest_total(cols);
   constexpr double kMaxSlot = 48;  // a few steps: narrow bars, not one wall of colour
   const double slot =
       cols.empty() ? 0 : std::min(kMaxSlot, static_cast<double>(kPlotW) / static_cast<double>(cols.size()));
