@@ -466,13 +466,18 @@ static int run_cli(int argc, char** argv) {
   exp->add_option("-o,--output", exp_out, "Output file")->required();
 
   collector::RecordOptions rec_opt;
-  std::string rec_trace = "io,nvtx,python,cuda,nccl";
+  std::string rec_trace = collector::trace_source_ids();
   std::string rec_out = "trace.db";
   bool rec_no_env = false;
   auto* rec = app.add_subcommand("record", "Run a job with the collector injected and record it into a trace:\n"
-                                           "  tracetune record [-o OUT.db] [--trace io,nvtx,python,cuda,nccl] -- CMD...");
+                                           "  tracetune record [-o OUT.db] [--trace " + collector::trace_source_ids() +
+                                               "] -- CMD...");
   rec->add_option("-o,--output", rec_out, "Trace database to write (default trace.db)");
-  rec->add_option("--trace", rec_trace, "What to record: comma-separated io, nvtx, python, cuda (CUPTI), nccl (NCCL profiler plugin)");
+  std::string trace_help = "What to record, comma-separated (default: all):";
+  for (const auto& source : collector::kTraceSources)
+    trace_help += fmt::format(" {} ({}),", source.id, source.what);
+  trace_help.pop_back();
+  rec->add_option("--trace", rec_trace, trace_help);
   rec->add_flag("--no-env", rec_no_env, "Do not record the job's environment (secrets are always redacted)");
   std::string rec_raw;
   rec->add_option("--raw-dir", rec_raw, "Directory for the per-process record files (default OUT.db.raw; must not exist or be empty)");
@@ -746,13 +751,9 @@ static int run_cli(int argc, char** argv) {
     rec_opt.raw_dir = rec_raw;
     rec_opt.record_env = !rec_no_env;
     if (rec_max_steps > 0) rec_opt.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(rec_max_steps));
-    rec_opt.trace.clear();
-    for (const std::string_view view : trace::split_list(rec_trace)) {
-      const std::string item(view);
-      if (item != "io" && item != "nvtx" && item != "python" && item != "cuda" && item != "nccl")
-        return fail("record: unknown --trace item '" + item + "' (known: io, nvtx, python, cuda, nccl)");
-      rec_opt.trace.push_back(item);
-    }
+    auto sources = collector::parse_trace_sources(rec_trace);
+    if (!sources) return fail("record: " + sources.error());
+    rec_opt.trace = std::move(sources.value());
     return cmd_record(rec_opt);
   }
   return 2;

@@ -11,6 +11,7 @@
 #include "tracetune/collector/launcher.h"
 
 #include "raw_dir_watch.h"
+#include "tracetune/trace/strings.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -213,11 +215,8 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
   for (const auto& h : report.hosts)
     if (report.hosts.size() > 1) s += fmt::format("  host {}: clock offset {} ns ({} files)\n", h.host, h.offset_ns, h.files);
   std::vector<std::string> missing;
-  if (!has(opt.trace, "io")) missing.push_back("file I/O (not requested)");
-  if (!has(opt.trace, "nvtx")) missing.push_back("NVTX ranges (not requested)");
-  if (!has(opt.trace, "python")) missing.push_back("Python steps (not requested)");
-  if (!has(opt.trace, "cuda")) missing.push_back("CUDA kernels, copies, syncs and API calls (not requested)");
-  if (!has(opt.trace, "nccl")) missing.push_back("NCCL operations from the profiler plugin (not requested)");
+  for (const auto& source : kTraceSources)
+    if (!has(opt.trace, source.id)) missing.push_back(fmt::format("{} (not requested)", source.what));
   if (has(opt.trace, "cuda") || has(opt.trace, "nccl"))
     s += "GPU          " + report.gpu_line(!cupti_library_path().empty()) + "\n";
   for (const auto& n : report.gpu_notes) s += "warning      GPU: " + n + "\n";
@@ -285,6 +284,24 @@ std::string preload_blocker(const fs::path& program) {
 }
 
 }  // namespace
+
+std::string trace_source_ids(std::string_view sep) {
+  std::string ids;
+  for (const auto& source : kTraceSources) ids += (ids.empty() ? "" : std::string(sep)) + std::string(source.id);
+  return ids;
+}
+
+Result<std::vector<std::string>> parse_trace_sources(std::string_view list) {
+  std::vector<std::string> out;
+  for (const std::string_view item : trace::split_list(list)) {
+    const bool known = std::any_of(std::begin(kTraceSources), std::end(kTraceSources),
+                                   [&](const TraceSource& s) { return s.id == item; });
+    if (!known)
+      return make_error(fmt::format("unknown --trace item '{}' (known: {})", item, trace_source_ids(", ")));
+    out.emplace_back(item);
+  }
+  return out;
+}
 
 Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env,
                     const std::function<void()>& tick) {

@@ -1,5 +1,6 @@
 // merge_raw: raw record files of several processes and hosts -> one Trace. Process rows
 // (fork, exec, crash), event mapping, clock alignment, damage reporting, determinism.
+#include "tracetune/collector/launcher.h"
 #include "tracetune/collector/merge.h"
 
 #include <algorithm>
@@ -592,3 +593,15 @@ TEST(Merge, NcclNvtxRangesWithBytesBecomeCollectives) {
 }
 
 }  // namespace tt::collector
+
+// `record --trace`: one table of what can be recorded (launcher.h), parsed and listed from it.
+TEST(TraceSources, ParsedAndListedFromOneTable) {
+  EXPECT_EQ(tt::collector::trace_source_ids(), "io,nvtx,python,cuda,nccl");
+  auto some = tt::collector::parse_trace_sources("io,cuda");
+  ASSERT_TRUE(some.ok()) << some.error();
+  EXPECT_EQ(some.value(), (std::vector<std::string>{"io", "cuda"}));
+  auto bad = tt::collector::parse_trace_sources("io,gpu");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "unknown --trace item 'gpu' (known: io, nvtx, python, cuda, nccl)");
+  EXPECT_EQ(tt::collector::RecordOptions{}.trace.size(), std::size(tt::collector::kTraceSources));
+}

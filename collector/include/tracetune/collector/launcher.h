@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,11 +14,29 @@
 
 namespace tt::collector {
 
+// What `record --trace` can record, in one table: the CLI's parsing and help, the default
+// (everything) and the summary's "not recorded" lines all read it.
+struct TraceSource {
+  std::string_view id;    // the --trace item
+  std::string_view what;  // for --help and the summary
+};
+inline constexpr TraceSource kTraceSources[] = {
+    {"io", "file I/O"},
+    {"nvtx", "NVTX ranges"},
+    {"python", "Python steps, ranges and counters"},
+    {"cuda", "CUDA kernels, copies, syncs and API calls, by CUPTI"},
+    {"nccl", "NCCL operations, by the NCCL profiler plugin"},
+};
+// Every id, joined by `sep` ("io,nvtx,python,cuda,nccl").
+std::string trace_source_ids(std::string_view sep = ",");
+// "io,cuda" -> {"io", "cuda"}; an unknown item is an error naming it and the known ones.
+Result<std::vector<std::string>> parse_trace_sources(std::string_view list);
+
 struct RecordOptions {
   std::vector<std::string> command;  // argv of the job
   std::filesystem::path output;      // the trace DB to write
   std::filesystem::path raw_dir;     // per-process record files; default: <output>.raw
-  std::vector<std::string> trace = {"io", "nvtx", "python", "cuda", "nccl"};  // what to record
+  std::vector<std::string> trace = parse_trace_sources(trace_source_ids()).value();  // what to record (kTraceSources)
   bool record_env = true;            // environment (secrets redacted) in the trace
   bool keep_raw = false;             // keep raw_dir after a successful merge
   bool progress = true;              // progress bar on stderr when it is a terminal
