@@ -1,7 +1,6 @@
 #include "event_info.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -9,21 +8,6 @@
 namespace tt::gui {
 
 using trace::Ns;
-
-std::string format_duration(Ns ns) {
-  const double a = static_cast<double>(ns < 0 ? -ns : ns);
-  if (a < 1e3) return fmt::format("{} ns", ns);
-  if (a < 1e6) return fmt::format("{:.2f} µs", ns / 1e3);
-  if (a < 1e9) return fmt::format("{:.2f} ms", ns / 1e6);
-  return fmt::format("{:.3f} s", ns / 1e9);
-}
-
-std::string format_bytes(std::uint64_t b) {
-  if (b < 1024) return fmt::format("{} B", b);
-  if (b < (1u << 20)) return fmt::format("{:.1f} KiB", b / 1024.0);
-  if (b < (1u << 30)) return fmt::format("{:.1f} MiB", b / 1048576.0);
-  return fmt::format("{:.2f} GiB", b / 1073741824.0);
-}
 
 std::string event_name(const Document& d, EventRef e) {
   const auto* c = span_columns(d.trace, e.table);
@@ -231,12 +215,7 @@ std::string format_counter_value(double v, const char* unit) {
   if (u == "%") return fmt::format("{:.1f} %", v);
   if (u == "GB/s") return fmt::format("{:.2f} GB/s", v);
   if (u == "MB/s") return fmt::format("{:.1f} MB/s", v);
-  if (u == "B") {  // memory: binary units, as allocators count
-    if (std::abs(v) >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
-    if (std::abs(v) >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", v / (1024.0 * 1024));
-    if (std::abs(v) >= 1024.0) return fmt::format("{:.1f} KiB", v / 1024);
-    return fmt::format("{:.0f} B", v);
-  }
+  if (u == "B") return format_bytes(static_cast<std::int64_t>(v));  // memory
   if (u.empty()) return fmt::format("{:.6g}", v);
   return fmt::format("{:.6g} {}", v, u);
 }

@@ -8,13 +8,15 @@
 #include <vector>
 
 #include "document.h"
+#include "tracetune/trace/units.h"
 
 namespace tt::gui {
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
-std::string format_duration(trace::Ns ns);
-std::string format_bytes(std::uint64_t b);
+// Durations and sizes: the one formatter of each, shared with the reports and `info`.
+using trace::format_bytes;
+using trace::format_duration;
 
 std::string event_name(const Document& d, EventRef e);
 trace::Ns event_start(const Document& d, EventRef e);

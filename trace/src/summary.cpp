@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/trace/units.h"
+
 namespace tt::trace {
 
 namespace {
@@ -127,19 +129,10 @@ std::string summary_json(const TraceSummary& s) {
   return o;
 }
 
-namespace {
-std::string human_ns(Ns ns) {
-  const double v = static_cast<double>(ns);
-  if (ns >= 1'000'000'000) return fmt::format("{:.3f} s", v / 1e9);
-  if (ns >= 1'000'000) return fmt::format("{:.3f} ms", v / 1e6);
-  if (ns >= 1'000) return fmt::format("{:.3f} us", v / 1e3);
-  return fmt::format("{} ns", ns);
-}
-}  // namespace
 
 std::string summary_text(const TraceSummary& s) {
   std::string o;
-  o += fmt::format("duration     {}  ({} events, clock {})\n", human_ns(span_ns(s)), s.total_events, s.clock_domain);
+  o += fmt::format("duration     {}  ({} events, clock {})\n", format_duration(span_ns(s)), s.total_events, s.clock_domain);
   std::string ranks;
   for (int r : s.ranks) ranks += fmt::format("{}{}", ranks.empty() ? "" : ",", r);
   o += fmt::format("ranks        {}\n", ranks.empty() ? "unknown" : ranks);
@@ -159,8 +152,8 @@ std::string summary_text(const TraceSummary& s) {
     std::vector<Ns> d;
     for (const auto& st : s.steps) d.push_back(st.dur);
     std::sort(d.begin(), d.end());
-    o += fmt::format("steps        {} (median {}, min {}, max {})\n", s.steps.size(), human_ns(d[d.size() / 2]),
-                     human_ns(d.front()), human_ns(d.back()));
+    o += fmt::format("steps        {} (median {}, min {}, max {})\n", s.steps.size(), format_duration(d[d.size() / 2]),
+                     format_duration(d.front()), format_duration(d.back()));
   } else {
     o += "steps        none found\n";
   }

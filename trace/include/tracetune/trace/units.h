@@ -1,0 +1,16 @@
+// Durations and sizes as people read them, one way everywhere: reports, `tracetune info`, the
+// GUI. The unit follows the size, so a microsecond-scale trace never reads "0.0 ms".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tt::trace {
+
+// 842 ns, 12.3 µs, 4.56 ms, 45.6 ms, 2.31 s
+std::string format_duration(std::int64_t ns);
+
+// 512 B, 12.3 KiB, 4.6 MiB, 2.31 GiB (binary units, as allocators and file systems count)
+std::string format_bytes(std::int64_t bytes);
+
+}  // namespace tt::trace
