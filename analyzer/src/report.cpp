@@ -26,7 +26,7 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
 namespace {
 
 double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
-double pct(Ns part, Ns whole) { return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+double pct(Ns part, Ns whole) { return 100.0 * trace::share(part, whole); }
 
 void write_breakdown(Json& j, const GpuBreakdown& g) {
   j.key("gpu").begin_object();

@@ -24,7 +24,7 @@ Ns median_of(const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& 
   return percentile(std::move(v), 0.5);
 }
 
-double share_of(Ns part, Ns whole) { return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+double share_of(Ns part, Ns whole) { return trace::share(part, whole); }
 
 // The step where f is largest: the example the evidence points at.
 const StepMetrics* worst_step(const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& f) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/trace/units.h"
 #include "tracetune/tuner/tuned_config.h"
 
 namespace tt::gui {
@@ -19,7 +20,7 @@ namespace {
 
 QString pct(double v) { return QString::number(100.0 * v, 'f', 1) + "%"; }
 QString ms(trace::Ns ns) { return QString::number(ns / 1e6, 'f', 3); }
-double share(trace::Ns part, trace::Ns whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
+using trace::share;
 
 // Numbers sort by value (Qt::UserRole) and show formatted (Qt::DisplayRole).
 QVariant cell(int role, const QString& text, double sort_key) {
