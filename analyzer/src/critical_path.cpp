@@ -37,46 +37,6 @@ std::string_view to_string(PathKind k) {
 
 namespace {
 
-constexpr std::uint32_t kNoGroup = kNone;
-
-struct PathOp {  // a GPU op of the rank
-  Ns s = 0, e = 0;
-  std::uint32_t track = 0;
-  trace::StringId name = kNone;
-  std::uint32_t corr = 0;
-  PathKind kind = PathKind::GpuCompute;
-  std::uint32_t pred = kNone;   // the op before it on its stream with the latest end
-  std::uint32_t group = kNoGroup;  // matched collective (GPU side)
-};
-
-struct HostMark {  // a labelled host interval: data wait, sync, collective call or launch call
-  Ns s = 0, e = 0;
-  PathKind kind = PathKind::Launch;
-  trace::StringId name = kNone;
-  std::uint32_t group = kNoGroup;  // collective calls of GPU-less ranks
-};
-
-struct HostThread {
-  std::vector<HostMark> marks;  // disjoint, sorted
-  IntervalSet busy;             // any event on the thread
-};
-
-struct LaunchRef {
-  Ns start = 0, end = 0;
-  std::uint32_t track = 0;
-};
-
-// What the walk needs of one rank, built once.
-struct RankGraph {
-  std::int32_t rank = -1;
-  std::uint32_t main_track = kNone;
-  std::vector<PathOp> ops;               // sorted by (track, start)
-  std::vector<std::uint32_t> by_end;     // op indices sorted by end
-  std::vector<std::uint32_t> by_start;   // op indices sorted by start
-  std::unordered_map<std::uint32_t, HostThread> threads;  // by host track
-  std::unordered_map<std::uint32_t, LaunchRef> launches;  // by correlation id
-};
-
 template <typename F>
 void for_rank_tracks(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams, F&& f) {
   for (const auto& sl : slices) {
@@ -86,23 +46,41 @@ void for_rank_tracks(const Trace& t, std::span<const trace::TrackSlice> slices, 
   }
 }
 
+// What the path and the replay need to know of an op by its name, worked out once per name.
+struct OpClass {
+  PathKind kind = PathKind::GpuCompute;
+  std::uint8_t traits = 0;
+};
+
+OpClass classify_op(std::string_view name) {
+  OpClass c;
+  switch (classify_kernel(name)) {
+    case KernelClass::Communication: c.kind = PathKind::Communication; break;
+    case KernelClass::Memory: c.kind = PathKind::Copy; break;
+    case KernelClass::Other: c.kind = PathKind::GpuWait; break;
+    case KernelClass::Compute:
+      if (classify_gemm(name) == GemmFormat::Fp32Simt) c.traits |= kFp32Gemm;
+      else if (is_memory_bound_kernel(name)) c.traits |= kMemoryBound;
+      break;
+  }
+  return c;
+}
+
 void add_gpu_ops(const Trace& t, std::uint32_t process, RankGraph& g) {
-  std::unordered_map<trace::StringId, PathKind> kind_of;
+  std::unordered_map<trace::StringId, OpClass> class_of;
   for_rank_tracks(t, t.slices_kernels(), process, true, [&](std::uint32_t i) {
-    auto [it, fresh] = kind_of.try_emplace(t.kernels.name[i], PathKind::GpuCompute);
-    if (fresh) {
-      const auto c = classify_kernel(t.strings.get(t.kernels.name[i]));
-      it->second = c == KernelClass::Communication ? PathKind::Communication
-                   : c == KernelClass::Memory      ? PathKind::Copy
-                   : c == KernelClass::Other       ? PathKind::GpuWait
-                                                   : PathKind::GpuCompute;
-    }
-    g.ops.push_back({t.kernels.start[i], t.kernels.start[i] + std::max<Ns>(0, t.kernels.dur[i]), t.kernels.track[i],
-                     t.kernels.name[i], t.kernels.correlation[i], it->second});
+    auto [it, fresh] = class_of.try_emplace(t.kernels.name[i]);
+    if (fresh) it->second = classify_op(t.strings.get(t.kernels.name[i]));
+    PathOp op{t.kernels.start[i], t.kernels.start[i] + std::max<Ns>(0, t.kernels.dur[i]), t.kernels.track[i],
+              t.kernels.name[i], t.kernels.correlation[i], it->second.kind};
+    op.traits = it->second.traits;
+    g.ops.push_back(op);
   });
   for_rank_tracks(t, t.slices_memcpys(), process, true, [&](std::uint32_t i) {
-    g.ops.push_back({t.memcpys.start[i], t.memcpys.start[i] + std::max<Ns>(0, t.memcpys.dur[i]), t.memcpys.track[i],
-                     t.memcpys.name[i], t.memcpys.correlation[i], PathKind::Copy});
+    PathOp op{t.memcpys.start[i], t.memcpys.start[i] + std::max<Ns>(0, t.memcpys.dur[i]), t.memcpys.track[i],
+              t.memcpys.name[i], t.memcpys.correlation[i], PathKind::Copy};
+    if (t.memcpys.direction[i] == trace::MemcpyDirection::HtoD) op.traits = kHostToDevice;
+    g.ops.push_back(op);
   });
   for_rank_tracks(t, t.slices_memsets(), process, true, [&](std::uint32_t i) {
     g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
@@ -122,7 +100,8 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, RankGraph& g) {
   for (std::uint32_t i = 0; i < g.ops.size(); ++i) g.by_end[i] = i;
   g.by_start = g.by_end;
   std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
-  std::sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
+  // stable: an op comes after its stream predecessor even when both start at once (the replay's order)
+  std::stable_sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
 }
 
 // Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
@@ -132,9 +111,9 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
                     RankGraph& g) {
   // per track, ranges and calls each come sorted by start (finalize's order): two sorted unions
   std::unordered_map<std::uint32_t, std::vector<Interval>> busy, busy_calls;
-  std::unordered_map<std::uint32_t, bool> launched;  // correlation ids of the rank's GPU ops
-  for (const auto& op : g.ops)
-    if (op.corr) launched[op.corr] = true;
+  std::unordered_map<std::uint32_t, std::uint32_t> launched;  // the rank's GPU ops by correlation id
+  for (std::uint32_t i = 0; i < g.ops.size(); ++i)
+    if (g.ops[i].corr) launched.try_emplace(g.ops[i].corr, i);
   for_rank_tracks(t, t.slices_ranges(), process, false, [&](std::uint32_t i) {
     const Ns s = t.ranges.start[i], e = t.ranges.end(i);
     busy[t.ranges.track[i]].push_back({s, e});
@@ -145,11 +124,14 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
     const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
     const auto tr = t.api_calls.track[i];
     busy_calls[tr].push_back({s, e});
-    if (is_sync_call_name(t.strings.get(t.api_calls.name[i]))) raw[tr].push_back({s, e, PathKind::Sync, t.api_calls.name[i]});
     const auto c = t.api_calls.correlation[i];
-    if (c && launched.count(c)) {
-      raw[tr].push_back({s, e, PathKind::Launch, t.api_calls.name[i]});
-      g.launches.try_emplace(c, LaunchRef{s, e, tr});
+    auto op = c ? launched.find(c) : launched.end();
+    const std::uint32_t corr = op != launched.end() ? c : 0;
+    if (is_sync_call_name(t.strings.get(t.api_calls.name[i])))
+      raw[tr].push_back({s, e, PathKind::Sync, t.api_calls.name[i], kNoGroup, corr});
+    if (corr) {
+      raw[tr].push_back({s, e, PathKind::Launch, t.api_calls.name[i], kNoGroup, corr});
+      g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
     }
   });
   for (auto& [tr, marks] : raw)  // matched collective calls
@@ -172,7 +154,7 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
         // the mark that began last at or before the interval names it
         auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
         const HostMark* m = it == src.begin() ? src.front() : *(it - 1);
-        th.marks.push_back({iv.start, iv.end, k, m->name, m->group});
+        th.marks.push_back({iv.start, iv.end, k, m->name, m->group, m->corr});
       }
       taken = taken.unite(set);
     }
@@ -491,7 +473,10 @@ void compute_critical_paths(const Trace& t, const Options& opt, const Collective
       }
       graphs[i] = build_graph(t, r, i, groups);
       PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
-      for (const auto& st : r.steps) r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
+      for (auto& st : r.steps) {
+        r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
+        replay_what_ifs(graphs[i], r.paths.back(), opt.kernel_wait_threshold, st);
+      }
       if (!job) graphs[i] = RankGraph{};
       std::size_t incomplete = 0;
       for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;

@@ -267,11 +267,13 @@ std::string findings_section(const Analysis& a) {
     o += fmt::format("<div class='finding {}'><h3>{} <small>{} · {}</small></h3><p>{}</p><ul>", to_string(f.severity),
                      esc(to_string(f.category)), esc(to_string(f.severity)), esc(where), esc(f.title, 400));
     if (g.ranks.size() > 1)
-      o += fmt::format("<li>Costs {} to {} per step across these ranks; details are rank {}'s.</li>",
-                       esc(dur(g.cost_min)), esc(dur(g.cost_max)), f.rank);
-    if (f.gain > 0)
-      o += fmt::format("<li>Estimated gain: {} per step ({:.0f}%), {}</li>", esc(dur(f.gain)), 100 * f.gain_share,
+      o += fmt::format("<li>Costs {} to {}{} across these ranks; details are rank {}'s.</li>",
+                       esc(dur(g.cost_min)), esc(dur(g.cost_max)), gain_unit(a, f), f.rank);
+    if (f.gain_estimated)
+      o += fmt::format("<li>Estimated gain: {}{} ({:.0f}%), {}</li>", esc(dur(f.gain)), gain_unit(a, f), 100 * f.gain_share,
                        esc(f.gain_model, 400));
+    else
+      o += fmt::format("<li>Estimated gain: {}</li>", esc(f.gain_model, 400));
     for (const auto& e : f.evidence) o += fmt::format("<li>Evidence: {}</li>", esc(e.what, 400));
     o += fmt::format("<li>Fix: {}</li>", esc(f.detail, 600));
     if (!f.knobs.empty()) {

@@ -270,6 +270,11 @@ void write_rank(Json& j, const RankMetrics& r) {
     j.kv("idle_launch_ns", s.idle_launch);
     j.kv("idle_other_ns", s.idle_other);
     j.kv("kernels", s.kernels);
+    if (s.replayed) {  // the step's length under each what-if change
+      j.key("what_if_ns").begin_object();
+      for (std::size_t k = 0; k < kWhatIfs; ++k) j.kv(to_string(static_cast<WhatIf>(k)), s.what_if[k]);
+      j.end_object();
+    }
     j.end_object();
   }
   j.end_array();
@@ -319,6 +324,7 @@ std::string render_json(const Analysis& a) {
     j.kv("gain_ns", f.gain);
     j.kv("gain_share", f.gain_share);
     j.kv("gain_model", f.gain_model);
+    j.kv("gain_estimated", f.gain_estimated);
     j.key("evidence").begin_array();
     for (const auto& e : f.evidence) {
       j.begin_object();
@@ -412,6 +418,26 @@ std::string path_summary(std::string_view title, const std::vector<StepPath>& pa
   return o;
 }
 
+// "what-if replay (N steps): data waits removed -3.10 ms (21%), ..." (median step shortening)
+std::string what_if_summary(const RankMetrics& r) {
+  static constexpr std::string_view kLabels[kWhatIfs] = {"data waits removed", "H2D copies prefetched",
+                                                         "FP32 GEMMs on tensor cores", "memory-bound kernels fused"};
+  const std::size_t replayed = replayed_steps(r);
+  if (replayed == 0) return {};
+  if (replayed != r.steps.size())
+    return fmt::format("  what-if replay: {} of {} steps (the others' graphs are incomplete); findings use their "
+                       "formulas\n",
+                       replayed, r.steps.size());
+  std::string parts;
+  for (std::size_t k = 0; k < kWhatIfs; ++k) {
+    const Ns gain = what_if_gain(r, static_cast<WhatIf>(k)).value_or(0);
+    if (gain <= 0) continue;
+    parts += fmt::format("{}{} -{} ({:.0f}%)", parts.empty() ? "" : ", ", kLabels[k], dur(gain), pct(gain, r.step_median));
+  }
+  return fmt::format("  what-if replay ({} step{}, median step): {}\n", replayed, replayed == 1 ? "" : "s",
+                     parts.empty() ? "no single change shortens it" : parts);
+}
+
 struct Style {
   bool color;
   std::string bold(std::string_view s) const { return color ? fmt::format("\x1b[1m{}\x1b[0m", s) : std::string(s); }
@@ -432,13 +458,6 @@ std::string group_name(const FindingGroup& g, const Finding& worst) {
   return fmt::format("{} ranks ({}), worst rank {}", g.ranks.size(), rank_list(g.ranks), worst.rank);
 }
 
-// "/step" when the finding's rank has steps, else " in the window"
-std::string_view gain_unit(const Analysis& a, const Finding& f) {
-  for (const auto& r : a.metrics.ranks)
-    if (r.rank == f.rank) return r.has_steps ? "/step" : " in the window";
-  return "/step";
-}
-
 std::size_t total_steps(const Analysis& a) {
   std::size_t n = 0;
   for (const auto& r : a.metrics.ranks) n += r.has_steps ? r.steps.size() : 0;
@@ -446,6 +465,12 @@ std::size_t total_steps(const Analysis& a) {
 }
 
 }  // namespace
+
+std::string_view gain_unit(const Analysis& a, const Finding& f) {
+  for (const auto& r : a.metrics.ranks)
+    if (r.rank == f.rank) return r.has_steps ? "/step" : " in the window";
+  return "/step";
+}
 
 std::string render_text(const Analysis& a, bool color) {
   const Style st{color};
@@ -463,7 +488,7 @@ std::string render_text(const Analysis& a, bool color) {
     if (g.ranks.size() > 1)
       o += fmt::format("       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
                        dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
-    if (f.gain > 0)
+    if (f.gain_estimated)
       o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
                        f.gain_model);
     else
@@ -550,6 +575,7 @@ std::string render_text(const Analysis& a, bool color) {
                        "arrive; last to arrive {} times\n",
                        dur(r.collectives.arrival_wait), r.collectives.matched, r.collectives.last_arrivals);
     if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
+    o += what_if_summary(r);
     for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
   }
   const auto& X = M.cross;
@@ -584,9 +610,11 @@ std::string render_markdown(const Analysis& a) {
     if (g.ranks.size() > 1)
       o += fmt::format("   - Costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
                        dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
-    if (f.gain > 0)
+    if (f.gain_estimated)
       o += fmt::format("   - Estimated gain: {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
                        f.gain_model);
+    else
+      o += fmt::format("   - Estimated gain: {}\n", f.gain_model);
     for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", e.what);
     o += fmt::format("   - Fix: {}\n", f.detail);
     if (!f.knobs.empty()) o += fmt::format("   - Knobs: `{}`\n", fmt::join(f.knobs, "`, `"));

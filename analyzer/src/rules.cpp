@@ -52,8 +52,21 @@ Finding make(Category c, const RankMetrics& r, Ns cost, Ns gain, const Threshold
   f.share = share_of(cost, r.step_median);
   f.gain = std::max<Ns>(0, std::min(gain, r.step_median));
   f.gain_share = share_of(f.gain, r.step_median);
-  f.severity = severity_for(f.gain > 0 ? f.gain_share : f.share, th);
+  f.severity = severity_for(f.gain_share, th);  // an estimated gain of 0 is low; unestimated ones set their own
   return f;
+}
+
+// A finding's what-if gain and the model that produced it: the replay of each step's dependency
+// graph (replay.cpp) with `change` where every step replayed, else the rule's own formula.
+struct Gain {
+  Ns ns = 0;
+  std::string model;
+};
+
+Gain replayed_or(const RankMetrics& r, WhatIf change, std::string_view change_text, Gain formula) {
+  const auto replayed = what_if_gain(r, change);
+  if (!replayed) return formula;
+  return {*replayed, fmt::format("what-if replay of each step's dependency graph with {}", change_text)};
 }
 
 void add_worst(Finding& f, const RankMetrics& r, const std::function<Ns(const StepMetrics&)>& g, std::string_view what) {
@@ -101,13 +114,17 @@ std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& t
   if (share_of(cost, r.step_median) < th.data_wait_share) return {};
   // What-if: the batch is ready when asked for. Without a GPU the whole wait goes; with one,
   // only the part the GPU sat idle through shortens the step.
-  const Ns gain = r.has_gpu ? median_of(r, [](const StepMetrics& s) { return s.idle_data; }) : cost;
-  Finding f = make(Category::DataLoading, r, cost, gain, th);
+  const Gain gain = replayed_or(
+      r, WhatIf::NoDataWait, "the data waits removed",
+      r.has_gpu ? Gain{median_of(r, [](const StepMetrics& s) { return s.idle_data; }),
+                       "step shortened by the GPU idle time spent waiting for data"}
+                : Gain{cost, "step shortened by the wait"});
+  Finding f = make(Category::DataLoading, r, cost, gain.ns, th);
   f.title = fmt::format("Data loading: the main thread waits {} {} ({:.0f}% {}) for the next batch", dur(cost),
                         per(r), pct(f.share), of_step(r));
   f.detail = "Load batches ahead of the step: more DataLoader workers, a larger prefetch factor and "
              "persistent workers keep the next batch ready.";
-  f.gain_model = r.has_gpu ? "step shortened by the GPU idle time spent waiting for data" : "step shortened by the wait";
+  f.gain_model = gain.model;
   f.evidence.push_back({r.has_steps ? fmt::format("median data wait {} of a {} median step over {} steps",
                                                   dur(cost), dur(r.step_median), r.steps.size())
                                     : fmt::format("data wait {} of a {} window (no step markers)", dur(cost),
@@ -128,15 +145,19 @@ std::vector<Finding> rule_h2d_copy(const RankMetrics& r, const Thresholds& th) {
   if (share_of(exposed, r.step_median) < th.h2d_exposed_share && share_of(pageable, r.step_median) < th.h2d_pageable_share)
     return {};
   const Ns faster = static_cast<Ns>(static_cast<double>(pageable) * (1.0 - 1.0 / th.pinned_speedup));
-  Finding f = make(Category::H2dCopy, r, std::max(exposed, pageable), std::max(exposed, faster), th);
+  const Gain gain = replayed_or(
+      r, WhatIf::PrefetchedH2d, "the host-to-device copies prefetched (pinned, on a side stream)",
+      {std::max(exposed, faster), fmt::format("the larger of: exposed copy time hidden, or pageable copies {:.1f}x "
+                                              "faster once pinned",
+                                              th.pinned_speedup)});
+  Finding f = make(Category::H2dCopy, r, std::max(exposed, pageable), gain.ns, th);
   const auto& T = r.transfers;
   f.title = fmt::format("Host-to-device copies: {} {} not overlapped with compute; {:.0f}% of bytes from "
                         "pageable memory",
                         dur(exposed), per(r), pct(share_of(static_cast<Ns>(T.h2d_pageable_bytes), static_cast<Ns>(T.h2d_bytes))));
   f.detail = "Pin the host buffers (DataLoader pin_memory) and copy with non_blocking=True so copies run at full "
              "bandwidth and overlap with compute.";
-  f.gain_model = fmt::format("the larger of: exposed copy time hidden, or pageable copies {:.1f}x faster once pinned",
-                             th.pinned_speedup);
+  f.gain_model = gain.model;
   f.evidence.push_back({fmt::format("{} H2D copies, {:.1f} MB; pageable {:.2f} GB/s, pinned {:.2f} GB/s", T.h2d_count,
                                     static_cast<double>(T.h2d_bytes) / 1e6, T.h2d_pageable_gbps, T.h2d_pinned_gbps), 0, 0,
                         r.rank});
@@ -186,6 +207,7 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
   const Ns cost = median_of(r, busy);
   if (share_of(cost, r.step_median) < th.cpu_share) return {};
   Finding f = make(Category::CpuBound, r, cost, 0, th);
+  f.gain_estimated = false;
   f.severity = severity_for(f.share, th);
   f.title = fmt::format("CPU bound: the main thread computes {} of each {} step ({:.0f}%); no GPU work "
                         "was recorded",
@@ -205,6 +227,7 @@ Finding memory_finding(const RankMetrics& r, Severity severity) {
   f.rank = r.rank;
   f.severity = severity;
   f.gain_model = "not estimated: memory capacity, not time";
+  f.gain_estimated = false;
   return f;
 }
 
@@ -321,8 +344,13 @@ void add_efficiency(Finding& f, const RankMetrics& r) {
 std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) {
   if (!r.has_gpu || share_of(r.gemm.fp32_simt, r.gpu.busy) < th.fp32_gemm_share) return {};
   const Ns cost = median_of(r, [](const StepMetrics& s) { return s.fp32_gemm; });
-  const Ns gain = static_cast<Ns>(static_cast<double>(cost) * (1.0 - 1.0 / th.tf32_speedup));
-  Finding f = make(Category::Precision, r, cost, gain, th);
+  Gain gain{static_cast<Ns>(static_cast<double>(cost) * (1.0 - 1.0 / th.tf32_speedup)),
+            fmt::format("FP32 GEMM time {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup)};
+  if (th.tf32_speedup == kTensorCoreSpeedup)  // the speed-up the replay used
+    gain = replayed_or(r, WhatIf::TensorCoreGemms,
+                       fmt::format("the FP32 GEMMs {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup),
+                       gain);
+  Finding f = make(Category::Precision, r, cost, gain.ns, th);
   f.title = fmt::format("Precision: FP32 GEMMs on CUDA cores take {:.0f}% of GPU busy time; tensor cores are unused for "
                         "them",
                         pct(share_of(r.gemm.fp32_simt, r.gpu.busy)));
@@ -339,7 +367,7 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
     f.detail = "Allow TF32 for matmuls and convolutions, or train in bf16/fp16 autocast: tensor cores run these GEMMs "
                "several times faster. This changes numerics: the tuner tries it only with --allow-numerics.";
   }
-  f.gain_model = fmt::format("FP32 GEMM time {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup);
+  f.gain_model = gain.model;
   f.evidence.push_back({fmt::format("{} FP32 SIMT GEMM kernels, {}; top: {}", r.gemm.fp32_simt_kernels,
                                     dur(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
   if (no_tf32) f.knobs = {"amp.dtype"};
@@ -351,11 +379,18 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
 std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& th) {
   if (!r.has_gpu || share_of(r.memory_bound_kernels, r.gpu.compute) < th.memory_bound_share) return {};
   const Ns cost = median_of(r, [](const StepMetrics& s) { return s.memory_bound_kernels; });
-  Finding f = make(Category::MemoryBound, r, cost, static_cast<Ns>(static_cast<double>(cost) * th.fusion_saving), th);
+  Gain gain{static_cast<Ns>(static_cast<double>(cost) * th.fusion_saving),
+            fmt::format("{:.0f}% of their time removed by fusion", pct(th.fusion_saving))};
+  if (th.fusion_saving == kFusionSaving)  // the saving the replay used
+    gain = replayed_or(r, WhatIf::FusedMemoryBound,
+                       fmt::format("{:.0f}% of the elementwise/reduction kernels' time removed by fusion",
+                                   pct(th.fusion_saving)),
+                       gain);
+  Finding f = make(Category::MemoryBound, r, cost, gain.ns, th);
   f.title = fmt::format("Memory bound: elementwise, normalisation and reduction kernels take {:.0f}% of compute time",
                         pct(share_of(r.memory_bound_kernels, r.gpu.compute)));
   f.detail = "These kernels move data more than they compute; fusing them (torch.compile) removes round trips to memory.";
-  f.gain_model = fmt::format("{:.0f}% of their time removed by fusion", pct(th.fusion_saving));
+  f.gain_model = gain.model;
   f.knobs = {"compile.mode"};
   add_efficiency(f, r);
   return {f};

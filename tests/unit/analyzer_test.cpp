@@ -8,6 +8,7 @@
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/intervals.h"
 #include "tracetune/analyzer/kernel_class.h"
+#include "tracetune/trace/importers.h"
 
 namespace tt::analyzer {
 namespace {
@@ -204,10 +205,12 @@ TEST(Metrics, DataBoundStepsAreDiagnosedFirst) {
   EXPECT_EQ(a.findings[0].severity, Severity::High);
   EXPECT_FALSE(a.findings[0].evidence.empty());
   EXPECT_EQ(a.findings[0].knobs.front(), "dataloader.num_workers");
-  // the FP32 GEMMs are 30% of the step: the precision rule fires too, with a smaller gain
+  // the FP32 GEMMs are 30% of the step: the precision rule fires too, but the host never waits
+  // for them (no sync; the step ends on the host), so the replay finds no gain in them
   const Finding* p = find(a, Category::Precision);
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->gain, 150 * kUs);
+  EXPECT_EQ(p->gain, 0);
+  EXPECT_TRUE(p->gain_model.starts_with("what-if replay")) << p->gain_model;
 }
 
 TEST(Metrics, LaunchBoundAndStreamIdleCauses) {
@@ -243,6 +246,7 @@ TEST(Metrics, ExposedPageableCopies) {
     b.step(i, s, s + 1000 * kUs);
     b.h2d(s, s + 10 * kUs, s + 410 * kUs, 1'000'000, true);          // 400 µs, not overlapped
     b.kernel("ampere_s16816gemm_64x64", s + 5 * kUs, s + 410 * kUs, s + 990 * kUs);
+    b.api("cudaStreamSynchronize", s + 20 * kUs, s + 995 * kUs);  // the step waits for the GPU
   }
   const Analysis a = b.run();
   const auto& r = a.metrics.ranks[0];
@@ -531,6 +535,103 @@ TEST(CriticalPath, CpuRanksBlockInCollectiveCallsUntilTheLastArrives) {
   EXPECT_EQ(job.length, 1000 * kUs);
   EXPECT_EQ(path_kind(job, PathKind::DataWait), 600 * kUs);
   EXPECT_EQ(job.by_rank, (std::vector<std::pair<std::int32_t, Ns>>{{0, 400 * kUs}, {1, 600 * kUs}}));
+}
+
+// ---- what-if replay ----
+
+Ns what_if(const StepMetrics& s, WhatIf w) { return s.what_if[static_cast<std::size_t>(w)]; }
+
+TEST(WhatIf, DataWaitsBehindABusyGpuGainNothingIdleOnesGainAll) {
+  Builder b;
+  // step 0: the GPU still runs k1 through the data wait, and the sync waits for k2 behind it
+  b.step(0, 0, 1000 * kUs);
+  b.kernel("k1", 0, 10 * kUs, 800 * kUs);
+  b.range("DataLoader: waiting for batch", 100 * kUs, 500 * kUs);
+  b.kernel("k2", 500 * kUs, 805 * kUs, 900 * kUs);
+  b.api("cudaStreamSynchronize", 510 * kUs, 905 * kUs);
+  // step 1: the GPU idles through the wait
+  b.step(1, 1000 * kUs, 2000 * kUs);
+  b.range("DataLoader: waiting for batch", 1000 * kUs, 1400 * kUs);
+  b.kernel("k3", 1400 * kUs, 1405 * kUs, 1900 * kUs);
+  b.api("cudaStreamSynchronize", 1410 * kUs, 1905 * kUs);
+  const Analysis a = b.run();
+  const auto& steps = a.metrics.ranks[0].steps;
+  ASSERT_EQ(steps.size(), 2u);
+  ASSERT_TRUE(steps[0].replayed && steps[1].replayed);
+  EXPECT_EQ(what_if(steps[0], WhatIf::NoDataWait), 1000 * kUs);
+  EXPECT_EQ(what_if(steps[1], WhatIf::NoDataWait), 600 * kUs);
+  // nothing else to change in these steps: every other replay gives back the step
+  for (const auto& s : steps)
+    for (WhatIf w : {WhatIf::PrefetchedH2d, WhatIf::TensorCoreGemms, WhatIf::FusedMemoryBound})
+      EXPECT_EQ(what_if(s, w), s.wall()) << to_string(w);
+}
+
+TEST(WhatIf, FasterKernelsCountOnlyWhereTheHostWaitsForThem) {
+  Builder b;
+  for (int i = 0; i < 3; ++i) {  // steps 0-2: an FP32 GEMM and an elementwise kernel, then a sync
+    const Ns s = i * 1000 * kUs;
+    b.step(i, s, s + 1000 * kUs);
+    b.kernel("volta_sgemm_128x64_nn", s, s + 5 * kUs, s + 405 * kUs);
+    b.kernel("vectorized_elementwise_kernel", s + 3 * kUs, s + 410 * kUs, s + 610 * kUs);
+    b.api("cudaDeviceSynchronize", s + 20 * kUs, s + 615 * kUs);
+  }
+  b.step(3, 3000 * kUs, 4000 * kUs);  // step 3: the same kernels, never waited for
+  b.kernel("volta_sgemm_128x64_nn", 3000 * kUs, 3005 * kUs, 3405 * kUs);
+  const Analysis a = b.run();
+  const auto& steps = a.metrics.ranks[0].steps;
+  ASSERT_EQ(steps.size(), 4u);
+  ASSERT_TRUE(steps[0].replayed);
+  EXPECT_EQ(what_if(steps[0], WhatIf::TensorCoreGemms), 800 * kUs);   // 400 µs GEMM at 2x
+  EXPECT_EQ(what_if(steps[0], WhatIf::FusedMemoryBound), 940 * kUs);  // 30% of 200 µs
+  EXPECT_EQ(what_if(steps[3], WhatIf::TensorCoreGemms), 1000 * kUs);
+  const Finding* p = find(a, Category::Precision);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->gain, 200 * kUs);  // the median over the four steps
+  EXPECT_EQ(p->gain_model, "what-if replay of each step's dependency graph with the FP32 GEMMs 2.0x faster on tensor "
+                           "cores (conservative)");
+  EXPECT_EQ(*what_if_gain(a.metrics.ranks[0], WhatIf::FusedMemoryBound), 60 * kUs);
+}
+
+TEST(WhatIf, PrefetchedCopiesLeaveTheChainButTheKernelAfterThemStays) {
+  Builder b;
+  b.step(0, 0, 1000 * kUs);
+  b.h2d(0, 5 * kUs, 295 * kUs, 64 << 20, true);
+  b.kernel("k", 3 * kUs, 300 * kUs, 700 * kUs);  // queued behind the copy
+  b.api("cudaStreamSynchronize", 10 * kUs, 705 * kUs);
+  const Analysis a = b.run();
+  const auto& s = a.metrics.ranks[0].steps[0];
+  ASSERT_TRUE(s.replayed);
+  // the copy takes no time on the chain; the kernel then starts after its recorded 5 µs queue gap
+  EXPECT_EQ(what_if(s, WhatIf::PrefetchedH2d), 710 * kUs);
+  const Finding* h = find(a, Category::H2dCopy);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->gain, 290 * kUs);
+}
+
+TEST(WhatIf, EveryStepWithACompletePathReplaysToItsMeasuredLength) {
+  // the unchanged replay must give back the step exactly, or the step is left unreplayed:
+  // on real traces every complete path replays
+  for (std::string name : {"a100_rank0_of16.json.gz", "ns_resolution_rank_0.json.gz", "alexnet.json.gz",
+                           "event_sync_multi_stream.json.gz"}) {
+    trace::Trace t;
+    const std::string path = std::string(TT_SHARED_DATA_DIR) + "/kineto/hta/" + name;
+    ASSERT_TRUE(trace::import_kineto(path, t).ok()) << path;
+    t.finalize();
+    const auto a = analyze(t, Options{}, path);
+    std::size_t complete = 0, replayed = 0;
+    for (const auto& r : a.metrics.ranks)
+      for (std::size_t i = 0; i < r.steps.size(); ++i) {
+        complete += r.paths[i].complete ? 1 : 0;
+        replayed += r.steps[i].replayed ? 1 : 0;
+        if (!r.steps[i].replayed) continue;
+        for (std::size_t k = 0; k < kWhatIfs; ++k) {
+          EXPECT_LE(r.steps[i].what_if[k], r.steps[i].wall()) << name;
+          EXPECT_GE(r.steps[i].what_if[k], 0) << name;
+        }
+      }
+    EXPECT_GT(complete, 0u) << name;
+    EXPECT_EQ(replayed, complete) << name;
+  }
 }
 
 // ---- rules one by one, each on both sides of its threshold ----

@@ -102,6 +102,22 @@ struct KernelTotal {
   std::string kernel_class;
 };
 
+// What-if replay (docs/analysis.md, "What-if replay"): a step recomputed forward on its
+// dependency graph (the critical path's) with one class of work changed, so that what would
+// then wait on what is worked out, not assumed.
+enum class WhatIf : std::uint8_t {
+  NoDataWait,       // the main thread's data waits removed
+  PrefetchedH2d,    // host-to-device copies prefetched off the step's chain (pinned, side stream)
+  TensorCoreGemms,  // FP32 SIMT GEMMs kTensorCoreSpeedup x faster
+  FusedMemoryBound, // kFusionSaving of elementwise/reduction kernel time removed
+  Count
+};
+inline constexpr std::size_t kWhatIfs = static_cast<std::size_t>(WhatIf::Count);
+std::string_view to_string(WhatIf);
+// The changes' sizes: conservative figures the rules' thresholds default to.
+inline constexpr double kTensorCoreSpeedup = 2.0;
+inline constexpr double kFusionSaving = 0.30;
+
 struct StepMetrics {
   std::int64_t number = 0;
   Ns start = 0, end = 0;
@@ -116,6 +132,8 @@ struct StepMetrics {
   Ns idle_data = 0, idle_sync = 0, idle_launch = 0, idle_other = 0;
   std::uint64_t kernels = 0;
   Ns memory_bound_kernels = 0, fp32_gemm = 0;
+  bool replayed = false;        // what_if holds the replayed step lengths
+  Ns what_if[kWhatIfs] = {};    // the step's length under each change
 };
 
 struct CollectiveStats {
@@ -236,6 +254,11 @@ struct CrossRank {
   std::int32_t last_arriver = -1;  // rank most often last to arrive
   double last_arriver_share = 0;
 };
+
+// The median step shortening the replay found for `change` over the rank's steps, when every
+// step replayed (none: some step's graph was incomplete, or the rank has no steps).
+std::optional<Ns> what_if_gain(const RankMetrics& r, WhatIf change);
+std::size_t replayed_steps(const RankMetrics& r);
 
 struct Metrics {
   std::vector<RankMetrics> ranks;

@@ -38,6 +38,7 @@ struct Finding {
   Ns gain = 0;                   // estimated step-time saving from the what-if replay
   double gain_share = 0;         // gain / step time
   std::string gain_model;        // how the gain was estimated
+  bool gain_estimated = true;    // false: gain_model says why there is no estimate (gain 0)
   std::vector<Evidence> evidence;
   std::vector<std::string> knobs;  // tuner knob ids that address it
 };
@@ -52,9 +53,9 @@ struct Thresholds {
   double sync_share = 0.05;             // host blocked in syncs ≥ 5% of the step
   double exposed_comm_share = 0.10;     // communication not under compute ≥ 10% of the step
   double fp32_gemm_share = 0.10;        // FP32 SIMT GEMMs ≥ 10% of GPU busy time
-  double tf32_speedup = 2.0;            // FP32 SIMT → TF32/BF16 tensor cores (what-if, conservative)
+  double tf32_speedup = kTensorCoreSpeedup;  // FP32 SIMT → TF32/BF16 tensor cores (what-if, conservative)
   double memory_bound_share = 0.30;     // elementwise/reduction kernels ≥ 30% of compute
-  double fusion_saving = 0.30;          // share of that time fusion removes (what-if)
+  double fusion_saving = kFusionSaving;      // share of that time fusion removes (what-if)
   double imbalance_spread = 0.10;       // slowest rank ≥ 10% above the median rank
   double cpu_share = 0.50;              // no-GPU rank: host busy outside waits ≥ 50% of the step
   double cpu_idle_share = 0.20;         // GPU rank: GPU idle, host late (not data/sync) ≥ 20%

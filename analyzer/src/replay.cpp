@@ -1,0 +1,197 @@
+// What-if replay: a step recomputed forward on the dependency graph the critical path walks.
+//
+// The main thread's time in [lo, hi) is a sequence of items: the marks (data waits, syncs,
+// launch and collective calls) and the host compute between them. Replaying walks them in
+// order from lo: each item keeps its length except the ones the change removes, and a sync
+// returns when the GPU op it waited for ends in the replay (plus the call's own tail). A GPU op
+// starts at the later of its launch call (mapped to replayed host time, plus the call's
+// recorded latency) and its stream predecessor's replayed end (plus the recorded gap: queue
+// overhead and waits the trace does not name are kept as they were). Whichever dependency
+// gated an op in the recording gates it in the replay with its recorded latency and the other
+// can only gate it later, so the unchanged replay gives back every recorded time exactly;
+// shorter items can only move things earlier. Threads other than the main one are taken to
+// move with it (their launches are mapped through the main thread's replayed time), and a
+// collective op keeps its recorded length, waits for other ranks included.
+// Definitions and limits: docs/analysis.md, "What-if replay".
+#include <algorithm>
+#include <unordered_map>
+
+#include "critical_path.h"
+
+namespace tt::analyzer {
+
+std::string_view to_string(WhatIf w) {
+  static constexpr std::string_view kNames[kWhatIfs] = {"no_data_wait", "prefetched_h2d", "tensor_core_gemms",
+                                                        "fused_memory_bound"};
+  return kNames[static_cast<std::size_t>(w)];
+}
+
+namespace {
+
+// An op's length under the change.
+Ns changed_length(const PathOp& o, std::optional<WhatIf> change) {
+  const Ns d = o.e - o.s;
+  if (!change) return d;
+  switch (*change) {
+    case WhatIf::PrefetchedH2d: return (o.traits & kHostToDevice) ? 0 : d;
+    case WhatIf::TensorCoreGemms:
+      return (o.traits & kFp32Gemm) ? static_cast<Ns>(static_cast<double>(d) / kTensorCoreSpeedup) : d;
+    case WhatIf::FusedMemoryBound:
+      return (o.traits & kMemoryBound) ? static_cast<Ns>(static_cast<double>(d) * (1.0 - kFusionSaving)) : d;
+    default: return d;
+  }
+}
+
+class Replay {
+ public:
+  Replay(const RankGraph& g, Ns lo, std::optional<WhatIf> change, Ns blocking)
+      : g_(g), lo_(lo), change_(change), blocking_(blocking) {
+    next_ = static_cast<std::size_t>(
+        std::lower_bound(g.by_start.begin(), g.by_start.end(), lo, [&](std::uint32_t i, Ns v) { return g.ops[i].s < v; }) -
+        g.by_start.begin());
+  }
+
+  // The main thread's items in [lo, hi), replayed in order; returns the replayed step length.
+  Ns run(const HostThread* main, Ns hi) {
+    Ns at = lo_;  // recorded time reached
+    if (main) {
+      auto it = std::upper_bound(main->marks.begin(), main->marks.end(), lo_, [](Ns v, const HostMark& m) { return v < m.s; });
+      if (it != main->marks.begin() && (it - 1)->e > lo_) --it;
+      for (; it != main->marks.end() && it->s < hi; ++it) {
+        const Ns s = std::max(it->s, lo_), e = std::min(it->e, hi);
+        if (s > at) item(at, s, now_ + (s - at));  // host compute before the mark
+        item(s, e, mark_end(*it, s, e));
+        at = e;
+      }
+    }
+    if (hi > at) item(at, hi, now_ + (hi - at));
+    return now_ - lo_;
+  }
+
+ private:
+  struct Mapped {
+    Ns s, e, new_s, new_e;
+  };
+  const RankGraph& g_;
+  Ns lo_;
+  std::optional<WhatIf> change_;
+  Ns blocking_;                // a launch call waiting longer than this for its op was blocked
+  Ns now_ = lo_;               // replayed time the main thread has reached
+  std::vector<Mapped> map_;    // the main thread's items: recorded -> replayed
+  std::size_t next_ = 0;       // next op (in g.by_start) to replay
+  std::unordered_map<std::uint32_t, std::pair<Ns, Ns>> ops_;  // replayed [start, end) by op
+
+  void item(Ns s, Ns e, Ns new_e) {
+    map_.push_back({s, e, now_, new_e});
+    now_ = new_e;
+  }
+
+  // Recorded host time -> replayed host time (before lo: unchanged; past the items replayed so
+  // far: shifted as the last one was).
+  Ns host_time(Ns t) const {
+    if (t < lo_) return t;
+    auto it = std::upper_bound(map_.begin(), map_.end(), t, [](Ns v, const Mapped& m) { return v < m.s; });
+    if (it == map_.begin()) return t + (now_ - lo_);
+    const Mapped& m = *(it - 1);
+    if (t >= m.e) return m.new_e + (t - m.e);
+    return m.new_s + std::min(t - m.s, m.new_e - m.new_s);
+  }
+
+  std::pair<Ns, Ns> op_times(std::uint32_t i) const {
+    const PathOp& o = g_.ops[i];
+    if (o.s < lo_) return {o.s, o.e};
+    auto it = ops_.find(i);
+    return it != ops_.end() ? it->second : std::pair<Ns, Ns>{o.s, o.e};
+  }
+
+  // Replays every op that started by recorded time t, in start order (a predecessor first).
+  void replay_ops_until(Ns t) {
+    for (; next_ < g_.by_start.size() && g_.ops[g_.by_start[next_]].s <= t; ++next_) {
+      const std::uint32_t i = g_.by_start[next_];
+      const PathOp& o = g_.ops[i];
+      auto launch = o.corr ? g_.launches.find(o.corr) : g_.launches.end();
+      const bool launched = launch != g_.launches.end();
+      const bool launch_gated = launched && (o.pred == trace::kNone || launch->second.start >= g_.ops[o.pred].e);
+      Ns start = o.pred == trace::kNone && !launched ? host_time(o.s) : lo_;
+      if (launched) {
+        const LaunchRef& l = launch->second;
+        const Ns latency = launch_gated ? o.s - l.start : std::min(o.s - l.start, l.end - l.start);
+        start = std::max(start, host_time(l.start) + latency);
+      }
+      if (o.pred != trace::kNone) {
+        // the recorded gap when the predecessor gated the op; otherwise at most 0 (never later
+        // than recorded, even where recorded ops overlap)
+        const Ns recorded_gap = o.s - g_.ops[o.pred].e;
+        const Ns gap = launch_gated ? std::min<Ns>(0, recorded_gap) : recorded_gap;
+        start = std::max(start, op_times(o.pred).second + gap);
+      }
+      ops_[i] = {start, start + changed_length(o, change_)};
+    }
+  }
+
+  // The replayed end of a mark recorded over [s, e) (clipped to the step), starting at now_.
+  Ns mark_end(const HostMark& m, Ns s, Ns e) {
+    if (m.kind == PathKind::DataWait && change_ == WhatIf::NoDataWait) return now_;
+    if (m.corr && (m.kind == PathKind::Launch || m.kind == PathKind::Sync)) {
+      auto l = g_.launches.find(m.corr);
+      if (l != g_.launches.end() && l->second.op != trace::kNone) {
+        const PathOp& own = g_.ops[l->second.op];
+        // a call that returned only after the op it launched ended (a synchronous copy) waited
+        // for it; one that returned after the op started, having waited longer than a queued
+        // launch takes (a copy from pageable memory, a full launch queue), waited for the GPU
+        // to reach it
+        if (own.e > s && own.e <= e) return wait_for(l->second.op, e, false);
+        if (own.s >= s && own.s < e && own.s - s > blocking_) return wait_for(l->second.op, e, true);
+      }
+    }
+    if (m.kind != PathKind::Sync) return now_ + (e - s);
+    // the op the call waited for: the last to end before it returned (as the walk takes it)
+    auto w = std::upper_bound(g_.by_end.begin(), g_.by_end.end(), e, [&](Ns v, std::uint32_t i) { return v < g_.ops[i].e; });
+    if (w == g_.by_end.begin() || g_.ops[*(w - 1)].e <= s) return now_ + (e - s);
+    return wait_for(*(w - 1), e, false);
+  }
+
+  // A host call recorded as returning at e, after op `op` ended (or started): it returns the same
+  // time after the op's replayed end (or start). A prefetched host-to-device copy no longer holds
+  // the host: the call keeps only what followed the copy's end.
+  Ns wait_for(std::uint32_t op, Ns e, bool until_start) {
+    const PathOp& o = g_.ops[op];
+    const Ns tail = e - (until_start ? o.s : o.e);
+    if (change_ == WhatIf::PrefetchedH2d && (o.traits & kHostToDevice)) return now_ + (until_start ? 0 : tail);
+    replay_ops_until(o.s);
+    const auto [start, end] = op_times(op);
+    return std::max(now_ + tail, (until_start ? start : end) + tail);
+  }
+};
+
+}  // namespace
+
+Ns replay_step(const RankGraph& g, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking) {
+  Replay r(g, lo, change, blocking);
+  auto main = g.threads.find(g.main_track);
+  return r.run(main == g.threads.end() ? nullptr : &main->second, hi);
+}
+
+void replay_what_ifs(const RankGraph& g, const StepPath& path, Ns blocking, StepMetrics& step) {
+  step.replayed = false;
+  if (!path.complete || g.main_track == trace::kNone) return;
+  if (replay_step(g, step.start, step.end, std::nullopt, blocking) != step.wall()) return;
+  for (std::size_t k = 0; k < kWhatIfs; ++k)
+    step.what_if[k] = replay_step(g, step.start, step.end, static_cast<WhatIf>(k), blocking);
+  step.replayed = true;
+}
+
+std::size_t replayed_steps(const RankMetrics& r) {
+  return static_cast<std::size_t>(
+      std::count_if(r.steps.begin(), r.steps.end(), [](const StepMetrics& s) { return s.replayed; }));
+}
+
+std::optional<Ns> what_if_gain(const RankMetrics& r, WhatIf change) {
+  if (r.steps.empty() || replayed_steps(r) != r.steps.size()) return std::nullopt;
+  std::vector<Ns> gains;
+  for (const auto& s : r.steps) gains.push_back(s.wall() - s.what_if[static_cast<std::size_t>(change)]);
+  return percentile(std::move(gains), 0.5);
+}
+
+}  // namespace tt::analyzer
+
