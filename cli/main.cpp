@@ -131,15 +131,7 @@ int emit_report(const std::string& text, const std::string& output) {
     std::fputs(text.c_str(), stdout);
     return 0;
   }
-  auto out = trace::AtomicOutput::create(output);
-  if (!out) return fail(out.error());
-  {
-    std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
-    if (f == nullptr) return fail(output + ": cannot write the report");
-    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    if (std::fclose(f) != 0 || !ok) return fail(output + ": cannot write the report (disk full?)");
-  }
-  if (auto st = out->commit(); !st) return fail(st.error());
+  if (auto st = trace::write_file_atomic(output, text); !st) return fail(st.error());
   return 0;
 }
 

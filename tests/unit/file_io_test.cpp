@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.h"
 #include "tracetune/trace/file_io.h"
 
 using namespace tt::trace;
@@ -49,4 +50,25 @@ TEST(ReadMaybeGzip, NamesTheFileInErrors) {
   auto missing = read_maybe_gzip("/nonexistent/x.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().find("/nonexistent/x.json"), std::string::npos);
+}
+
+TEST(WriteFileAtomic, WholeFilePrivateAndNothingLeftOnError) {
+  tt::testing::TempDir dir;
+  const fs::path out = dir.path() / "report.txt";
+  ASSERT_TRUE(write_file_atomic(out, "first\n").ok());
+  ASSERT_TRUE(write_file_atomic(out, "second\n").ok());  // replaces
+  std::ifstream in(out);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "second\n");
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  const auto missing = write_file_atomic(dir.path() / "no-such-dir" / "x.txt", "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("no-such-dir"), std::string::npos);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // no temporary
+}
+
+TEST(SelfExeDir, IsTheTestBinarysDirectory) {
+  const fs::path d = self_exe_dir();
+  ASSERT_FALSE(d.empty());
+  EXPECT_TRUE(fs::exists(d / "unit_tests"));
 }

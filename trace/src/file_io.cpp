@@ -335,4 +335,20 @@ Status AtomicOutput::commit() {
   return {};
 }
 
+Status write_file_atomic(const fs::path& path, std::string_view text) {
+  auto out = AtomicOutput::create(path);
+  if (!out) return make_error(out.error());
+  std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
+  if (f == nullptr) return make_error(path.string() + ": cannot write");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return make_error(path.string() + ": cannot write (disk full?)");
+  return out->commit();
+}
+
+fs::path self_exe_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
 }  // namespace tt::trace

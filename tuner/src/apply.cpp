@@ -2,6 +2,7 @@
 // before anything is written or started; then the settings go into private files (0600, in a
 // fresh 0700 directory) that only the job reads, the job runs with stdin/stdout/stderr and
 // signals passed through, and the files are removed when it ends.
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/apply.h"
 
@@ -36,11 +37,7 @@ std::string json_value(const Value& v) {
   return env_string(v);  // integers
 }
 
-fs::path self_exe_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
+using trace::self_exe_dir;
 
 
 // Die of `sig` as the job did (no core file of ours), so our parent sees the same status.

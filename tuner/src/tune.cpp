@@ -50,16 +50,6 @@ std::vector<FindingRef> finding_refs(const analyzer::Analysis& a) {
   return out;
 }
 
-Status write_file(const fs::path& path, const std::string& text) {
-  auto out = trace::AtomicOutput::create(path);
-  if (!out) return make_error(out.error());
-  std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
-  if (f == nullptr) return make_error(path.string() + ": cannot write");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) return make_error(path.string() + ": cannot write (disk full?)");
-  return out->commit();
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
@@ -380,12 +370,12 @@ int run_tune(const TuneOptions& opt) {
   }
 
   const int rc = runner.interrupted() ? 130 : 0;
-  if (auto st = write_file(opt.output, tuned_toml(summary, cat.value())); !st) {
+  if (auto st = trace::write_file_atomic(opt.output, tuned_toml(summary, cat.value())); !st) {
     say("tune: " + st.error());
     cleanup();
     return 1;
   }
-  if (auto st = write_file(trials_path, trials_json(summary)); !st) {
+  if (auto st = trace::write_file_atomic(trials_path, trials_json(summary)); !st) {
     say("tune: " + st.error());
     cleanup();
     return 1;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <simdjson.h>
@@ -87,5 +88,13 @@ class AtomicOutput {
   std::filesystem::path final_, temp_;
   bool committed_ = false;
 };
+
+// `text` written to `path` through an AtomicOutput: the file appears whole or not at all.
+// "PATH: cannot write (disk full?)" when the write fails.
+Status write_file_atomic(const std::filesystem::path& path, std::string_view text);
+
+// The directory of the running executable (/proc/self/exe), or empty when unknown: where
+// installed helpers (preload libraries, plugins) are found relative to it.
+std::filesystem::path self_exe_dir();
 
 }  // namespace tt::trace
