@@ -14,6 +14,7 @@
 #include "tracetune/trace/strings.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
@@ -33,6 +34,7 @@
 
 #include "tracetune/collector/merge.h"
 #include "tracetune/collector/redact.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/summary.h"
 
@@ -43,11 +45,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path self_exe_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
+using trace::self_exe_dir;
 
 fs::path first_existing(std::initializer_list<fs::path> candidates) {
   std::error_code ec;
@@ -303,8 +301,22 @@ Result<std::vector<std::string>> parse_trace_sources(std::string_view list) {
   return out;
 }
 
+namespace {
+
+// Between two looks at the job: 20 ms, less when the tick's fd becomes readable.
+void wait_for_tick(const JobTick& tick) {
+  if (tick.wake_fd < 0) {
+    ::usleep(20'000);
+    return;
+  }
+  pollfd p{tick.wake_fd, POLLIN, 0};
+  ::poll(&p, 1, 20);
+}
+
+}  // namespace
+
 Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env,
-                    const std::function<void()>& tick) {
+                    const JobTick& tick) {
   if (command.empty()) return make_error("no command given");
   std::vector<std::string> env_copy = env, args = command;
   std::vector<char*> envp, argv;
@@ -321,15 +333,15 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
   g_child.store(pid);
   int status = 0;
   while (true) {
-    const pid_t r = ::waitpid(pid, &status, tick ? WNOHANG : 0);
+    const pid_t r = ::waitpid(pid, &status, tick.run ? WNOHANG : 0);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) {
       status = 0;
       break;
     }
     if (r == 0) {
-      tick();
-      ::usleep(20'000);
+      tick.run();
+      wait_for_tick(tick);
     }
   }
   g_child.store(0);
@@ -337,8 +349,7 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
 }
 
 Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
-                               double timeout_s, double kill_grace_s, const fs::path& log,
-                               const std::function<void()>& tick) {
+                               double timeout_s, double kill_grace_s, const fs::path& log, const JobTick& tick) {
   if (command.empty()) return make_error("no command given");
   std::vector<std::string> env_copy = env, args = command;
   std::vector<char*> envp, argv;
@@ -387,8 +398,8 @@ Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const st
       ::kill(-pid, SIGKILL);
       term_sent_at = 1e300;  // once
     }
-    if (tick) tick();
-    ::usleep(20'000);
+    if (tick.run) tick.run();
+    wait_for_tick(tick);
   }
   // Leftovers of the group (workers that outlived the job's main process) go too.
   ::kill(-pid, end.timed_out ? SIGKILL : SIGTERM);
@@ -507,7 +518,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   RecordOutcome outcome;
   const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
   RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
-  const std::function<void()> tick = [&watch] { watch.poll(); };
+  // woken by the watch's inotify fd: a record file is held as soon as it appears
+  const JobTick tick{[&watch] { watch.poll(); }, watch.fd()};
   Result<int> status = 0;
   if (opt.timeout_s > 0) {
     auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log, tick);

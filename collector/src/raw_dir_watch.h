@@ -5,8 +5,9 @@
 // it) and holds every record file open; an open file's data stays on disk after its last name
 // is gone. When the job has ended, files the job unlinked are written back under their names
 // (the raw directory re-created if need be), so the merge sees everything that was kept, and
-// `record` warns. A file created and deleted between two looks (tens of ms) can still be lost;
-// the warning then says so in the merge's own terms (records it could not read).
+// `record` warns. `record` wakes as soon as a record file appears (the inotify fd ends its
+// wait); a file created and deleted before `record` gets the CPU can still be lost, and the
+// warning then says so in the merge's own terms (records it could not read).
 #pragma once
 
 #include <filesystem>

@@ -82,10 +82,14 @@ Result<RecordOutcome> record(const RecordOptions& options);
 // Starts `command` (searched on PATH) with exactly `env`, inheriting stdin/stdout/stderr;
 // forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to us by another process
 // to it, and waits. Returns its wait status, or an error when it could not be started.
-// Shared by `record` and `run`. With `tick`, it is called every few tens of ms while the job
-// runs (record's watch over the raw directory).
+// Shared by `record` and `run`. With `tick.run`, it is called every 20 ms while the job runs,
+// and at once when `tick.wake_fd` becomes readable (record's watch over the raw directory).
+struct JobTick {
+  std::function<void()> run;
+  int wake_fd = -1;
+};
 Result<int> run_job(const std::vector<std::string>& command, const std::vector<std::string>& env,
-                    const std::function<void()>& tick = {});
+                    const JobTick& tick = {});
 
 // run_job with a wall-clock limit: the job runs in a process group of its own (so a hung
 // job's workers go with it); after `timeout_s` the group gets SIGTERM, and SIGKILL
@@ -98,8 +102,7 @@ struct JobEnd {
 };
 Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
                                double timeout_s, double kill_grace_s,
-                               const std::filesystem::path& log = {},
-                               const std::function<void()>& tick = {});
+                               const std::filesystem::path& log = {}, const JobTick& tick = {});
 
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
 // CUDA_INJECTION64_PATH, NCCL_PROFILER_PLUGIN, PYTHONPATH (sitecustomize), TRACETUNE_*
