@@ -3,7 +3,8 @@
 DataLoader sleeps 15 ms per sample (60 ms per batch) while the step's compute takes about a
 millisecond, recorded with `tracetune record` (the Python integration marks steps and batch
 waits). The path of every step must tile it (length == the step time) and run mostly through
-the data wait.
+the data wait; the what-if replay of each step without its data waits must give back the
+step less its wait, and the data-loading finding must take its gain from that replay.
 
 usage: critical_path_test.py TRACETUNE
 """
@@ -65,4 +66,16 @@ with tempfile.TemporaryDirectory() as tmp:
     check("each step's longest segment is the data wait",
           sum(1 for p in paths if p["top"] and p["top"][0]["kind"] == "data_wait") >= len(paths) - 1,
           [p["top"][:1] for p in paths])
+    # what-if replay: removing the waits leaves the step's host compute (a CPU job: nothing else
+    # gates it), so each step shortens by its data wait, to within the rest of the step
+    steps = rank["steps"]
+    check("every step is replayed", all("what_if_ns" in s for s in steps), [s.get("what_if_ns") for s in steps])
+    check("each step without its data waits shortens by the wait",
+          all(abs((s["wall_ns"] - s["what_if_ns"]["no_data_wait"]) - s["data_wait_ns"]) <= 0.02 * s["wall_ns"]
+              for s in steps),
+          [(s["wall_ns"], s["data_wait_ns"], s["what_if_ns"]["no_data_wait"]) for s in steps])
+    data = [f for f in doc["findings"] if f["category"] == "data_loading"]
+    check("the data-loading finding's gain comes from the replay",
+          len(data) == 1 and data[0]["gain_model"].startswith("what-if replay") and data[0]["gain_ns"] > 50_000_000,
+          data)
 finish()
