@@ -51,6 +51,23 @@ def gemm_flops(name, args):
     return 0
 
 
+def has_op_shape(name, args):
+    """Whether a layer_norm / cross_entropy_loss op gives a "shape.<op>.<rows>x<cols>" counter."""
+    if name not in ("aten::layer_norm", "aten::cross_entropy_loss"):
+        return False
+    dims = args.get("Input Dims") or []
+    if not isinstance(dims, list) or any(not isinstance(d, list) or len(d) > 4 for d in dims[:3]) or not dims:
+        return False
+    x = dims[0]
+    if not x or any(not isinstance(v, int) or v < 0 for v in x):
+        return False
+    col = len(x) - 1 if name == "aten::layer_norm" else min(len(x) - 1, 1)
+    rows = 1
+    for i, v in enumerate(x):
+        rows *= v if i != col else 1
+    return rows > 0 and x[col] > 0
+
+
 def source_counts(inputs):
     """Counts per kind from the Kineto files, by the mapping in docs/trace-format.md."""
     c = collections.Counter()
@@ -78,6 +95,8 @@ def source_counts(inputs):
             elif ph == "X":
                 if cat in ("cpu_op", "Operator") and gemm_flops(name, args) > 0:
                     c["counters"] += 1  # "gemm.flops.<dtype>" (docs/trace-format.md)
+                if cat in ("cpu_op", "Operator") and has_op_shape(name, args):
+                    c["counters"] += 1  # "shape.<op>.<rows>x<cols>"
                 if cat in ("kernel", "Kernel"):
                     c["kernels"] += 1
                 elif cat == "mtia_ccp_events":

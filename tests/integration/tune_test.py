@@ -238,6 +238,9 @@ def case_kernels(tmp):
     print(r.stdout + r.stderr)
     check("tune --kernels exits 0", r.returncode == 0, f"rc={r.returncode}")
     check("bench kernels ran before the search", "tracetune bench kernels:" in r.stderr and "cross_entropy" in r.stderr)
+    # the Python integration recorded the ops' shapes in the reference run (8 x 32 tokens, dim 16)
+    check("the trace's op shapes are read", "(the trace's: layernorm=256x16,cross_entropy=256x4000)" in r.stderr,
+          [l for l in r.stderr.splitlines() if "shapes" in l])
     trials = json.loads((tmp / "tuned.trials.json").read_text())
     tried = [t for t in trials["trials"] if any(k.startswith("kernels.") for k in t.get("settings", {}))]
     kept = re.findall(r"^(\w+)\s+tracetune\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+keep$", r.stderr, re.M)

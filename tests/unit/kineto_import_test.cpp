@@ -234,6 +234,28 @@ TEST(KinetoImport, MegabyteStringsAndOddArgTypesAreFine) {
   EXPECT_TRUE(noted);
 }
 
+TEST(KinetoImport, OpShapesOfLayerNormAndCrossEntropyBecomeCounters) {
+  // record_shapes=True: the tuner benchmarks substitutions at these shapes
+  Trace t;
+  auto st = import_kineto_buffer(
+      R"({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::layer_norm", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
+         "args": {"Input Dims": [[8, 32, 16], [], [16], [16], [], []], "Input type": ["float"]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::cross_entropy_loss", "pid": 1, "tid": 1, "ts": 3, "dur": 1,
+         "args": {"Input Dims": [[256, 16000], [256], [], [], [], []]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::layer_norm", "pid": 1, "tid": 1, "ts": 5, "dur": 1,
+         "args": {"Input Dims": [[], [], [], [], [], []]}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 7, "dur": 1,
+         "args": {"Input Dims": [[8, 16]]}}]})",
+      "shapes.json", t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_EQ(t.counters.size(), 2u);  // no shape from empty dims, none for ops no entry replaces
+  EXPECT_EQ(t.strings.get(t.counters.name[0]), "shape.aten::layer_norm.256x16");
+  EXPECT_EQ(t.strings.get(t.counters.name[1]), "shape.aten::cross_entropy_loss.256x16000");
+  EXPECT_EQ(t.counters.value[0], 1.0);
+  EXPECT_EQ(t.counters.ts[1], 3000);
+}
+
 TEST(KinetoImport, CounterArgsBeforePhase) {
   // Field order is free in JSON: a counter whose args precede "ph" keeps its values.
   Trace t;

@@ -75,4 +75,29 @@ TEST(Substitutions, NoOpLevelEventsIsSaid) {
   for (const auto& s : shares) EXPECT_FALSE(s.matched);
 }
 
+TEST(Substitutions, ShapesFromCountersMostCallsFirstThenTheLarger) {
+  tt::trace::Trace t;
+  auto counter = [&](const std::string& name, double calls) {
+    t.counters.ts.push_back(0);
+    t.counters.track.push_back(0);
+    t.counters.name.push_back(t.strings.intern(name));
+    t.counters.value.push_back(calls);
+  };
+  counter("shape.aten::layer_norm.256x16", 3);
+  counter("shape.aten::layer_norm.256x16", 3);   // summed over steps: 6 calls
+  counter("shape.aten::layer_norm.8x4096", 5);
+  counter("shape.aten::cross_entropy_loss.64x100", 1);
+  counter("shape.aten::cross_entropy_loss.128x100", 1);  // a tie: the larger shape
+  counter("shape.aten::mm.4x4", 9);                       // no entry replaces it
+  counter("shape.aten::layer_norm.x16", 99);              // malformed names are ignored
+  counter("shape.aten::layer_norm.12", 99);
+  counter("host memory.rss", 1e9);
+  auto subs = builtin_substitutions();
+  ASSERT_TRUE(static_cast<bool>(subs));
+  const auto shapes = substitution_shapes(t, subs.value());
+  using Shapes = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(shapes, (Shapes{{"layernorm", "256x16"}, {"cross_entropy", "128x100"}}));
+  EXPECT_TRUE(substitution_shapes(tt::trace::Trace{}, subs.value()).empty());
+}
+
 }  // namespace

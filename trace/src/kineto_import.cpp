@@ -272,6 +272,7 @@ class Importer {
   // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
   Status parse_args(od::object args, Args& a, int numeric, bool want_dims);
   void push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
+  void push_op_shape(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
   Status memory_event(const Id& pid, const Id& tid, Ns ts, const Args& args);
   Status parse_device_properties(od::array arr);
   Status parse_distributed_info(od::object obj);
@@ -462,6 +463,10 @@ bool get_int(od::value v, std::int64_t& out) {
 bool gemm_op(std::string_view name) {
   return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm";
 }
+
+// The ops whose shapes the tuner benchmarks substitutions at (the Python integration's
+// tracetune/_shapes.py records the same counters).
+bool shape_op(std::string_view name) { return name == "aten::layer_norm" || name == "aten::cross_entropy_loss"; }
 
 // "Input Dims": [[M, K], [K, N], ...]: the first three inputs' shapes (each up to 4 sizes).
 bool get_input_dims(od::value v, Args& a) {
@@ -680,7 +685,8 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
       if (v.get_object().get(a)) return fail("'args' must be an object", index);
       // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
       // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
-      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" || name == "[memory]" ? 1 : 0, gemm_op(name)); !st)
+      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" || name == "[memory]" ? 1 : 0,
+                                gemm_op(name) || shape_op(name)); !st)
         return st;
       has_args = true;
     }
@@ -874,7 +880,10 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     default: break;
   }
   t_.ranges.push(ts, dur, track, nm, kind, t_.strings.intern(cat), static_cast<std::uint32_t>(args.external_id));
-  if (kind == RangeKind::CpuOp && (args.has & (kDims | kFlops))) push_gemm_flops(ts, track, name, args);
+  if (kind == RangeKind::CpuOp && (args.has & (kDims | kFlops))) {
+    if (shape_op(name)) push_op_shape(ts, track, name, args);
+    else push_gemm_flops(ts, track, name, args);
+  }
 
   if (name.starts_with("ProfilerStep#")) {
     std::int64_t n = 0;
@@ -908,6 +917,28 @@ void Importer::push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name
   t_.counters.track.push_back(track);
   t_.counters.name.push_back(t_.strings.intern(std::string("gemm.flops.") + dtype));
   t_.counters.value.push_back(flops);
+}
+
+// The shape of a layer_norm or cross_entropy_loss op from its first input (record_shapes=True)
+// as the counter "shape.<op>.<rows>x<cols>" (value 1) at the op's start: layer_norm's last
+// dimension is taken as the normalised size (the common case: normalized_shape = [C]); a loss's
+// second dimension is its classes.
+void Importer::push_op_shape(Ns ts, std::uint32_t track, std::string_view name, const Args& a) {
+  const auto& x = a.dims[0];
+  const int n = a.ndims[0];
+  if (n == 0) return;
+  const int col = name == "aten::layer_norm" ? n - 1 : std::min(n - 1, 1);
+  std::int64_t rows = 1;
+  for (int i = 0; i < n; ++i)
+    if (i != col) {
+      if (x[i] > 0 && rows > (std::int64_t{1} << 40) / x[i]) return;  // crafted sizes
+      rows *= x[i];
+    }
+  if (rows <= 0 || x[col] <= 0) return;
+  t_.counters.ts.push_back(ts);
+  t_.counters.track.push_back(track);
+  t_.counters.name.push_back(t_.strings.intern("shape." + std::string(name) + "." + std::to_string(rows) + "x" + std::to_string(x[col])));
+  t_.counters.value.push_back(1);
 }
 
 void Importer::push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name,

@@ -129,4 +129,55 @@ std::vector<SubstitutionShare> substitution_shares(const trace::Trace& t, const 
   return out;
 }
 
+namespace {
+
+// "shape.aten::layer_norm.256x16" -> {"aten::layer_norm", "256x16", 256 * 16}; false when the
+// name is not a shape counter.
+struct OpShape {
+  std::string_view op, shape;
+  double size = 0;
+};
+
+bool parse_shape_counter(std::string_view name, OpShape& out) {
+  constexpr std::string_view kPrefix = "shape.";
+  if (!name.starts_with(kPrefix)) return false;
+  const auto dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot < kPrefix.size()) return false;
+  out.op = name.substr(kPrefix.size(), dot - kPrefix.size());
+  out.shape = name.substr(dot + 1);
+  const auto x = out.shape.find('x');
+  if (x == std::string_view::npos || x == 0 || x + 1 == out.shape.size()) return false;
+  double rows = 0, cols = 0;
+  for (char c : out.shape.substr(0, x)) {
+    if (c < '0' || c > '9') return false;
+    rows = rows * 10 + (c - '0');
+  }
+  for (char c : out.shape.substr(x + 1)) {
+    if (c < '0' || c > '9') return false;
+    cols = cols * 10 + (c - '0');
+  }
+  out.size = rows * cols;
+  return out.size > 0;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> substitution_shapes(const trace::Trace& t,
+                                                                     const std::vector<Substitution>& subs) {
+  std::map<trace::StringId, double> calls;  // per counter name
+  for (std::size_t i = 0; i < t.counters.size(); ++i) calls[t.counters.name[i]] += t.counters.value[i];
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& s : subs) {
+    OpShape best;
+    double best_calls = 0;
+    for (const auto& [name, n] : calls) {
+      OpShape shape;
+      if (n <= 0 || !parse_shape_counter(t.strings.get(name), shape) || !contains_any(shape.op, s.op_patterns)) continue;
+      if (n > best_calls || (n == best_calls && shape.size > best.size)) best = shape, best_calls = n;
+    }
+    if (best_calls > 0) out.emplace_back(s.id, std::string(best.shape));
+  }
+  return out;
+}
+
 }  // namespace tt::tuner

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -101,13 +102,19 @@ class LiveTable {
 struct KernelMatch {
   bool has_op_data = false;
   std::vector<SubstitutionShare> shares;
+  std::string shapes;  // "id=ROWSxCOLS,..." seen in the trace (bench kernels --shapes)
 };
 
 KernelMatch match_kernels(const trace::Trace& t) {
   KernelMatch m;
   auto subs = builtin_substitutions();
-  if (subs) m.shares = substitution_shares(t, subs.value(), &m.has_op_data);
-  else say("tune: the built-in substitution catalogue is broken: " + subs.error());
+  if (!subs) {
+    say("tune: the built-in substitution catalogue is broken: " + subs.error());
+    return m;
+  }
+  m.shares = substitution_shares(t, subs.value(), &m.has_op_data);
+  for (const auto& [id, shape] : substitution_shapes(t, subs.value()))
+    m.shapes += (m.shapes.empty() ? "" : ",") + id + "=" + shape;
   return m;
 }
 
@@ -127,6 +134,13 @@ void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const f
     kb.args.insert(kb.args.end(), {"--only", only});
   } else if (!opt.quiet) {
     say("tune: the trace has no per-op events (kernels or aten:: ops): every substitution is measured");
+  }
+  // the shapes the job ran its ops at, unless --kernel-shapes names them
+  if (std::find(kb.args.begin(), kb.args.end(), "--shapes") != kb.args.end()) {
+    if (!opt.quiet && !match.shapes.empty()) say("tune: micro-benchmarks at --kernel-shapes (the trace's: " + match.shapes + ")");
+  } else if (!match.shapes.empty()) {
+    if (!opt.quiet) say("tune: micro-benchmarks at the shapes the trace shows: " + match.shapes);
+    kb.args.insert(kb.args.end(), {"--shapes", match.shapes});
   }
   if (opt.allow_numerics) kb.args.push_back("--allow-numerics");
   const fs::path kept = work / "kernels-kept.txt";

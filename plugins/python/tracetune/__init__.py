@@ -37,13 +37,13 @@ def step(number: int = None) -> None:
     """End the current step and start the next one. The first call starts step 0."""
     if not _collector.available():
         return
-    from tracetune import _autostep, _memory
+    from tracetune import _autostep
     _autostep.explicit_steps_in_use()
     now = _collector.now_ns()
     state = _explicit_step
     if state["start"] is not None:
         _collector.step(_collector.STEP, state["start"], now, state["number"])
-        _memory.sample(now)
+        _autostep.step_ended(now)
         _autostep.DURATIONS.append(now - state["start"])
         state["number"] += 1
         _autostep.stop_if_done(state["number"])

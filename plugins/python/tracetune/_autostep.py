@@ -26,12 +26,18 @@ import os
 import sys
 import threading
 
-from tracetune import _collector, _imphook, _memory
+from tracetune import _collector, _imphook, _memory, _shapes
 
 _EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
 
 
 DURATIONS = []  # ns of each completed step, in order (for TRACETUNE_EARLY_STOP)
+
+
+def step_ended(now: int) -> None:
+    """What is sampled at every step's end: memory counters, and op shapes in the first steps."""
+    _memory.sample(now)
+    _shapes.on_step_end(now)
 
 
 class _Steps:
@@ -51,7 +57,7 @@ class _Steps:
                 DURATIONS.clear()
             if self.start is not None:
                 _collector.step(_collector.STEP, self.start, now, self.number)
-                _memory.sample(now)
+                step_ended(now)
                 DURATIONS.append(now - self.start)
                 self.number += 1
             self.start = now
@@ -61,7 +67,7 @@ class _Steps:
         with self.lock:
             if source == self.source and self.start is not None:
                 _collector.step(_collector.STEP, self.start, now, self.number)
-                _memory.sample(now)
+                step_ended(now)
                 DURATIONS.append(now - self.start)
                 self.number += 1
                 self.start = None
@@ -286,5 +292,6 @@ def install() -> None:
     _installed = True
     for name, patch in _PATCHES.items():
         _imphook.on_import(name, patch)
+    _imphook.on_import("torch", _shapes.install)
     if os.environ.get("TRACETUNE_RECORD_LOSS") == "1":
         _imphook.on_import("torch", _patch_tensor_backward_loss)

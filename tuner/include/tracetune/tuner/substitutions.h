@@ -34,4 +34,11 @@ struct SubstitutionShare {
 std::vector<SubstitutionShare> substitution_shares(const trace::Trace& t, const std::vector<Substitution>& subs,
                                                    bool* has_op_data);
 
+// The shape each entry's ops ran at most often in the trace (ties: the larger), from the
+// counters "shape.<op>.<rows>x<cols>" (summed values: calls) that the Python integration
+// records in the first steps and the Kineto importer derives from "Input Dims": {id, "ROWSxCOLS"}
+// for the entries one of whose op_patterns the op contains, in catalogue order.
+std::vector<std::pair<std::string, std::string>> substitution_shapes(const trace::Trace& t,
+                                                                     const std::vector<Substitution>& subs);
+
 }  // namespace tt::tuner
