@@ -81,6 +81,10 @@ std::vector<MemoryDevice> memory_by_device(const Trace& t, const RankMetrics& r)
   std::vector<MemoryDevice> out;
   for (auto& [device, m] : by_device) {
     m.device = device;
+    if (m.step_peak.empty() && !m.step_reserved.empty()) {  // only reserved recorded (an nsys export): use it
+      m.step_peak = m.step_reserved;
+      m.peak = std::max(m.peak, m.reserved_peak);
+    }
     m.capacity = capacity_of(t, device, r.process);
     std::vector<std::int64_t> seen;  // steps with a sample, in order
     for (auto v : m.step_peak)

@@ -111,5 +111,32 @@ TEST(Memory, MemoryEventsWithoutTotalsAreSkippedWithADiagnostic) {
   EXPECT_TRUE(said);
 }
 
+TEST(Memory, ReservedSamplesAloneGivePeaksAndGrowth) {
+  // an nsys export with --cuda-memory-usage: only "cuda:N memory.reserved", growing 32 MiB a step
+  trace::Trace t;
+  trace::Process p;
+  p.pid = 1;
+  const auto proc = t.add_process(p);
+  const auto main = t.add_thread({proc, 1, "main"});
+  for (int i = 0; i < 8; ++i) {
+    const trace::Ns s = i * 10'000'000;
+    t.steps.push_span(s, 10'000'000, main, t.strings.intern("ProfilerStep#" + std::to_string(i)));
+    t.steps.number.push_back(i);
+    t.counters.ts.push_back(s + 5'000'000);
+    t.counters.track.push_back(main);
+    t.counters.name.push_back(t.strings.intern("cuda:0 memory.reserved"));
+    t.counters.value.push_back(static_cast<double>((512 + 32 * i) * kMiB));
+  }
+  t.finalize();
+  const auto a = analyze(t, Options{}, "nsys");
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const auto& mem = a.metrics.ranks[0].memory;
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_EQ(mem[0].step_peak.size(), 8u);
+  EXPECT_EQ(mem[0].peak, (512 + 32 * 7) * kMiB);
+  EXPECT_NEAR(mem[0].growth_per_step, 32.0 * kMiB, 1.0);
+  EXPECT_EQ(memory_finding(a, "Memory fragmentation"), nullptr);  // reserved = used: no fragmentation
+}
+
 }  // namespace
 }  // namespace tt::analyzer

@@ -44,6 +44,18 @@ const Diagnostic* find_diag(const Trace& t, DiagnosticKind kind, std::string_vie
   return nullptr;
 }
 
+// Rows of CUDA_GPU_MEMORY_USAGE_EVENTS for process `pid` (out of time order on purpose).
+std::string fmt_rows(std::int64_t pid) {
+  const std::string p = std::to_string(pid);
+  auto row = [&](int start, int dev, int bytes, int kind, int op) {
+    return "INSERT INTO CUDA_GPU_MEMORY_USAGE_EVENTS (start, globalPid, deviceId, address, bytes, memKind, "
+           "memoryOperationType) VALUES (" + std::to_string(start) + ", " + p + ", " + std::to_string(dev) +
+           ", 4096, " + std::to_string(bytes) + ", " + std::to_string(kind) + ", " + std::to_string(op) + ");\n";
+  };
+  return row(300, 0, 2000, 2, 0) + row(100, 0, 1000, 2, 0) + row(150, 1, 64, 2, 0) + row(400, 0, 1000, 2, 1) +
+         row(200, 0, 512, 1, 0) + row(500, 0, 5000, 2, 1);
+}
+
 class NsysImport : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -487,6 +499,34 @@ TEST_F(NsysImport, ExportWithoutEventTablesSaysSo) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().find(p.string()), std::string::npos);
   EXPECT_NE(st.error().find("nothing to import"), std::string::npos) << st.error();
+}
+
+TEST_F(NsysImport, CudaMemoryUsageBecomesReservedBytesPerDevice) {
+  // --cuda-memory-usage=true: allocations (0) and frees (1) in any row order; memKind 2 device,
+  // 1 pinned host (left out); one free of memory allocated before the capture (clamped, noted)
+  const std::int64_t pid = std::int64_t{42} << 24;  // globalPid: <hw:8><vm:8><pid:24><tid:24 = 0>
+  const std::string rows = fmt_rows(pid);
+  const fs::path p = make_db("mem.sqlite", R"(
+    CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE CUDA_GPU_MEMORY_USAGE_EVENTS (start INTEGER NOT NULL, globalPid INTEGER, deviceId INTEGER NOT NULL,
+      contextId INTEGER, address INTEGER NOT NULL, pc INTEGER, bytes INTEGER NOT NULL, memKind INTEGER NOT NULL,
+      memoryOperationType INTEGER NOT NULL, name INTEGER, correlationId INTEGER, streamId INTEGER);)" + rows);
+  Trace t;
+  const Status st = import_nsys(p, t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  std::vector<std::pair<std::string, double>> got;
+  for (std::size_t i = 0; i < t.counters.size(); ++i) {
+    got.emplace_back(std::string(t.strings.get(t.counters.name[i])), t.counters.value[i]);
+    EXPECT_EQ(t.threads[t.tracks[t.counters.track[i]].owner].tid, 42);  // the process's main thread
+  }
+  using Got = std::vector<std::pair<std::string, double>>;
+  EXPECT_EQ(got, (Got{{"cuda:0 memory.reserved", 1000}, {"cuda:1 memory.reserved", 64},
+                      {"cuda:0 memory.reserved", 3000}, {"cuda:0 memory.reserved", 2000},
+                      {"cuda:0 memory.reserved", 0}}));
+  EXPECT_EQ(t.processes.at(0).pid, 42);
+  const Diagnostic* d = find_diag(t, DiagnosticKind::Note, "before the capture");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 1u);
 }
 
 TEST_F(NsysImport, MissingRequiredColumnNamesTableAndColumn) {

@@ -16,6 +16,7 @@
 //   NVTX_EVENTS     -> ranges: 59 push/pop and 60 start/end (Nvtx), 34 marks (Instant);
 //                      75 domain-create rows only name the domains
 //   OSRT_API        -> io_calls for file-I/O functions; every other call -> ranges (Other, "osrt")
+//   CUDA_GPU_MEMORY_USAGE_EVENTS (--cuda-memory-usage=true) -> counters "cuda:N memory.reserved"
 //   TARGET_INFO_GPU -> device properties; ThreadNames / PROCESSES -> names
 //
 // Enum traps (the reason this file exists rather than a generic SQL mapping):
@@ -33,6 +34,7 @@
 //    uses); cuDevice is only a fallback.
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
@@ -187,7 +189,7 @@ enum HostCol : int { kGlobalTid = 2, kHostColCount };
 constexpr std::string_view kEventTables[] = {
     "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",          "CUPTI_ACTIVITY_KIND_MEMSET",
     "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER",          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "NVTX_EVENTS",                "OSRT_API",
+    "NVTX_EVENTS",                "OSRT_API",                            "CUDA_GPU_MEMORY_USAGE_EVENTS",
 };
 
 bool is_null(const sql::Stmt& r, int c) { return sqlite3_column_type(r.get(), c) == SQLITE_NULL; }
@@ -282,6 +284,7 @@ class NsysImporter {
   Status import_syncs();
   Status import_nvtx();
   Status import_osrt();
+  Status import_memory_usage();
   Status count_unimported();
   void finish();
 
@@ -856,6 +859,49 @@ Status NsysImporter::import_osrt() {
   });
 }
 
+// Every device allocation and free nsys saw -> the counter "cuda:<deviceId> memory.reserved" on
+// the process's main thread: the bytes the process holds from the driver after the event (for
+// PyTorch, its caching allocator's reserved memory; the analyzer's "Memory" reads it). Host kinds
+// (pageable, pinned) are left out; frees of memory allocated before the capture began clamp at 0.
+Status NsysImporter::import_memory_usage() {
+  constexpr std::string_view table = "CUDA_GPU_MEMORY_USAGE_EVENTS";
+  if (!has(table)) return {};
+  static constexpr Col cols[] = {{"start", true},   {"globalPid", true}, {"deviceId", true},
+                                 {"bytes", true},   {"memKind", true},   {"memoryOperationType", true}};
+  enum : int { kAt, kPid, kDevice, kBytes, kKind, kOp };
+  struct Change {
+    Ns at;
+    std::int64_t pkey, device, delta;
+  };
+  std::vector<Change> changes;
+  auto st = for_each_row(table, cols, [&](const sql::Stmt& r) {
+    const auto* mk = lookup(mem_kinds_, r, kKind, table, "memKind");
+    if (mk == nullptr || mk->value == MemoryKind::Pageable || mk->value == MemoryKind::Pinned) return;
+    const std::int64_t bytes = r.i64(kBytes), op = r.i64(kOp);
+    if (is_null(r, kAt) || is_null(r, kPid) || bytes < 0 || (op != 0 && op != 1)) {
+      skip(table, "rows with a NULL time or process, negative bytes or an unknown memoryOperationType");
+      return;
+    }
+    changes.push_back({r.i64(kAt), process_key(r.i64(kPid)), r.i64(kDevice), op == 0 ? bytes : -bytes});
+  });
+  if (!st) return st;
+  std::stable_sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.at < b.at; });
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> held;  // (process, device) -> bytes
+  std::uint64_t clamped = 0;
+  for (const auto& c : changes) {
+    std::int64_t& h = held[{c.pkey, c.device}];
+    h += c.delta;
+    if (h < 0) h = 0, ++clamped;
+    const std::int64_t main_tid = (c.pkey << 24) | (c.pkey & 0xFFFFFF);
+    t_.counters.ts.push_back(c.at);
+    t_.counters.track.push_back(thread_track(main_tid));
+    t_.counters.name.push_back(t_.strings.intern("cuda:" + std::to_string(c.device) + " memory.reserved"));
+    t_.counters.value.push_back(static_cast<double>(h));
+  }
+  if (clamped > 0) count(DiagnosticKind::Note, std::string(table) + ": frees of memory allocated before the capture", clamped);
+  return {};
+}
+
 // Event tables this importer does not read (scheduling, sampling, GPU metrics, ...) are
 // reported with their row counts, so nothing in the file disappears silently.
 Status NsysImporter::count_unimported() {
@@ -909,7 +955,7 @@ Status NsysImporter::run() {
   if (auto st = import_api("CUPTI_ACTIVITY_KIND_DRIVER", ApiKind::Driver); !st) return st;
   for (auto step : {&NsysImporter::import_kernels, &NsysImporter::import_memcpys, &NsysImporter::import_memsets,
                     &NsysImporter::import_syncs, &NsysImporter::import_nvtx, &NsysImporter::import_osrt,
-                    &NsysImporter::count_unimported})
+                    &NsysImporter::import_memory_usage, &NsysImporter::count_unimported})
     if (auto st = (this->*step)(); !st) return st;
   finish();
   return {};
