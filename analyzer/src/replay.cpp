@@ -22,7 +22,7 @@ namespace tt::analyzer {
 
 std::string_view to_string(WhatIf w) {
   static constexpr std::string_view kNames[kWhatIfs] = {"no_data_wait", "prefetched_h2d", "tensor_core_gemms",
-                                                        "fused_memory_bound"};
+                                                        "fused_memory_bound", "no_sync_wait"};
   return kNames[static_cast<std::size_t>(w)];
 }
 
@@ -65,7 +65,7 @@ class Replay {
       }
     }
     if (hi > at) item(at, hi, now_ + (hi - at));
-    return now_ - lo_;
+    return std::max(now_, gpu_bound(hi)) - lo_;
   }
 
  private:
@@ -84,6 +84,30 @@ class Replay {
   void item(Ns s, Ns e, Ns new_e) {
     map_.push_back({s, e, now_, new_e});
     now_ = new_e;
+  }
+
+  // The step's GPU work (the ops that started in it, and those launched in it that started
+  // after it ended: the host ran ahead) bounds the step as the recording shows: its replayed
+  // end less the tail it recorded past the step's end. Unchanged, that is at most hi.
+  Ns gpu_bound(Ns hi) {
+    const auto first = std::lower_bound(g_.by_start.begin(), g_.by_start.end(), lo_,
+                                        [&](std::uint32_t i, Ns v) { return g_.ops[i].s < v; });
+    Ns recorded_end = lo_, last_start = lo_;
+    bool any = false;
+    for (auto it = first; it != g_.by_start.end(); ++it) {
+      const PathOp& o = g_.ops[*it];
+      if (o.s >= hi) {
+        auto l = o.corr ? g_.launches.find(o.corr) : g_.launches.end();
+        if (l == g_.launches.end() || l->second.start >= hi) break;  // launched after the step
+      }
+      recorded_end = std::max(recorded_end, o.e), last_start = o.s, any = true;
+    }
+    if (!any) return lo_;
+    replay_ops_until(last_start);
+    Ns replayed_end = lo_;
+    for (auto it = first; it != g_.by_start.end() && g_.ops[*it].s <= last_start; ++it)
+      replayed_end = std::max(replayed_end, op_times(*it).second);
+    return replayed_end - std::max<Ns>(0, recorded_end - hi);
   }
 
   // Recorded host time -> replayed host time (before lo: unchanged; past the items replayed so
@@ -140,24 +164,26 @@ class Replay {
         // for it; one that returned after the op started, having waited longer than a queued
         // launch takes (a copy from pageable memory, a full launch queue), waited for the GPU
         // to reach it
-        if (own.e > s && own.e <= e) return wait_for(l->second.op, e, false);
-        if (own.s >= s && own.s < e && own.s - s > blocking_) return wait_for(l->second.op, e, true);
+        if (own.e > s && own.e <= e) return wait_for(l->second.op, e, false, true);
+        if (own.s >= s && own.s < e && own.s - s > blocking_) return wait_for(l->second.op, e, true, false);
       }
     }
     if (m.kind != PathKind::Sync) return now_ + (e - s);
     // the op the call waited for: the last to end before it returned (as the walk takes it)
     auto w = std::upper_bound(g_.by_end.begin(), g_.by_end.end(), e, [&](Ns v, std::uint32_t i) { return v < g_.ops[i].e; });
     if (w == g_.by_end.begin() || g_.ops[*(w - 1)].e <= s) return now_ + (e - s);
-    return wait_for(*(w - 1), e, false);
+    return wait_for(*(w - 1), e, false, true);
   }
 
   // A host call recorded as returning at e, after op `op` ended (or started): it returns the same
   // time after the op's replayed end (or start). A prefetched host-to-device copy no longer holds
-  // the host: the call keeps only what followed the copy's end.
-  Ns wait_for(std::uint32_t op, Ns e, bool until_start) {
+  // the host, nor does a sync (`is_sync`: a synchronising call or copy) without syncs: the call
+  // keeps only what followed the op's end.
+  Ns wait_for(std::uint32_t op, Ns e, bool until_start, bool is_sync) {
     const PathOp& o = g_.ops[op];
     const Ns tail = e - (until_start ? o.s : o.e);
-    if (change_ == WhatIf::PrefetchedH2d && (o.traits & kHostToDevice)) return now_ + (until_start ? 0 : tail);
+    if ((change_ == WhatIf::PrefetchedH2d && (o.traits & kHostToDevice)) || (change_ == WhatIf::NoSyncWait && is_sync))
+      return now_ + (until_start ? 0 : tail);
     replay_ops_until(o.s);
     const auto [start, end] = op_times(op);
     return std::max(now_ + tail, (until_start ? start : end) + tail);

@@ -421,7 +421,8 @@ std::string path_summary(std::string_view title, const std::vector<StepPath>& pa
 // "what-if replay (N steps): data waits removed -3.10 ms (21%), ..." (median step shortening)
 std::string what_if_summary(const RankMetrics& r) {
   static constexpr std::string_view kLabels[kWhatIfs] = {"data waits removed", "H2D copies prefetched",
-                                                         "FP32 GEMMs on tensor cores", "memory-bound kernels fused"};
+                                                         "FP32 GEMMs on tensor cores", "memory-bound kernels fused",
+                                                         "no sync waits"};
   const std::size_t replayed = replayed_steps(r);
   if (replayed == 0) return {};
   if (replayed != r.steps.size())

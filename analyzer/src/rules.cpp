@@ -297,14 +297,17 @@ std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th)
   if (!r.has_gpu || share_of(sync, r.step_median) < th.sync_share) return {};
   // What-if: without the sync the host runs ahead and keeps the queue full: the idle time
   // the host's lateness caused (bounded by the time it spent blocked) goes.
-  const Ns gain = std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_launch + s.idle_sync; }));
-  Finding f = make(Category::SyncStall, r, sync, gain, th);
+  const Gain gain = replayed_or(
+      r, WhatIf::NoSyncWait, "the synchronising calls no longer waiting for the GPU (bounded by the step's GPU work)",
+      {std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_launch + s.idle_sync; })),
+       "GPU idle caused by the host's lateness after syncs, bounded by the blocked time"});
+  Finding f = make(Category::SyncStall, r, sync, gain.ns, th);
   f.title = fmt::format("Synchronization: the host blocks {} {} ({:.0f}%) in {} calls; top: {}", dur(sync),
                         per(r), pct(f.share), r.sync_calls, r.top_sync_call.empty() ? "?" : r.top_sync_call);
   f.detail = "Each sync drains the GPU queue and leaves it idle while the host catches up: avoid .item(), .cpu(), "
              "print(tensor) and torch.cuda.synchronize() inside the step; accumulate metrics on the GPU and read them "
              "every N steps.";
-  f.gain_model = "GPU idle caused by the host's lateness after syncs, bounded by the blocked time";
+  f.gain_model = gain.model;
   add_worst(f, r, [](const StepMetrics& s) { return s.sync_wait; }, "blocked in syncs");
   return {f};
 }

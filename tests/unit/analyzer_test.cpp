@@ -281,9 +281,12 @@ TEST(Metrics, SyncStallsAndStepSelection) {
   EXPECT_EQ(r.steps[0].sync_wait, 390 * kUs);
   const Finding* f = find(a, Category::SyncStall);
   ASSERT_NE(f, nullptr);
-  // the idle the late host left: 305 µs after the sync, plus the 20 µs gap before the next
-  // step's first launch, split 10/10 across the step boundary
-  EXPECT_EQ(f->gain, 325 * kUs);
+  // replayed without the sync's wait, the host reaches the second launch 390 µs sooner, but the
+  // second kernel still queues behind the first (ends at 400 µs): the step is bounded by its GPU
+  // work, 10 + 390 + 285 = 685 µs. (The formula said 325 µs: the idle the late host left, 305 µs
+  // after the sync plus 20 µs at the step boundary.)
+  EXPECT_EQ(f->gain, 315 * kUs);
+  EXPECT_TRUE(f->gain_model.starts_with("what-if replay")) << f->gain_model;
 }
 
 TEST(Metrics, HtaModeRoundsAndDropsTheLastStep) {
@@ -606,6 +609,23 @@ TEST(WhatIf, PrefetchedCopiesLeaveTheChainButTheKernelAfterThemStays) {
   const Finding* h = find(a, Category::H2dCopy);
   ASSERT_NE(h, nullptr);
   EXPECT_EQ(h->gain, 290 * kUs);
+}
+
+TEST(WhatIf, AHostThatRanAheadIsStillBoundByTheStepsGpuWork) {
+  // step 0: a kernel launched at once runs 200 µs past the step's end while the host waits
+  // 450 µs for data and never syncs
+  Builder b;
+  b.step(0, 0, 1000 * kUs);
+  b.kernel("k1", 5 * kUs, 10 * kUs, 1200 * kUs);
+  b.range("DataLoader: waiting for batch", 50 * kUs, 500 * kUs);
+  b.step(1, 1000 * kUs, 2000 * kUs);
+  b.api("cudaDeviceSynchronize", 1010 * kUs, 1205 * kUs);
+  const Analysis a = b.run();
+  const auto& s = a.metrics.ranks[0].steps[0];
+  ASSERT_TRUE(s.replayed);
+  // without the wait the host would end the step at 550 µs, but its GPU work still ends 200 µs
+  // past the step's end: removing the wait gains nothing
+  EXPECT_EQ(what_if(s, WhatIf::NoDataWait), 1000 * kUs);
 }
 
 TEST(WhatIf, EveryStepWithACompletePathReplaysToItsMeasuredLength) {

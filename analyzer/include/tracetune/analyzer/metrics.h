@@ -110,6 +110,7 @@ enum class WhatIf : std::uint8_t {
   PrefetchedH2d,    // host-to-device copies prefetched off the step's chain (pinned, side stream)
   TensorCoreGemms,  // FP32 SIMT GEMMs kTensorCoreSpeedup x faster
   FusedMemoryBound, // kFusionSaving of elementwise/reduction kernel time removed
+  NoSyncWait,       // synchronising calls and copies no longer wait for the GPU
   Count
 };
 inline constexpr std::size_t kWhatIfs = static_cast<std::size_t>(WhatIf::Count);
