@@ -215,8 +215,11 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
   if (!t) return fail(t.error());
   if (auto st = trace::write_trace(t.value(), output, "tracetune merge " TT_VERSION); !st) return fail(st.error());
   std::printf("%s", trace::summary_text(trace::summarize(t.value())).c_str());
-  for (const auto& h : report.hosts)
-    std::printf("host %-20s clock offset %lld ns (%zu files)\n", h.host.c_str(), static_cast<long long>(h.offset_ns), h.files);
+  for (const auto& h : report.hosts) {
+    const std::string alignment = h.clock_line();
+    std::printf("host %-20s clock offset %lld ns (%zu files)%s%s\n", h.host.c_str(), static_cast<long long>(h.offset_ns),
+                h.files, alignment.empty() ? "" : "; ", alignment.c_str());
+  }
   if (report.truncated > 0) std::printf("%zu processes ended without an exit record (marked truncated)\n", report.truncated);
   for (const auto& w : report.warnings) std::printf("warning: %s\n", w.c_str());
   std::printf("wrote %s\n", output.c_str());

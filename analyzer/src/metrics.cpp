@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/kernel_class.h"
+#include "tracetune/trace/collective_match.h"
 #include "tracetune/trace/importers.h"
 
 #include "critical_path.h"
@@ -849,7 +850,8 @@ void cross_rank(const Trace& t, Metrics& M, CollectiveGroups& groups) {
                         : 0;
   }
   if (M.ranks.size() < 2) return;
-  // The k-th collective of each (communicator, op) on every rank is the same collective.
+  // The k-th collective of each (communicator, op) on every rank is the same collective
+  // (trace/collective_match.h, the rule the merger's clock alignment uses too).
   const auto& c = t.collectives;
   std::unordered_map<std::uint32_t, std::size_t> rank_of_process;
   for (std::size_t i = 0; i < M.ranks.size(); ++i) rank_of_process[M.ranks[i].process] = i;
@@ -887,12 +889,10 @@ void cross_rank(const Trace& t, Metrics& M, CollectiveGroups& groups) {
       arrivals[{kByKernel, k.name[i], ordinal[k.name[i]]++}].push_back({k.start[i], k.end(i), r, k.track[i], false});
   }
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    std::sort(rows[r].begin(), rows[r].end(), [&](std::size_t a, std::size_t b) { return c.start[a] < c.start[b]; });
-    std::map<std::pair<trace::StringId, trace::StringId>, std::size_t> ordinal;
-    for (std::size_t i : rows[r]) {
-      const auto key = std::make_pair(c.communicator[i], c.op[i]);
-      const std::size_t k = ordinal[key]++;
-      arrivals[{key.first, key.second, k}].push_back(
+    const std::vector<trace::CollectiveKey> keys = trace::collective_keys(c, rows[r]);  // sorts rows[r]
+    for (std::size_t j = 0; j < rows[r].size(); ++j) {
+      const std::size_t i = rows[r][j];
+      arrivals[{keys[j].communicator, keys[j].op, keys[j].ordinal}].push_back(
           {c.start[i], c.end(i), r, c.track[i], c.side[i] == trace::CollectiveSide::Host});
     }
   }

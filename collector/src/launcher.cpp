@@ -211,7 +211,8 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
   s += fmt::format("recorded     {} processes from {} record files{}\n", report.processes, report.files,
                    report.hosts.size() > 1 ? fmt::format(" on {} hosts", report.hosts.size()) : "");
   for (const auto& h : report.hosts)
-    if (report.hosts.size() > 1) s += fmt::format("  host {}: clock offset {} ns ({} files)\n", h.host, h.offset_ns, h.files);
+    if (report.hosts.size() > 1)
+      s += fmt::format("  host {}: clock offset {} ns ({} files); {}\n", h.host, h.offset_ns, h.files, h.clock_line());
   std::vector<std::string> missing;
   for (const auto& source : kTraceSources)
     if (!has(opt.trace, source.id)) missing.push_back(fmt::format("{} (not requested)", source.what));

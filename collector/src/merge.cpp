@@ -16,7 +16,11 @@
 // Clocks: every record carries CLOCK_MONOTONIC, which is only comparable within one boot of
 // one host. With one host the trace clock is that host's monotonic clock (offset 0). With
 // several, each host gets offset = median over its files of (start_real - start_mono): the
-// median shrugs off a file whose realtime anchor was taken across an NTP step.
+// median shrugs off a file whose realtime anchor was taken across an NTP step. Realtime
+// clocks of different hosts still disagree by up to milliseconds (NTP), so once every file is
+// converted, each host's offset is corrected from collectives matched across hosts
+// (collective_clocks.h) and that host's processes are moved by the correction: one pass over
+// the tables, only when a correction applies (the collectives are known only after reading).
 //
 // Each file is its own Process row, including the two files of a pid that called exec (the
 // old image's file is flagged kExecReplaced): their command lines and threads differ.
@@ -38,6 +42,7 @@
 
 #include <fmt/format.h>
 
+#include "collective_clocks.h"
 #include "tracetune/collector/record_reader.h"
 
 namespace tt::collector {
@@ -231,11 +236,69 @@ std::map<std::string, Ns> align_clocks(const std::vector<std::optional<RecordFil
       offset = *mid;  // upper median: always one file's real anchor
     }
     offsets[host] = offset;
-    report.hosts.push_back({host, offset, deltas.size()});
+    HostClock& clock = report.hosts.emplace_back();
+    clock.host = host;
+    clock.offset_ns = clock.anchor_offset_ns = offset;
+    clock.files = deltas.size();
     t.metadata.emplace_back("clock_offset_ns:" + host, std::to_string(offset));
   }
   t.clock_domain = anchors.size() > 1 ? std::string(kAlignedClock) : std::string("CLOCK_MONOTONIC");
   return offsets;
+}
+
+// A diagnostic whose text names a time on the trace clock ("... at <ns> ns"): rewritten, as is
+// the same line among the report's GPU notes, when its process's host clock is corrected.
+struct TimedText {
+  std::size_t diagnostic = 0;  // index into Trace::diagnostics
+  std::uint32_t process = 0;
+  Ns time = 0;
+};
+
+void shift_timed_texts(trace::Trace& t, MergeReport& report, const std::vector<TimedText>& texts,
+                       std::span<const Ns> shift_by_process) {
+  for (const TimedText& x : texts) {
+    const Ns shift = x.process < shift_by_process.size() ? shift_by_process[x.process] : 0;
+    std::string& reason = t.diagnostics[x.diagnostic].reason;
+    const std::string old_at = fmt::format("at {} ns", x.time);
+    const auto pos = reason.rfind(old_at);
+    if (shift == 0 || pos == std::string::npos) continue;  // npos: a repeat, already rewritten
+    const std::string old_reason = reason;
+    reason.replace(pos, old_at.size(), fmt::format("at {} ns", sat_add(x.time, shift)));
+    std::replace(report.gpu_notes.begin(), report.gpu_notes.end(), old_reason, reason);
+  }
+}
+
+void set_metadata(trace::Trace& t, const std::string& key, const std::string& value) {
+  for (auto& [k, v] : t.metadata)
+    if (k == key) {
+      v = value;
+      return;
+    }
+  t.metadata.emplace_back(key, value);
+}
+
+// After conversion, with several hosts: corrects each host's offset from collectives matched
+// across hosts and moves that host's processes (every table, the timed texts) by it.
+void refine_clocks_from_collectives(trace::Trace& t, MergeReport& report, const std::vector<TimedText>& texts) {
+  const std::map<std::string, Ns> corrections = collective_clock_corrections(t, report.hosts);
+  std::vector<Ns> shift_by_process(t.processes.size(), 0);
+  bool any = false;
+  for (std::size_t p = 0; p < t.processes.size(); ++p) {
+    const auto it = corrections.find(t.processes[p].host);
+    shift_by_process[p] = it == corrections.end() ? 0 : it->second;
+    any |= shift_by_process[p] != 0;
+  }
+  if (any) {
+    trace::shift_process_times(t, shift_by_process);
+    shift_timed_texts(t, report, texts, shift_by_process);
+  }
+  for (const HostClock& clock : report.hosts) {
+    set_metadata(t, "clock_offset_ns:" + clock.host, std::to_string(clock.offset_ns));
+    if (clock.residual_ns < 0) continue;
+    set_metadata(t, "clock_correction_ns:" + clock.host, std::to_string(clock.correction_ns));
+    set_metadata(t, "clock_correction_collectives:" + clock.host, std::to_string(clock.collectives));
+    set_metadata(t, "clock_residual_ns:" + clock.host, std::to_string(clock.residual_ns));
+  }
 }
 
 // ---- pass 3: reading, in parallel, handed over in order ----
@@ -310,10 +373,11 @@ void read_in_order(const std::vector<fs::path>& files, const std::vector<char>& 
 class ProcessConverter {
  public:
   // `environments`: keys of the environments already stored, shared by all files.
+  // `timed_texts`: where diagnostics naming a trace time are noted (see TimedText).
   ProcessConverter(trace::Trace& t, MergeReport& report, const RawProcess& raw, Ns offset,
-                   std::set<std::string>& environments)
+                   std::set<std::string>& environments, std::vector<TimedText>& timed_texts)
       : t_(t), report_(report), raw_(raw), offset_(offset), source_(raw.path.string()),
-        environments_(environments) {}
+        environments_(environments), timed_texts_(timed_texts) {}
 
   void run() {
     add_process_and_threads();
@@ -330,6 +394,15 @@ class ProcessConverter {
 
  private:
   Ns at(Ns mono) const { return sat_add(mono, offset_); }
+  // A diagnostic whose reason names `time` (on the trace clock) as "at <time> ns".
+  void add_timed_diagnostic(trace::DiagnosticKind kind, const std::string& reason, Ns time) {
+    t_.add_diagnostic(kind, source_, reason);
+    for (std::size_t i = t_.diagnostics.size(); i-- > 0;)
+      if (const auto& d = t_.diagnostics[i]; d.kind == kind && d.source == source_ && d.reason == reason) {
+        timed_texts_.push_back({i, process_, time});
+        return;
+      }
+  }
   // end - start, clamped (and counted) to 0 when negative and so that the event's end, on
   // the trace clock, stays within 64 bits: the store's rule, which the reader enforces.
   Ns dur(Ns start, Ns end) {
@@ -434,10 +507,11 @@ class ProcessConverter {
           fmt::format("process {} ended by signal {}", h.pid, raw_.exits.back().rec.status - 128));
     if (!(exited || exec_replaced)) {
       ++report_.truncated;
-      t_.add_diagnostic(
-          trace::DiagnosticKind::Truncated, source_,
-          fmt::format("process {} has no exit record (killed or crashed); its last event is at {} ns", h.pid,
-                      at(std::max(raw_.last_ts_ns, h.start_mono_ns))));
+      const Ns last = at(std::max(raw_.last_ts_ns, h.start_mono_ns));
+      add_timed_diagnostic(
+          trace::DiagnosticKind::Truncated,
+          fmt::format("process {} has no exit record (killed or crashed); its last event is at {} ns", h.pid, last),
+          last);
     }
 
     // Threads: the main thread always (the process's own track), then every thread that
@@ -612,10 +686,12 @@ class ProcessConverter {
         case GpuStatus::TakenOver: {
           std::string line = msg.empty() ? fmt::format("GPU capture status {}", static_cast<int>(r.status))
                                          : std::string(msg);
-          if (r.status == GpuStatus::TakenOver) line += fmt::format(" (at {} ns)", at(r.ts_ns));
-          t_.add_diagnostic(r.status == GpuStatus::TakenOver ? trace::DiagnosticKind::Truncated
-                                                              : trace::DiagnosticKind::Note,
-                            source_, line);
+          if (r.status == GpuStatus::TakenOver) {
+            line += fmt::format(" (at {} ns)", at(r.ts_ns));
+            add_timed_diagnostic(trace::DiagnosticKind::Truncated, line, at(r.ts_ns));
+          } else {
+            t_.add_diagnostic(trace::DiagnosticKind::Note, source_, line);
+          }
           if (std::find(report_.gpu_notes.begin(), report_.gpu_notes.end(), line) == report_.gpu_notes.end())
             report_.gpu_notes.push_back(line);
           break;
@@ -861,6 +937,7 @@ class ProcessConverter {
   std::uint32_t process_ = trace::kNone;
   std::unordered_map<std::uint32_t, std::uint32_t> tracks_;  // tid -> track
   std::set<std::string>& environments_;
+  std::vector<TimedText>& timed_texts_;
   std::unordered_map<std::uint32_t, StringId> sids_;
   std::unordered_map<std::uint32_t, std::uint32_t> devices_;  // CUDA ordinal -> trace device
   std::unordered_map<std::uint64_t, std::uint32_t> streams_;  // (device << 32 | stream) -> track
@@ -918,13 +995,14 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   }
   const std::map<std::string, Ns> offsets = align_clocks(headers, t, report);
   std::set<std::string> environments;
+  std::vector<TimedText> timed_texts;
 
   read_in_order(files, readable, [&](std::size_t i, Result<RawProcess>* raw) {
     if (raw != nullptr && !*raw) skip(files[i], raw->error());
     if (raw != nullptr && *raw) {
       const RawProcess& p = raw->value();
       const auto off = offsets.find(p.header.host);
-      ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second, environments).run();
+      ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second, environments, timed_texts).run();
       ++report.files;
     }
     if (options.progress) options.progress(i + 1, files.size());
@@ -933,6 +1011,7 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   if (report.files == 0)
     return make_error("no readable record file among " + std::to_string(files.size()) +
                       " found (first: " + first_error + ")");
+  refine_clocks_from_collectives(t, report, timed_texts);
   return t;
 }
 

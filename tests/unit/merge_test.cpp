@@ -4,7 +4,10 @@
 #include "tracetune/collector/merge.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <map>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -590,6 +593,192 @@ TEST(Merge, NcclNvtxRangesWithBytesBecomeCollectives) {
   EXPECT_EQ(t.collectives.side[0], trace::CollectiveSide::Host);
   EXPECT_EQ(t.strings.get(t.collectives.op[1]), "allgather");
   EXPECT_EQ(t.collectives.bytes[1], 1024u);
+}
+
+
+// ---- clock alignment from collectives (issue 16, item 4) ----
+
+// A job's wall clock: every host sees the same instants; `skew` is how far its realtime clock
+// (hence its files' anchors) is off, `mono0` its monotonic clock at wall-clock instant real0.
+struct SimHost {
+  std::string name;
+  std::int64_t mono0 = 0;
+  std::int64_t skew = 0;
+  int ranks = 1;
+};
+constexpr std::int64_t kReal0 = 1'700'000'000'000'000'000;
+
+// Writes one file per rank of `host`: each rank runs `collectives` allreduces whose true end
+// is the same on every rank (+- 3 us), arriving with up to 20 us of jitter, and one read at
+// wall-clock instant kReal0 + 500 us. Returns nothing; the files go to dir/<host>/.
+void write_ranks_with_collectives(const fs::path& dir, const SimHost& host, int first_pid, int collectives,
+                                  std::mt19937& rng) {
+  std::uniform_int_distribution<std::int64_t> arrival_jitter(0, 20'000), end_jitter(-3'000, 3'000);
+  auto mono = [&](std::int64_t real) { return real - kReal0 + host.mono0; };
+  for (int r = 0; r < host.ranks; ++r) {
+    const int pid = first_pid + r;
+    RecordFileWriter w(pid, host.name);
+    w.header.start_mono_ns = mono(kReal0 + 10'000 * r);
+    w.header.start_real_ns = kReal0 + 10'000 * r + host.skew;  // the anchor, read off a skewed clock
+    const auto tid = static_cast<std::uint32_t>(pid);
+    w.io(tid, IoFunc::Read, mono(kReal0 + 500'000), mono(kReal0 + 510'000), "");
+    for (int k = 0; k < collectives; ++k) {
+      const std::int64_t end = kReal0 + 1'000'000 + 200'000LL * k;
+      w.range(tid, RangeSource::Nvtx, mono(end - 100'000 + arrival_jitter(rng)), mono(end + end_jitter(rng)),
+              "ncclAllReduce", "NCCL", 0, 1 << 20);
+    }
+    w.exit(mono(kReal0 + 1'000'000 + 200'000LL * collectives + 50'000), 0);
+    w.write(dir / host.name / ("proc-" + std::to_string(pid) + ".ttr"));
+  }
+}
+
+// Each process's collective ends, in start order.
+std::map<std::uint32_t, std::vector<std::int64_t>> collective_ends_by_process(const trace::Trace& t) {
+  std::map<std::uint32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> spans;
+  for (std::size_t i = 0; i < t.collectives.size(); ++i)
+    spans[t.process_of_track(t.collectives.track[i])].push_back({t.collectives.start[i], t.collectives.end(i)});
+  std::map<std::uint32_t, std::vector<std::int64_t>> ends;
+  for (auto& [p, v] : spans) {
+    std::sort(v.begin(), v.end());
+    for (const auto& [start, end] : v) ends[p].push_back(end);
+  }
+  return ends;
+}
+
+std::string metadata_value(const trace::Trace& t, const std::string& key) {
+  for (const auto& [k, v] : t.metadata)
+    if (k == key) return v;
+  return "(none)";
+}
+
+// Realtime anchors 5 ms fast on node-b and 5 ms slow on node-c: the anchors alone leave the same
+// collective ending 5 ms apart; matched collectives bring every host onto node-a's clock (the
+// host with most ranks) and every table of the host moves with it.
+TEST(MergeClock, CollectivesCorrectSkewedRealtimeAnchors) {
+  TempDir dir;
+  std::mt19937 rng(16);
+  const std::vector<SimHost> hosts = {{"node-a", 900'000'000'000, 0, 3},
+                                      {"node-b", 5'000'000'000, 5'000'000, 2},
+                                      {"node-c", 77'000'000'000, -5'000'000, 2}};
+  constexpr int kCollectives = 12;
+  for (std::size_t h = 0; h < hosts.size(); ++h)
+    write_ranks_with_collectives(dir.path(), hosts[h], 100 * static_cast<int>(h + 1), kCollectives, rng);
+
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  ASSERT_EQ(report.hosts.size(), 3u);
+  const HostClock &a = report.hosts[0], &b = report.hosts[1], &c = report.hosts[2];
+  EXPECT_TRUE(a.reference);
+  EXPECT_EQ(a.correction_ns, 0);
+  EXPECT_EQ(a.offset_ns, a.anchor_offset_ns);
+  EXPECT_EQ(a.clock_line(), "reference clock for 12 collectives");
+  EXPECT_NEAR(static_cast<double>(b.correction_ns), -5'000'000.0, 5'000.0);
+  EXPECT_NEAR(static_cast<double>(c.correction_ns), 5'000'000.0, 5'000.0);
+  for (const HostClock* h : {&b, &c}) {
+    EXPECT_FALSE(h->reference);
+    EXPECT_EQ(h->collectives, static_cast<std::size_t>(kCollectives));
+    EXPECT_GE(h->residual_ns, 0);
+    EXPECT_LT(h->residual_ns, 10'000);
+    EXPECT_EQ(h->offset_ns, h->anchor_offset_ns + h->correction_ns);
+    EXPECT_TRUE(h->clock_note.empty()) << h->clock_note;
+    EXPECT_NE(h->clock_line().find(" ms from 12 collectives (residual "), std::string::npos) << h->clock_line();
+    EXPECT_EQ(metadata_value(t, "clock_offset_ns:" + h->host), std::to_string(h->offset_ns));
+    EXPECT_EQ(metadata_value(t, "clock_correction_ns:" + h->host), std::to_string(h->correction_ns));
+    EXPECT_EQ(metadata_value(t, "clock_correction_collectives:" + h->host), "12");
+  }
+  EXPECT_EQ(b.clock_line().substr(0, 3), "-5.");  // "-5.001 ms from ...": within µs of 5 ms
+  EXPECT_EQ(c.clock_line().substr(0, 1), "+");
+  // The same collective ends within 50 µs on all 7 ranks.
+  const auto ends = collective_ends_by_process(t);
+  ASSERT_EQ(ends.size(), 7u);
+  for (int k = 0; k < kCollectives; ++k) {
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+    for (const auto& [p, v] : ends) {
+      ASSERT_EQ(v.size(), static_cast<std::size_t>(kCollectives));
+      lo = std::min(lo, v[static_cast<std::size_t>(k)]);
+      hi = std::max(hi, v[static_cast<std::size_t>(k)]);
+    }
+    EXPECT_LE(hi - lo, 50'000) << "collective " << k;
+  }
+  // Other tables and the process rows moved with their host: the read at one wall-clock
+  // instant lines up everywhere, and processes start at their true instants.
+  ASSERT_EQ(t.io_calls.size(), 7u);
+  const auto [first_read, last_read] = std::minmax_element(t.io_calls.start.begin(), t.io_calls.start.end());
+  EXPECT_LE(*last_read - *first_read, 50'000);
+  for (const auto& p : t.processes) EXPECT_NEAR(static_cast<double>(p.start - t.processes[0].start),
+                                                10'000.0 * (p.pid % 100), 50'000.0) << p.host << " " << p.pid;
+}
+
+// Too few collectives in common (here 2, and none at all on node-c): the anchor offsets stay and
+// the report says why.
+TEST(MergeClock, TooFewCollectivesKeepAnchorOffsets) {
+  TempDir dir;
+  std::mt19937 rng(4);
+  write_ranks_with_collectives(dir.path(), {"node-a", 900'000'000'000, 0, 2}, 100, 2, rng);
+  write_ranks_with_collectives(dir.path(), {"node-b", 5'000'000'000, 5'000'000, 1}, 200, 2, rng);
+  write_ranks_with_collectives(dir.path(), {"node-c", 77'000'000'000, -5'000'000, 1}, 300, 0, rng);
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(report.hosts.size(), 3u);
+  EXPECT_TRUE(report.hosts[0].reference);
+  for (std::size_t h = 1; h < 3; ++h) {
+    const HostClock& clock = report.hosts[h];
+    EXPECT_EQ(clock.correction_ns, 0);
+    EXPECT_EQ(clock.residual_ns, -1);
+    EXPECT_EQ(clock.offset_ns, clock.anchor_offset_ns);
+    EXPECT_EQ(metadata_value(r.value(), "clock_offset_ns:" + clock.host), std::to_string(clock.anchor_offset_ns));
+    EXPECT_EQ(metadata_value(r.value(), "clock_correction_ns:" + clock.host), "(none)");
+    EXPECT_EQ(clock.clock_line(), clock.clock_note);
+  }
+  EXPECT_EQ(report.hosts[1].collectives, 2u);
+  EXPECT_EQ(report.hosts[1].clock_note, "anchor offset kept: 2 collective(s) matched with host node-a, 3 needed");
+  EXPECT_EQ(report.hosts[2].clock_note, "anchor offset kept: no collectives recorded on this host");
+  // The 5 ms anchor error stays visible in the collectives' ends.
+  const auto ends = collective_ends_by_process(r.value());
+  ASSERT_EQ(ends.size(), 3u);
+  EXPECT_GT(std::abs(ends.begin()->second[0] - std::prev(ends.end())->second[0]), 4'000'000);
+}
+
+// A diagnostic naming a time ("its last event is at <t> ns") moves with its host's correction.
+TEST(MergeClock, TimesInDiagnosticsMoveWithTheCorrection) {
+  TempDir dir;
+  std::mt19937 rng(7);
+  const SimHost b{"node-b", 5'000'000'000, 5'000'000, 1};
+  write_ranks_with_collectives(dir.path(), {"node-a", 900'000'000'000, 0, 1}, 100, 5, rng);
+  write_ranks_with_collectives(dir.path(), b, 200, 5, rng);
+  RecordFileWriter crashed(299, b.name);  // no exit record: truncated, with a diagnostic
+  crashed.header.start_mono_ns = b.mono0 + 20'000;
+  crashed.header.start_real_ns = kReal0 + 20'000 + b.skew;
+  crashed.io(299, IoFunc::Read, b.mono0 + 30'000, b.mono0 + 40'000, "");
+  crashed.write(dir.path() / b.name / "proc-299.ttr");
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(report.hosts.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(report.hosts[1].correction_ns), -5'000'000.0, 5'000.0);
+  const auto* p = find_process(r.value(), 299, b.name);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->truncated);
+  EXPECT_NEAR(static_cast<double>(p->end - kReal0), 40'000.0, 5'000.0);
+  EXPECT_NE(find_diag(r.value(), DiagnosticKind::Truncated, "its last event is at " + std::to_string(p->end) + " ns"),
+            nullptr);
+}
+
+// A single host keeps its monotonic clock: nothing to align, no line.
+TEST(MergeClock, SingleHostHasNoCollectiveAlignment) {
+  TempDir dir;
+  std::mt19937 rng(1);
+  write_ranks_with_collectives(dir.path(), {"node-a", 900'000'000'000, 0, 2}, 100, 5, rng);
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(report.hosts.size(), 1u);
+  EXPECT_EQ(report.hosts[0].offset_ns, 0);
+  EXPECT_FALSE(report.hosts[0].reference);
+  EXPECT_EQ(report.hosts[0].clock_line(), "");
 }
 
 }  // namespace tt::collector

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <random>
+#include <vector>
 
 #include "tracetune/trace/importers.h"
 
@@ -90,4 +92,51 @@ TEST(TraceModel, EmptyTraceIsFine) {
   EXPECT_EQ(t.time_bounds(), (std::pair<Ns, Ns>{0, 0}));
   const auto r = query_range(t.kernels, t.slices_kernels(), 0, 0, 100);
   EXPECT_EQ(r.first, r.second);
+}
+
+// shift_process_times moves one process's events in every table (threads and its devices'
+// streams), its start/end, and nothing of the other process.
+TEST(TraceModel, ShiftProcessTimesMovesEveryTableOfThatProcessOnly) {
+  Trace t;
+  Process a, b;
+  a.start = 100;
+  a.end = 900;
+  b.start = 200;
+  b.end = 800;
+  const auto pa = t.add_process(a), pb = t.add_process(b);
+  const auto ta = t.add_thread({pa, 1, ""}), tb = t.add_thread({pb, 2, ""});
+  Device d;
+  d.process = pb;
+  const auto sb = t.add_stream({t.add_device(d), 7, ""});
+  for (const auto track : {ta, tb}) {
+    t.api_calls.push_span(10, 5, track, 0);
+    t.syncs.push_span(10, 5, track, 0);
+    t.ranges.push(10, 5, track, 0, RangeKind::Nvtx, 0);
+    t.steps.push_span(10, 5, track, 0);
+    t.collectives.push(10, 5, track, 0, 0, 0, 0, 0, -1, 0, CollectiveSide::Host, 0);
+    t.io_calls.push_span(10, 5, track, 0);
+    t.counters.ts.push_back(10);
+    t.counters.track.push_back(track);
+    t.flows.ts.push_back(10);
+    t.flows.track.push_back(track);
+  }
+  for (SpanColumns* gpu : std::initializer_list<SpanColumns*>{&t.kernels, &t.memcpys, &t.memsets})
+    gpu->push_span(10, 5, sb, 0);
+  const std::vector<Ns> shift = {0, -3};
+  shift_process_times(t, shift);
+  EXPECT_EQ(t.processes[pa].start, 100);
+  EXPECT_EQ(t.processes[pb].start, 197);
+  EXPECT_EQ(t.processes[pb].end, 797);
+  for (const SpanColumns* table : std::initializer_list<const SpanColumns*>{
+           &t.api_calls, &t.syncs, &t.ranges, &t.steps, &t.collectives, &t.io_calls}) {
+    EXPECT_EQ(table->start[0], 10);  // process a
+    EXPECT_EQ(table->start[1], 7);   // process b
+    EXPECT_EQ(table->dur[1], 5);
+  }
+  EXPECT_EQ(t.counters.ts[0], 10);
+  EXPECT_EQ(t.counters.ts[1], 7);
+  EXPECT_EQ(t.flows.ts[1], 7);
+  EXPECT_EQ(t.kernels.start[0], 7);
+  EXPECT_EQ(t.memcpys.start[0], 7);
+  EXPECT_EQ(t.memsets.start[0], 7);
 }

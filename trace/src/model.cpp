@@ -1,6 +1,8 @@
 #include "tracetune/trace/model.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <limits>
 #include <numeric>
 
 namespace tt::trace {
@@ -347,6 +349,47 @@ std::uint32_t Trace::process_of_track(std::uint32_t track) const {
     case TrackType::Device: return devices[t.owner].process;
   }
   return kNone;
+}
+
+namespace {
+
+Ns saturating_add(Ns a, Ns b) {
+  Ns r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? std::numeric_limits<Ns>::max() : std::numeric_limits<Ns>::min();
+}
+
+}  // namespace
+
+void shift_process_times(Trace& t, std::span<const Ns> shift_by_process) {
+  auto shift_of_process = [&](std::uint32_t p) { return p < shift_by_process.size() ? shift_by_process[p] : 0; };
+  std::vector<Ns> shift_of_track(t.tracks.size(), 0);
+  bool any = false;
+  for (std::uint32_t tr = 0; tr < t.tracks.size(); ++tr) {
+    shift_of_track[tr] = shift_of_process(t.process_of_track(tr));
+    any |= shift_of_track[tr] != 0;
+  }
+  for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
+    Process& pr = t.processes[p];
+    if (shift_of_process(p) == 0 || (pr.start == 0 && pr.end == 0)) continue;
+    pr.start = saturating_add(pr.start, shift_of_process(p));
+    pr.end = saturating_add(pr.end, shift_of_process(p));
+  }
+  if (!any) return;
+  auto shift_column = [&](std::vector<Ns>& times, const std::vector<std::uint32_t>& tracks) {
+    for (std::size_t i = 0; i < times.size(); ++i)
+      if (tracks[i] < shift_of_track.size()) times[i] = saturating_add(times[i], shift_of_track[tracks[i]]);
+  };
+  for (SpanColumns* table : std::initializer_list<SpanColumns*>{&t.kernels, &t.memcpys, &t.memsets, &t.api_calls,
+                                                                &t.syncs, &t.ranges, &t.steps, &t.collectives,
+                                                                &t.io_calls}) {
+    shift_column(table->start, table->track);
+    for (std::size_t i = 0; i < table->size(); ++i)  // an end pushed past 64-bit time stops there
+      if (table->start[i] > 0 && table->dur[i] > std::numeric_limits<Ns>::max() - table->start[i])
+        table->dur[i] = std::numeric_limits<Ns>::max() - table->start[i];
+  }
+  shift_column(t.counters.ts, t.counters.track);
+  shift_column(t.flows.ts, t.flows.track);
 }
 
 std::string Trace::track_label(std::uint32_t track) const {

@@ -338,6 +338,13 @@ struct RowBytes {
 };
 RowBytes row_bytes();
 
+// Moves every time of process p by shift_by_process[p] (missing entries: 0): its start and end
+// (unless unknown, 0/0) and every event on its tracks (threads, and streams of its devices) in
+// every table. Durations and order on each track are unchanged, so a finalized trace stays
+// finalized. Times saturate at the ends of 64-bit time. The merger uses it to move a host's
+// processes onto the clock of the others.
+void shift_process_times(Trace& t, std::span<const Ns> shift_by_process);
+
 // Events on `track` in a finalized table overlapping [t0, t1): an index range [first, last)
 // that contains every event with start < t1 and end > t0 (and instants in [t0, t1)). It may
 // also contain a few that end before t0 (behind a longer one): callers that need exactness
