@@ -44,6 +44,12 @@ int fail(const std::string& msg) {
   return 1;
 }
 
+// A usage error of a verb: "tracetune: VERB: message" on stderr, exit code 2.
+int usage_error(std::string_view verb, const std::string& msg) {
+  std::fprintf(stderr, "tracetune: %.*s: %s\n", static_cast<int>(verb.size()), verb.data(), msg.c_str());
+  return 2;
+}
+
 
 int cmd_import(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -150,8 +156,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   if (!args.steps.empty()) {
     std::pair<std::int64_t, std::int64_t> r;
     if (!parse_steps(args.steps, r)) {
-      std::fprintf(stderr, "tracetune: analyze: --steps wants A:B, A:, :B or A (step numbers), got '%s'\n", args.steps.c_str());
-      return 2;
+      return usage_error("analyze", "--steps wants A:B, A:, :B or A (step numbers), got '" + args.steps + "'");
     }
     opt.steps = r;
   }
@@ -228,47 +233,26 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
 
 int cmd_bench_storage(tuner::StorageBenchOptions opt, const std::string& threads, const std::string& blocks,
                       const std::string& max_bytes, bool json) {
-  auto usage = [](const std::string& msg) {
-    std::fprintf(stderr, "tracetune: bench storage: %s\n", msg.c_str());
-    return 2;
-  };
   opt.threads.clear();
   for (const std::string_view item : trace::split_list(threads)) {
     const std::string t(item);
     char* end = nullptr;
     const long n = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || n < 1 || n > 256) return usage("--threads: '" + t + "' is not a count from 1 to 256");
+    if (t.empty() || *end != '\0' || n < 1 || n > 256) return usage_error("bench storage", "--threads: '" + t + "' is not a count from 1 to 256");
     opt.threads.push_back(static_cast<int>(n));
   }
   opt.blocks.clear();
   for (const std::string_view b : trace::split_list(blocks)) {
     auto v = tuner::parse_size(b);
-    if (!v) return usage("--block: " + v.error());
+    if (!v) return usage_error("bench storage", "--block: " + v.error());
     opt.blocks.push_back(v.value());
   }
   auto mb = tuner::parse_size(max_bytes);
-  if (!mb) return usage("--max-bytes: " + mb.error());
+  if (!mb) return usage_error("bench storage", "--max-bytes: " + mb.error());
   opt.max_bytes = mb.value();
   auto r = tuner::run_storage_bench(opt);
   if (!r) return fail(r.error());
   std::fputs(json ? tuner::storage_bench_json(opt, r.value()).c_str() : tuner::storage_bench_text(opt, r.value()).c_str(), stdout);
-  return 0;
-}
-
-int cmd_bench_h2d(tuner::CopyBenchOptions opt, const std::string& sizes, bool json) {
-  auto list = tuner::parse_size_list(sizes);
-  if (!list) {
-    std::fprintf(stderr, "tracetune: bench h2d: --sizes: %s\n", list.error().c_str());
-    return 2;
-  }
-  opt.sizes = std::move(list.value());
-  if (const std::string why = tuner::gpu_unavailable_reason(); !why.empty()) {
-    std::fprintf(stderr, "tracetune: bench h2d: no GPU (%s)\n", why.c_str());
-    return tuner::kNoGpuExit;
-  }
-  auto r = tuner::run_copy_bench(opt);
-  if (!r) return fail("bench h2d: " + r.error());
-  std::fputs(json ? tuner::copy_bench_json(r.value()).c_str() : tuner::copy_bench_text(r.value()).c_str(), stdout);
   return 0;
 }
 
@@ -281,12 +265,20 @@ int no_gpu(const char* bench) {
   return 0;
 }
 
+int cmd_bench_h2d(tuner::CopyBenchOptions opt, const std::string& sizes, bool json) {
+  auto list = tuner::parse_size_list(sizes);
+  if (!list) return usage_error("bench h2d", "--sizes: " + list.error());
+  opt.sizes = std::move(list.value());
+  if (int rc = no_gpu("h2d")) return rc;
+  auto r = tuner::run_copy_bench(opt);
+  if (!r) return fail("bench h2d: " + r.error());
+  std::fputs(json ? tuner::copy_bench_json(r.value()).c_str() : tuner::copy_bench_text(r.value()).c_str(), stdout);
+  return 0;
+}
+
 int cmd_bench_gemm(tuner::GemmBenchOptions opt, const std::string& sizes, bool json) {
   auto v = tuner::parse_gemm_sizes(sizes);
-  if (!v) {
-    std::fprintf(stderr, "tracetune: bench gemm: --sizes: %s\n", v.error().c_str());
-    return 2;
-  }
+  if (!v) return usage_error("bench gemm", "--sizes: " + v.error());
   opt.sizes = v.value();
   if (int rc = no_gpu("gemm")) return rc;
   auto r = tuner::run_gemm_bench(opt);
@@ -310,23 +302,19 @@ struct NcclArgs {
 };
 
 int cmd_bench_nccl(NcclArgs a) {
-  auto usage = [](const std::string& what, const std::string& msg) {
-    std::fprintf(stderr, "tracetune: bench nccl: %s: %s\n", what.c_str(), msg.c_str());
-    return 2;
-  };
   if (a.sizes.empty()) {
     a.opt.sizes = tuner::default_nccl_sizes();
   } else {
     auto v = tuner::parse_size_list(a.sizes);
-    if (!v) return usage("--sizes", v.error());
+    if (!v) return usage_error("bench nccl", "--sizes: " + v.error());
     a.opt.sizes = v.value();
   }
   auto algos = tuner::parse_nccl_algos(a.algos);
-  if (!algos) return usage("--algos", algos.error());
+  if (!algos) return usage_error("bench nccl", "--algos: " + algos.error());
   auto protos = tuner::parse_nccl_protos(a.protos);
-  if (!protos) return usage("--protos", protos.error());
+  if (!protos) return usage_error("bench nccl", "--protos: " + protos.error());
   auto colls = tuner::parse_nccl_collectives(a.collectives);
-  if (!colls) return usage("--collectives", colls.error());
+  if (!colls) return usage_error("bench nccl", "--collectives: " + colls.error());
   a.opt.algos = algos.value();
   a.opt.protos = protos.value();
   a.opt.collectives = colls.value();
@@ -380,10 +368,7 @@ int cmd_bench_model(const ModelArgs& a) {
   std::vector<double> mbs;
   for (const std::string_view item : trace::split_list(a.buckets)) {
     mbs.push_back(std::atof(std::string(item).c_str()));
-    if (!(mbs.back() > 0)) {
-      std::fprintf(stderr, "tracetune: bench model: --buckets wants positive MiB values\n");
-      return 2;
-    }
+    if (!(mbs.back() > 0)) return usage_error("bench model", "--buckets wants positive MiB values");
   }
   std::printf("\nDDP, %.0f MiB of gradients, %.1f ms backward:\n%10s %8s %12s %12s\n", a.gradient_mb, a.backward_ms,
               "bucket MiB", "buckets", "comm ms", "exposed ms");
@@ -714,24 +699,16 @@ static int run_cli(int argc, char** argv) {
     // CLI11 puts everything after -- into the positional list; a trace, if any, comes before.
     const auto dashdash = std::find(argv, argv + argc, std::string_view("--"));
     const std::size_t cmd_len = dashdash == argv + argc ? 0 : static_cast<std::size_t>(argv + argc - dashdash - 1);
-    if (cmd_len == 0 || tune_args.size() < cmd_len) {
-      std::fprintf(stderr, "tracetune: tune: no command given (usage: tracetune tune [TRACE] -- CMD...)\n");
-      return 2;
-    }
+    if (cmd_len == 0 || tune_args.size() < cmd_len)
+      return usage_error("tune", std::string("no command given (usage: ") + tuner::kTuneUsage + ")");
     const std::size_t lead = tune_args.size() - cmd_len;
-    if (lead > 1) {
-      std::fprintf(stderr, "tracetune: tune: at most one trace before -- (got %zu arguments)\n", lead);
-      return 2;
-    }
+    if (lead > 1) return usage_error("tune", fmt::format("at most one trace before -- (got {} arguments)", lead));
     if (lead == 1) tune_opt.trace = tune_args[0];
     tune_opt.command.assign(tune_args.begin() + static_cast<std::ptrdiff_t>(lead), tune_args.end());
     tune_opt.output = tune_out;
     if (!tune_budget.empty()) {
       auto b = parse_duration(tune_budget);
-      if (!b) {
-        std::fprintf(stderr, "tracetune: tune: --budget: %s\n", b.error().c_str());
-        return 2;
-      }
+      if (!b) return usage_error("tune", "--budget: " + b.error());
       tune_opt.budget_s = b.value();
     }
     tune_opt.version = TT_VERSION;

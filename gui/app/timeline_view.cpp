@@ -499,122 +499,148 @@ void TimelineView::onLod(std::shared_ptr<const LodResult> r) {
 void TimelineView::buildFrame(Frame& f) {
   f.clear();
   f.background = 0xffffffffu;
-  const int W = width(), H = height(), tw = timelineWidth(), right = kLabelWidth + tw;
+  const int W = width(), H = height();
   const QFontMetrics fm(font());
   if (!doc_) {
     f.texts.push_back({QRectF(0, 0, W, H), tr("Open a trace: File > Open, or drop a file here."), kDimText, Qt::AlignCenter});
     return;
   }
-  const auto& idx = doc_->index;
   const int top_limit = kRulerHeight + pinnedHeight();
-  auto draw_entry = [&](const Entry& e, int top, bool pinned) {
-    const int h = e.h;
-    const int indent = 6 + e.level * 12;
-    if (e.group) {
-      const auto& g = idx.groups[e.id];
-      f.rects.push_back({QRectF(0, top, W, h), kGroupBg});
-      const QString mark = collapsed_[e.id] ? QStringLiteral("▸ ") : QStringLiteral("▾ ");
-      f.texts.push_back({QRectF(indent, top, kLabelWidth - indent - 4, h),
-                         fm.elidedText(mark + qs(g.label), Qt::ElideRight, kLabelWidth - indent - 4), kText,
-                         Qt::AlignLeft | Qt::AlignVCenter});
-      if (!collapsed_[e.id] || !lod_) return;
-      // summary: the top lane of every row inside, drawn over each other
-      for (auto r : group_rows_[e.id]) {
-        const RowLod* rl = lod_->find(r);
-        if (!rl || rl->lanes.empty()) continue;
-        const auto& lane = idx.rows[r].lanes[0];
-        for (const auto& it : rl->lanes[0]) {
-          double x0 = xAt(it.start), x1 = xAt(it.end);
-          if (x1 < kLabelWidth || x0 > right) continue;
-          x0 = std::max<double>(x0, kLabelWidth);
-          x1 = std::max(x0 + 1, std::min<double>(x1, right));
-          f.rects.push_back({QRectF(x0, top + 3, x1 - x0, h - 6), event_color(*doc_, {idx.rows[r].table, lane.row(it.first)}), 0,
-                             it.merged()});
-        }
-      }
-      return;
-    }
-    const auto& row = idx.rows[e.id];
-    f.rects.push_back({QRectF(0, top, kLabelWidth, h), kLabelBg});
-    f.rects.push_back({QRectF(kLabelWidth, top, tw, h), (e.id % 2) ? kStripe : 0xffffffffu});
-    f.lines.push_back({QLineF(0, top + h - 0.5, right, top + h - 0.5), 0xffe0e0e0u});
-    QString label = qs(row.label);
-    if (pinned) label = QStringLiteral("● ") + label;
-    f.texts.push_back({QRectF(indent, top, kLabelWidth - indent - 4, std::min(h, kLaneHeight + 2)),
-                       fm.elidedText(label, Qt::ElideRight, kLabelWidth - indent - 4), kText, Qt::AlignLeft | Qt::AlignVCenter});
-    const RowLod* rl = lod_ ? lod_->find(e.id) : nullptr;
-    if (!rl) return;
-    if (row.table == Table::Counters) {
-      const auto& s = row.counter;
-      // derived counters are never negative: their band starts at 0, and a busy % spans 0-100
-      const double lo = s.derived() ? 0.0 : s.lo;
-      const double hi = s.derived() && std::string_view(s.unit) == "%" ? 100.0 : s.hi;
-      const double range = hi > lo ? hi - lo : 1;
-      const double npp = lod_->window.ns_per_px();
-      for (const auto& c : rl->counter) {
-        const double x0 = xAt(lod_->window.t0 + static_cast<Ns>(c.x0 * npp)), x1 = xAt(lod_->window.t0 + static_cast<Ns>(c.x1 * npp));
-        if (x1 < kLabelWidth || x0 > right) continue;
-        const double y1 = top + h - 2 - (c.min - lo) / range * (h - 4), y0 = top + h - 2 - (c.max - lo) / range * (h - 4);
-        const double cx0 = std::max<double>(x0, kLabelWidth), cx1 = std::min<double>(std::max(x1, cx0 + 1), right);
-        f.rects.push_back({QRectF(cx0, y0, cx1 - cx0, std::max(1.0, y1 - y0)), 0xff00897bu});
-      }
-      if (s.derived()) {  // its scale under the label: the peak with its unit, and the bin width
-        const QString scale = tr("peak %1 · bin %2").arg(qs(format_counter_value(s.hi, s.unit)), qs(format_duration(s.bin)));
-        f.texts.push_back({QRectF(indent, top + kLaneHeight - 4, kLabelWidth - indent - 4, h - kLaneHeight + 4),
-                           fm.elidedText(scale, Qt::ElideRight, kLabelWidth - indent - 4), kDimText, Qt::AlignLeft | Qt::AlignVCenter});
-      } else {
-        f.texts.push_back({QRectF(kLabelWidth + 4, top, tw - 8, 12), qs(format_counter_value(s.hi, s.unit)), kDimText,
-                           Qt::AlignRight | Qt::AlignTop});
-      }
-      return;
-    }
-    for (std::size_t l = 0; l < rl->lanes.size(); ++l) {
-      const double y = top + 1 + static_cast<double>(l) * kLaneHeight, lh = kLaneHeight - 2;
-      if (y + lh <= top_limit && !pinned) continue;
-      const auto& lane = row.lanes[l];
-      for (const auto& it : rl->lanes[l]) {
-        double x0 = xAt(it.start), x1 = xAt(it.end);
-        if (x1 < kLabelWidth || x0 > right) continue;
-        x0 = std::max<double>(x0, kLabelWidth);
-        x1 = std::min<double>(x1, right);
-        if (x1 - x0 < 1) x1 = x0 + 1;
-        const EventRef ev{row.table, lane.row(it.first)};
-        if (it.merged()) {
-          // hatched in the colour of the run's first event: dense runs keep their hue
-          f.rects.push_back({QRectF(x0, y, x1 - x0, lh), event_color(*doc_, ev), 0, true});
-          if (x1 - x0 > 60)
-            f.texts.push_back({QRectF(x0 + 2, y, x1 - x0 - 4, lh),
-                               fm.elidedText(tr("%1 merged").arg(it.count), Qt::ElideRight, static_cast<int>(x1 - x0 - 4)), kText,
-                               Qt::AlignLeft | Qt::AlignVCenter});
-          continue;
-        }
-        f.rects.push_back({QRectF(x0, y, x1 - x0, lh), event_color(*doc_, ev)});
-        if (x1 - x0 > 30) {
-          const QString name = fm.elidedText(qs(event_name(*doc_, ev)), Qt::ElideRight, static_cast<int>(x1 - x0 - 4));
-          if (!name.isEmpty()) f.texts.push_back({QRectF(x0 + 2, y, x1 - x0 - 4, lh), name, kText, Qt::AlignLeft | Qt::AlignVCenter});
-        }
-      }
-    }
-  };
   // scrolled rows first, then the pinned strip and the ruler on top of them
   for (const auto& e : entries_) {
     const int top = entryTop(e, false);
     if (top + e.h <= top_limit || top >= H) continue;
-    draw_entry(e, top, false);
+    drawEntry(f, fm, e, top, false);
   }
   // texts of partially hidden top entries would bleed over the strip: drop them
   f.texts.erase(std::remove_if(f.texts.begin(), f.texts.end(), [&](const Frame::Text& t) { return t.r.top() < top_limit; }),
                 f.texts.end());
   f.rects.push_back({QRectF(0, kRulerHeight, W, pinnedHeight()), 0xfffff8e1u});
-  for (const auto& e : pinned_entries_) draw_entry(e, entryTop(e, true), true);
+  for (const auto& e : pinned_entries_) drawEntry(f, fm, e, entryTop(e, true), true);
   if (!pinned_entries_.empty()) f.lines.push_back({QLineF(0, top_limit - 1.5, W, top_limit - 1.5), 0xffffb300u, 2});
 
-  // ruler: times from the trace's start
+  drawRuler(f);
+  addCriticalPath(f, kLabelWidth + timelineWidth());
+  drawOverlays(f);
+  drawHoverBox(f, fm);
+  if (help_) drawHelp(f, fm);
+}
+
+// One entry of the track list: a group header, or a row's label and its events.
+void TimelineView::drawEntry(Frame& f, const QFontMetrics& fm, const Entry& e, int top, bool pinned) const {
+  if (e.group) {
+    drawGroupEntry(f, fm, e, top);
+    return;
+  }
+  const int h = e.h, indent = 6 + e.level * 12, tw = timelineWidth(), right = kLabelWidth + tw;
+  const auto& row = doc_->index.rows[e.id];
+  f.rects.push_back({QRectF(0, top, kLabelWidth, h), kLabelBg});
+  f.rects.push_back({QRectF(kLabelWidth, top, tw, h), (e.id % 2) ? kStripe : 0xffffffffu});
+  f.lines.push_back({QLineF(0, top + h - 0.5, right, top + h - 0.5), 0xffe0e0e0u});
+  QString label = qs(row.label);
+  if (pinned) label = QStringLiteral("● ") + label;
+  f.texts.push_back({QRectF(indent, top, kLabelWidth - indent - 4, std::min(h, kLaneHeight + 2)),
+                     fm.elidedText(label, Qt::ElideRight, kLabelWidth - indent - 4), kText, Qt::AlignLeft | Qt::AlignVCenter});
+  const RowLod* rl = lod_ ? lod_->find(e.id) : nullptr;
+  if (!rl) return;
+  if (row.table == Table::Counters) drawCounterRow(f, fm, e, top, *rl);
+  else drawLanes(f, fm, e, top, pinned, *rl);
+}
+
+// A group header; collapsed, a summary of the rows inside it.
+void TimelineView::drawGroupEntry(Frame& f, const QFontMetrics& fm, const Entry& e, int top) const {
+  const auto& idx = doc_->index;
+  const int h = e.h, indent = 6 + e.level * 12, right = kLabelWidth + timelineWidth();
+  const auto& g = idx.groups[e.id];
+  f.rects.push_back({QRectF(0, top, width(), h), kGroupBg});
+  const QString mark = collapsed_[e.id] ? QStringLiteral("▸ ") : QStringLiteral("▾ ");
+  f.texts.push_back({QRectF(indent, top, kLabelWidth - indent - 4, h),
+                     fm.elidedText(mark + qs(g.label), Qt::ElideRight, kLabelWidth - indent - 4), kText,
+                     Qt::AlignLeft | Qt::AlignVCenter});
+  if (!collapsed_[e.id] || !lod_) return;
+  // summary: the top lane of every row inside, drawn over each other
+  for (auto r : group_rows_[e.id]) {
+    const RowLod* rl = lod_->find(r);
+    if (!rl || rl->lanes.empty()) continue;
+    const auto& lane = idx.rows[r].lanes[0];
+    for (const auto& it : rl->lanes[0]) {
+      double x0 = xAt(it.start), x1 = xAt(it.end);
+      if (x1 < kLabelWidth || x0 > right) continue;
+      x0 = std::max<double>(x0, kLabelWidth);
+      x1 = std::max(x0 + 1, std::min<double>(x1, right));
+      f.rects.push_back({QRectF(x0, top + 3, x1 - x0, h - 6), event_color(*doc_, {idx.rows[r].table, lane.row(it.first)}), 0,
+                         it.merged()});
+    }
+  }
+}
+
+// A counter row: min-max bars per pixel bin, and its scale.
+void TimelineView::drawCounterRow(Frame& f, const QFontMetrics& fm, const Entry& e, int top, const RowLod& rl) const {
+  const int h = e.h, indent = 6 + e.level * 12, tw = timelineWidth(), right = kLabelWidth + tw;
+  const auto& s = doc_->index.rows[e.id].counter;
+  // derived counters are never negative: their band starts at 0, and a busy % spans 0-100
+  const double lo = s.derived() ? 0.0 : s.lo;
+  const double hi = s.derived() && std::string_view(s.unit) == "%" ? 100.0 : s.hi;
+  const double range = hi > lo ? hi - lo : 1;
+  const double npp = lod_->window.ns_per_px();
+  for (const auto& c : rl.counter) {
+    const double x0 = xAt(lod_->window.t0 + static_cast<Ns>(c.x0 * npp)), x1 = xAt(lod_->window.t0 + static_cast<Ns>(c.x1 * npp));
+    if (x1 < kLabelWidth || x0 > right) continue;
+    const double y1 = top + h - 2 - (c.min - lo) / range * (h - 4), y0 = top + h - 2 - (c.max - lo) / range * (h - 4);
+    const double cx0 = std::max<double>(x0, kLabelWidth), cx1 = std::min<double>(std::max(x1, cx0 + 1), right);
+    f.rects.push_back({QRectF(cx0, y0, cx1 - cx0, std::max(1.0, y1 - y0)), 0xff00897bu});
+  }
+  if (s.derived()) {  // its scale under the label: the peak with its unit, and the bin width
+    const QString scale = tr("peak %1 · bin %2").arg(qs(format_counter_value(s.hi, s.unit)), qs(format_duration(s.bin)));
+    f.texts.push_back({QRectF(indent, top + kLaneHeight - 4, kLabelWidth - indent - 4, h - kLaneHeight + 4),
+                       fm.elidedText(scale, Qt::ElideRight, kLabelWidth - indent - 4), kDimText, Qt::AlignLeft | Qt::AlignVCenter});
+  } else {
+    f.texts.push_back({QRectF(kLabelWidth + 4, top, tw - 8, 12), qs(format_counter_value(s.hi, s.unit)), kDimText,
+                       Qt::AlignRight | Qt::AlignTop});
+  }
+}
+
+// An event row's lanes: one box per event (named when wide enough), hatched for merged runs.
+void TimelineView::drawLanes(Frame& f, const QFontMetrics& fm, const Entry& e, int top, bool pinned, const RowLod& rl) const {
+  const int right = kLabelWidth + timelineWidth(), top_limit = kRulerHeight + pinnedHeight();
+  const auto& row = doc_->index.rows[e.id];
+  for (std::size_t l = 0; l < rl.lanes.size(); ++l) {
+    const double y = top + 1 + static_cast<double>(l) * kLaneHeight, lh = kLaneHeight - 2;
+    if (y + lh <= top_limit && !pinned) continue;
+    const auto& lane = row.lanes[l];
+    for (const auto& it : rl.lanes[l]) {
+      double x0 = xAt(it.start), x1 = xAt(it.end);
+      if (x1 < kLabelWidth || x0 > right) continue;
+      x0 = std::max<double>(x0, kLabelWidth);
+      x1 = std::min<double>(x1, right);
+      if (x1 - x0 < 1) x1 = x0 + 1;
+      const EventRef ev{row.table, lane.row(it.first)};
+      if (it.merged()) {
+        // hatched in the colour of the run's first event: dense runs keep their hue
+        f.rects.push_back({QRectF(x0, y, x1 - x0, lh), event_color(*doc_, ev), 0, true});
+        if (x1 - x0 > 60)
+          f.texts.push_back({QRectF(x0 + 2, y, x1 - x0 - 4, lh),
+                             fm.elidedText(tr("%1 merged").arg(it.count), Qt::ElideRight, static_cast<int>(x1 - x0 - 4)), kText,
+                             Qt::AlignLeft | Qt::AlignVCenter});
+        continue;
+      }
+      f.rects.push_back({QRectF(x0, y, x1 - x0, lh), event_color(*doc_, ev)});
+      if (x1 - x0 > 30) {
+        const QString name = fm.elidedText(qs(event_name(*doc_, ev)), Qt::ElideRight, static_cast<int>(x1 - x0 - 4));
+        if (!name.isEmpty()) f.texts.push_back({QRectF(x0 + 2, y, x1 - x0 - 4, lh), name, kText, Qt::AlignLeft | Qt::AlignVCenter});
+      }
+    }
+  }
+}
+
+// The ruler: times from the trace's start, with a grid line under each tick.
+void TimelineView::drawRuler(Frame& f) const {
+  const int W = width(), H = height(), tw = timelineWidth(), right = kLabelWidth + tw;
   f.rects.push_back({QRectF(0, 0, W, kRulerHeight), kRulerBg});
   f.texts.push_back({QRectF(6, 0, kLabelWidth - 8, kRulerHeight),
                      tr("view %1").arg(qs(format_duration(t1_ - t0_))), kDimText, Qt::AlignLeft | Qt::AlignVCenter});
   const Ns step = tick_step(static_cast<double>(t1_ - t0_) / tw, 110);
-  const Ns origin = idx.start;
+  const Ns origin = doc_->index.start;
   Ns tick = origin + ((t0_ - origin) / step) * step;
   if (tick < t0_) tick += step;
   for (; tick <= t1_; tick += step) {
@@ -626,9 +652,11 @@ void TimelineView::buildFrame(Frame& f) {
   }
   f.rects.push_back({QRectF(right, 0, W - right, kRulerHeight), kRulerBg});
   f.lines.push_back({QLineF(kLabelWidth - 0.5, 0, kLabelWidth - 0.5, H), 0xffbdbdbdu});
+}
 
-  addCriticalPath(f, right);
-  // overlays: the finding highlight, the area selection, the selected event, its flow arrow
+// The overlays: the finding highlight, the area selection, the selected event, its flow arrow.
+void TimelineView::drawOverlays(Frame& f) const {
+  const int H = height(), right = kLabelWidth + timelineWidth();
   if (highlight_t1_ > highlight_t0_) {
     const double x0 = std::max<double>(kLabelWidth, xAt(highlight_t0_)), x1 = std::min<double>(right, xAt(highlight_t1_));
     if (x1 > x0) {
@@ -647,7 +675,7 @@ void TimelineView::buildFrame(Frame& f) {
                                  0xff2962ffu, Qt::AlignLeft | Qt::AlignVCenter});
   }
   if (selected_.valid()) {
-    const auto pos = locate(idx, doc_->trace, selected_);
+    const auto pos = locate(doc_->index, doc_->trace, selected_);
     const QRect rr = pos.row == trace::kNone ? QRect() : rowRect(pos.row);
     if (!rr.isEmpty()) {
       double x0 = xAt(event_start(*doc_, selected_)), x1 = xAt(event_end(*doc_, selected_));
@@ -661,45 +689,52 @@ void TimelineView::buildFrame(Frame& f) {
       f.lines.push_back({host_first ? QLineF(*a, *b) : QLineF(*b, *a), 0xffd50000u, 1.5, true});
     }
   }
+}
+
+// The hover box: the fields of the event or counter under the mouse (none while the help shows).
+void TimelineView::drawHoverBox(Frame& f, const QFontMetrics& fm) const {
+  const int W = width(), H = height();
   const Fields fields = help_ ? Fields{}
                         : hover_.valid()                  ? describe_event(*doc_, hover_)
                         : hover_counter_ != trace::kNone  ? describe_counter(*doc_, hover_counter_, hover_t_)
                                                           : Fields{};
-  if (!fields.empty()) {
-    QStringList lines;
-    for (std::size_t i = 0; i < fields.size() && i < 10; ++i)
-      if (fields[i].first != "kind" && fields[i].first != "track")
-        lines << fm.elidedText(qs(fields[i].first) + ": " + qs(fields[i].second), Qt::ElideRight, 460);
-    int bw = 0;
-    for (const auto& l : lines) bw = std::max(bw, fm.horizontalAdvance(l));
-    const int lh = fm.height(), bh = lh * static_cast<int>(lines.size()) + 8;
-    bw += 12;
-    int bx = hover_pos_.x() + 14, by = hover_pos_.y() + 16;
-    if (bx + bw > W) bx = std::max(0, hover_pos_.x() - bw - 8);
-    if (by + bh > H) by = std::max(0, hover_pos_.y() - bh - 8);
-    f.overlays.push_back({QRectF(bx, by, bw, bh), 0xf0fffde7u, 0xff9e9e9eu});
-    for (int i = 0; i < lines.size(); ++i)
-      f.overlay_texts.push_back({QRectF(bx + 6, by + 4 + i * lh, bw - 8, lh), lines[i], kText, Qt::AlignLeft | Qt::AlignVCenter});
-  }
-  if (help_) {
-    static const char* const kHelp[][2] = {
-        {"wheel", "zoom about the cursor"},         {"Shift+wheel", "scroll the tracks"},
-        {"drag", "pan (time and tracks)"},          {"Shift+drag", "area selection (aggregates)"},
-        {"W / S", "zoom in / out"},                 {"A / D", "pan left / right"},
-        {"click", "select an event (details)"},     {"F", "fit the selected event"},
-        {"Z", "zoom to the area selection"},        {"0", "fit the whole trace"},
-        {"P / double-click label", "pin or unpin a row"}, {"click a group", "collapse or expand"},
-        {"Ctrl+F, F3, Shift+F3", "search names, next, previous"}, {"Esc", "clear selection and highlights"},
-        {"C", "show or hide the critical path"},
-        {"?", "this help"}};
-    const int n = static_cast<int>(std::size(kHelp)), lh = fm.height() + 2, bw = 440, bh = (n + 2) * lh;
-    const double bx = (W - bw) / 2.0, by = std::max(0.0, (H - bh) / 2.0);
-    f.overlays.push_back({QRectF(bx, by, bw, bh), 0xf0263238u, 0xff90a4aeu});
-    f.overlay_texts.push_back({QRectF(bx, by + 4, bw, lh), tr("Keyboard and mouse"), 0xffffffffu, Qt::AlignHCenter | Qt::AlignVCenter});
-    for (int i = 0; i < n; ++i) {
-      f.overlay_texts.push_back({QRectF(bx + 16, by + (i + 1.5) * lh, 180, lh), QString::fromUtf8(kHelp[i][0]), 0xffffe082u, Qt::AlignLeft | Qt::AlignVCenter});
-      f.overlay_texts.push_back({QRectF(bx + 200, by + (i + 1.5) * lh, bw - 210, lh), QString::fromUtf8(kHelp[i][1]), 0xffffffffu, Qt::AlignLeft | Qt::AlignVCenter});
-    }
+  if (fields.empty()) return;
+  QStringList lines;
+  for (std::size_t i = 0; i < fields.size() && i < 10; ++i)
+    if (fields[i].first != "kind" && fields[i].first != "track")
+      lines << fm.elidedText(qs(fields[i].first) + ": " + qs(fields[i].second), Qt::ElideRight, 460);
+  int bw = 0;
+  for (const auto& l : lines) bw = std::max(bw, fm.horizontalAdvance(l));
+  const int lh = fm.height(), bh = lh * static_cast<int>(lines.size()) + 8;
+  bw += 12;
+  int bx = hover_pos_.x() + 14, by = hover_pos_.y() + 16;
+  if (bx + bw > W) bx = std::max(0, hover_pos_.x() - bw - 8);
+  if (by + bh > H) by = std::max(0, hover_pos_.y() - bh - 8);
+  f.overlays.push_back({QRectF(bx, by, bw, bh), 0xf0fffde7u, 0xff9e9e9eu});
+  for (int i = 0; i < lines.size(); ++i)
+    f.overlay_texts.push_back({QRectF(bx + 6, by + 4 + i * lh, bw - 8, lh), lines[i], kText, Qt::AlignLeft | Qt::AlignVCenter});
+}
+
+// The keyboard and mouse help ('?').
+void TimelineView::drawHelp(Frame& f, const QFontMetrics& fm) const {
+  static const char* const kHelp[][2] = {
+      {"wheel", "zoom about the cursor"},         {"Shift+wheel", "scroll the tracks"},
+      {"drag", "pan (time and tracks)"},          {"Shift+drag", "area selection (aggregates)"},
+      {"W / S", "zoom in / out"},                 {"A / D", "pan left / right"},
+      {"click", "select an event (details)"},     {"F", "fit the selected event"},
+      {"Z", "zoom to the area selection"},        {"0", "fit the whole trace"},
+      {"P / double-click label", "pin or unpin a row"}, {"click a group", "collapse or expand"},
+      {"Ctrl+F, F3, Shift+F3", "search names, next, previous"}, {"Esc", "clear selection and highlights"},
+      {"C", "show or hide the critical path"},
+      {"?", "this help"}};
+  const int W = width(), H = height();
+  const int n = static_cast<int>(std::size(kHelp)), lh = fm.height() + 2, bw = 440, bh = (n + 2) * lh;
+  const double bx = (W - bw) / 2.0, by = std::max(0.0, (H - bh) / 2.0);
+  f.overlays.push_back({QRectF(bx, by, bw, bh), 0xf0263238u, 0xff90a4aeu});
+  f.overlay_texts.push_back({QRectF(bx, by + 4, bw, lh), tr("Keyboard and mouse"), 0xffffffffu, Qt::AlignHCenter | Qt::AlignVCenter});
+  for (int i = 0; i < n; ++i) {
+    f.overlay_texts.push_back({QRectF(bx + 16, by + (i + 1.5) * lh, 180, lh), QString::fromUtf8(kHelp[i][0]), 0xffffe082u, Qt::AlignLeft | Qt::AlignVCenter});
+    f.overlay_texts.push_back({QRectF(bx + 200, by + (i + 1.5) * lh, bw - 210, lh), QString::fromUtf8(kHelp[i][1]), 0xffffffffu, Qt::AlignLeft | Qt::AlignVCenter});
   }
 }
 

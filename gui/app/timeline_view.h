@@ -14,6 +14,8 @@
 
 #include <QWidget>
 
+class QFontMetrics;
+
 #include "document.h"
 #include "lod_worker.h"
 #include "renderer.h"
@@ -140,6 +142,15 @@ class TimelineView : public QWidget {
   void requestLod();
   void onLod(std::shared_ptr<const LodResult> r);
   void buildFrame(Frame& f);
+  // buildFrame's parts, in drawing order
+  void drawEntry(Frame& f, const QFontMetrics& fm, const Entry& e, int top, bool pinned) const;
+  void drawGroupEntry(Frame& f, const QFontMetrics& fm, const Entry& e, int top) const;
+  void drawCounterRow(Frame& f, const QFontMetrics& fm, const Entry& e, int top, const RowLod& rl) const;
+  void drawLanes(Frame& f, const QFontMetrics& fm, const Entry& e, int top, bool pinned, const RowLod& rl) const;
+  void drawRuler(Frame& f) const;
+  void drawOverlays(Frame& f) const;
+  void drawHoverBox(Frame& f, const QFontMetrics& fm) const;
+  void drawHelp(Frame& f, const QFontMetrics& fm) const;
   void emitView();
   void refresh();  // schedules a repaint of whatever the frame is drawn on
   int pinnedHeight() const;

@@ -268,7 +268,35 @@ class Importer {
     bool present = false;
   };
 
+  // One event's fields as read (views into the parser's buffer), then its times in ns.
+  struct Event {
+    std::string_view ph, cat, name, ts_tok, dur_tok, bp;
+    Id pid, tid;
+    std::uint64_t flow_id = 0;
+    bool has_id = false;
+    Args args;
+    Ns ts = 0, dur = 0;
+  };
+
   Status parse_event(od::object obj, std::size_t index);
+  Status read_event_fields(od::object obj, std::size_t index, Event& e);
+  Status read_id_field(od::value& v, std::string_view key, std::size_t index, Id& id);
+  Status read_event_times(Event& e, std::size_t index);
+  void cut_long_name(std::string_view& name);
+  // by phase
+  void begin_end_event(const Event& e);
+  Status flow_event(const Event& e, std::size_t index);
+  void counter_event(const Event& e);
+  void metadata_event(const Event& e);
+  void complete_event(const Event& e);
+  // complete events by category
+  void device_event(const Event& e, Cat c);
+  void push_kernel(const Event& e, std::uint32_t track, StringId nm);
+  void push_memcpy(const Event& e, std::uint32_t track, StringId nm, bool dma);
+  void push_memset(const Event& e, std::uint32_t track, StringId nm);
+  void push_sync(const Event& e, std::uint32_t track, StringId nm);
+  void host_event(const Event& e, Cat c);
+  void push_api_call(const Event& e, std::uint32_t track, StringId nm, Cat c);
   // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
   Status parse_args(od::object args, Args& a, int numeric, bool want_dims);
   void push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
@@ -616,14 +644,23 @@ Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dim
   return {};
 }
 
-Status Importer::parse_event(od::object obj, std::size_t index) {
-  std::string_view ph, cat, name, ts_tok, dur_tok, bp;
-  Id pid, tid;
-  std::uint64_t flow_id = 0;
-  bool has_id = false;
-  Args args;
-  bool has_args = false;
+Status Importer::read_id_field(od::value& v, std::string_view key, std::size_t index, Id& id) {
+  od::json_type type;
+  if (v.type().get(type)) return fail("bad '" + std::string(key) + "'", index);
+  id.present = true;
+  if (type == od::json_type::string) {
+    if (v.get_string().get(id.text)) return fail("bad '" + std::string(key) + "'", index);
+    // numeric strings are numbers; legacy GPU tracks say "stream 7"
+    if (parse_int_text(id.text, id.num)) id.text = {};
+    else if (id.text.starts_with("stream ") && parse_int_text(id.text.substr(7), id.num)) id.text = {};
+    else if (id.text.empty()) id.text = "<unnamed>";
+  } else if (!get_int(v, id.num)) {
+    return fail("'" + std::string(key) + "' must be a number or a string", index);
+  }
+  return {};
+}
 
+Status Importer::read_event_fields(od::object obj, std::size_t index, Event& e) {
   unsigned seen = 0;  // the fields read below, one bit each: a second one is a duplicate key
   auto once = [&](unsigned bit) {
     if (seen & bit) ++duplicate_keys_;
@@ -645,231 +682,261 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     else if (key == "id") once(1u << 8);
     if (key.size() == 2) {
       if (key == "ph") {
-        if (v.get_string().get(ph)) return fail(bad_string(v, "ph"), index);
+        if (v.get_string().get(e.ph)) return fail(bad_string(v, "ph"), index);
       } else if (key == "ts") {
-        ts_tok = v.raw_json_token();
+        e.ts_tok = v.raw_json_token();
       } else if (key == "id") {
         std::int64_t x;
-        if (get_int(v, x)) { flow_id = static_cast<std::uint64_t>(x); has_id = true; }
+        if (get_int(v, x)) { e.flow_id = static_cast<std::uint64_t>(x); e.has_id = true; }
         else {
           std::string_view s;  // Chrome ids may be strings like "0x1f"
-          if (!v.get_string().get(s)) { flow_id = fnv1a64(s); has_id = true; }
+          if (!v.get_string().get(s)) { e.flow_id = fnv1a64(s); e.has_id = true; }
         }
       } else if (key == "bp") {
-        if (v.get_string().get(bp)) bp = {};
+        if (v.get_string().get(e.bp)) e.bp = {};
       }
     } else if (key.size() == 3) {
       if (key == "cat") {
-        if (v.get_string().get(cat)) return fail(bad_string(v, "cat"), index);
+        if (v.get_string().get(e.cat)) return fail(bad_string(v, "cat"), index);
       } else if (key == "pid" || key == "tid") {
-        Id& id = key[0] == 'p' ? pid : tid;
-        od::json_type type;
-        if (v.type().get(type)) return fail("bad '" + std::string(key) + "'", index);
-        id.present = true;
-        if (type == od::json_type::string) {
-          if (v.get_string().get(id.text)) return fail("bad '" + std::string(key) + "'", index);
-          // numeric strings are numbers; legacy GPU tracks say "stream 7"
-          if (parse_int_text(id.text, id.num)) id.text = {};
-          else if (id.text.starts_with("stream ") && parse_int_text(id.text.substr(7), id.num)) id.text = {};
-          else if (id.text.empty()) id.text = "<unnamed>";
-        } else if (!get_int(v, id.num)) {
-          return fail("'" + std::string(key) + "' must be a number or a string", index);
-        }
+        if (auto st = read_id_field(v, key, index, key[0] == 'p' ? e.pid : e.tid); !st) return st;
       } else if (key == "dur") {
-        dur_tok = v.raw_json_token();
+        e.dur_tok = v.raw_json_token();
       }
     } else if (key == "name") {
-      if (v.get_string().get(name)) return fail(bad_string(v, "name"), index);
+      if (v.get_string().get(e.name)) return fail(bad_string(v, "name"), index);
     } else if (key == "args") {
       od::object a;
       if (v.get_object().get(a)) return fail("'args' must be an object", index);
       // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
       // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
-      if (auto st = parse_args(a, args, ph.empty() ? 2 : ph == "C" || name == "[memory]" ? 1 : 0,
-                                gemm_op(name) || shape_op(name)); !st)
-        return st;
-      has_args = true;
+      const int numeric = e.ph.empty() ? 2 : e.ph == "C" || e.name == "[memory]" ? 1 : 0;
+      if (auto st = parse_args(a, e.args, numeric, gemm_op(e.name) || shape_op(e.name)); !st) return st;
     }
   }
-  (void)has_args;
+  return {};
+}
 
-  if (ph.empty()) return fail("missing 'ph'", index);
-  Ns ts = 0;
-  const char phase = ph[0];
-  if (phase != 'M') {
-    if (ts_tok.empty()) return fail("missing 'ts'", index);
-    if (!us_token_to_ns(ts_tok, ts)) return fail(bad_time("ts", ts_tok), index);
+Status Importer::read_event_times(Event& e, std::size_t index) {
+  if (e.ph[0] != 'M') {
+    if (e.ts_tok.empty()) return fail("missing 'ts'", index);
+    if (!us_token_to_ns(e.ts_tok, e.ts)) return fail(bad_time("ts", e.ts_tok), index);
   }
-  Ns dur = 0;
-  if (!dur_tok.empty() && !us_token_to_ns(dur_tok, dur)) return fail(bad_time("dur", dur_tok), index);
-  if (name.size() > kMaxNameBytes) {  // cut at a UTF-8 character boundary
-    std::size_t n = kMaxNameBytes;
-    while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
-    name = name.substr(0, n);
-    ++cut_names_;
-  }
+  if (!e.dur_tok.empty() && !us_token_to_ns(e.dur_tok, e.dur)) return fail(bad_time("dur", e.dur_tok), index);
   // The store's rule (end_ns >= start_ns, both in 64 bits), applied here as a repair: the
   // reader would refuse the trace we wrote.
-  if (dur < 0 || (ts > 0 && dur > std::numeric_limits<Ns>::max() - ts)) {
-    dur = dur < 0 ? 0 : std::numeric_limits<Ns>::max() - ts;
+  if (e.dur < 0 || (e.ts > 0 && e.dur > std::numeric_limits<Ns>::max() - e.ts)) {
+    e.dur = e.dur < 0 ? 0 : std::numeric_limits<Ns>::max() - e.ts;
     ++clamped_durations_;
   }
+  return {};
+}
 
-  switch (phase) {
-    case 'X': break;
-    case 'B': case 'E': {
-      const std::uint32_t track = thread_track(pid, tid);
-      auto& stack = open_begins_[track];
-      if (phase == 'B') {
-        stack.emplace_back(ts, t_.strings.intern(name));
-      } else if (stack.empty()) {
-        t_.add_diagnostic(DiagnosticKind::Skipped, source_, "'E' event without a matching 'B'");
-      } else {
-        auto [b, nm] = stack.back();
-        stack.pop_back();
-        t_.ranges.push(b, std::max<Ns>(0, ts - b), track, nm, RangeKind::Other, t_.strings.intern(cat));
-      }
+void Importer::cut_long_name(std::string_view& name) {
+  if (name.size() <= kMaxNameBytes) return;
+  std::size_t n = kMaxNameBytes;  // cut at a UTF-8 character boundary
+  while (n > 0 && (static_cast<unsigned char>(name[n]) & 0xC0) == 0x80) --n;
+  name = name.substr(0, n);
+  ++cut_names_;
+}
+
+Status Importer::parse_event(od::object obj, std::size_t index) {
+  Event e;
+  if (auto st = read_event_fields(obj, index, e); !st) return st;
+  if (e.ph.empty()) return fail("missing 'ph'", index);
+  if (auto st = read_event_times(e, index); !st) return st;
+  cut_long_name(e.name);
+
+  switch (e.ph[0]) {
+    case 'X':
+      complete_event(e);
       return {};
-    }
-    case 'i': case 'I': case 'R': case 'n': {
-      if (name == "[memory]") return memory_event(pid, tid, ts, args);
-      t_.ranges.push(ts, 0, thread_track(pid, tid), t_.strings.intern(name), RangeKind::Instant,
-                     t_.strings.intern(cat));
+    case 'B': case 'E':
+      begin_end_event(e);
       return {};
-    }
-    case 's': case 't': case 'f': {
-      if (!has_id) return fail("flow event without 'id'", index);
-      // The endpoint's track is resolved at the end of the file: a flow that ends on a GPU
-      // (pid = device, tid = stream) belongs on the stream, which may not be seen yet.
-      pending_flows_.push_back({t_.flows.size(), pid, tid});
-      t_.flows.ts.push_back(ts);
-      t_.flows.track.push_back(kNone);
-      t_.flows.category.push_back(t_.strings.intern(cat));
-      t_.flows.id.push_back(flow_id);
-      t_.flows.phase.push_back(static_cast<std::uint8_t>(phase));
+    case 'i': case 'I': case 'R': case 'n':
+      if (e.name == "[memory]") return memory_event(e.pid, e.tid, e.ts, e.args);
+      t_.ranges.push(e.ts, 0, thread_track(e.pid, e.tid), t_.strings.intern(e.name), RangeKind::Instant,
+                     t_.strings.intern(e.cat));
       return {};
-    }
-    case 'C': {
-      const std::uint32_t track = thread_track(pid, tid);
-      if (args.numeric.empty()) {
-        t_.add_diagnostic(DiagnosticKind::Skipped, source_, "counter events without numeric values");
-        return {};
-      }
-      const std::string base(name);
-      for (auto [key, value] : args.numeric) {
-        t_.counters.ts.push_back(ts);
-        t_.counters.track.push_back(track);
-        t_.counters.name.push_back(args.numeric.size() == 1 ? t_.strings.intern(base)
-                                                            : t_.strings.intern(base + "." + std::string(key)));
-        t_.counters.value.push_back(value);
-      }
+    case 's': case 't': case 'f':
+      return flow_event(e, index);
+    case 'C':
+      counter_event(e);
       return {};
-    }
-    case 'M': {
-      ++metadata_events_;
-      if (name == "process_name" || name == "thread_name") {
-        if (!args.name.empty()) {
-          const bool proc = name[0] == 'p';
-          // Applied after the pass, once we know whether the pid is a process or a device.
-          const std::int64_t p = id_of(pid);
-          const std::int64_t tt = proc ? std::numeric_limits<std::int64_t>::min() : id_of(tid);
-          pending_names_.emplace_back(p, t_.strings.intern(name));
-          pending_names_.emplace_back(tt, t_.strings.intern(args.name));
-        }
-      }
+    case 'M':
+      metadata_event(e);
       return {};
-    }
-    default: {
-      ++skipped_phases_[std::string(ph)];
+    default:
+      ++skipped_phases_[std::string(e.ph)];
       return {};
-    }
   }
+}
 
-  // ---- complete ('X') events ----
-  const Cat c = classify(cat);
-  if (c == Cat::Other) ++other_categories_[std::string(cat)];
-  if (is_device_cat(c)) {
-    const std::int64_t device = (args.has & kDevice) ? args.device : id_of(pid);
-    const std::int64_t stream = (args.has & kStream) ? args.stream : id_of(tid);
-    const std::uint32_t track = stream_track(device, stream, !(args.has & kStream));
-    const StringId nm = t_.strings.intern(name);
-    const auto corr = static_cast<std::uint32_t>(args.correlation);
-    const auto ext = static_cast<std::uint32_t>(args.external_id);
-    const bool dma = c == Cat::MtiaDevice && name == "dma_request";
-    if (c == Cat::Kernel || (c == Cat::MtiaDevice && !dma)) {
-      auto& k = t_.kernels;
-      k.start.push_back(ts); k.dur.push_back(dur); k.track.push_back(track); k.name.push_back(nm);
-      k.correlation.push_back(corr);
-      k.external_id.push_back(ext);
-      std::uint32_t cfg = kNone;
-      if ((args.has & (kGrid | kBlock)) == (kGrid | kBlock)) {
-        LaunchConfig lc;
-        lc.grid_x = static_cast<std::uint32_t>(args.grid[0]);
-        lc.grid_y = static_cast<std::uint32_t>(args.grid[1]);
-        lc.grid_z = static_cast<std::uint32_t>(args.grid[2]);
-        lc.block_x = static_cast<std::uint32_t>(args.block[0]);
-        lc.block_y = static_cast<std::uint32_t>(args.block[1]);
-        lc.block_z = static_cast<std::uint32_t>(args.block[2]);
-        lc.registers = static_cast<std::uint32_t>(args.registers);
-        lc.shared_static = static_cast<std::uint32_t>(args.shared_mem);
-        cfg = t_.intern_config(lc);
-      }
-      k.config.push_back(cfg);
-      k.graph_id.push_back(0);
-    } else if (c == Cat::Memcpy || dma) {
-      auto& m = t_.memcpys;
-      MemcpyDirection dir;
-      MemoryKind src, dst;
-      parse_memcpy_name(name, dir, src, dst);
-      if (dma) dir = direction_word(args.direction);
-      else if (dir == MemcpyDirection::Unknown && !args.kind.empty()) dir = direction_word(args.kind);
-      m.start.push_back(ts); m.dur.push_back(dur); m.track.push_back(track); m.name.push_back(nm);
-      m.bytes.push_back(static_cast<std::uint64_t>((args.has & kBytes) ? args.bytes : (args.has & kSize) ? args.size : 0));
-      m.correlation.push_back(corr);
-      m.direction.push_back(dir);
-      m.src_kind.push_back(src);
-      m.dst_kind.push_back(dst);
-      m.async.push_back(2);
-    } else if (c == Cat::Memset) {
-      auto& m = t_.memsets;
-      m.start.push_back(ts); m.dur.push_back(dur); m.track.push_back(track); m.name.push_back(nm);
-      m.bytes.push_back(static_cast<std::uint64_t>(args.bytes));
-      m.correlation.push_back(corr);
-      MemoryKind mk = MemoryKind::Unknown;
-      if (auto lp = name.find('('); lp != std::string_view::npos && name.back() == ')')
-        mk = mem_kind_word(name.substr(lp + 1, name.size() - lp - 2));
-      m.mem_kind.push_back(mk);
-      m.value.push_back(0);
-    } else if (c == Cat::Sync) {
-      auto& s = t_.syncs;
-      s.start.push_back(ts); s.dur.push_back(dur); s.track.push_back(track); s.name.push_back(nm);
-      s.correlation.push_back(corr);
-      s.type.push_back(sync_type_of(args.sync_kind.empty() ? name : args.sync_kind));
-      s.stream.push_back((args.has & kWaitStream) ? args.wait_stream : (args.has & kStream) ? args.stream : -1);
-      s.event.push_back((args.has & kWaitEvent) ? args.wait_event : -1);
-    } else {  // GpuAnnotation
-      t_.ranges.push(ts, dur, track, nm, RangeKind::GpuAnnotation, t_.strings.intern(cat), ext);
-    }
-    if (!args.coll_name.empty() && c == Cat::Kernel)
-      push_collective(ts, dur, track, nm, args, CollectiveSide::Device, corr);
-    return {};
+void Importer::begin_end_event(const Event& e) {
+  const std::uint32_t track = thread_track(e.pid, e.tid);
+  auto& stack = open_begins_[track];
+  if (e.ph[0] == 'B') {
+    stack.emplace_back(e.ts, t_.strings.intern(e.name));
+  } else if (stack.empty()) {
+    t_.add_diagnostic(DiagnosticKind::Skipped, source_, "'E' event without a matching 'B'");
+  } else {
+    auto [b, nm] = stack.back();
+    stack.pop_back();
+    t_.ranges.push(b, std::max<Ns>(0, e.ts - b), track, nm, RangeKind::Other, t_.strings.intern(e.cat));
   }
+}
 
-  // host-side events
-  const std::uint32_t track = thread_track(pid, tid);
-  const StringId nm = t_.strings.intern(name);
+Status Importer::flow_event(const Event& e, std::size_t index) {
+  if (!e.has_id) return fail("flow event without 'id'", index);
+  // The endpoint's track is resolved at the end of the file: a flow that ends on a GPU
+  // (pid = device, tid = stream) belongs on the stream, which may not be seen yet.
+  pending_flows_.push_back({t_.flows.size(), e.pid, e.tid});
+  t_.flows.ts.push_back(e.ts);
+  t_.flows.track.push_back(kNone);
+  t_.flows.category.push_back(t_.strings.intern(e.cat));
+  t_.flows.id.push_back(e.flow_id);
+  t_.flows.phase.push_back(static_cast<std::uint8_t>(e.ph[0]));
+  return {};
+}
+
+void Importer::counter_event(const Event& e) {
+  const std::uint32_t track = thread_track(e.pid, e.tid);
+  const auto& numeric = e.args.numeric;
+  if (numeric.empty()) {
+    t_.add_diagnostic(DiagnosticKind::Skipped, source_, "counter events without numeric values");
+    return;
+  }
+  const std::string base(e.name);
+  for (auto [key, value] : numeric) {
+    t_.counters.ts.push_back(e.ts);
+    t_.counters.track.push_back(track);
+    t_.counters.name.push_back(numeric.size() == 1 ? t_.strings.intern(base)
+                                                   : t_.strings.intern(base + "." + std::string(key)));
+    t_.counters.value.push_back(value);
+  }
+}
+
+void Importer::metadata_event(const Event& e) {
+  ++metadata_events_;
+  if (e.name != "process_name" && e.name != "thread_name") return;
+  if (e.args.name.empty()) return;
+  const bool proc = e.name[0] == 'p';
+  // Applied after the pass, once we know whether the pid is a process or a device.
+  const std::int64_t p = id_of(e.pid);
+  const std::int64_t tt = proc ? std::numeric_limits<std::int64_t>::min() : id_of(e.tid);
+  pending_names_.emplace_back(p, t_.strings.intern(e.name));
+  pending_names_.emplace_back(tt, t_.strings.intern(e.args.name));
+}
+
+// A complete ('X') event: a device activity on its stream, or a host-side one on its thread.
+void Importer::complete_event(const Event& e) {
+  const Cat c = classify(e.cat);
+  if (c == Cat::Other) ++other_categories_[std::string(e.cat)];
+  if (is_device_cat(c)) device_event(e, c);
+  else host_event(e, c);
+}
+
+void Importer::device_event(const Event& e, Cat c) {
+  const Args& args = e.args;
+  const std::int64_t device = (args.has & kDevice) ? args.device : id_of(e.pid);
+  const std::int64_t stream = (args.has & kStream) ? args.stream : id_of(e.tid);
+  const std::uint32_t track = stream_track(device, stream, !(args.has & kStream));
+  const StringId nm = t_.strings.intern(e.name);
+  const bool dma = c == Cat::MtiaDevice && e.name == "dma_request";
+  if (c == Cat::Kernel || (c == Cat::MtiaDevice && !dma)) {
+    push_kernel(e, track, nm);
+  } else if (c == Cat::Memcpy || dma) {
+    push_memcpy(e, track, nm, dma);
+  } else if (c == Cat::Memset) {
+    push_memset(e, track, nm);
+  } else if (c == Cat::Sync) {
+    push_sync(e, track, nm);
+  } else {  // GpuAnnotation
+    t_.ranges.push(e.ts, e.dur, track, nm, RangeKind::GpuAnnotation, t_.strings.intern(e.cat),
+                   static_cast<std::uint32_t>(args.external_id));
+  }
+  if (!args.coll_name.empty() && c == Cat::Kernel)
+    push_collective(e.ts, e.dur, track, nm, args, CollectiveSide::Device,
+                    static_cast<std::uint32_t>(args.correlation));
+}
+
+void Importer::push_kernel(const Event& e, std::uint32_t track, StringId nm) {
+  const Args& args = e.args;
+  auto& k = t_.kernels;
+  k.start.push_back(e.ts); k.dur.push_back(e.dur); k.track.push_back(track); k.name.push_back(nm);
+  k.correlation.push_back(static_cast<std::uint32_t>(args.correlation));
+  k.external_id.push_back(static_cast<std::uint32_t>(args.external_id));
+  std::uint32_t cfg = kNone;
+  if ((args.has & (kGrid | kBlock)) == (kGrid | kBlock)) {
+    LaunchConfig lc;
+    lc.grid_x = static_cast<std::uint32_t>(args.grid[0]);
+    lc.grid_y = static_cast<std::uint32_t>(args.grid[1]);
+    lc.grid_z = static_cast<std::uint32_t>(args.grid[2]);
+    lc.block_x = static_cast<std::uint32_t>(args.block[0]);
+    lc.block_y = static_cast<std::uint32_t>(args.block[1]);
+    lc.block_z = static_cast<std::uint32_t>(args.block[2]);
+    lc.registers = static_cast<std::uint32_t>(args.registers);
+    lc.shared_static = static_cast<std::uint32_t>(args.shared_mem);
+    cfg = t_.intern_config(lc);
+  }
+  k.config.push_back(cfg);
+  k.graph_id.push_back(0);
+}
+
+// A copy, or an MTIA dma_request (its direction in args rather than in the name).
+void Importer::push_memcpy(const Event& e, std::uint32_t track, StringId nm, bool dma) {
+  const Args& args = e.args;
+  auto& m = t_.memcpys;
+  MemcpyDirection dir;
+  MemoryKind src, dst;
+  parse_memcpy_name(e.name, dir, src, dst);
+  if (dma) dir = direction_word(args.direction);
+  else if (dir == MemcpyDirection::Unknown && !args.kind.empty()) dir = direction_word(args.kind);
+  m.start.push_back(e.ts); m.dur.push_back(e.dur); m.track.push_back(track); m.name.push_back(nm);
+  m.bytes.push_back(static_cast<std::uint64_t>((args.has & kBytes) ? args.bytes : (args.has & kSize) ? args.size : 0));
+  m.correlation.push_back(static_cast<std::uint32_t>(args.correlation));
+  m.direction.push_back(dir);
+  m.src_kind.push_back(src);
+  m.dst_kind.push_back(dst);
+  m.async.push_back(2);
+}
+
+void Importer::push_memset(const Event& e, std::uint32_t track, StringId nm) {
+  auto& m = t_.memsets;
+  m.start.push_back(e.ts); m.dur.push_back(e.dur); m.track.push_back(track); m.name.push_back(nm);
+  m.bytes.push_back(static_cast<std::uint64_t>(e.args.bytes));
+  m.correlation.push_back(static_cast<std::uint32_t>(e.args.correlation));
+  MemoryKind mk = MemoryKind::Unknown;
+  const std::string_view name = e.name;
+  if (auto lp = name.find('('); lp != std::string_view::npos && name.back() == ')')
+    mk = mem_kind_word(name.substr(lp + 1, name.size() - lp - 2));
+  m.mem_kind.push_back(mk);
+  m.value.push_back(0);
+}
+
+void Importer::push_sync(const Event& e, std::uint32_t track, StringId nm) {
+  const Args& args = e.args;
+  auto& s = t_.syncs;
+  s.start.push_back(e.ts); s.dur.push_back(e.dur); s.track.push_back(track); s.name.push_back(nm);
+  s.correlation.push_back(static_cast<std::uint32_t>(args.correlation));
+  s.type.push_back(sync_type_of(args.sync_kind.empty() ? e.name : args.sync_kind));
+  s.stream.push_back((args.has & kWaitStream) ? args.wait_stream : (args.has & kStream) ? args.stream : -1);
+  s.event.push_back((args.has & kWaitEvent) ? args.wait_event : -1);
+}
+
+// A host-side complete event: an API call, or a range (also a step, a GEMM's FLOPs or a
+// collective's host side when its name or args say so).
+void Importer::host_event(const Event& e, Cat c) {
+  const Args& args = e.args;
+  const std::uint32_t track = thread_track(e.pid, e.tid);
+  const StringId nm = t_.strings.intern(e.name);
   if (c == Cat::Runtime || c == Cat::Driver || c == Cat::OtherApi) {
-    auto& a = t_.api_calls;
-    a.start.push_back(ts); a.dur.push_back(dur); a.track.push_back(track); a.name.push_back(nm);
-    a.correlation.push_back(static_cast<std::uint32_t>(args.correlation));
-    a.external_id.push_back(static_cast<std::uint32_t>(args.external_id));
-    a.cbid.push_back(static_cast<std::uint32_t>(args.cbid));
-    a.return_value.push_back(0);
-    a.api.push_back(c == Cat::Runtime ? ApiKind::Runtime : c == Cat::Driver ? ApiKind::Driver : ApiKind::Other);
-    return {};
+    push_api_call(e, track, nm, c);
+    return;
   }
   if (c == Cat::Flow) {  // an 'X' event in a flow category: keep it as a range
-    ++other_categories_[std::string(cat)];
+    ++other_categories_[std::string(e.cat)];
   }
   RangeKind kind = RangeKind::Other;
   switch (c) {
@@ -879,21 +946,30 @@ Status Importer::parse_event(od::object obj, std::size_t index) {
     case Cat::ProfilerSpan: kind = RangeKind::ProfilerSpan; break;
     default: break;
   }
-  t_.ranges.push(ts, dur, track, nm, kind, t_.strings.intern(cat), static_cast<std::uint32_t>(args.external_id));
+  t_.ranges.push(e.ts, e.dur, track, nm, kind, t_.strings.intern(e.cat), static_cast<std::uint32_t>(args.external_id));
   if (kind == RangeKind::CpuOp && (args.has & (kDims | kFlops))) {
-    if (shape_op(name)) push_op_shape(ts, track, name, args);
-    else push_gemm_flops(ts, track, name, args);
+    if (shape_op(e.name)) push_op_shape(e.ts, track, e.name, args);
+    else push_gemm_flops(e.ts, track, e.name, args);
   }
 
-  if (name.starts_with("ProfilerStep#")) {
+  if (e.name.starts_with("ProfilerStep#")) {
     std::int64_t n = 0;
-    if (parse_int_text(name.substr(13), n)) {
-      t_.steps.start.push_back(ts); t_.steps.dur.push_back(dur); t_.steps.track.push_back(track);
+    if (parse_int_text(e.name.substr(13), n)) {
+      t_.steps.start.push_back(e.ts); t_.steps.dur.push_back(e.dur); t_.steps.track.push_back(track);
       t_.steps.name.push_back(nm); t_.steps.number.push_back(n);
     }
   }
-  if (!args.coll_name.empty()) push_collective(ts, dur, track, nm, args, CollectiveSide::Host, 0);
-  return {};
+  if (!args.coll_name.empty()) push_collective(e.ts, e.dur, track, nm, args, CollectiveSide::Host, 0);
+}
+
+void Importer::push_api_call(const Event& e, std::uint32_t track, StringId nm, Cat c) {
+  auto& a = t_.api_calls;
+  a.start.push_back(e.ts); a.dur.push_back(e.dur); a.track.push_back(track); a.name.push_back(nm);
+  a.correlation.push_back(static_cast<std::uint32_t>(e.args.correlation));
+  a.external_id.push_back(static_cast<std::uint32_t>(e.args.external_id));
+  a.cbid.push_back(static_cast<std::uint32_t>(e.args.cbid));
+  a.return_value.push_back(0);
+  a.api.push_back(c == Cat::Runtime ? ApiKind::Runtime : c == Cat::Driver ? ApiKind::Driver : ApiKind::Other);
 }
 
 // Model FLOPs of a GEMM op (docs/analysis.md, "Kernel efficiency"): the profiler's own count

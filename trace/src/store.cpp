@@ -355,160 +355,175 @@ void bind_text_or_null(Stmt& s, int i, const std::string& v) {
   if (v.empty()) s.bind_null(i); else s.bind(i, std::string_view(v));
 }
 
-Status write_all(sqlite3* db, Trace& t, std::string_view created_by) {
-  auto fail = [&](std::string_view what) { return make_error(std::string(what) + ": " + sqlite3_errmsg(db)); };
-#define TT_PREP(var, sqltext)                                \
-  auto var##_r = Stmt::prepare(db, sqltext);                 \
-  if (!var##_r) return make_error(var##_r.error());          \
-  Stmt& var = var##_r.value();
+Status table_error(sqlite3* db, std::string_view table) {
+  return make_error(std::string(table) + ": " + sqlite3_errmsg(db));
+}
 
-  {
-    TT_PREP(s, "INSERT INTO meta VALUES(?,?)");
-    auto put = [&](std::string_view k, std::string_view v) {
-      s.bind(1, k); s.bind(2, v);
-      const int rc = s.step();
-      s.reset();
-      return rc == SQLITE_DONE;
-    };
-    if (!put("schema_version", std::to_string(kSchemaVersion)) || !put("clock_domain", t.clock_domain) ||
-        !put("time_unit", "ns") || !put("created_by", created_by))
-      return fail("meta");
-    for (const auto& [k, v] : t.metadata)
-      if (!put(k, v)) return fail("meta");
+// Inserts rows 0..n-1 of an entity or point table with one statement: `bind_row(s, i)` binds
+// row i's values.
+template <class BindRow>
+Status insert_rows(sqlite3* db, const char* sql, std::string_view table, std::size_t n, BindRow bind_row) {
+  auto prepared = Stmt::prepare(db, sql);
+  if (!prepared) return make_error(prepared.error());
+  Stmt& s = prepared.value();
+  for (std::size_t i = 0; i < n; ++i) {
+    bind_row(s, i);
+    if (s.step() != SQLITE_DONE) return table_error(db, table);
+    s.reset();
   }
-  {
-    TT_PREP(s, "INSERT INTO strings VALUES(?,?)");
-    for (StringId id = 0; id < t.strings.size(); ++id) {
-      s.bind(1, static_cast<std::int64_t>(id));
-      s.bind(2, t.strings.get(id));
-      if (s.step() != SQLITE_DONE) return fail("strings");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-    for (std::size_t i = 0; i < t.processes.size(); ++i) {
-      const Process& p = t.processes[i];
-      s.bind(1, static_cast<std::int64_t>(i));
-      s.bind(2, p.pid);
-      s.bind_or_null(3, p.parent_pid, -1);
-      s.bind_or_null(4, p.rank, -1);
-      s.bind_or_null(5, p.local_rank, -1);
-      bind_text_or_null(s, 6, p.host);
-      bind_text_or_null(s, 7, p.name);
-      bind_text_or_null(s, 8, p.command_line);
-      s.bind_or_null(9, p.start, 0);
-      s.bind_or_null(10, p.end, 0);
-      s.bind_or_null(11, p.exit_status, -1);
-      s.bind(12, static_cast<std::int64_t>(p.truncated));
-      if (s.step() != SQLITE_DONE) return fail("processes");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO threads VALUES(?,?,?,?)");
-    for (std::size_t i = 0; i < t.threads.size(); ++i) {
-      const Thread& th = t.threads[i];
-      s.bind(1, static_cast<std::int64_t>(i));
-      s.bind_or_null(2, th.process, kNone);
-      s.bind(3, th.tid);
-      bind_text_or_null(s, 4, th.name);
-      if (s.step() != SQLITE_DONE) return fail("threads");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO devices VALUES(?,?,?,?,?,?,?,?,?,?)");
-    for (std::size_t i = 0; i < t.devices.size(); ++i) {
-      const Device& d = t.devices[i];
-      s.bind(1, static_cast<std::int64_t>(i));
-      s.bind_or_null(2, d.process, kNone);
-      s.bind(3, static_cast<std::int64_t>(d.index));
-      bind_text_or_null(s, 4, d.name);
-      bind_text_or_null(s, 5, d.uuid);
-      bind_text_or_null(s, 6, d.vendor);
-      s.bind_or_null(7, d.sm_count, -1);
-      s.bind_or_null(8, d.total_memory, -1);
-      s.bind_or_null(9, d.compute_major, -1);
-      s.bind_or_null(10, d.compute_minor, -1);
-      if (s.step() != SQLITE_DONE) return fail("devices");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO streams VALUES(?,?,?,?)");
-    for (std::size_t i = 0; i < t.streams.size(); ++i) {
-      const Stream& st = t.streams[i];
-      s.bind(1, static_cast<std::int64_t>(i));
-      s.bind_or_null(2, st.device, kNone);
-      s.bind(3, st.stream);
-      bind_text_or_null(s, 4, st.name);
-      if (s.step() != SQLITE_DONE) return fail("streams");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO tracks VALUES(?,?,?)");
-    for (std::size_t i = 0; i < t.tracks.size(); ++i) {
-      s.bind(1, static_cast<std::int64_t>(i));
-      s.bind(2, static_cast<std::int64_t>(t.tracks[i].type));
-      s.bind_or_null(3, t.tracks[i].owner, kNone);
-      if (s.step() != SQLITE_DONE) return fail("tracks");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO launch_configs VALUES(?,?,?,?,?,?,?,?,?,?)");
-    for (std::size_t i = 0; i < t.launch_configs.size(); ++i) {
-      const LaunchConfig& c = t.launch_configs[i];
-      const std::uint32_t v[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                                 c.registers, c.shared_static, c.shared_dynamic};
-      s.bind(1, static_cast<std::int64_t>(i));
-      for (int j = 0; j < 9; ++j) s.bind(2 + j, static_cast<std::int64_t>(v[j]));
-      if (s.step() != SQLITE_DONE) return fail("launch_configs");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO counters VALUES(?,?,?,?,?)");
-    for (std::size_t i = 0; i < t.counters.size(); ++i) {
-      s.bind(1, static_cast<std::int64_t>(i + 1));
-      s.bind(2, static_cast<std::int64_t>(t.counters.track[i]));
-      s.bind(3, t.counters.ts[i]);
-      s.bind(4, static_cast<std::int64_t>(t.counters.name[i]));
-      s.bind(5, t.counters.value[i]);
-      if (s.step() != SQLITE_DONE) return fail("counters");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO flows VALUES(?,?,?,?,?,?)");
-    for (std::size_t i = 0; i < t.flows.size(); ++i) {
-      const char phase[2] = {static_cast<char>(t.flows.phase[i]), 0};
-      s.bind(1, static_cast<std::int64_t>(i + 1));
-      s.bind(2, static_cast<std::int64_t>(t.flows.track[i]));
-      s.bind(3, t.flows.ts[i]);
-      s.bind(4, static_cast<std::int64_t>(t.flows.category[i]));
-      s.bind(5, static_cast<std::int64_t>(t.flows.id[i]));
-      sqlite3_bind_text(s.get(), 6, phase, 1, SQLITE_TRANSIENT);
-      if (s.step() != SQLITE_DONE) return fail("flows");
-      s.reset();
-    }
-  }
-  {
-    TT_PREP(s, "INSERT INTO diagnostics VALUES(?,?,?,?,?)");
-    for (std::size_t i = 0; i < t.diagnostics.size(); ++i) {
-      const Diagnostic& d = t.diagnostics[i];
-      s.bind(1, static_cast<std::int64_t>(i + 1));
-      s.bind(2, static_cast<std::int64_t>(d.kind));
-      s.bind(3, std::string_view(d.source));
-      s.bind(4, std::string_view(d.reason));
-      s.bind(5, static_cast<std::int64_t>(d.count));
-      if (s.step() != SQLITE_DONE) return fail("diagnostics");
-      s.reset();
-    }
-  }
-#undef TT_PREP
+  return {};
+}
+
+Status write_meta(sqlite3* db, const Trace& t, std::string_view created_by) {
+  auto prepared = Stmt::prepare(db, "INSERT INTO meta VALUES(?,?)");
+  if (!prepared) return make_error(prepared.error());
+  Stmt& s = prepared.value();
+  auto put = [&](std::string_view k, std::string_view v) {
+    s.bind(1, k); s.bind(2, v);
+    const int rc = s.step();
+    s.reset();
+    return rc == SQLITE_DONE;
+  };
+  if (!put("schema_version", std::to_string(kSchemaVersion)) || !put("clock_domain", t.clock_domain) ||
+      !put("time_unit", "ns") || !put("created_by", created_by))
+    return table_error(db, "meta");
+  for (const auto& [k, v] : t.metadata)
+    if (!put(k, v)) return table_error(db, "meta");
+  return {};
+}
+
+Status write_strings(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO strings VALUES(?,?)", "strings", t.strings.size(), [&](Stmt& s, std::size_t i) {
+    const auto id = static_cast<StringId>(i);
+    s.bind(1, static_cast<std::int64_t>(id));
+    s.bind(2, t.strings.get(id));
+  });
+}
+
+Status write_processes(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", "processes", t.processes.size(),
+                     [&](Stmt& s, std::size_t i) {
+    const Process& p = t.processes[i];
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind(2, p.pid);
+    s.bind_or_null(3, p.parent_pid, -1);
+    s.bind_or_null(4, p.rank, -1);
+    s.bind_or_null(5, p.local_rank, -1);
+    bind_text_or_null(s, 6, p.host);
+    bind_text_or_null(s, 7, p.name);
+    bind_text_or_null(s, 8, p.command_line);
+    s.bind_or_null(9, p.start, 0);
+    s.bind_or_null(10, p.end, 0);
+    s.bind_or_null(11, p.exit_status, -1);
+    s.bind(12, static_cast<std::int64_t>(p.truncated));
+  });
+}
+
+Status write_threads(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO threads VALUES(?,?,?,?)", "threads", t.threads.size(), [&](Stmt& s, std::size_t i) {
+    const Thread& th = t.threads[i];
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind_or_null(2, th.process, kNone);
+    s.bind(3, th.tid);
+    bind_text_or_null(s, 4, th.name);
+  });
+}
+
+Status write_devices(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO devices VALUES(?,?,?,?,?,?,?,?,?,?)", "devices", t.devices.size(),
+                     [&](Stmt& s, std::size_t i) {
+    const Device& d = t.devices[i];
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind_or_null(2, d.process, kNone);
+    s.bind(3, static_cast<std::int64_t>(d.index));
+    bind_text_or_null(s, 4, d.name);
+    bind_text_or_null(s, 5, d.uuid);
+    bind_text_or_null(s, 6, d.vendor);
+    s.bind_or_null(7, d.sm_count, -1);
+    s.bind_or_null(8, d.total_memory, -1);
+    s.bind_or_null(9, d.compute_major, -1);
+    s.bind_or_null(10, d.compute_minor, -1);
+  });
+}
+
+Status write_streams(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO streams VALUES(?,?,?,?)", "streams", t.streams.size(), [&](Stmt& s, std::size_t i) {
+    const Stream& st = t.streams[i];
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind_or_null(2, st.device, kNone);
+    s.bind(3, st.stream);
+    bind_text_or_null(s, 4, st.name);
+  });
+}
+
+Status write_tracks(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO tracks VALUES(?,?,?)", "tracks", t.tracks.size(), [&](Stmt& s, std::size_t i) {
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind(2, static_cast<std::int64_t>(t.tracks[i].type));
+    s.bind_or_null(3, t.tracks[i].owner, kNone);
+  });
+}
+
+Status write_launch_configs(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO launch_configs VALUES(?,?,?,?,?,?,?,?,?,?)", "launch_configs",
+                     t.launch_configs.size(), [&](Stmt& s, std::size_t i) {
+    const LaunchConfig& c = t.launch_configs[i];
+    const std::uint32_t v[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                               c.registers, c.shared_static, c.shared_dynamic};
+    s.bind(1, static_cast<std::int64_t>(i));
+    for (int j = 0; j < 9; ++j) s.bind(2 + j, static_cast<std::int64_t>(v[j]));
+  });
+}
+
+// The tables the events refer to: processes, threads, devices, streams, tracks, launch configs.
+Status write_entity_tables(sqlite3* db, const Trace& t) {
+  for (auto write : {write_processes, write_threads, write_devices, write_streams, write_tracks, write_launch_configs})
+    if (auto st = write(db, t); !st) return st;
+  return {};
+}
+
+Status write_counters(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO counters VALUES(?,?,?,?,?)", "counters", t.counters.size(), [&](Stmt& s, std::size_t i) {
+    s.bind(1, static_cast<std::int64_t>(i + 1));
+    s.bind(2, static_cast<std::int64_t>(t.counters.track[i]));
+    s.bind(3, t.counters.ts[i]);
+    s.bind(4, static_cast<std::int64_t>(t.counters.name[i]));
+    s.bind(5, t.counters.value[i]);
+  });
+}
+
+Status write_flows(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO flows VALUES(?,?,?,?,?,?)", "flows", t.flows.size(), [&](Stmt& s, std::size_t i) {
+    const char phase[2] = {static_cast<char>(t.flows.phase[i]), 0};
+    s.bind(1, static_cast<std::int64_t>(i + 1));
+    s.bind(2, static_cast<std::int64_t>(t.flows.track[i]));
+    s.bind(3, t.flows.ts[i]);
+    s.bind(4, static_cast<std::int64_t>(t.flows.category[i]));
+    s.bind(5, static_cast<std::int64_t>(t.flows.id[i]));
+    sqlite3_bind_text(s.get(), 6, phase, 1, SQLITE_TRANSIENT);
+  });
+}
+
+// Point events (one timestamp, ids from 1): counters and flows.
+Status write_point_tables(sqlite3* db, const Trace& t) {
+  if (auto st = write_counters(db, t); !st) return st;
+  return write_flows(db, t);
+}
+
+Status write_diagnostics(sqlite3* db, const Trace& t) {
+  return insert_rows(db, "INSERT INTO diagnostics VALUES(?,?,?,?,?)", "diagnostics", t.diagnostics.size(),
+                     [&](Stmt& s, std::size_t i) {
+    const Diagnostic& d = t.diagnostics[i];
+    s.bind(1, static_cast<std::int64_t>(i + 1));
+    s.bind(2, static_cast<std::int64_t>(d.kind));
+    s.bind(3, std::string_view(d.source));
+    s.bind(4, std::string_view(d.reason));
+    s.bind(5, static_cast<std::int64_t>(d.count));
+  });
+}
+
+// The span tables, each from its one description (kKernels ...).
+Status write_event_tables(sqlite3* db, const Trace& t) {
   for (auto st : {write_span_table(db, t.kernels, kKernels), write_span_table(db, t.memcpys, kMemcpys),
                   write_span_table(db, t.memsets, kMemsets), write_span_table(db, t.api_calls, kApiCalls),
                   write_span_table(db, t.syncs, kSyncs), write_span_table(db, t.ranges, kRanges),
@@ -516,6 +531,15 @@ Status write_all(sqlite3* db, Trace& t, std::string_view created_by) {
                   write_span_table(db, t.io_calls, kIoCalls)})
     if (!st) return st;
   return {};
+}
+
+Status write_all(sqlite3* db, const Trace& t, std::string_view created_by) {
+  if (auto st = write_meta(db, t, created_by); !st) return st;
+  if (auto st = write_strings(db, t); !st) return st;
+  if (auto st = write_entity_tables(db, t); !st) return st;
+  if (auto st = write_point_tables(db, t); !st) return st;
+  if (auto st = write_diagnostics(db, t); !st) return st;
+  return write_event_tables(db, t);
 }
 
 }  // namespace

@@ -212,19 +212,25 @@ std::string confirmation_diff(const SearchResult& r, const Confirmation& c) {
   return analyzer::render_diff_text(analyzer::diff(tb.value(), ab, th.value(), ah, dopt), false);
 }
 
-}  // namespace
+// What the analysed trace tells the search: the findings, the kernel substitutions it shows and
+// whether the job runs NCCL collectives.
+struct JobFacts {
+  std::vector<FindingRef> findings;
+  KernelMatch kernel_match;
+  bool job_uses_nccl = false;
+};
 
-int run_tune(const TuneOptions& opt) {
-  if (opt.command.empty()) {
-    say("tune: no command given (usage: tracetune tune [TRACE] -- CMD...)");
-    return 2;
-  }
-  auto cat = builtin_catalogue();
-  if (!cat) {
-    say("tune: the built-in knob catalogue is broken: " + cat.error());
-    return 2;
-  }
-  if (!opt.exhaustive.empty() && cat->find(opt.exhaustive) == nullptr) {
+JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::string& label) {
+  JobFacts f;
+  f.findings = finding_refs(analyzer::analyze(t, analyzer::Options{}, label));
+  if (opt.kernels) f.kernel_match = match_kernels(t);
+  f.job_uses_nccl = t.collectives.size() > 0;
+  return f;
+}
+
+// The options checked against the catalogue and the file system: 2 (said) when refused, else 0.
+int check_options(const TuneOptions& opt, const Catalogue& cat) {
+  if (!opt.exhaustive.empty() && cat.find(opt.exhaustive) == nullptr) {
     say(fmt::format("tune: --exhaustive: unknown knob \"{}\" (tracetune knobs lists them)", opt.exhaustive));
     return 2;
   }
@@ -235,165 +241,127 @@ int run_tune(const TuneOptions& opt) {
     say(fmt::format("tune: {}: directory does not exist", opt.output.string()));
     return 2;
   }
-  fs::path trials_path = opt.output;
-  trials_path.replace_extension(".trials.json");
+  return 0;
+}
 
-  // The NCCL sweep and the findings of a given trace first: bad input is refused before any trial runs.
-  std::vector<NcclTableEntry> sweep_table;
-  if (!opt.nccl_sweep.empty()) {
-    auto text = trace::read_maybe_gzip(opt.nccl_sweep);
-    if (!text) {
-      say("tune: --nccl-sweep: " + text.error());
-      return 2;
-    }
-    auto points = parse_sweep_json(std::string_view(text->data(), text->size()));
-    if (!points) {
-      say(fmt::format("tune: --nccl-sweep {}: {}", opt.nccl_sweep.string(), points.error()));
-      return 2;
-    }
-    sweep_table = nccl_table_from_sweep(points.value());
+// The [[nccl.table]] a `bench nccl --json` sweep suggests; false (said) when it cannot be read.
+bool read_sweep_table(const fs::path& sweep, std::vector<NcclTableEntry>& table) {
+  auto text = trace::read_maybe_gzip(sweep);
+  if (!text) {
+    say("tune: --nccl-sweep: " + text.error());
+    return false;
   }
-  std::vector<FindingRef> findings;
-  KernelMatch kernel_match;
-  bool job_uses_nccl = false;
-  if (!opt.trace.empty()) {
-    auto t = trace::load_any(opt.trace);
-    if (!t) {
-      say("tune: " + t.error());
-      return 1;
-    }
-    findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, opt.trace.string()));
-    if (opt.kernels) kernel_match = match_kernels(t.value());
-    job_uses_nccl = t->collectives.size() > 0;
+  auto points = parse_sweep_json(std::string_view(text->data(), text->size()));
+  if (!points) {
+    say(fmt::format("tune: --nccl-sweep {}: {}", sweep.string(), points.error()));
+    return false;
   }
+  table = nccl_table_from_sweep(points.value());
+  return true;
+}
 
-  auto work = make_private_tempdir("tracetune-tune");
-  if (!work) {
-    say("tune: " + work.error());
-    return 1;
-  }
+JobTrialOptions trial_options(const TuneOptions& opt, const fs::path& work_dir) {
   JobTrialOptions jopt;
   jopt.command = opt.command;
-  jopt.work_dir = work.value();
+  jopt.work_dir = work_dir;
   jopt.steps = opt.steps;
   jopt.warmup = opt.warmup;
   jopt.timeout_s = opt.timeout_s;
   jopt.allow_numerics = opt.allow_numerics;
   jopt.compare_loss = opt.kernels;  // loss_rtol: the fp32 numerics class of substitutions.toml
   jopt.trace = {"io", "nvtx", "python", "cuda", "nccl"};  // every trial is recorded alike
-  JobTrialRunner runner(jopt, cat.value());
-  LiveTable table(opt.quiet);
-  auto cleanup = [&] {
-    if (opt.keep_traces) say("trial configs, logs and traces kept in " + work->string());
-    else fs::remove_all(work.value(), ec);
-  };
+  return jopt;
+}
 
-  // The baseline: the job as it is. Its recording is what gets analysed when no trace was given.
-  if (!opt.quiet) say(fmt::format("tune: baseline run ({} steps, {} warm-up): {}", opt.steps, opt.warmup, join(opt.command)));
-  table.header();
-  table.start(0, 1, "baseline");
-  Trial baseline = runner.run(Candidate{});
-  baseline.index = 0;
-  table.row(baseline, baseline.stats.median_ms);
-  if (baseline.status != TrialStatus::Ok) {
-    say(fmt::format("tune: the baseline run failed ({}: {}); nothing to tune", to_string(baseline.status), baseline.note));
-    cleanup();
-    return runner.interrupted() ? 130 : 1;
-  }
-  if (opt.trace.empty()) {
-    auto t = trace::read_trace(baseline.trace);
-    if (!t) {
-      say("tune: " + t.error());
-      cleanup();
-      return 1;
-    }
-    findings = finding_refs(analyzer::analyze(t.value(), analyzer::Options{}, baseline.trace.string()));
-    if (opt.kernels) kernel_match = match_kernels(t.value());
-    job_uses_nccl = t->collectives.size() > 0;
-  }
-
+// The summary before the search: the job, the findings and the plan (said unless quiet).
+TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::path& work_dir, const JobFacts& facts) {
   TuneSummary summary;
   summary.command = join(opt.command);
   summary.version = opt.version;
-  summary.findings = findings;
+  summary.findings = facts.findings;
   summary.warmup = opt.warmup;
   summary.steps = opt.steps;
-  summary.plan = plan_search(findings, cat.value(), opt.allow_numerics, &summary.skipped);
-  if (opt.kernels) add_kernel_candidates(opt, cat.value(), work.value(), kernel_match, summary.plan);
-  if (!opt.quiet) {
-    if (findings.empty()) say("tune: the analysis found no bottleneck a knob addresses");
-    for (const auto& f : findings) say(fmt::format("  finding {} (estimated gain {:.0f}% of the step)", f.id, f.gain_share * 100));
-    for (const auto& p : summary.plan) {
-      std::vector<std::string> vals;
-      for (const auto& v : p.values) vals.push_back(display(v));
-      say(fmt::format("  search {} over {}", p.knob->id, fmt::join(vals, ", ")));
-    }
-    for (const auto& s : summary.skipped) say("  not searched: " + s);
+  summary.plan = plan_search(facts.findings, cat, opt.allow_numerics, &summary.skipped);
+  if (opt.kernels) add_kernel_candidates(opt, cat, work_dir, facts.kernel_match, summary.plan);
+  if (opt.quiet) return summary;
+  if (facts.findings.empty()) say("tune: the analysis found no bottleneck a knob addresses");
+  for (const auto& f : facts.findings) say(fmt::format("  finding {} (estimated gain {:.0f}% of the step)", f.id, f.gain_share * 100));
+  for (const auto& p : summary.plan) {
+    std::vector<std::string> vals;
+    for (const auto& v : p.values) vals.push_back(display(v));
+    say(fmt::format("  search {} over {}", p.knob->id, fmt::join(vals, ", ")));
   }
+  for (const auto& s : summary.skipped) say("  not searched: " + s);
+  return summary;
+}
 
+// The search's options; its callbacks draw the live table (both must outlive the search).
+SearchOptions search_options(const TuneOptions& opt, LiveTable& table, const Trial& baseline) {
   SearchOptions sopt;
   sopt.max_trials = opt.max_trials;
   sopt.min_gain = opt.min_gain;
   sopt.budget_s = opt.budget_s;
   sopt.confirm_pairs = opt.confirm;
   sopt.early_stop_factor = opt.early_stop;
-  sopt.on_start = [&](int done, int total, const std::string& label) { table.start(done, total, label); };
-  sopt.on_trial = [&](const Trial& t) {
+  sopt.on_start = [&table](int done, int total, const std::string& label) { table.start(done, total, label); };
+  sopt.on_trial = [&table, &baseline](const Trial& t) {
     if (t.index > 0) table.row(t, baseline.stats.median_ms);
   };
-  summary.result = search(summary.plan, runner, sopt, &baseline, [&] { return runner.interrupted(); });
+  return sopt;
+}
+
+// The choice measured again, interleaved with the baseline, before anything is claimed; returns
+// the diff of the last pair ("" when there was no confirmation).
+std::string confirm_choice(const TuneOptions& opt, JobTrialRunner& runner, const SearchOptions& sopt, TuneSummary& summary) {
   SearchResult& r = summary.result;
-  if (!opt.nccl_sweep.empty() && !runner.interrupted()) try_nccl_table(sweep_table, job_uses_nccl, runner, sopt, summary);
+  if (r.best.settings.empty() || opt.confirm <= 0 || runner.interrupted()) return "";
+  if (!opt.quiet) say(fmt::format("tune: confirming {} with {} interleaved baseline/choice pairs", r.best.label(), opt.confirm));
+  summary.confirmation = confirm(r.best, opt.confirm, runner, r, sopt, [&] { return runner.interrupted(); });
+  return confirmation_diff(r, *summary.confirmation);
+}
 
-  // The choice measured again, interleaved with the baseline, before anything is claimed.
-  std::string diff_report;
-  if (!r.best.settings.empty() && opt.confirm > 0 && !runner.interrupted()) {
-    if (!opt.quiet) say(fmt::format("tune: confirming {} with {} interleaved baseline/choice pairs", r.best.label(), opt.confirm));
-    summary.confirmation = confirm(r.best, opt.confirm, runner, r, sopt, [&] { return runner.interrupted(); });
-    diff_report = confirmation_diff(r, *summary.confirmation);
-  }
-
-  // The exhaustive sweep (a benchmark helper): each value of one knob alone, measured in this
-  // same run, to compare the search's choice with the best a full sweep finds.
-  std::string exhaustive_report;
-  if (!opt.exhaustive.empty() && !runner.interrupted()) {
-    const Knob* k = cat->find(opt.exhaustive);
-    if (!opt.quiet) say(fmt::format("tune: exhaustive sweep of {} ({} values)", k->id, k->values.size()));
-    double best_ms = baseline.stats.median_ms;
-    std::string best_label = "baseline";
-    for (const auto& v : k->values) {
-      if (!opt.allow_numerics && !numerics_safe(*k, v)) continue;
-      if (runner.interrupted()) break;
-      Candidate c;
-      c.set(k->id, v);
-      table.start(0, static_cast<int>(k->values.size()), c.label());
-      Trial t = runner.run(c);
-      t.index = static_cast<int>(r.trials.size());
-      t.knob = "exhaustive:" + k->id;
-      table.row(t, baseline.stats.median_ms);
-      if (t.status == TrialStatus::Ok && t.stats.median_ms < best_ms) {
-        best_ms = t.stats.median_ms;
-        best_label = c.label();
-      }
-      r.trials.push_back(std::move(t));
+// The exhaustive sweep (a benchmark helper): each value of one knob alone, measured in this
+// same run, to compare the search's choice with the best a full sweep finds. Returns the
+// report line, also logged.
+std::string exhaustive_sweep(const TuneOptions& opt, const Knob& k, JobTrialRunner& runner, LiveTable& table,
+                             const Trial& baseline, SearchResult& r) {
+  if (!opt.quiet) say(fmt::format("tune: exhaustive sweep of {} ({} values)", k.id, k.values.size()));
+  double best_ms = baseline.stats.median_ms;
+  std::string best_label = "baseline";
+  for (const auto& v : k.values) {
+    if (!opt.allow_numerics && !numerics_safe(k, v)) continue;
+    if (runner.interrupted()) break;
+    Candidate c;
+    c.set(k.id, v);
+    table.start(0, static_cast<int>(k.values.size()), c.label());
+    Trial t = runner.run(c);
+    t.index = static_cast<int>(r.trials.size());
+    t.knob = "exhaustive:" + k.id;
+    table.row(t, baseline.stats.median_ms);
+    if (t.status == TrialStatus::Ok && t.stats.median_ms < best_ms) {
+      best_ms = t.stats.median_ms;
+      best_label = c.label();
     }
-    const double tuned = r.speedup(), best = baseline.stats.median_ms / best_ms;
-    exhaustive_report = fmt::format("exhaustive {}: best {} at {:.2f} ms ({:.3f}x); tuner's choice {:.3f}x = {:.1f}% of the "
-                                    "exhaustive best", k->id, best_label, best_ms, best, tuned, 100 * tuned / best);
-    r.log.push_back(exhaustive_report);
+    r.trials.push_back(std::move(t));
   }
+  const double tuned = r.speedup(), best = baseline.stats.median_ms / best_ms;
+  std::string report = fmt::format("exhaustive {}: best {} at {:.2f} ms ({:.3f}x); tuner's choice {:.3f}x = {:.1f}% of the "
+                                   "exhaustive best", k.id, best_label, best_ms, best, tuned, 100 * tuned / best);
+  r.log.push_back(report);
+  return report;
+}
 
-  const int rc = runner.interrupted() ? 130 : 0;
-  if (auto st = trace::write_file_atomic(opt.output, tuned_toml(summary, cat.value())); !st) {
-    say("tune: " + st.error());
-    cleanup();
-    return 1;
-  }
-  if (auto st = trace::write_file_atomic(trials_path, trials_json(summary)); !st) {
-    say("tune: " + st.error());
-    cleanup();
-    return 1;
-  }
+// tuned.toml, then its trials file.
+Status write_outputs(const TuneOptions& opt, const TuneSummary& summary, const Catalogue& cat, const fs::path& trials_path) {
+  if (auto st = trace::write_file_atomic(opt.output, tuned_toml(summary, cat)); !st) return st;
+  return trace::write_file_atomic(trials_path, trials_json(summary));
+}
+
+// The outcome on stdout: the choice, its measured and predicted speedup, each kept knob, the
+// cost, where the files are and how to apply them (the search's log first, on stderr).
+void print_outcome(const TuneOptions& opt, const TuneSummary& summary, const Trial& baseline, const fs::path& trials_path,
+                   const std::string& exhaustive_report, const std::string& diff_report) {
+  const SearchResult& r = summary.result;
   if (!opt.quiet) for (const auto& l : r.log) say("  " + l);
   std::string chosen = r.best.settings.empty() ? "nothing beat the baseline; no setting chosen"
                        : summary.refused()    ? "no confirmed gain; no setting applied (the search chose " + r.best.label() + ")"
@@ -424,6 +392,89 @@ int run_tune(const TuneOptions& opt) {
   std::printf("wrote %s and %s\napply: tracetune run --config %s -- %s\n", opt.output.c_str(), trials_path.c_str(),
               opt.output.c_str(), summary.command.c_str());
   if (!diff_report.empty()) std::printf("\nThe last confirmation pair, baseline vs choice:\n%s", diff_report.c_str());
+}
+
+}  // namespace
+
+int run_tune(const TuneOptions& opt) {
+  if (opt.command.empty()) {
+    say(std::string("tune: no command given (usage: ") + kTuneUsage + ")");
+    return 2;
+  }
+  auto cat = builtin_catalogue();
+  if (!cat) {
+    say("tune: the built-in knob catalogue is broken: " + cat.error());
+    return 2;
+  }
+  if (const int rc = check_options(opt, cat.value()); rc != 0) return rc;
+  fs::path trials_path = opt.output;
+  trials_path.replace_extension(".trials.json");
+
+  // The NCCL sweep and the findings of a given trace first: bad input is refused before any trial runs.
+  std::vector<NcclTableEntry> sweep_table;
+  if (!opt.nccl_sweep.empty() && !read_sweep_table(opt.nccl_sweep, sweep_table)) return 2;
+  JobFacts facts;
+  if (!opt.trace.empty()) {
+    auto t = trace::load_any(opt.trace);
+    if (!t) {
+      say("tune: " + t.error());
+      return 1;
+    }
+    facts = job_facts(t.value(), opt, opt.trace.string());
+  }
+
+  auto work = make_private_tempdir("tracetune-tune");
+  if (!work) {
+    say("tune: " + work.error());
+    return 1;
+  }
+  JobTrialRunner runner(trial_options(opt, work.value()), cat.value());
+  LiveTable table(opt.quiet);
+  std::error_code ec;
+  auto cleanup = [&] {
+    if (opt.keep_traces) say("trial configs, logs and traces kept in " + work->string());
+    else fs::remove_all(work.value(), ec);
+  };
+
+  // The baseline: the job as it is. Its recording is what gets analysed when no trace was given.
+  if (!opt.quiet) say(fmt::format("tune: baseline run ({} steps, {} warm-up): {}", opt.steps, opt.warmup, join(opt.command)));
+  table.header();
+  table.start(0, 1, "baseline");
+  Trial baseline = runner.run(Candidate{});
+  baseline.index = 0;
+  table.row(baseline, baseline.stats.median_ms);
+  if (baseline.status != TrialStatus::Ok) {
+    say(fmt::format("tune: the baseline run failed ({}: {}); nothing to tune", to_string(baseline.status), baseline.note));
+    cleanup();
+    return runner.interrupted() ? 130 : 1;
+  }
+  if (opt.trace.empty()) {
+    auto t = trace::read_trace(baseline.trace);
+    if (!t) {
+      say("tune: " + t.error());
+      cleanup();
+      return 1;
+    }
+    facts = job_facts(t.value(), opt, baseline.trace.string());
+  }
+
+  TuneSummary summary = plan_tune(opt, cat.value(), work.value(), facts);
+  const SearchOptions sopt = search_options(opt, table, baseline);
+  summary.result = search(summary.plan, runner, sopt, &baseline, [&] { return runner.interrupted(); });
+  if (!opt.nccl_sweep.empty() && !runner.interrupted())
+    try_nccl_table(sweep_table, facts.job_uses_nccl, runner, sopt, summary);
+  const std::string diff_report = confirm_choice(opt, runner, sopt, summary);
+  std::string exhaustive_report;
+  if (!opt.exhaustive.empty() && !runner.interrupted())
+    exhaustive_report = exhaustive_sweep(opt, *cat->find(opt.exhaustive), runner, table, baseline, summary.result);
+
+  const int rc = runner.interrupted() ? 130 : 0;
+  if (auto st = write_outputs(opt, summary, cat.value(), trials_path); !st) {
+    say("tune: " + st.error());
+    cleanup();
+    return 1;
+  }
+  print_outcome(opt, summary, baseline, trials_path, exhaustive_report, diff_report);
   cleanup();
   return rc;
 }

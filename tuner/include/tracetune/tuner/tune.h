@@ -34,6 +34,9 @@ struct TuneOptions {
   std::vector<std::string> kernels_args;  // passed to the benchmark (--shapes, --threads, --only)
 };
 
+// The invocation, for usage errors (the one source for run_tune's and the CLI's).
+inline constexpr const char* kTuneUsage = "tracetune tune [TRACE] -- CMD...";
+
 // Exit codes: 0 written, 1 failed (baseline did not run, outputs not writable), 2 usage,
 // 130 interrupted (tuned.toml still written from the trials that finished).
 int run_tune(const TuneOptions& options);
