@@ -4,11 +4,14 @@ DataLoader sleeps 15 ms per sample (60 ms per batch) while the step's compute ta
 millisecond, recorded with `tracetune record` (the Python integration marks steps and batch
 waits). The path of every step must tile it (length == the step time) and run mostly through
 the data wait; the what-if replay of each step without its data waits must give back the
-step less its wait, and the data-loading finding must take its gain from that replay.
+step less its wait, and the data-loading finding must take its gain from that replay. The
+replay's prediction is then compared with the same job recorded with the loader fixed (no
+sleep): the error is printed, and must stay within 2 ms or 50% of the fixed job's step.
 
 usage: critical_path_test.py TRACETUNE
 """
 import json
+import statistics
 import pathlib
 import subprocess
 import sys
@@ -19,11 +22,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/ha
 from harness import check, finish  # noqa: E402
 
 JOB = """
-import time, torch
+import sys, time, torch
+SLEEP = float(sys.argv[1])
 class SlowLoader(torch.utils.data.Dataset):
     def __len__(self): return 48
     def __getitem__(self, i):
-        time.sleep(0.015)
+        if SLEEP:
+            time.sleep(SLEEP)
         return torch.randn(64)
 loader = torch.utils.data.DataLoader(SlowLoader(), batch_size=4, num_workers=0)
 model = torch.nn.Linear(64, 64)
@@ -36,8 +41,8 @@ for x in loader:
 
 with tempfile.TemporaryDirectory() as tmp:
     db = pathlib.Path(tmp) / "trace.db"
-    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/python3", "-c", JOB], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/python3", "-c", JOB, "0.015"],
+                       capture_output=True, text=True, timeout=300)
     check("planted job runs under record", r.returncode == 0, r.stderr[-2000:])
     a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(db)], capture_output=True, text=True, timeout=300)
     check("analyze succeeds", a.returncode == 0, a.stderr)
@@ -78,4 +83,20 @@ with tempfile.TemporaryDirectory() as tmp:
     check("the data-loading finding's gain comes from the replay",
           len(data) == 1 and data[0]["gain_model"].startswith("what-if replay") and data[0]["gain_ns"] > 50_000_000,
           data)
+
+    # the prediction against the job with the loader fixed
+    fixed_db = pathlib.Path(tmp) / "fixed.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(fixed_db), "--", "/usr/bin/python3", "-c", JOB, "0"],
+                       capture_output=True, text=True, timeout=300)
+    check("the fixed job runs under record", r.returncode == 0, r.stderr[-2000:])
+    a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(fixed_db)], capture_output=True, text=True,
+                       timeout=300)
+    fixed = [x for x in json.loads(a.stdout)["ranks"] if x["has_steps"]][0]
+    predicted = statistics.median(s["what_if_ns"]["no_data_wait"] for s in steps)
+    measured = statistics.median(s["wall_ns"] for s in fixed["steps"])
+    print(f"no_data_wait replay: predicted median step {predicted / 1e6:.2f} ms, measured with the loader fixed "
+          f"{measured / 1e6:.2f} ms (error {predicted / 1e6 - measured / 1e6:+.2f} ms, "
+          f"{100 * (predicted - measured) / measured:+.0f}%); recorded step {rank['step_time']['median_ns'] / 1e6:.1f} ms")
+    check("the replay predicts the fixed job's step within 2 ms or 50%",
+          abs(predicted - measured) <= max(2_000_000, 0.5 * measured), (predicted, measured))
 finish()
