@@ -12,17 +12,6 @@
 
 namespace tt::analyzer {
 
-Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) {
-  Analysis a;
-  a.options = opt;
-  a.source = std::move(source);
-  a.clock_domain = t.clock_domain;
-  a.events = t.event_count();
-  a.metrics = compute_metrics(t, opt);
-  a.findings = run_rules(a.metrics);
-  return a;
-}
-
 namespace {
 
 double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
