@@ -4,7 +4,9 @@
 // over the step time.
 #include <algorithm>
 #include <map>
+#include <span>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -19,17 +21,21 @@ namespace {
 // H100/H200: "NVIDIA H100 Tensor Core GPU" and "H200" datasheets, SXM and PCIe columns; V100:
 // "NVIDIA V100 Tensor Core GPU" datasheet, SXM2). fp32 is the CUDA-core rate: an FP32 GEMM that
 // runs on tensor cores as TF32 can exceed 100% of it, and the report says which peak it used.
+// Memory bandwidth, TB/s, from the same datasheets (GPU memory bandwidth row).
 struct Peak {
   std::string_view match;  // substring of the device name; the first match wins
   std::string_view name;
   double fp32, bf16, fp16, fp64;
+  double bandwidth;
 };
 constexpr Peak kPeaks[] = {
-    {"H100 PCIe", "H100 PCIe", 51.0, 756.0, 756.0, 25.6},
-    {"H100", "H100 SXM", 66.9, 989.4, 989.4, 33.5},
-    {"H200", "H200 SXM", 66.9, 989.4, 989.4, 33.5},
-    {"A100", "A100", 19.5, 312.0, 312.0, 9.7},
-    {"V100", "V100 SXM2", 15.7, 125.0, 125.0, 7.8},
+    {"H100 PCIe", "H100 PCIe", 51.0, 756.0, 756.0, 25.6, 2.0},
+    {"H100", "H100 SXM", 66.9, 989.4, 989.4, 33.5, 3.35},
+    {"H200", "H200 SXM", 66.9, 989.4, 989.4, 33.5, 4.8},
+    {"A100-SXM4-80GB", "A100 80GB SXM", 19.5, 312.0, 312.0, 9.7, 2.039},
+    {"A100 80GB PCIe", "A100 80GB PCIe", 19.5, 312.0, 312.0, 9.7, 1.935},
+    {"A100", "A100 40GB", 19.5, 312.0, 312.0, 9.7, 1.555},
+    {"V100", "V100 SXM2", 15.7, 125.0, 125.0, 7.8, 0.9},
 };
 
 const Peak* peak_of(std::string_view device) {
@@ -56,6 +62,95 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
   return v[v.size() / 2];
+}
+
+// A GEMM op as the importer describes it: counters at the op's start on its thread.
+struct GemmSample {
+  std::string dtype;
+  double flops = 0, bytes = 0;
+};
+
+// The GEMM ops of the process, by (thread track, start time).
+std::map<std::pair<std::uint32_t, Ns>, GemmSample> gemm_samples(const trace::Trace& t, std::uint32_t process) {
+  std::map<std::pair<std::uint32_t, Ns>, GemmSample> out;
+  const auto& c = t.counters;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const std::string_view name = t.strings.get(c.name[i]);
+    const bool flops = name.starts_with("gemm.flops."), bytes = name.starts_with("gemm.bytes.");
+    if ((!flops && !bytes) || track_process(t, c.track[i]) != process) continue;
+    GemmSample& g = out[{c.track[i], c.ts[i]}];
+    g.dtype = std::string(name.substr(11));
+    (flops ? g.flops : g.bytes) += c.value[i];
+  }
+  return out;
+}
+
+// The GPU time of each correlation id's kernels on the process's streams.
+std::map<std::uint32_t, Ns> kernel_time_by_correlation(const trace::Trace& t, std::uint32_t process) {
+  std::map<std::uint32_t, Ns> out;
+  for (const auto& sl : t.slices_kernels()) {
+    if (t.process_of_track(sl.track) != process) continue;
+    for (std::uint32_t i = sl.begin; i < sl.end; ++i)
+      if (t.kernels.correlation[i] != 0) out[t.kernels.correlation[i]] += std::max<Ns>(0, t.kernels.dur[i]);
+  }
+  return out;
+}
+
+// The slice of `slices` holding `track` (nullptr: none).
+const trace::TrackSlice* slice_of(std::span<const trace::TrackSlice> slices, std::uint32_t track) {
+  for (const auto& sl : slices)
+    if (sl.track == track) return &sl;
+  return nullptr;
+}
+
+// The GPU time of the op that starts at `ts` on `track`: the kernels of the launch calls made
+// inside it on its thread. -1: no op range there.
+Ns op_gpu_time(const trace::Trace& t, std::uint32_t track, Ns ts, const std::map<std::uint32_t, Ns>& kernel_time,
+               trace::StringId& name) {
+  const trace::TrackSlice* ranges = slice_of(t.slices_ranges(), track);
+  if (ranges == nullptr) return -1;
+  const auto& r = t.ranges;
+  std::uint32_t i = ranges->begin;
+  for (std::uint32_t n = ranges->end - ranges->begin; n > 0;) {  // first range starting at or after ts
+    const std::uint32_t half = n / 2;
+    if (r.start[i + half] < ts) i += half + 1, n -= half + 1;
+    else n = half;
+  }
+  if (i == ranges->end || r.start[i] != ts) return -1;
+  name = r.name[i];
+  const Ns end = r.end(i);
+  Ns gpu = 0;
+  if (const trace::TrackSlice* calls = slice_of(t.slices_api_calls(), track))
+    for (std::uint32_t k = calls->begin; k < calls->end && t.api_calls.start[k] < end; ++k)
+      if (t.api_calls.start[k] >= ts)
+        if (auto it = kernel_time.find(t.api_calls.correlation[k]); it != kernel_time.end()) gpu += it->second;
+  return gpu;
+}
+
+// The GEMM kinds with the most GPU time against their rooflines (at most 5).
+std::vector<OpRoofline> rooflines(const trace::Trace& t, std::uint32_t process, const Peak& peak) {
+  const auto kernel_time = kernel_time_by_correlation(t, process);
+  std::map<std::tuple<trace::StringId, std::string, double, double>, OpRoofline> kinds;
+  for (const auto& [at, g] : gemm_samples(t, process)) {
+    trace::StringId name = trace::kNone;
+    const Ns gpu = g.bytes > 0 && g.flops > 0 ? op_gpu_time(t, at.first, at.second, kernel_time, name) : -1;
+    if (gpu <= 0) continue;
+    OpRoofline& k = kinds[{name, g.dtype, g.flops, g.bytes}];
+    k.op = std::string(t.strings.get(name)), k.dtype = g.dtype, k.flops = g.flops, k.bytes = g.bytes;
+    ++k.calls;
+    k.gpu_time += gpu;
+  }
+  std::vector<OpRoofline> out;
+  for (auto& [key, k] : kinds) {
+    const double p = peak_for(peak, k.dtype);
+    if (p <= 0) continue;
+    k.achieved_tflops = k.flops * static_cast<double>(k.calls) / (static_cast<double>(k.gpu_time) / 1e9) / 1e12;
+    k.bound_tflops = std::min(p, k.flops / k.bytes * peak.bandwidth);  // FLOP/B x TB/s = TFLOP/s
+    out.push_back(std::move(k));
+  }
+  std::sort(out.begin(), out.end(), [](const OpRoofline& a, const OpRoofline& b) { return a.gpu_time > b.gpu_time; });
+  if (out.size() > 5) out.resize(5);
+  return out;
 }
 
 }  // namespace
@@ -90,9 +185,11 @@ Efficiency efficiency_of(const trace::Trace& t, const RankMetrics& r) {
   e.flops_per_step = median(flops);
   e.achieved_tflops = r.step_median > 0 ? e.flops_per_step / (static_cast<double>(r.step_median) / 1e9) / 1e12 : 0;
   if (peak) {
+    e.bandwidth_tbs = peak->bandwidth;
+    e.roofline = rooflines(t, r.process, *peak);
     e.mfu = median(util);
-    e.peak = fmt::format("{} (from \"{}\"): FP32 {} / BF16 {} / FP16 {} TFLOP/s dense, NVIDIA datasheet", peak->name,
-                         r.device, peak->fp32, peak->bf16, peak->fp16);
+    e.peak = fmt::format("{} (from \"{}\"): FP32 {} / BF16 {} / FP16 {} TFLOP/s dense, {} TB/s, NVIDIA datasheet",
+                         peak->name, r.device, peak->fp32, peak->bf16, peak->fp16, peak->bandwidth);
   }
   return e;
 }

@@ -115,6 +115,22 @@ void write_efficiency(Json& j, const Efficiency& e) {
   j.key("flops_per_step_by_dtype").begin_object();
   for (const auto& [dtype, flops] : e.flops_by_dtype) j.kv(dtype, flops);
   j.end_object();
+  j.kv("bandwidth_tbs", e.bandwidth_tbs);
+  j.key("roofline").begin_array();
+  for (const auto& op : e.roofline) {
+    j.begin_object();
+    j.kv("op", op.op);
+    j.kv("dtype", op.dtype);
+    j.kv("calls", op.calls);
+    j.kv("flops_per_call", op.flops);
+    j.kv("bytes_per_call", op.bytes);
+    j.kv("gpu_time_ns", op.gpu_time);
+    j.kv("achieved_tflops", op.achieved_tflops);
+    j.kv("bound_tflops", op.bound_tflops);
+    j.kv("efficiency", op.efficiency());
+    j.end_object();
+  }
+  j.end_array();
   j.end_object();
 }
 
@@ -547,6 +563,12 @@ std::string render_text(const Analysis& a, bool color) {
                        r.efficiency.flops_per_step / 1e9, r.efficiency.ops, r.efficiency.achieved_tflops,
                        r.efficiency.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * r.efficiency.mfu, r.efficiency.peak)
                                              : std::string("; MFU unknown (no peak for this device)"));
+    for (const auto& op : r.efficiency.roofline)
+      o += fmt::format("    roofline: {} {} x{} ({:.3g} GFLOP, {:.1f} FLOP/B): {:.2f} of {:.2f} TFLOP/s bound ({:.0f}%{}), "
+                       "{} on the GPU\n",
+                       op.op, op.dtype, op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops,
+                       op.bound_tflops, 100 * op.efficiency(), op.efficiency() < 0.5 ? ", far under" : "",
+                       dur(op.gpu_time));
     if (r.io.calls)
       o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
                        "{} on the main thread\n",

@@ -51,6 +51,18 @@ def gemm_flops(name, args):
     return 0
 
 
+def has_gemm_bytes(name, args):
+    """Whether a GEMM op also gives "gemm.bytes.<dtype>": its shapes are known and its type sized."""
+    dims = args.get("Input Dims") or []
+    types = args.get("Input type") or []
+    first = 1 if name in ("aten::addmm", "aten::baddbmm") else 0
+    if len(dims) < first + 2 or not types or types[0] not in ("float", "c10::BFloat16", "c10::Half", "double"):
+        return 0
+    x, y = dims[first], dims[first + 1]
+    return int((len(x) == 2 and len(y) == 2 and x[1] == y[0]) or
+               (len(x) == 3 and len(y) == 3 and x[0] == y[0] and x[2] == y[1]))
+
+
 def has_op_shape(name, args):
     """Whether a layer_norm / cross_entropy_loss op gives a "shape.<op>.<rows>x<cols>" counter."""
     if name not in ("aten::layer_norm", "aten::cross_entropy_loss"):
@@ -95,6 +107,7 @@ def source_counts(inputs):
             elif ph == "X":
                 if cat in ("cpu_op", "Operator") and gemm_flops(name, args) > 0:
                     c["counters"] += 1  # "gemm.flops.<dtype>" (docs/trace-format.md)
+                    c["counters"] += has_gemm_bytes(name, args)  # "gemm.bytes.<dtype>"
                 if cat in ("cpu_op", "Operator") and has_op_shape(name, args):
                     c["counters"] += 1  # "shape.<op>.<rows>x<cols>"
                 if cat in ("kernel", "Kernel"):

@@ -74,6 +74,53 @@ TEST(Efficiency, RealA100TraceCarriesGemmShapes) {
   EXPECT_GT(e.flops_per_step, 1e9);
   EXPECT_GE(e.mfu, 0);
   EXPECT_LT(e.mfu, 0.05);  // a communication-heavy job: its GEMMs are a sliver of the step
+  // every GEMM op launched its kernel from inside its range: four kinds, 25 calls, under 19.5 TFLOP/s
+  std::uint64_t calls = 0;
+  for (const auto& op : e.roofline) {
+    calls += op.calls;
+    EXPECT_GT(op.gpu_time, 0);
+    EXPECT_GT(op.efficiency(), 0);
+    EXPECT_LE(op.bound_tflops, 19.5);
+  }
+  EXPECT_EQ(e.roofline.size(), 4u);
+  EXPECT_EQ(calls, 25u);
+}
+
+TEST(Efficiency, GemmsAgainstTheirRooflines) {
+  // an H100 SXM (989.4 BF16 TFLOP/s, 3.35 TB/s): a large GEMM bound by compute, a skinny one by
+  // memory, each op launching its kernel (correlation) from inside its range
+  std::string ev = R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0,
+                       "dur": 10000})";
+  auto gemm = [&](long ts, long m, long k, long n, long corr, long kernel_ts, long kernel_us) {
+    ev += fmt::format(R"(, {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 50,
+      "args": {{"Input Dims": [[{}, {}], [{}, {}]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}},
+      {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5,
+        "args": {{"correlation": {}}}}},
+      {{"ph": "X", "cat": "kernel", "name": "sm90_gemm_bf16", "pid": 0, "tid": 7, "ts": {}, "dur": {},
+        "args": {{"correlation": {}, "device": 0, "stream": 7}}}})",
+                      ts, m, k, k, n, ts + 10, corr, kernel_ts, kernel_us, corr);
+  };
+  gemm(100, 4096, 4096, 4096, 11, 200, 200);  // 137.4 GFLOP in 200 us: 687 TFLOP/s
+  gemm(1000, 8, 4096, 4096, 12, 1100, 20);    // 268 MFLOP, 33.7 MB: 8.0 FLOP/B, bound 26.7 TFLOP/s
+  const auto a = analyse(R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": [)" + ev +
+                         "]}");
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const Efficiency& e = a.metrics.ranks[0].efficiency;
+  EXPECT_EQ(e.bandwidth_tbs, 3.35);
+  ASSERT_EQ(e.roofline.size(), 2u);
+  const OpRoofline& big = e.roofline[0];  // most GPU time first
+  EXPECT_EQ(big.op, "aten::mm");
+  EXPECT_EQ(big.dtype, "bf16");
+  EXPECT_EQ(big.gpu_time, 200'000);
+  EXPECT_DOUBLE_EQ(big.flops, 2.0 * 4096 * 4096 * 4096);
+  EXPECT_DOUBLE_EQ(big.bytes, 3.0 * 4096 * 4096 * 2);
+  EXPECT_NEAR(big.achieved_tflops, 687.2, 0.1);
+  EXPECT_DOUBLE_EQ(big.bound_tflops, 989.4);  // compute bound
+  const OpRoofline& skinny = e.roofline[1];
+  const double intensity = 2.0 * 8 * 4096 * 4096 / ((8.0 * 4096 * 2 + 4096.0 * 4096) * 2);
+  EXPECT_NEAR(skinny.bound_tflops, intensity * 3.35, 1e-9);  // memory bound
+  EXPECT_NEAR(skinny.achieved_tflops, 2.0 * 8 * 4096 * 4096 / 20e-6 / 1e12, 1e-6);
+  EXPECT_LT(skinny.efficiency(), 0.6);
 }
 
 }  // namespace

@@ -983,16 +983,27 @@ void Importer::push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name
   const auto& y = a.dims[first + 1];
   const int nx = a.ndims[first], ny = a.ndims[first + 1];
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  // elements read and written: A (MxK), B (KxN) and C (MxN), times the batch
+  double elements = 0;
+  if (nx == 2 && ny == 2 && x[1] == y[0]) elements = d(x[0]) * d(x[1]) + d(y[0]) * d(y[1]) + d(x[0]) * d(y[1]);
+  if (nx == 3 && ny == 3 && x[0] == y[0] && x[2] == y[1])
+    elements = d(x[0]) * (d(x[1]) * d(x[2]) + d(y[1]) * d(y[2]) + d(x[1]) * d(y[2]));
   if (flops <= 0 && nx == 2 && ny == 2 && x[1] == y[0]) flops = 2 * d(x[0]) * d(x[1]) * d(y[1]);
   if (flops <= 0 && nx == 3 && ny == 3 && x[0] == y[0] && x[2] == y[1]) flops = 2 * d(x[0]) * d(x[1]) * d(x[2]) * d(y[2]);
   if (!(flops > 0 && flops < 1e21)) return;
   const std::string_view type = a.input_type;
   const char* dtype = type == "float" ? "fp32" : type == "c10::BFloat16" ? "bf16" : type == "c10::Half" ? "fp16"
                       : type == "double" ? "fp64" : "other";
-  t_.counters.ts.push_back(ts);
-  t_.counters.track.push_back(track);
-  t_.counters.name.push_back(t_.strings.intern(std::string("gemm.flops.") + dtype));
-  t_.counters.value.push_back(flops);
+  const double element_size = type == "float" ? 4 : type == "c10::BFloat16" || type == "c10::Half" ? 2 : type == "double" ? 8 : 0;
+  auto counter = [&](std::string name, double value) {
+    t_.counters.ts.push_back(ts);
+    t_.counters.track.push_back(track);
+    t_.counters.name.push_back(t_.strings.intern(name));
+    t_.counters.value.push_back(value);
+  };
+  counter(std::string("gemm.flops.") + dtype, flops);
+  // the bytes a GEMM must move at least (each operand once): its roofline's arithmetic intensity
+  if (elements > 0 && elements < 1e20 && element_size > 0) counter(std::string("gemm.bytes.") + dtype, elements * element_size);
 }
 
 // The shape of a layer_norm or cross_entropy_loss op from its first input (record_shapes=True)

@@ -203,6 +203,19 @@ struct MemoryDevice {
 
 // Model FLOPs and utilisation (docs/analysis.md, "Kernel efficiency"), where the trace carries
 // GEMM shapes or FLOP counts (Kineto record_shapes / with_flops, imported as "gemm.flops.<dtype>").
+// One kind of GEMM op (name, dtype and size) against its roofline: the lower of the device's
+// peak for its dtype and its arithmetic intensity (FLOPs per byte its operands must move) times
+// the device's memory bandwidth. GPU time: the kernels its calls launched.
+struct OpRoofline {
+  std::string op;                 // "aten::addmm"
+  std::string dtype;              // "fp32", "bf16", ...
+  std::uint64_t calls = 0;
+  double flops = 0, bytes = 0;    // per call
+  Ns gpu_time = 0;                // all calls
+  double achieved_tflops = 0, bound_tflops = 0;
+  double efficiency() const { return bound_tflops > 0 ? achieved_tflops / bound_tflops : 0; }
+};
+
 struct Efficiency {
   double flops_per_step = 0;       // GEMM FLOPs per step (median over steps)
   double achieved_tflops = 0;      // flops_per_step / the median step time, in TFLOP/s
@@ -210,6 +223,8 @@ struct Efficiency {
   std::string peak;                // the peak it is measured against, with its source
   std::vector<std::pair<std::string, double>> flops_by_dtype;  // per step: "fp32" -> FLOPs
   std::uint64_t ops = 0;           // GEMM ops counted
+  double bandwidth_tbs = 0;        // the device's memory bandwidth the roofline uses (0: unknown)
+  std::vector<OpRoofline> roofline;  // the GEMM kinds with the most GPU time (at most 5; empty: peak unknown)
 };
 
 struct RankMetrics {
