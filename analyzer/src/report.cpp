@@ -1,5 +1,7 @@
 // Reports: JSON (for tools), text (for terminals) and Markdown (for sharing).
 #include <algorithm>
+#include <functional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -134,147 +136,155 @@ void write_efficiency(Json& j, const Efficiency& e) {
   j.end_object();
 }
 
-void write_rank(Json& j, const RankMetrics& r) {
-  j.begin_object();
-  j.kv("rank", r.rank);
-  j.kv("pid", r.pid);
-  j.kv("label", r.label);
-  j.kv("has_gpu", r.has_gpu);
-  j.kv("device", r.device);
-  j.kv("compute_capability", r.compute_major >= 0 ? fmt::format("{}.{}", r.compute_major, r.compute_minor) : std::string());
-  j.kv("has_steps", r.has_steps);
-  j.kv("window_start_ns", r.window_start);
-  j.kv("window_end_ns", r.window_end);
-  j.key("step_time").begin_object();
-  j.kv("count", r.steps.size());
-  j.kv("median_ns", r.step_median);
-  j.kv("p90_ns", r.step_p90);
-  j.kv("min_ns", r.step_min);
-  j.kv("max_ns", r.step_max);
+// A scalar of a metrics struct in the JSON: its key and where its value comes from (a member, a
+// member function, or a function of the struct), described once as the store describes its
+// columns (trace/src/store.cpp).
+template <class Get>
+struct Field {
+  std::string_view key;
+  Get get;
+};
+
+template <class Get>
+constexpr Field<Get> field(std::string_view key, Get get) {
+  return {key, get};
+}
+
+// "key": value for each of `fields`, in order.
+template <class S, class Fields>
+void write_fields(Json& j, const S& s, const Fields& fields) {
+  std::apply([&](const auto&... f) { (j.kv(f.key, std::invoke(f.get, s)), ...); }, fields);
+}
+
+// "key": {fields of s}
+template <class S, class Fields>
+void write_object(Json& j, std::string_view key, const S& s, const Fields& fields) {
+  j.key(key).begin_object();
+  write_fields(j, s, fields);
   j.end_object();
-  write_breakdown(j, r.gpu);
-  j.key("idle_by_stream").begin_array();
-  for (const auto& s : r.streams) {
+}
+
+// "key": [{fields of each item}, ...]
+template <class S, class Fields>
+void write_objects(Json& j, std::string_view key, const std::vector<S>& items, const Fields& fields) {
+  j.key(key).begin_array();
+  for (const auto& s : items) {
     j.begin_object();
-    j.kv("stream", s.stream);
-    j.kv("ops", s.ops);
-    j.kv("host_wait_ns", s.host_wait);
-    j.kv("kernel_wait_ns", s.kernel_wait);
-    j.kv("other_ns", s.other);
+    write_fields(j, s, fields);
     j.end_object();
   }
   j.end_array();
-  const auto& L = r.launch;
-  j.key("launch").begin_object();
-  j.kv("kernels", L.kernels);
-  j.kv("correlated", L.correlated);
-  j.kv("kernel_median_ns", L.kernel_median);
-  j.kv("kernel_p90_ns", L.kernel_p90);
-  j.kv("short_kernel_share", L.short_kernel_share);
-  j.kv("launch_call_median_ns", L.launch_call_median);
-  j.kv("launch_delay_median_ns", L.launch_delay_median);
-  j.kv("launch_delay_p90_ns", L.launch_delay_p90);
-  j.kv("queue_mean", L.queue_mean);
-  j.kv("queue_max", L.queue_max);
-  j.end_object();
-  const auto& T = r.transfers;
-  j.key("transfers").begin_object();
-  j.kv("h2d_count", T.h2d_count);
-  j.kv("h2d_bytes", T.h2d_bytes);
-  j.kv("h2d_pageable_bytes", T.h2d_pageable_bytes);
-  j.kv("h2d_time_ns", T.h2d_time);
-  j.kv("h2d_pageable_time_ns", T.h2d_pageable_time);
-  j.kv("h2d_exposed_ns", T.h2d_exposed);
-  j.kv("h2d_pageable_gbps", T.h2d_pageable_gbps);
-  j.kv("h2d_pinned_gbps", T.h2d_pinned_gbps);
-  j.kv("d2h_count", T.d2h_count);
-  j.kv("d2h_bytes", T.d2h_bytes);
-  j.kv("d2h_pageable_bytes", T.d2h_pageable_bytes);
-  j.kv("d2h_time_ns", T.d2h_time);
-  j.kv("d2h_gbps", T.d2h_gbps);
-  j.end_object();
-  const auto& I = r.io;
+}
+
+std::string compute_capability(const RankMetrics& r) {
+  return r.compute_major >= 0 ? fmt::format("{}.{}", r.compute_major, r.compute_minor) : std::string();
+}
+std::size_t step_count(const RankMetrics& r) {
+  return r.steps.size();
+}
+std::string_view collective_side(const CollectiveStats& c) {
+  return c.device_side ? "device" : "host";
+}
+
+using RM = RankMetrics;
+constexpr auto kRankFields =
+    std::tuple(field("rank", &RM::rank), field("pid", &RM::pid), field("label", &RM::label),
+               field("has_gpu", &RM::has_gpu), field("device", &RM::device),
+               field("compute_capability", compute_capability), field("has_steps", &RM::has_steps),
+               field("window_start_ns", &RM::window_start), field("window_end_ns", &RM::window_end));
+constexpr auto kStepTimeFields = std::tuple(field("count", step_count), field("median_ns", &RM::step_median),
+                                            field("p90_ns", &RM::step_p90), field("min_ns", &RM::step_min),
+                                            field("max_ns", &RM::step_max));
+constexpr auto kWaitFields =
+    std::tuple(field("memory_bound_kernels_ns", &RM::memory_bound_kernels),
+               field("data_wait_ns", &RM::data_wait), field("sync_wait_ns", &RM::sync_wait),
+               field("sync_calls", &RM::sync_calls), field("top_sync_call", &RM::top_sync_call));
+
+using SI = StreamIdle;
+constexpr auto kStreamFields =
+    std::tuple(field("stream", &SI::stream), field("ops", &SI::ops), field("host_wait_ns", &SI::host_wait),
+               field("kernel_wait_ns", &SI::kernel_wait), field("other_ns", &SI::other));
+
+using LS = LaunchStats;
+constexpr auto kLaunchFields =
+    std::tuple(field("kernels", &LS::kernels), field("correlated", &LS::correlated),
+               field("kernel_median_ns", &LS::kernel_median), field("kernel_p90_ns", &LS::kernel_p90),
+               field("short_kernel_share", &LS::short_kernel_share),
+               field("launch_call_median_ns", &LS::launch_call_median),
+               field("launch_delay_median_ns", &LS::launch_delay_median),
+               field("launch_delay_p90_ns", &LS::launch_delay_p90), field("queue_mean", &LS::queue_mean),
+               field("queue_max", &LS::queue_max));
+
+using TS = TransferStats;
+constexpr auto kTransferFields =
+    std::tuple(field("h2d_count", &TS::h2d_count), field("h2d_bytes", &TS::h2d_bytes),
+               field("h2d_pageable_bytes", &TS::h2d_pageable_bytes), field("h2d_time_ns", &TS::h2d_time),
+               field("h2d_pageable_time_ns", &TS::h2d_pageable_time),
+               field("h2d_exposed_ns", &TS::h2d_exposed), field("h2d_pageable_gbps", &TS::h2d_pageable_gbps),
+               field("h2d_pinned_gbps", &TS::h2d_pinned_gbps), field("d2h_count", &TS::d2h_count),
+               field("d2h_bytes", &TS::d2h_bytes), field("d2h_pageable_bytes", &TS::d2h_pageable_bytes),
+               field("d2h_time_ns", &TS::d2h_time), field("d2h_gbps", &TS::d2h_gbps));
+
+constexpr auto kIoFields =
+    std::tuple(field("calls", &IoStats::calls), field("read_calls", &IoStats::read_calls),
+               field("write_calls", &IoStats::write_calls), field("errors", &IoStats::errors),
+               field("bytes_read", &IoStats::bytes_read), field("bytes_written", &IoStats::bytes_written),
+               field("time_ns", &IoStats::time), field("main_thread_ns", &IoStats::main_thread));
+constexpr auto kProcessIoFields =
+    std::tuple(field("pid", &ProcessIo::pid), field("name", &ProcessIo::name),
+               field("calls", &ProcessIo::calls), field("bytes_read", &ProcessIo::bytes_read),
+               field("bytes_written", &ProcessIo::bytes_written), field("time_ns", &ProcessIo::time));
+
+constexpr auto kGemmFields =
+    std::tuple(field("fp32_simt_ns", &GemmStats::fp32_simt), field("tensor_core_ns", &GemmStats::tensor_core),
+               field("fp64_ns", &GemmStats::fp64), field("unknown_ns", &GemmStats::unknown),
+               field("fp32_simt_kernels", &GemmStats::fp32_simt_kernels),
+               field("top_fp32_kernel", &GemmStats::top_fp32_kernel));
+
+using CS = CollectiveStats;
+constexpr auto kCollectiveFields =
+    std::tuple(field("count", &CS::count), field("bytes", &CS::bytes), field("time_ns", &CS::time),
+               field("side", collective_side), field("matched", &CS::matched),
+               field("arrival_wait_ns", &CS::arrival_wait), field("last_arrivals", &CS::last_arrivals));
+
+constexpr auto kKernelFields =
+    std::tuple(field("name", &KernelTotal::name), field("class", &KernelTotal::kernel_class),
+               field("count", &KernelTotal::count), field("total_ns", &KernelTotal::total));
+
+using SM = StepMetrics;
+constexpr auto kStepFields = std::tuple(
+    field("number", &SM::number), field("start_ns", &SM::start), field("end_ns", &SM::end),
+    field("wall_ns", &SM::wall), field("gpu_busy_ns", &SM::gpu_busy), field("gpu_idle_ns", &SM::gpu_idle),
+    field("compute_ns", &SM::compute), field("communication_ns", &SM::communication),
+    field("memory_ns", &SM::memory), field("exposed_communication_ns", &SM::exposed_communication),
+    field("data_wait_ns", &SM::data_wait), field("sync_wait_ns", &SM::sync_wait),
+    field("io_main_ns", &SM::io_main), field("h2d_ns", &SM::h2d), field("h2d_exposed_ns", &SM::h2d_exposed),
+    field("idle_data_ns", &SM::idle_data), field("idle_sync_ns", &SM::idle_sync),
+    field("idle_launch_ns", &SM::idle_launch), field("idle_other_ns", &SM::idle_other),
+    field("kernels", &SM::kernels));
+
+void write_io(Json& j, const IoStats& io) {
   j.key("io").begin_object();
-  j.kv("calls", I.calls);
-  j.kv("read_calls", I.read_calls);
-  j.kv("write_calls", I.write_calls);
-  j.kv("errors", I.errors);
-  j.kv("bytes_read", I.bytes_read);
-  j.kv("bytes_written", I.bytes_written);
-  j.kv("time_ns", I.time);
-  j.kv("main_thread_ns", I.main_thread);
-  j.key("per_process").begin_array();
-  for (const auto& p : I.per_process) {
-    j.begin_object();
-    j.kv("pid", p.pid);
-    j.kv("name", p.name);
-    j.kv("calls", p.calls);
-    j.kv("bytes_read", p.bytes_read);
-    j.kv("bytes_written", p.bytes_written);
-    j.kv("time_ns", p.time);
-    j.end_object();
-  }
-  j.end_array();
+  write_fields(j, io, kIoFields);
+  write_objects(j, "per_process", io.per_process, kProcessIoFields);
   j.end_object();
+}
+
+void write_gemm(Json& j, const GemmStats& g) {
   j.key("gemm").begin_object();
-  j.kv("fp32_simt_ns", r.gemm.fp32_simt);
-  j.kv("tensor_core_ns", r.gemm.tensor_core);
-  j.kv("fp64_ns", r.gemm.fp64);
-  j.kv("unknown_ns", r.gemm.unknown);
-  j.kv("fp32_simt_kernels", r.gemm.fp32_simt_kernels);
-  j.kv("top_fp32_kernel", r.gemm.top_fp32_kernel);
+  write_fields(j, g, kGemmFields);
   j.key("by_format_ns").begin_object();
   for (int f = 1; f < 10; ++f)
-    if (r.gemm.by_format[f]) j.kv(to_string(static_cast<GemmFormat>(f)), r.gemm.by_format[f]);
+    if (g.by_format[f]) j.kv(to_string(static_cast<GemmFormat>(f)), g.by_format[f]);
   j.end_object();
   j.end_object();
-  j.kv("memory_bound_kernels_ns", r.memory_bound_kernels);
-  j.kv("data_wait_ns", r.data_wait);
-  j.kv("sync_wait_ns", r.sync_wait);
-  j.kv("sync_calls", r.sync_calls);
-  j.kv("top_sync_call", r.top_sync_call);
-  j.key("collectives").begin_object();
-  j.kv("count", r.collectives.count);
-  j.kv("bytes", r.collectives.bytes);
-  j.kv("time_ns", r.collectives.time);
-  j.kv("side", std::string_view(r.collectives.device_side ? "device" : "host"));
-  j.kv("matched", r.collectives.matched);
-  j.kv("arrival_wait_ns", r.collectives.arrival_wait);
-  j.kv("last_arrivals", r.collectives.last_arrivals);
-  j.end_object();
-  j.key("top_kernels").begin_array();
-  for (const auto& k : r.top_kernels) {
-    j.begin_object();
-    j.kv("name", k.name);
-    j.kv("class", k.kernel_class);
-    j.kv("count", k.count);
-    j.kv("total_ns", k.total);
-    j.end_object();
-  }
-  j.end_array();
+}
+
+void write_steps(Json& j, const std::vector<StepMetrics>& steps) {
   j.key("steps").begin_array();
-  for (const auto& s : r.steps) {
+  for (const auto& s : steps) {
     j.begin_object();
-    j.kv("number", s.number);
-    j.kv("start_ns", s.start);
-    j.kv("end_ns", s.end);
-    j.kv("wall_ns", s.wall());
-    j.kv("gpu_busy_ns", s.gpu_busy);
-    j.kv("gpu_idle_ns", s.gpu_idle);
-    j.kv("compute_ns", s.compute);
-    j.kv("communication_ns", s.communication);
-    j.kv("memory_ns", s.memory);
-    j.kv("exposed_communication_ns", s.exposed_communication);
-    j.kv("data_wait_ns", s.data_wait);
-    j.kv("sync_wait_ns", s.sync_wait);
-    j.kv("io_main_ns", s.io_main);
-    j.kv("h2d_ns", s.h2d);
-    j.kv("h2d_exposed_ns", s.h2d_exposed);
-    j.kv("idle_data_ns", s.idle_data);
-    j.kv("idle_sync_ns", s.idle_sync);
-    j.kv("idle_launch_ns", s.idle_launch);
-    j.kv("idle_other_ns", s.idle_other);
-    j.kv("kernels", s.kernels);
+    write_fields(j, s, kStepFields);
     if (s.replayed) {  // the step's length under each what-if change
       j.key("what_if_ns").begin_object();
       for (std::size_t k = 0; k < kWhatIfs; ++k) j.kv(to_string(static_cast<WhatIf>(k)), s.what_if[k]);
@@ -283,6 +293,22 @@ void write_rank(Json& j, const RankMetrics& r) {
     j.end_object();
   }
   j.end_array();
+}
+
+void write_rank(Json& j, const RankMetrics& r) {
+  j.begin_object();
+  write_fields(j, r, kRankFields);
+  write_object(j, "step_time", r, kStepTimeFields);
+  write_breakdown(j, r.gpu);
+  write_objects(j, "idle_by_stream", r.streams, kStreamFields);
+  write_object(j, "launch", r.launch, kLaunchFields);
+  write_object(j, "transfers", r.transfers, kTransferFields);
+  write_io(j, r.io);
+  write_gemm(j, r.gemm);
+  write_fields(j, r, kWaitFields);
+  write_object(j, "collectives", r.collectives, kCollectiveFields);
+  write_objects(j, "top_kernels", r.top_kernels, kKernelFields);
+  write_steps(j, r.steps);
   write_paths(j, "critical_path", r.paths);
   write_memory(j, r.memory);
   write_efficiency(j, r.efficiency);
