@@ -496,6 +496,187 @@ std::size_t total_steps(const Analysis& a) {
   return n;
 }
 
+// "tracetune analyze: SOURCE" and what was analysed
+std::string text_header(const Analysis& a, const Style& st) {
+  const auto& M = a.metrics;
+  std::string o = st.bold(fmt::format("tracetune analyze: {}", a.source)) + "\n";
+  o += fmt::format("{} rank{}, {} steps analysed, {} events, clock {}{}\n\n", M.ranks.size(),
+                   M.ranks.size() == 1 ? "" : "s", total_steps(a), a.events, a.clock_domain,
+                   a.options.hta_compat ? " (HTA-compatible definitions)" : "");
+  return o;
+}
+
+// "Findings": one entry per finding group, largest estimated gain first
+std::string text_findings(const Analysis& a, const Style& st) {
+  std::string o = st.bold("Findings") + " (largest estimated gain first)\n";
+  if (a.findings.empty()) o += "  none: no rule passed its threshold (see the metrics below)\n";
+  int n = 0;
+  for (const auto& g : group_findings(a.findings)) {
+    const Finding& f = a.findings[g.worst];
+    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), f.title);
+    if (g.ranks.size() > 1)
+      o += fmt::format(
+          "       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
+          dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
+    if (f.gain_estimated)
+      o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f),
+                       100 * f.gain_share, f.gain_model);
+    else
+      o += fmt::format("       est. gain: {}\n", f.gain_model);
+    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
+    o += fmt::format("       fix: {}\n", f.detail);
+    if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
+  }
+  return o;
+}
+
+// "Per rank": one row per rank, GPU columns as shares of the window, waits per step
+std::string text_rank_table(const Metrics& M, const Style& st) {
+  std::string o = "\n" + st.bold("Per rank") + "\n";
+  o += fmt::format("  {:<6} {:>6} {:>11} {:>9} {:>9} {:>8} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "rank",
+                   "steps", "step med", "step p90", "GPU busy", "idle", "compute", "comm exp.", "data wait",
+                   "sync", "I/O");
+  for (const auto& r : M.ranks) {
+    const Ns span = r.gpu.span;
+    o += fmt::format(
+        "  {:<6} {:>6} {:>9.1f}ms {:>7.1f}ms {:>8.1f}% {:>7.1f}% {:>8.1f}% {:>9.1f}% {:>8.1f}ms {:>6.1f}ms "
+        "{:>6.1f}ms\n",
+        r.rank, r.has_steps ? r.steps.size() : 0, ms(r.step_median), ms(r.step_p90),
+        r.has_gpu ? pct(r.gpu.busy, span) : 0.0, r.has_gpu ? pct(r.gpu.idle, span) : 0.0,
+        r.has_gpu ? pct(r.gpu.compute, span) : 0.0, r.has_gpu ? pct(r.gpu.exposed_communication, span) : 0.0,
+        ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
+        ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
+        ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())));
+  }
+  o += st.dim("  (GPU columns: % of the analysed window; waits: per step on the main thread)") + "\n";
+  return o;
+}
+
+// A rank's GPU: device, time breakdown, stream idle, launches, copies, GEMMs and top kernels
+std::string text_rank_gpu(const RankMetrics& r) {
+  std::string o;
+  const auto& g = r.gpu;
+  if (!r.device.empty())
+    o += fmt::format("  device: {}{}\n", r.device,
+                     r.compute_major >= 0
+                         ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
+                         : std::string());
+  o += fmt::format(
+      "  GPU: span {} · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {} "
+      "({:.1f}% overlapped with compute) · copies/sets {}\n",
+      dur(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
+      dur(g.communication), pct(g.comm_compute_overlap, g.communication), dur(g.memory));
+  for (const auto& s : r.streams)
+    o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {}, kernel wait {}, other {}\n", s.stream,
+                     s.ops, dur(s.host_wait), dur(s.kernel_wait), dur(s.other));
+  const auto& L = r.launch;
+  o += fmt::format(
+      "  launches: {} kernels (median {:.1f} µs, {:.0f}% < 10 µs), launch call median {:.1f} µs, "
+      "launch→start median {:.1f} µs, queue depth mean {:.1f} max {}\n",
+      L.kernels, static_cast<double>(L.kernel_median) / 1e3, 100 * L.short_kernel_share,
+      static_cast<double>(L.launch_call_median) / 1e3, static_cast<double>(L.launch_delay_median) / 1e3,
+      L.queue_mean, L.queue_max);
+  const auto& T = r.transfers;
+  if (T.h2d_count || T.d2h_count)
+    o += fmt::format(
+        "  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {} "
+        "exposed) · D2H {} × {:.1f} MB\n",
+        T.h2d_count, static_cast<double>(T.h2d_bytes) / 1e6,
+        T.h2d_bytes ? 100.0 * static_cast<double>(T.h2d_pageable_bytes) / static_cast<double>(T.h2d_bytes)
+                    : 0.0,
+        T.h2d_pageable_gbps, T.h2d_pinned_gbps, dur(T.h2d_exposed), T.d2h_count,
+        static_cast<double>(T.d2h_bytes) / 1e6);
+  if (r.gemm.fp32_simt || r.gemm.tensor_core)
+    o += fmt::format("  GEMMs: FP32 on CUDA cores {}, on tensor cores {}\n", dur(r.gemm.fp32_simt),
+                     dur(r.gemm.tensor_core));
+  if (!r.top_kernels.empty()) {
+    o += "  top kernels:\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
+      const auto& k = r.top_kernels[i];
+      std::string name = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
+      o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, name);
+    }
+  }
+  return o;
+}
+
+// GEMM FLOPs per step, MFU and each GEMM kind's place under the roofline
+std::string text_efficiency(const Efficiency& e) {
+  std::string o;
+  if (e.ops)
+    o += fmt::format("  GEMM FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n",
+                     e.flops_per_step / 1e9, e.ops, e.achieved_tflops,
+                     e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, e.peak)
+                                : std::string("; MFU unknown (no peak for this device)"));
+  for (const auto& op : e.roofline)
+    o += fmt::format(
+        "    roofline: {} {} x{} ({:.3g} GFLOP, {:.1f} FLOP/B): {:.2f} of {:.2f} TFLOP/s bound ({:.0f}%{}), "
+        "{} on the GPU\n",
+        op.op, op.dtype, op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops, op.bound_tflops,
+        100 * op.efficiency(), op.efficiency() < 0.5 ? ", far under" : "", dur(op.gpu_time));
+  return o;
+}
+
+// I/O of the rank's process and its workers, per process when there are several
+std::string text_io(const IoStats& io) {
+  std::string o;
+  if (io.calls)
+    o += fmt::format(
+        "  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
+        "{} on the main thread\n",
+        io.calls, static_cast<double>(io.bytes_read) / 1e6, static_cast<double>(io.bytes_written) / 1e6,
+        dur(io.time), dur(io.main_thread));
+  if (io.per_process.size() > 1)
+    for (const auto& p : io.per_process)
+      o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name,
+                       p.calls, static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
+  return o;
+}
+
+// Collectives, and the rank's wait for the last arriver at those matched across ranks
+std::string text_collectives(const CollectiveStats& c) {
+  std::string o;
+  if (c.count)
+    o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {}\n", c.count, c.device_side ? "GPU" : "host",
+                     static_cast<double>(c.bytes) / 1e6, dur(c.time));
+  if (c.matched)
+    o += fmt::format(
+        "  collective wait: {} at {} collectives matched across ranks, waiting for the last rank to "
+        "arrive; last to arrive {} times\n",
+        dur(c.arrival_wait), c.matched, c.last_arrivals);
+  return o;
+}
+
+// One rank's section, under its label
+std::string text_rank(const RankMetrics& r, const Style& st) {
+  std::string o = "\n" + st.bold(r.label) + "\n";
+  if (r.has_gpu) o += text_rank_gpu(r);
+  o += text_efficiency(r.efficiency);
+  o += text_io(r.io);
+  o += text_collectives(r.collectives);
+  if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
+  o += what_if_summary(r);
+  for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
+  return o;
+}
+
+// "Across ranks" (two ranks or more): step time spread, arrival skew, the job's critical path
+std::string text_across_ranks(const Metrics& M, const Style& st) {
+  const auto& X = M.cross;
+  std::string o = "\n" + st.bold("Across ranks") + "\n";
+  o += fmt::format("  median step: fastest {}, median {}, slowest {} (rank {}, +{:.1f}%)\n",
+                   dur(X.step_median_min), dur(X.step_median_median), dur(X.step_median_max), X.slowest_rank,
+                   100 * X.step_spread);
+  if (X.matched_collectives)
+    o += fmt::format(
+        "  collective arrival skew: median {}, max {} over {} collectives; last to arrive: "
+        "rank {} ({:.0f}%)\n",
+        dur(X.arrival_skew_median), dur(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
+        100 * X.last_arriver_share);
+  if (!M.job_paths.empty()) o += path_summary("  job critical path", M.job_paths);
+  return o;
+}
+
 }  // namespace
 
 std::string_view gain_unit(const Analysis& a, const Finding& f) {
@@ -506,129 +687,10 @@ std::string_view gain_unit(const Analysis& a, const Finding& f) {
 
 std::string render_text(const Analysis& a, bool color) {
   const Style st{color};
-  std::string o;
   const auto& M = a.metrics;
-  o += st.bold(fmt::format("tracetune analyze: {}", a.source)) + "\n";
-  o += fmt::format("{} rank{}, {} steps analysed, {} events, clock {}{}\n\n", M.ranks.size(), M.ranks.size() == 1 ? "" : "s",
-                   total_steps(a), a.events, a.clock_domain, a.options.hta_compat ? " (HTA-compatible definitions)" : "");
-  o += st.bold("Findings") + " (largest estimated gain first)\n";
-  if (a.findings.empty()) o += "  none: no rule passed its threshold (see the metrics below)\n";
-  int n = 0;
-  for (const auto& g : group_findings(a.findings)) {
-    const Finding& f = a.findings[g.worst];
-    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), f.title);
-    if (g.ranks.size() > 1)
-      o += fmt::format("       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
-                       dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
-    if (f.gain_estimated)
-      o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
-                       f.gain_model);
-    else
-      o += fmt::format("       est. gain: {}\n", f.gain_model);
-    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
-    o += fmt::format("       fix: {}\n", f.detail);
-    if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
-  }
-  o += "\n" + st.bold("Per rank") + "\n";
-  o += fmt::format("  {:<6} {:>6} {:>11} {:>9} {:>9} {:>8} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "rank", "steps", "step med",
-                   "step p90", "GPU busy", "idle", "compute", "comm exp.", "data wait", "sync", "I/O");
-  for (const auto& r : M.ranks) {
-    const Ns span = r.gpu.span;
-    o += fmt::format("  {:<6} {:>6} {:>9.1f}ms {:>7.1f}ms {:>8.1f}% {:>7.1f}% {:>8.1f}% {:>9.1f}% {:>8.1f}ms {:>6.1f}ms {:>6.1f}ms\n",
-                     r.rank, r.has_steps ? r.steps.size() : 0, ms(r.step_median), ms(r.step_p90),
-                     r.has_gpu ? pct(r.gpu.busy, span) : 0.0, r.has_gpu ? pct(r.gpu.idle, span) : 0.0,
-                     r.has_gpu ? pct(r.gpu.compute, span) : 0.0, r.has_gpu ? pct(r.gpu.exposed_communication, span) : 0.0,
-                     ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
-                     ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
-                     ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())));
-  }
-  o += st.dim("  (GPU columns: % of the analysed window; waits: per step on the main thread)") + "\n";
-  for (const auto& r : M.ranks) {
-    o += "\n" + st.bold(r.label) + "\n";
-    if (r.has_gpu) {
-      const auto& g = r.gpu;
-      if (!r.device.empty())
-        o += fmt::format("  device: {}{}\n", r.device,
-                         r.compute_major >= 0 ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
-                                              : std::string());
-      o += fmt::format("  GPU: span {} · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {} "
-                       "({:.1f}% overlapped with compute) · copies/sets {}\n",
-                       dur(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
-                       dur(g.communication), pct(g.comm_compute_overlap, g.communication), dur(g.memory));
-      for (const auto& s : r.streams)
-        o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {}, kernel wait {}, other {}\n",
-                         s.stream, s.ops, dur(s.host_wait), dur(s.kernel_wait), dur(s.other));
-      const auto& L = r.launch;
-      o += fmt::format("  launches: {} kernels (median {:.1f} µs, {:.0f}% < 10 µs), launch call median {:.1f} µs, "
-                       "launch→start median {:.1f} µs, queue depth mean {:.1f} max {}\n",
-                       L.kernels, static_cast<double>(L.kernel_median) / 1e3, 100 * L.short_kernel_share,
-                       static_cast<double>(L.launch_call_median) / 1e3, static_cast<double>(L.launch_delay_median) / 1e3,
-                       L.queue_mean, L.queue_max);
-      const auto& T = r.transfers;
-      if (T.h2d_count || T.d2h_count)
-        o += fmt::format("  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {} "
-                         "exposed) · D2H {} × {:.1f} MB\n",
-                         T.h2d_count, static_cast<double>(T.h2d_bytes) / 1e6,
-                         T.h2d_bytes ? 100.0 * static_cast<double>(T.h2d_pageable_bytes) / static_cast<double>(T.h2d_bytes) : 0.0,
-                         T.h2d_pageable_gbps, T.h2d_pinned_gbps, dur(T.h2d_exposed), T.d2h_count,
-                         static_cast<double>(T.d2h_bytes) / 1e6);
-      if (r.gemm.fp32_simt || r.gemm.tensor_core)
-        o += fmt::format("  GEMMs: FP32 on CUDA cores {}, on tensor cores {}\n", dur(r.gemm.fp32_simt),
-                         dur(r.gemm.tensor_core));
-      if (!r.top_kernels.empty()) {
-        o += "  top kernels:\n";
-        for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
-          const auto& k = r.top_kernels[i];
-          std::string name = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
-          o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, name);
-        }
-      }
-    }
-    if (r.efficiency.ops)
-      o += fmt::format("  GEMM FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n",
-                       r.efficiency.flops_per_step / 1e9, r.efficiency.ops, r.efficiency.achieved_tflops,
-                       r.efficiency.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * r.efficiency.mfu, r.efficiency.peak)
-                                             : std::string("; MFU unknown (no peak for this device)"));
-    for (const auto& op : r.efficiency.roofline)
-      o += fmt::format("    roofline: {} {} x{} ({:.3g} GFLOP, {:.1f} FLOP/B): {:.2f} of {:.2f} TFLOP/s bound ({:.0f}%{}), "
-                       "{} on the GPU\n",
-                       op.op, op.dtype, op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops,
-                       op.bound_tflops, 100 * op.efficiency(), op.efficiency() < 0.5 ? ", far under" : "",
-                       dur(op.gpu_time));
-    if (r.io.calls)
-      o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
-                       "{} on the main thread\n",
-                       r.io.calls, static_cast<double>(r.io.bytes_read) / 1e6, static_cast<double>(r.io.bytes_written) / 1e6,
-                       dur(r.io.time), dur(r.io.main_thread));
-    if (r.io.per_process.size() > 1)
-      for (const auto& p : r.io.per_process)
-        o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name, p.calls,
-                         static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
-    if (r.collectives.count)
-      o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {}\n", r.collectives.count,
-                       r.collectives.device_side ? "GPU" : "host", static_cast<double>(r.collectives.bytes) / 1e6,
-                       dur(r.collectives.time));
-    if (r.collectives.matched)
-      o += fmt::format("  collective wait: {} at {} collectives matched across ranks, waiting for the last rank to "
-                       "arrive; last to arrive {} times\n",
-                       dur(r.collectives.arrival_wait), r.collectives.matched, r.collectives.last_arrivals);
-    if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
-    o += what_if_summary(r);
-    for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
-  }
-  const auto& X = M.cross;
-  if (X.ranks >= 2) {
-    o += "\n" + st.bold("Across ranks") + "\n";
-    o += fmt::format("  median step: fastest {}, median {}, slowest {} (rank {}, +{:.1f}%)\n",
-                     dur(X.step_median_min), dur(X.step_median_median), dur(X.step_median_max), X.slowest_rank,
-                     100 * X.step_spread);
-    if (X.matched_collectives)
-      o += fmt::format("  collective arrival skew: median {}, max {} over {} collectives; last to arrive: "
-                       "rank {} ({:.0f}%)\n",
-                       dur(X.arrival_skew_median), dur(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
-                       100 * X.last_arriver_share);
-    if (!M.job_paths.empty()) o += path_summary("  job critical path", M.job_paths);
-  }
+  std::string o = text_header(a, st) + text_findings(a, st) + text_rank_table(M, st);
+  for (const auto& r : M.ranks) o += text_rank(r, st);
+  if (M.cross.ranks >= 2) o += text_across_ranks(M, st);
   for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", note)) + "\n";
   return o;
 }
