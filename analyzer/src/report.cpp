@@ -263,6 +263,16 @@ constexpr auto kStepFields = std::tuple(
     field("idle_launch_ns", &SM::idle_launch), field("idle_other_ns", &SM::idle_other),
     field("kernels", &SM::kernels));
 
+using CR = CrossRank;
+constexpr auto kCrossRankFields = std::tuple(
+    field("ranks", &CR::ranks), field("step_median_min_ns", &CR::step_median_min),
+    field("step_median_median_ns", &CR::step_median_median),
+    field("step_median_max_ns", &CR::step_median_max), field("step_spread", &CR::step_spread),
+    field("slowest_rank", &CR::slowest_rank), field("matched_collectives", &CR::matched_collectives),
+    field("arrival_skew_median_ns", &CR::arrival_skew_median),
+    field("arrival_skew_max_ns", &CR::arrival_skew_max), field("last_arriver", &CR::last_arriver),
+    field("last_arriver_share", &CR::last_arriver_share));
+
 void write_io(Json& j, const IoStats& io) {
   j.key("io").begin_object();
   write_fields(j, io, kIoFields);
@@ -397,20 +407,7 @@ std::string render_json(const Analysis& a) {
   j.key("ranks").begin_array();
   for (const auto& r : a.metrics.ranks) write_rank(j, r);
   j.end_array();
-  const auto& X = a.metrics.cross;
-  j.key("cross_rank").begin_object();
-  j.kv("ranks", X.ranks);
-  j.kv("step_median_min_ns", X.step_median_min);
-  j.kv("step_median_median_ns", X.step_median_median);
-  j.kv("step_median_max_ns", X.step_median_max);
-  j.kv("step_spread", X.step_spread);
-  j.kv("slowest_rank", X.slowest_rank);
-  j.kv("matched_collectives", X.matched_collectives);
-  j.kv("arrival_skew_median_ns", X.arrival_skew_median);
-  j.kv("arrival_skew_max_ns", X.arrival_skew_max);
-  j.kv("last_arriver", X.last_arriver);
-  j.kv("last_arriver_share", X.last_arriver_share);
-  j.end_object();
+  write_object(j, "cross_rank", a.metrics.cross, kCrossRankFields);
   write_paths(j, "job_critical_path", a.metrics.job_paths);
   j.key("notes").begin_array();
   for (const auto& n : a.metrics.notes) j.str(n);
