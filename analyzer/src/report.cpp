@@ -1,5 +1,7 @@
 // Reports: JSON (for tools), text (for terminals) and Markdown (for sharing).
 #include <algorithm>
+#include <functional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -134,147 +136,165 @@ void write_efficiency(Json& j, const Efficiency& e) {
   j.end_object();
 }
 
-void write_rank(Json& j, const RankMetrics& r) {
-  j.begin_object();
-  j.kv("rank", r.rank);
-  j.kv("pid", r.pid);
-  j.kv("label", r.label);
-  j.kv("has_gpu", r.has_gpu);
-  j.kv("device", r.device);
-  j.kv("compute_capability", r.compute_major >= 0 ? fmt::format("{}.{}", r.compute_major, r.compute_minor) : std::string());
-  j.kv("has_steps", r.has_steps);
-  j.kv("window_start_ns", r.window_start);
-  j.kv("window_end_ns", r.window_end);
-  j.key("step_time").begin_object();
-  j.kv("count", r.steps.size());
-  j.kv("median_ns", r.step_median);
-  j.kv("p90_ns", r.step_p90);
-  j.kv("min_ns", r.step_min);
-  j.kv("max_ns", r.step_max);
+// A scalar of a metrics struct in the JSON: its key and where its value comes from (a member, a
+// member function, or a function of the struct), described once as the store describes its
+// columns (trace/src/store.cpp).
+template <class Get>
+struct Field {
+  std::string_view key;
+  Get get;
+};
+
+template <class Get>
+constexpr Field<Get> field(std::string_view key, Get get) {
+  return {key, get};
+}
+
+// "key": value for each of `fields`, in order.
+template <class S, class Fields>
+void write_fields(Json& j, const S& s, const Fields& fields) {
+  std::apply([&](const auto&... f) { (j.kv(f.key, std::invoke(f.get, s)), ...); }, fields);
+}
+
+// "key": {fields of s}
+template <class S, class Fields>
+void write_object(Json& j, std::string_view key, const S& s, const Fields& fields) {
+  j.key(key).begin_object();
+  write_fields(j, s, fields);
   j.end_object();
-  write_breakdown(j, r.gpu);
-  j.key("idle_by_stream").begin_array();
-  for (const auto& s : r.streams) {
+}
+
+// "key": [{fields of each item}, ...]
+template <class S, class Fields>
+void write_objects(Json& j, std::string_view key, const std::vector<S>& items, const Fields& fields) {
+  j.key(key).begin_array();
+  for (const auto& s : items) {
     j.begin_object();
-    j.kv("stream", s.stream);
-    j.kv("ops", s.ops);
-    j.kv("host_wait_ns", s.host_wait);
-    j.kv("kernel_wait_ns", s.kernel_wait);
-    j.kv("other_ns", s.other);
+    write_fields(j, s, fields);
     j.end_object();
   }
   j.end_array();
-  const auto& L = r.launch;
-  j.key("launch").begin_object();
-  j.kv("kernels", L.kernels);
-  j.kv("correlated", L.correlated);
-  j.kv("kernel_median_ns", L.kernel_median);
-  j.kv("kernel_p90_ns", L.kernel_p90);
-  j.kv("short_kernel_share", L.short_kernel_share);
-  j.kv("launch_call_median_ns", L.launch_call_median);
-  j.kv("launch_delay_median_ns", L.launch_delay_median);
-  j.kv("launch_delay_p90_ns", L.launch_delay_p90);
-  j.kv("queue_mean", L.queue_mean);
-  j.kv("queue_max", L.queue_max);
-  j.end_object();
-  const auto& T = r.transfers;
-  j.key("transfers").begin_object();
-  j.kv("h2d_count", T.h2d_count);
-  j.kv("h2d_bytes", T.h2d_bytes);
-  j.kv("h2d_pageable_bytes", T.h2d_pageable_bytes);
-  j.kv("h2d_time_ns", T.h2d_time);
-  j.kv("h2d_pageable_time_ns", T.h2d_pageable_time);
-  j.kv("h2d_exposed_ns", T.h2d_exposed);
-  j.kv("h2d_pageable_gbps", T.h2d_pageable_gbps);
-  j.kv("h2d_pinned_gbps", T.h2d_pinned_gbps);
-  j.kv("d2h_count", T.d2h_count);
-  j.kv("d2h_bytes", T.d2h_bytes);
-  j.kv("d2h_pageable_bytes", T.d2h_pageable_bytes);
-  j.kv("d2h_time_ns", T.d2h_time);
-  j.kv("d2h_gbps", T.d2h_gbps);
-  j.end_object();
-  const auto& I = r.io;
+}
+
+std::string compute_capability(const RankMetrics& r) {
+  return r.compute_major >= 0 ? fmt::format("{}.{}", r.compute_major, r.compute_minor) : std::string();
+}
+std::size_t step_count(const RankMetrics& r) {
+  return r.steps.size();
+}
+std::string_view collective_side(const CollectiveStats& c) {
+  return c.device_side ? "device" : "host";
+}
+
+using RM = RankMetrics;
+constexpr auto kRankFields =
+    std::tuple(field("rank", &RM::rank), field("pid", &RM::pid), field("label", &RM::label),
+               field("has_gpu", &RM::has_gpu), field("device", &RM::device),
+               field("compute_capability", compute_capability), field("has_steps", &RM::has_steps),
+               field("window_start_ns", &RM::window_start), field("window_end_ns", &RM::window_end));
+constexpr auto kStepTimeFields = std::tuple(field("count", step_count), field("median_ns", &RM::step_median),
+                                            field("p90_ns", &RM::step_p90), field("min_ns", &RM::step_min),
+                                            field("max_ns", &RM::step_max));
+constexpr auto kWaitFields =
+    std::tuple(field("memory_bound_kernels_ns", &RM::memory_bound_kernels),
+               field("data_wait_ns", &RM::data_wait), field("sync_wait_ns", &RM::sync_wait),
+               field("sync_calls", &RM::sync_calls), field("top_sync_call", &RM::top_sync_call));
+
+using SI = StreamIdle;
+constexpr auto kStreamFields =
+    std::tuple(field("stream", &SI::stream), field("ops", &SI::ops), field("host_wait_ns", &SI::host_wait),
+               field("kernel_wait_ns", &SI::kernel_wait), field("other_ns", &SI::other));
+
+using LS = LaunchStats;
+constexpr auto kLaunchFields =
+    std::tuple(field("kernels", &LS::kernels), field("correlated", &LS::correlated),
+               field("kernel_median_ns", &LS::kernel_median), field("kernel_p90_ns", &LS::kernel_p90),
+               field("short_kernel_share", &LS::short_kernel_share),
+               field("launch_call_median_ns", &LS::launch_call_median),
+               field("launch_delay_median_ns", &LS::launch_delay_median),
+               field("launch_delay_p90_ns", &LS::launch_delay_p90), field("queue_mean", &LS::queue_mean),
+               field("queue_max", &LS::queue_max));
+
+using TS = TransferStats;
+constexpr auto kTransferFields =
+    std::tuple(field("h2d_count", &TS::h2d_count), field("h2d_bytes", &TS::h2d_bytes),
+               field("h2d_pageable_bytes", &TS::h2d_pageable_bytes), field("h2d_time_ns", &TS::h2d_time),
+               field("h2d_pageable_time_ns", &TS::h2d_pageable_time),
+               field("h2d_exposed_ns", &TS::h2d_exposed), field("h2d_pageable_gbps", &TS::h2d_pageable_gbps),
+               field("h2d_pinned_gbps", &TS::h2d_pinned_gbps), field("d2h_count", &TS::d2h_count),
+               field("d2h_bytes", &TS::d2h_bytes), field("d2h_pageable_bytes", &TS::d2h_pageable_bytes),
+               field("d2h_time_ns", &TS::d2h_time), field("d2h_gbps", &TS::d2h_gbps));
+
+constexpr auto kIoFields =
+    std::tuple(field("calls", &IoStats::calls), field("read_calls", &IoStats::read_calls),
+               field("write_calls", &IoStats::write_calls), field("errors", &IoStats::errors),
+               field("bytes_read", &IoStats::bytes_read), field("bytes_written", &IoStats::bytes_written),
+               field("time_ns", &IoStats::time), field("main_thread_ns", &IoStats::main_thread));
+constexpr auto kProcessIoFields =
+    std::tuple(field("pid", &ProcessIo::pid), field("name", &ProcessIo::name),
+               field("calls", &ProcessIo::calls), field("bytes_read", &ProcessIo::bytes_read),
+               field("bytes_written", &ProcessIo::bytes_written), field("time_ns", &ProcessIo::time));
+
+constexpr auto kGemmFields =
+    std::tuple(field("fp32_simt_ns", &GemmStats::fp32_simt), field("tensor_core_ns", &GemmStats::tensor_core),
+               field("fp64_ns", &GemmStats::fp64), field("unknown_ns", &GemmStats::unknown),
+               field("fp32_simt_kernels", &GemmStats::fp32_simt_kernels),
+               field("top_fp32_kernel", &GemmStats::top_fp32_kernel));
+
+using CS = CollectiveStats;
+constexpr auto kCollectiveFields =
+    std::tuple(field("count", &CS::count), field("bytes", &CS::bytes), field("time_ns", &CS::time),
+               field("side", collective_side), field("matched", &CS::matched),
+               field("arrival_wait_ns", &CS::arrival_wait), field("last_arrivals", &CS::last_arrivals));
+
+constexpr auto kKernelFields =
+    std::tuple(field("name", &KernelTotal::name), field("class", &KernelTotal::kernel_class),
+               field("count", &KernelTotal::count), field("total_ns", &KernelTotal::total));
+
+using SM = StepMetrics;
+constexpr auto kStepFields = std::tuple(
+    field("number", &SM::number), field("start_ns", &SM::start), field("end_ns", &SM::end),
+    field("wall_ns", &SM::wall), field("gpu_busy_ns", &SM::gpu_busy), field("gpu_idle_ns", &SM::gpu_idle),
+    field("compute_ns", &SM::compute), field("communication_ns", &SM::communication),
+    field("memory_ns", &SM::memory), field("exposed_communication_ns", &SM::exposed_communication),
+    field("data_wait_ns", &SM::data_wait), field("sync_wait_ns", &SM::sync_wait),
+    field("io_main_ns", &SM::io_main), field("h2d_ns", &SM::h2d), field("h2d_exposed_ns", &SM::h2d_exposed),
+    field("idle_data_ns", &SM::idle_data), field("idle_sync_ns", &SM::idle_sync),
+    field("idle_launch_ns", &SM::idle_launch), field("idle_other_ns", &SM::idle_other),
+    field("kernels", &SM::kernels));
+
+using CR = CrossRank;
+constexpr auto kCrossRankFields = std::tuple(
+    field("ranks", &CR::ranks), field("step_median_min_ns", &CR::step_median_min),
+    field("step_median_median_ns", &CR::step_median_median),
+    field("step_median_max_ns", &CR::step_median_max), field("step_spread", &CR::step_spread),
+    field("slowest_rank", &CR::slowest_rank), field("matched_collectives", &CR::matched_collectives),
+    field("arrival_skew_median_ns", &CR::arrival_skew_median),
+    field("arrival_skew_max_ns", &CR::arrival_skew_max), field("last_arriver", &CR::last_arriver),
+    field("last_arriver_share", &CR::last_arriver_share));
+
+void write_io(Json& j, const IoStats& io) {
   j.key("io").begin_object();
-  j.kv("calls", I.calls);
-  j.kv("read_calls", I.read_calls);
-  j.kv("write_calls", I.write_calls);
-  j.kv("errors", I.errors);
-  j.kv("bytes_read", I.bytes_read);
-  j.kv("bytes_written", I.bytes_written);
-  j.kv("time_ns", I.time);
-  j.kv("main_thread_ns", I.main_thread);
-  j.key("per_process").begin_array();
-  for (const auto& p : I.per_process) {
-    j.begin_object();
-    j.kv("pid", p.pid);
-    j.kv("name", p.name);
-    j.kv("calls", p.calls);
-    j.kv("bytes_read", p.bytes_read);
-    j.kv("bytes_written", p.bytes_written);
-    j.kv("time_ns", p.time);
-    j.end_object();
-  }
-  j.end_array();
+  write_fields(j, io, kIoFields);
+  write_objects(j, "per_process", io.per_process, kProcessIoFields);
   j.end_object();
+}
+
+void write_gemm(Json& j, const GemmStats& g) {
   j.key("gemm").begin_object();
-  j.kv("fp32_simt_ns", r.gemm.fp32_simt);
-  j.kv("tensor_core_ns", r.gemm.tensor_core);
-  j.kv("fp64_ns", r.gemm.fp64);
-  j.kv("unknown_ns", r.gemm.unknown);
-  j.kv("fp32_simt_kernels", r.gemm.fp32_simt_kernels);
-  j.kv("top_fp32_kernel", r.gemm.top_fp32_kernel);
+  write_fields(j, g, kGemmFields);
   j.key("by_format_ns").begin_object();
   for (int f = 1; f < 10; ++f)
-    if (r.gemm.by_format[f]) j.kv(to_string(static_cast<GemmFormat>(f)), r.gemm.by_format[f]);
+    if (g.by_format[f]) j.kv(to_string(static_cast<GemmFormat>(f)), g.by_format[f]);
   j.end_object();
   j.end_object();
-  j.kv("memory_bound_kernels_ns", r.memory_bound_kernels);
-  j.kv("data_wait_ns", r.data_wait);
-  j.kv("sync_wait_ns", r.sync_wait);
-  j.kv("sync_calls", r.sync_calls);
-  j.kv("top_sync_call", r.top_sync_call);
-  j.key("collectives").begin_object();
-  j.kv("count", r.collectives.count);
-  j.kv("bytes", r.collectives.bytes);
-  j.kv("time_ns", r.collectives.time);
-  j.kv("side", std::string_view(r.collectives.device_side ? "device" : "host"));
-  j.kv("matched", r.collectives.matched);
-  j.kv("arrival_wait_ns", r.collectives.arrival_wait);
-  j.kv("last_arrivals", r.collectives.last_arrivals);
-  j.end_object();
-  j.key("top_kernels").begin_array();
-  for (const auto& k : r.top_kernels) {
-    j.begin_object();
-    j.kv("name", k.name);
-    j.kv("class", k.kernel_class);
-    j.kv("count", k.count);
-    j.kv("total_ns", k.total);
-    j.end_object();
-  }
-  j.end_array();
+}
+
+void write_steps(Json& j, const std::vector<StepMetrics>& steps) {
   j.key("steps").begin_array();
-  for (const auto& s : r.steps) {
+  for (const auto& s : steps) {
     j.begin_object();
-    j.kv("number", s.number);
-    j.kv("start_ns", s.start);
-    j.kv("end_ns", s.end);
-    j.kv("wall_ns", s.wall());
-    j.kv("gpu_busy_ns", s.gpu_busy);
-    j.kv("gpu_idle_ns", s.gpu_idle);
-    j.kv("compute_ns", s.compute);
-    j.kv("communication_ns", s.communication);
-    j.kv("memory_ns", s.memory);
-    j.kv("exposed_communication_ns", s.exposed_communication);
-    j.kv("data_wait_ns", s.data_wait);
-    j.kv("sync_wait_ns", s.sync_wait);
-    j.kv("io_main_ns", s.io_main);
-    j.kv("h2d_ns", s.h2d);
-    j.kv("h2d_exposed_ns", s.h2d_exposed);
-    j.kv("idle_data_ns", s.idle_data);
-    j.kv("idle_sync_ns", s.idle_sync);
-    j.kv("idle_launch_ns", s.idle_launch);
-    j.kv("idle_other_ns", s.idle_other);
-    j.kv("kernels", s.kernels);
+    write_fields(j, s, kStepFields);
     if (s.replayed) {  // the step's length under each what-if change
       j.key("what_if_ns").begin_object();
       for (std::size_t k = 0; k < kWhatIfs; ++k) j.kv(to_string(static_cast<WhatIf>(k)), s.what_if[k]);
@@ -283,6 +303,22 @@ void write_rank(Json& j, const RankMetrics& r) {
     j.end_object();
   }
   j.end_array();
+}
+
+void write_rank(Json& j, const RankMetrics& r) {
+  j.begin_object();
+  write_fields(j, r, kRankFields);
+  write_object(j, "step_time", r, kStepTimeFields);
+  write_breakdown(j, r.gpu);
+  write_objects(j, "idle_by_stream", r.streams, kStreamFields);
+  write_object(j, "launch", r.launch, kLaunchFields);
+  write_object(j, "transfers", r.transfers, kTransferFields);
+  write_io(j, r.io);
+  write_gemm(j, r.gemm);
+  write_fields(j, r, kWaitFields);
+  write_object(j, "collectives", r.collectives, kCollectiveFields);
+  write_objects(j, "top_kernels", r.top_kernels, kKernelFields);
+  write_steps(j, r.steps);
   write_paths(j, "critical_path", r.paths);
   write_memory(j, r.memory);
   write_efficiency(j, r.efficiency);
@@ -371,20 +407,7 @@ std::string render_json(const Analysis& a) {
   j.key("ranks").begin_array();
   for (const auto& r : a.metrics.ranks) write_rank(j, r);
   j.end_array();
-  const auto& X = a.metrics.cross;
-  j.key("cross_rank").begin_object();
-  j.kv("ranks", X.ranks);
-  j.kv("step_median_min_ns", X.step_median_min);
-  j.kv("step_median_median_ns", X.step_median_median);
-  j.kv("step_median_max_ns", X.step_median_max);
-  j.kv("step_spread", X.step_spread);
-  j.kv("slowest_rank", X.slowest_rank);
-  j.kv("matched_collectives", X.matched_collectives);
-  j.kv("arrival_skew_median_ns", X.arrival_skew_median);
-  j.kv("arrival_skew_max_ns", X.arrival_skew_max);
-  j.kv("last_arriver", X.last_arriver);
-  j.kv("last_arriver_share", X.last_arriver_share);
-  j.end_object();
+  write_object(j, "cross_rank", a.metrics.cross, kCrossRankFields);
   write_paths(j, "job_critical_path", a.metrics.job_paths);
   j.key("notes").begin_array();
   for (const auto& n : a.metrics.notes) j.str(n);
@@ -470,6 +493,187 @@ std::size_t total_steps(const Analysis& a) {
   return n;
 }
 
+// "tracetune analyze: SOURCE" and what was analysed
+std::string text_header(const Analysis& a, const Style& st) {
+  const auto& M = a.metrics;
+  std::string o = st.bold(fmt::format("tracetune analyze: {}", a.source)) + "\n";
+  o += fmt::format("{} rank{}, {} steps analysed, {} events, clock {}{}\n\n", M.ranks.size(),
+                   M.ranks.size() == 1 ? "" : "s", total_steps(a), a.events, a.clock_domain,
+                   a.options.hta_compat ? " (HTA-compatible definitions)" : "");
+  return o;
+}
+
+// "Findings": one entry per finding group, largest estimated gain first
+std::string text_findings(const Analysis& a, const Style& st) {
+  std::string o = st.bold("Findings") + " (largest estimated gain first)\n";
+  if (a.findings.empty()) o += "  none: no rule passed its threshold (see the metrics below)\n";
+  int n = 0;
+  for (const auto& g : group_findings(a.findings)) {
+    const Finding& f = a.findings[g.worst];
+    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), f.title);
+    if (g.ranks.size() > 1)
+      o += fmt::format(
+          "       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
+          dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
+    if (f.gain_estimated)
+      o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f),
+                       100 * f.gain_share, f.gain_model);
+    else
+      o += fmt::format("       est. gain: {}\n", f.gain_model);
+    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
+    o += fmt::format("       fix: {}\n", f.detail);
+    if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
+  }
+  return o;
+}
+
+// "Per rank": one row per rank, GPU columns as shares of the window, waits per step
+std::string text_rank_table(const Metrics& M, const Style& st) {
+  std::string o = "\n" + st.bold("Per rank") + "\n";
+  o += fmt::format("  {:<6} {:>6} {:>11} {:>9} {:>9} {:>8} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "rank",
+                   "steps", "step med", "step p90", "GPU busy", "idle", "compute", "comm exp.", "data wait",
+                   "sync", "I/O");
+  for (const auto& r : M.ranks) {
+    const Ns span = r.gpu.span;
+    o += fmt::format(
+        "  {:<6} {:>6} {:>9.1f}ms {:>7.1f}ms {:>8.1f}% {:>7.1f}% {:>8.1f}% {:>9.1f}% {:>8.1f}ms {:>6.1f}ms "
+        "{:>6.1f}ms\n",
+        r.rank, r.has_steps ? r.steps.size() : 0, ms(r.step_median), ms(r.step_p90),
+        r.has_gpu ? pct(r.gpu.busy, span) : 0.0, r.has_gpu ? pct(r.gpu.idle, span) : 0.0,
+        r.has_gpu ? pct(r.gpu.compute, span) : 0.0, r.has_gpu ? pct(r.gpu.exposed_communication, span) : 0.0,
+        ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
+        ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
+        ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())));
+  }
+  o += st.dim("  (GPU columns: % of the analysed window; waits: per step on the main thread)") + "\n";
+  return o;
+}
+
+// A rank's GPU: device, time breakdown, stream idle, launches, copies, GEMMs and top kernels
+std::string text_rank_gpu(const RankMetrics& r) {
+  std::string o;
+  const auto& g = r.gpu;
+  if (!r.device.empty())
+    o += fmt::format("  device: {}{}\n", r.device,
+                     r.compute_major >= 0
+                         ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
+                         : std::string());
+  o += fmt::format(
+      "  GPU: span {} · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {} "
+      "({:.1f}% overlapped with compute) · copies/sets {}\n",
+      dur(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
+      dur(g.communication), pct(g.comm_compute_overlap, g.communication), dur(g.memory));
+  for (const auto& s : r.streams)
+    o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {}, kernel wait {}, other {}\n", s.stream,
+                     s.ops, dur(s.host_wait), dur(s.kernel_wait), dur(s.other));
+  const auto& L = r.launch;
+  o += fmt::format(
+      "  launches: {} kernels (median {:.1f} µs, {:.0f}% < 10 µs), launch call median {:.1f} µs, "
+      "launch→start median {:.1f} µs, queue depth mean {:.1f} max {}\n",
+      L.kernels, static_cast<double>(L.kernel_median) / 1e3, 100 * L.short_kernel_share,
+      static_cast<double>(L.launch_call_median) / 1e3, static_cast<double>(L.launch_delay_median) / 1e3,
+      L.queue_mean, L.queue_max);
+  const auto& T = r.transfers;
+  if (T.h2d_count || T.d2h_count)
+    o += fmt::format(
+        "  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {} "
+        "exposed) · D2H {} × {:.1f} MB\n",
+        T.h2d_count, static_cast<double>(T.h2d_bytes) / 1e6,
+        T.h2d_bytes ? 100.0 * static_cast<double>(T.h2d_pageable_bytes) / static_cast<double>(T.h2d_bytes)
+                    : 0.0,
+        T.h2d_pageable_gbps, T.h2d_pinned_gbps, dur(T.h2d_exposed), T.d2h_count,
+        static_cast<double>(T.d2h_bytes) / 1e6);
+  if (r.gemm.fp32_simt || r.gemm.tensor_core)
+    o += fmt::format("  GEMMs: FP32 on CUDA cores {}, on tensor cores {}\n", dur(r.gemm.fp32_simt),
+                     dur(r.gemm.tensor_core));
+  if (!r.top_kernels.empty()) {
+    o += "  top kernels:\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
+      const auto& k = r.top_kernels[i];
+      std::string name = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
+      o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, name);
+    }
+  }
+  return o;
+}
+
+// GEMM FLOPs per step, MFU and each GEMM kind's place under the roofline
+std::string text_efficiency(const Efficiency& e) {
+  std::string o;
+  if (e.ops)
+    o += fmt::format("  GEMM FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n",
+                     e.flops_per_step / 1e9, e.ops, e.achieved_tflops,
+                     e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, e.peak)
+                                : std::string("; MFU unknown (no peak for this device)"));
+  for (const auto& op : e.roofline)
+    o += fmt::format(
+        "    roofline: {} {} x{} ({:.3g} GFLOP, {:.1f} FLOP/B): {:.2f} of {:.2f} TFLOP/s bound ({:.0f}%{}), "
+        "{} on the GPU\n",
+        op.op, op.dtype, op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops, op.bound_tflops,
+        100 * op.efficiency(), op.efficiency() < 0.5 ? ", far under" : "", dur(op.gpu_time));
+  return o;
+}
+
+// I/O of the rank's process and its workers, per process when there are several
+std::string text_io(const IoStats& io) {
+  std::string o;
+  if (io.calls)
+    o += fmt::format(
+        "  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
+        "{} on the main thread\n",
+        io.calls, static_cast<double>(io.bytes_read) / 1e6, static_cast<double>(io.bytes_written) / 1e6,
+        dur(io.time), dur(io.main_thread));
+  if (io.per_process.size() > 1)
+    for (const auto& p : io.per_process)
+      o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name,
+                       p.calls, static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
+  return o;
+}
+
+// Collectives, and the rank's wait for the last arriver at those matched across ranks
+std::string text_collectives(const CollectiveStats& c) {
+  std::string o;
+  if (c.count)
+    o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {}\n", c.count, c.device_side ? "GPU" : "host",
+                     static_cast<double>(c.bytes) / 1e6, dur(c.time));
+  if (c.matched)
+    o += fmt::format(
+        "  collective wait: {} at {} collectives matched across ranks, waiting for the last rank to "
+        "arrive; last to arrive {} times\n",
+        dur(c.arrival_wait), c.matched, c.last_arrivals);
+  return o;
+}
+
+// One rank's section, under its label
+std::string text_rank(const RankMetrics& r, const Style& st) {
+  std::string o = "\n" + st.bold(r.label) + "\n";
+  if (r.has_gpu) o += text_rank_gpu(r);
+  o += text_efficiency(r.efficiency);
+  o += text_io(r.io);
+  o += text_collectives(r.collectives);
+  if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
+  o += what_if_summary(r);
+  for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
+  return o;
+}
+
+// "Across ranks" (two ranks or more): step time spread, arrival skew, the job's critical path
+std::string text_across_ranks(const Metrics& M, const Style& st) {
+  const auto& X = M.cross;
+  std::string o = "\n" + st.bold("Across ranks") + "\n";
+  o += fmt::format("  median step: fastest {}, median {}, slowest {} (rank {}, +{:.1f}%)\n",
+                   dur(X.step_median_min), dur(X.step_median_median), dur(X.step_median_max), X.slowest_rank,
+                   100 * X.step_spread);
+  if (X.matched_collectives)
+    o += fmt::format(
+        "  collective arrival skew: median {}, max {} over {} collectives; last to arrive: "
+        "rank {} ({:.0f}%)\n",
+        dur(X.arrival_skew_median), dur(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
+        100 * X.last_arriver_share);
+  if (!M.job_paths.empty()) o += path_summary("  job critical path", M.job_paths);
+  return o;
+}
+
 }  // namespace
 
 std::string_view gain_unit(const Analysis& a, const Finding& f) {
@@ -480,129 +684,10 @@ std::string_view gain_unit(const Analysis& a, const Finding& f) {
 
 std::string render_text(const Analysis& a, bool color) {
   const Style st{color};
-  std::string o;
   const auto& M = a.metrics;
-  o += st.bold(fmt::format("tracetune analyze: {}", a.source)) + "\n";
-  o += fmt::format("{} rank{}, {} steps analysed, {} events, clock {}{}\n\n", M.ranks.size(), M.ranks.size() == 1 ? "" : "s",
-                   total_steps(a), a.events, a.clock_domain, a.options.hta_compat ? " (HTA-compatible definitions)" : "");
-  o += st.bold("Findings") + " (largest estimated gain first)\n";
-  if (a.findings.empty()) o += "  none: no rule passed its threshold (see the metrics below)\n";
-  int n = 0;
-  for (const auto& g : group_findings(a.findings)) {
-    const Finding& f = a.findings[g.worst];
-    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), f.title);
-    if (g.ranks.size() > 1)
-      o += fmt::format("       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
-                       dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
-    if (f.gain_estimated)
-      o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
-                       f.gain_model);
-    else
-      o += fmt::format("       est. gain: {}\n", f.gain_model);
-    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
-    o += fmt::format("       fix: {}\n", f.detail);
-    if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
-  }
-  o += "\n" + st.bold("Per rank") + "\n";
-  o += fmt::format("  {:<6} {:>6} {:>11} {:>9} {:>9} {:>8} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "rank", "steps", "step med",
-                   "step p90", "GPU busy", "idle", "compute", "comm exp.", "data wait", "sync", "I/O");
-  for (const auto& r : M.ranks) {
-    const Ns span = r.gpu.span;
-    o += fmt::format("  {:<6} {:>6} {:>9.1f}ms {:>7.1f}ms {:>8.1f}% {:>7.1f}% {:>8.1f}% {:>9.1f}% {:>8.1f}ms {:>6.1f}ms {:>6.1f}ms\n",
-                     r.rank, r.has_steps ? r.steps.size() : 0, ms(r.step_median), ms(r.step_p90),
-                     r.has_gpu ? pct(r.gpu.busy, span) : 0.0, r.has_gpu ? pct(r.gpu.idle, span) : 0.0,
-                     r.has_gpu ? pct(r.gpu.compute, span) : 0.0, r.has_gpu ? pct(r.gpu.exposed_communication, span) : 0.0,
-                     ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
-                     ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
-                     ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())));
-  }
-  o += st.dim("  (GPU columns: % of the analysed window; waits: per step on the main thread)") + "\n";
-  for (const auto& r : M.ranks) {
-    o += "\n" + st.bold(r.label) + "\n";
-    if (r.has_gpu) {
-      const auto& g = r.gpu;
-      if (!r.device.empty())
-        o += fmt::format("  device: {}{}\n", r.device,
-                         r.compute_major >= 0 ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
-                                              : std::string());
-      o += fmt::format("  GPU: span {} · idle {:.2f}% · compute {:.2f}% · non-compute {:.2f}% · communication {} "
-                       "({:.1f}% overlapped with compute) · copies/sets {}\n",
-                       dur(g.span), pct(g.idle, g.span), pct(g.compute, g.span), pct(g.non_compute, g.span),
-                       dur(g.communication), pct(g.comm_compute_overlap, g.communication), dur(g.memory));
-      for (const auto& s : r.streams)
-        o += fmt::format("  stream {:<4} {:>8} ops · idle: host wait {}, kernel wait {}, other {}\n",
-                         s.stream, s.ops, dur(s.host_wait), dur(s.kernel_wait), dur(s.other));
-      const auto& L = r.launch;
-      o += fmt::format("  launches: {} kernels (median {:.1f} µs, {:.0f}% < 10 µs), launch call median {:.1f} µs, "
-                       "launch→start median {:.1f} µs, queue depth mean {:.1f} max {}\n",
-                       L.kernels, static_cast<double>(L.kernel_median) / 1e3, 100 * L.short_kernel_share,
-                       static_cast<double>(L.launch_call_median) / 1e3, static_cast<double>(L.launch_delay_median) / 1e3,
-                       L.queue_mean, L.queue_max);
-      const auto& T = r.transfers;
-      if (T.h2d_count || T.d2h_count)
-        o += fmt::format("  copies: H2D {} × {:.1f} MB ({:.0f}% pageable; pageable {:.2f} GB/s, pinned {:.2f} GB/s; {} "
-                         "exposed) · D2H {} × {:.1f} MB\n",
-                         T.h2d_count, static_cast<double>(T.h2d_bytes) / 1e6,
-                         T.h2d_bytes ? 100.0 * static_cast<double>(T.h2d_pageable_bytes) / static_cast<double>(T.h2d_bytes) : 0.0,
-                         T.h2d_pageable_gbps, T.h2d_pinned_gbps, dur(T.h2d_exposed), T.d2h_count,
-                         static_cast<double>(T.d2h_bytes) / 1e6);
-      if (r.gemm.fp32_simt || r.gemm.tensor_core)
-        o += fmt::format("  GEMMs: FP32 on CUDA cores {}, on tensor cores {}\n", dur(r.gemm.fp32_simt),
-                         dur(r.gemm.tensor_core));
-      if (!r.top_kernels.empty()) {
-        o += "  top kernels:\n";
-        for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
-          const auto& k = r.top_kernels[i];
-          std::string name = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
-          o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, name);
-        }
-      }
-    }
-    if (r.efficiency.ops)
-      o += fmt::format("  GEMM FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n",
-                       r.efficiency.flops_per_step / 1e9, r.efficiency.ops, r.efficiency.achieved_tflops,
-                       r.efficiency.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * r.efficiency.mfu, r.efficiency.peak)
-                                             : std::string("; MFU unknown (no peak for this device)"));
-    for (const auto& op : r.efficiency.roofline)
-      o += fmt::format("    roofline: {} {} x{} ({:.3g} GFLOP, {:.1f} FLOP/B): {:.2f} of {:.2f} TFLOP/s bound ({:.0f}%{}), "
-                       "{} on the GPU\n",
-                       op.op, op.dtype, op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops,
-                       op.bound_tflops, 100 * op.efficiency(), op.efficiency() < 0.5 ? ", far under" : "",
-                       dur(op.gpu_time));
-    if (r.io.calls)
-      o += fmt::format("  I/O (process and workers): {} calls, {:.1f} MB read, {:.1f} MB written, {} in calls, "
-                       "{} on the main thread\n",
-                       r.io.calls, static_cast<double>(r.io.bytes_read) / 1e6, static_cast<double>(r.io.bytes_written) / 1e6,
-                       dur(r.io.time), dur(r.io.main_thread));
-    if (r.io.per_process.size() > 1)
-      for (const auto& p : r.io.per_process)
-        o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name, p.calls,
-                         static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
-    if (r.collectives.count)
-      o += fmt::format("  collectives: {} ({} side), {:.1f} MB, {}\n", r.collectives.count,
-                       r.collectives.device_side ? "GPU" : "host", static_cast<double>(r.collectives.bytes) / 1e6,
-                       dur(r.collectives.time));
-    if (r.collectives.matched)
-      o += fmt::format("  collective wait: {} at {} collectives matched across ranks, waiting for the last rank to "
-                       "arrive; last to arrive {} times\n",
-                       dur(r.collectives.arrival_wait), r.collectives.matched, r.collectives.last_arrivals);
-    if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
-    o += what_if_summary(r);
-    for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
-  }
-  const auto& X = M.cross;
-  if (X.ranks >= 2) {
-    o += "\n" + st.bold("Across ranks") + "\n";
-    o += fmt::format("  median step: fastest {}, median {}, slowest {} (rank {}, +{:.1f}%)\n",
-                     dur(X.step_median_min), dur(X.step_median_median), dur(X.step_median_max), X.slowest_rank,
-                     100 * X.step_spread);
-    if (X.matched_collectives)
-      o += fmt::format("  collective arrival skew: median {}, max {} over {} collectives; last to arrive: "
-                       "rank {} ({:.0f}%)\n",
-                       dur(X.arrival_skew_median), dur(X.arrival_skew_max), X.matched_collectives, X.last_arriver,
-                       100 * X.last_arriver_share);
-    if (!M.job_paths.empty()) o += path_summary("  job critical path", M.job_paths);
-  }
+  std::string o = text_header(a, st) + text_findings(a, st) + text_rank_table(M, st);
+  for (const auto& r : M.ranks) o += text_rank(r, st);
+  if (M.cross.ranks >= 2) o += text_across_ranks(M, st);
   for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", note)) + "\n";
   return o;
 }
