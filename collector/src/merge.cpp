@@ -160,6 +160,19 @@ std::string_view overhead_name(std::uint32_t k) {
 }
 
 // Bytes per element of NCCL's datatype names (ncclDatatypeToString); 0 when unknown.
+// "c10d:gloo:0" -> "gloo": the backend of a torch.distributed process group whose collectives
+// the Python integration wrote as NCCL records (plugins/python/tracetune/_distributed.py);
+// empty for other names (NCCL's own communicators).
+std::string_view c10d_backend(std::string_view comm_name) {
+  constexpr std::string_view kPrefix = "c10d:";
+  if (!comm_name.starts_with(kPrefix)) return {};
+  const std::string_view rest = comm_name.substr(kPrefix.size());
+  const std::string_view backend = rest.substr(0, rest.find(':'));
+  const bool word = !backend.empty() && backend.size() <= 16 &&
+                    std::all_of(backend.begin(), backend.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; });
+  return word ? backend : std::string_view();
+}
+
 std::uint64_t nccl_dtype_size(std::string_view t) {
   if (t == "ncclInt8" || t == "ncclUint8" || t == "ncclChar" || t == "ncclFloat8e4m3" || t == "ncclFloat8e5m2")
     return 1;
@@ -837,6 +850,7 @@ class ProcessConverter {
       StringId id = 0;
       Ns offset = 0;  // GPU globaltimer -> CLOCK_MONOTONIC
       bool offset_known = false;
+      std::string library = "nccl";  // what ran it: the name's prefix ("ncclAllReduce", "glooAllReduce")
     };
     std::unordered_map<std::uint64_t, Comm> comms;
     auto comm = [&](std::uint64_t id) -> Comm& {
@@ -847,8 +861,10 @@ class ProcessConverter {
     for (const auto& [tid, r] : raw_.nccl_comms) {
       Comm& c = comm(r.comm_id);
       c.nranks = r.nranks;
-      if (const auto name = text(r.name); !name.empty() && nccl_names_.insert(r.comm_id).second)
-        t_.metadata.emplace_back(fmt::format("nccl_comm:{:016x}", r.comm_id), name);
+      const std::string_view name = text(r.name);
+      if (const auto backend = c10d_backend(name); !backend.empty()) c.library = backend;
+      // every rank's process names the communicator: one entry per communicator in the trace
+      if (!name.empty()) set_metadata(t_, fmt::format("nccl_comm:{:016x}", r.comm_id), std::string(name));
     }
     // The GPU's globaltimer is not our clock. Each device-side record pairs its last channel
     // stop (GPU) with the host time the plugin saw it, which is later by the proxy thread's
@@ -870,7 +886,7 @@ class ProcessConverter {
       std::string op(func);
       for (char& ch : op) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       auto& col = t_.collectives;
-      col.push(at(start), dur(start, end), track(tid), t_.strings.intern(fmt::format("nccl{}", func)),
+      col.push(at(start), dur(start, end), track(tid), t_.strings.intern(fmt::format("{}{}", c.library, func)),
                t_.strings.intern(op), r.count * nccl_dtype_size(text(r.dtype)), r.count, sid(r.dtype), c.nranks,
                c.id, device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host, 0);
       col.algorithm.back() = sid(r.algo);
@@ -941,7 +957,6 @@ class ProcessConverter {
   std::unordered_map<std::uint32_t, StringId> sids_;
   std::unordered_map<std::uint32_t, std::uint32_t> devices_;  // CUDA ordinal -> trace device
   std::unordered_map<std::uint64_t, std::uint32_t> streams_;  // (device << 32 | stream) -> track
-  std::set<std::uint64_t> nccl_names_;
   std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0, unmatched_syncs_ = 0;
 };
 

@@ -781,6 +781,52 @@ TEST(MergeClock, SingleHostHasNoCollectiveAlignment) {
   EXPECT_EQ(report.hosts[0].clock_line(), "");
 }
 
+// torch.distributed collectives of a gloo group, as the Python integration writes them
+// (NcclComm + host-side NcclColl records from every rank): one communicator entry in the
+// trace's metadata, however many ranks name it (two once made the trace unwritable: "UNIQUE
+// constraint failed: meta.key"), and the collectives named after the backend.
+TEST(Merge, C10dCollectivesFromTwoRanksShareOneCommunicator) {
+  TempDir dir;
+  constexpr std::uint64_t kComm = 0x1234'5678'9abc'def0;
+  for (int rank = 0; rank < 2; ++rank) {
+    const int pid = 200 + rank;
+    RecordFileWriter w(pid);
+    const auto tid = static_cast<std::uint32_t>(pid);
+    w.add(RecordType::NcclComm, NcclCommRecord{kComm, rank, 2, -1, w.str("c10d:gloo:0", tid)}, tid);
+    NcclCollRecord c{};
+    c.start_ns = w.header.start_mono_ns + 1'000'000 + 5'000 * rank;
+    c.end_ns = w.header.start_mono_ns + 1'100'000;
+    c.comm_id = kComm;
+    c.seq = 0;
+    c.count = 16;
+    c.func = w.str("AllReduce", tid);
+    c.dtype = w.str("ncclFloat32", tid);
+    c.root = c.peer = -1;
+    c.rank = rank;
+    w.add(RecordType::NcclColl, c, tid);
+    w.exit(w.header.start_mono_ns + 2'000'000, 0);
+    w.write(dir.path() / "host" / ("proc-" + std::to_string(pid) + ".ttr"));
+  }
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  trace::Trace& t = r.value();
+  EXPECT_EQ(std::count_if(t.metadata.begin(), t.metadata.end(),
+                          [](const auto& kv) { return kv.first.starts_with("nccl_comm:"); }),
+            1);
+  EXPECT_EQ(metadata_value(t, "nccl_comm:123456789abcdef0"), "c10d:gloo:0");
+  ASSERT_EQ(t.collectives.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(s(t, t.collectives.name[i]), "glooAllReduce");
+    EXPECT_EQ(s(t, t.collectives.op[i]), "allreduce");
+    EXPECT_EQ(t.collectives.bytes[i], 64u);
+    EXPECT_EQ(t.collectives.group_size[i], 2);
+    EXPECT_EQ(t.collectives.side[i], trace::CollectiveSide::Host);
+  }
+  TempDir out;
+  EXPECT_TRUE(trace::write_trace(t, out.path() / "t.db", "test").ok());
+}
+
 }  // namespace tt::collector
 
 // `record --trace`: one table of what can be recorded (launcher.h), parsed and listed from it.
