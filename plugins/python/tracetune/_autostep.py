@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 
-from tracetune import _collector, _imphook, _memory, _shapes
+from tracetune import _collector, _distributed, _imphook, _memory, _shapes
 
 _EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
 
@@ -293,5 +293,6 @@ def install() -> None:
     for name, patch in _PATCHES.items():
         _imphook.on_import(name, patch)
     _imphook.on_import("torch", _shapes.install)
+    _imphook.on_import("torch.distributed", _distributed.install)
     if os.environ.get("TRACETUNE_RECORD_LOSS") == "1":
         _imphook.on_import("torch", _patch_tensor_backward_loss)
