@@ -192,6 +192,7 @@ class RankAnalyzer {
   std::vector<GpuOp> ops_;
   Interval window_{};
   IntervalSet all_, compute_, comm_, memory_, h2d_, h2d_pageable_, data_, sync_, idle_launch_, idle_other_, io_main_;
+  IntervalSet collective_host_;  // main thread in host-side collective calls, outside data/sync waits and I/O
   std::vector<Ns> kernel_starts_, mb_prefix_, fp32_prefix_;
 
   Ns rs(Ns s) const { return opt_.hta_compat ? hta_start(s) : s; }
@@ -683,12 +684,15 @@ class RankAnalyzer {
       if (c.side[i] == trace::CollectiveSide::Device && t_.process_of_track(c.track[i]) == p_) ++dev;
     C.device_side = dev > 0;
     const auto want = C.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
+    std::vector<Interval> host_calls;
     for (std::size_t i = 0; i < c.size(); ++i) {
       if (c.side[i] != want || t_.process_of_track(c.track[i]) != p_) continue;
       ++C.count;
       C.bytes += c.bytes[i];
       C.time += std::max<Ns>(c.dur[i], 0);
+      if (!C.device_side && c.track[i] == main_track_) host_calls.push_back({c.start[i], c.end(i)});
     }
+    collective_host_ = IntervalSet::union_of(std::move(host_calls)).clip(window_.start, window_.end).subtract(data_).subtract(sync_).subtract(io_main_);
   }
 
   Ns kernel_sum(const std::vector<Ns>& prefix, Ns t0, Ns t1) const {
@@ -728,6 +732,7 @@ class RankAnalyzer {
       s.data_wait = data_.measure_in(w.start, w.end);
       s.sync_wait = sync_.measure_in(w.start, w.end);
       s.io_main = io_main_.measure_in(w.start, w.end);
+      s.collective_host = collective_host_.measure_in(w.start, w.end);
       s.h2d = h2d_.measure_in(w.start, w.end);
       s.h2d_exposed = h2d_exposed.measure_in(w.start, w.end);
       s.h2d_pageable = h2d_pageable_.measure_in(w.start, w.end);

@@ -258,7 +258,8 @@ constexpr auto kStepFields = std::tuple(
     field("compute_ns", &SM::compute), field("communication_ns", &SM::communication),
     field("memory_ns", &SM::memory), field("exposed_communication_ns", &SM::exposed_communication),
     field("data_wait_ns", &SM::data_wait), field("sync_wait_ns", &SM::sync_wait),
-    field("io_main_ns", &SM::io_main), field("h2d_ns", &SM::h2d), field("h2d_exposed_ns", &SM::h2d_exposed),
+    field("io_main_ns", &SM::io_main), field("collective_host_ns", &SM::collective_host), field("h2d_ns", &SM::h2d),
+    field("h2d_exposed_ns", &SM::h2d_exposed),
     field("idle_data_ns", &SM::idle_data), field("idle_sync_ns", &SM::idle_sync),
     field("idle_launch_ns", &SM::idle_launch), field("idle_other_ns", &SM::idle_other),
     field("kernels", &SM::kernels));

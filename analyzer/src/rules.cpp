@@ -203,7 +203,9 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
     return {f};
   }
   if (!r.has_steps) return {};
-  auto busy = [](const StepMetrics& s) { return std::max<Ns>(0, s.wall() - s.data_wait - s.sync_wait - s.io_main); };
+  auto busy = [](const StepMetrics& s) {
+    return std::max<Ns>(0, s.wall() - s.data_wait - s.sync_wait - s.io_main - s.collective_host);
+  };
   const Ns cost = median_of(r, busy);
   if (share_of(cost, r.step_median) < th.cpu_share) return {};
   Finding f = make(Category::CpuBound, r, cost, 0, th);
@@ -423,6 +425,43 @@ std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th)
   return {f};
 }
 
+// A rank the others wait for at collectives while every rank's step takes as long (the waits
+// make the steps equal, so the step times show no straggler): the cost is the other ranks'
+// wait for other ranks on their steps' critical paths (rank_wait), median over their steps,
+// then over those ranks.
+std::vector<Finding> rule_late_arriver(const Metrics& m, const Thresholds& th) {
+  const auto& X = m.cross;
+  if (X.ranks < 2 || X.last_arriver < 0 || X.last_arriver_share < 0.5 || X.step_spread >= th.imbalance_spread) return {};
+  std::vector<Ns> waits;
+  for (const auto& r : m.ranks) {
+    if (r.rank == X.last_arriver || r.paths.empty()) continue;
+    std::vector<Ns> per_step;
+    for (const auto& path : r.paths) per_step.push_back(path.by_kind[static_cast<std::size_t>(PathKind::RankWait)]);
+    waits.push_back(percentile(per_step, 0.5));
+  }
+  const Ns cost = percentile(waits, 0.5);
+  if (waits.empty() || share_of(cost, X.step_median_median) < th.imbalance_spread) return {};
+  Finding f;
+  f.category = Category::LoadImbalance;
+  f.rank = X.last_arriver;
+  f.cost = cost;
+  f.share = share_of(cost, X.step_median_median);
+  f.gain = cost;
+  f.gain_share = f.share;
+  f.severity = severity_for(f.gain_share, th);
+  f.title = fmt::format("Straggler: rank {} arrives last at {:.0f}% of the collectives; the other ranks wait {} of "
+                        "each {} step for it ({:.0f}%)",
+                        X.last_arriver, pct(X.last_arriver_share), dur(cost), dur(X.step_median_median), pct(f.share));
+  f.detail = "Every collective waits for the slowest rank, so all steps take as long as its. Look at what this rank "
+             "does before its collectives that the others do not (its data shard, extra work on one rank, logging or "
+             "checkpointing on rank 0), its input pipeline and its host, and balance the work per rank.";
+  f.gain_model = "the other ranks' wait for this rank on their critical paths (median step) removed";
+  f.evidence.push_back({fmt::format("{} collectives matched across ranks: arrival skew median {}, max {}",
+                                    X.matched_collectives, dur(X.arrival_skew_median), dur(X.arrival_skew_max)),
+                        0, 0, -1});
+  return {f};
+}
+
 std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
   std::vector<Finding> out;
   using Rule = std::vector<Finding> (*)(const RankMetrics&, const Thresholds&);
@@ -433,6 +472,7 @@ std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
     for (Rule rule : kRules)
       for (auto& f : rule(r, th)) out.push_back(std::move(f));
   for (auto& f : rule_load_imbalance(m, th)) out.push_back(std::move(f));
+  for (auto& f : rule_late_arriver(m, th)) out.push_back(std::move(f));
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.gain != b.gain) return a.gain > b.gain;
     if (a.cost != b.cost) return a.cost > b.cost;

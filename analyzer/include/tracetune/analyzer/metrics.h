@@ -128,6 +128,7 @@ struct StepMetrics {
   Ns data_wait = 0;        // main thread waiting for the next batch
   Ns sync_wait = 0;        // host blocked in synchronising API calls
   Ns io_main = 0;          // main-thread I/O calls
+  Ns collective_host = 0;  // main thread inside host-side collective calls (ranks without GPU-side ones: gloo, mpi)
   Ns h2d = 0, h2d_exposed = 0, h2d_pageable = 0;  // union of H2D copies; not under compute; pageable
   // GPU idle time inside the step split by what the host was doing.
   Ns idle_data = 0, idle_sync = 0, idle_launch = 0, idle_other = 0;
