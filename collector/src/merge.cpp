@@ -584,8 +584,18 @@ class ProcessConverter {
     }
   }
 
-  void push_range(std::uint32_t tid, Ns start, Ns d, StringId name, trace::RangeKind kind, StringId domain) {
-    t_.ranges.push(start, d, track(tid), name, kind, domain);  // finalize() computes the depth
+  void push_range(std::uint32_t tid, Ns start, Ns d, StringId name, trace::RangeKind kind, StringId domain,
+                  StringId args = 0) {
+    t_.ranges.push(start, d, track(tid), name, kind, domain, 0, args);  // finalize() computes the depth
+  }
+
+  // The name and args of a range or mark: an NVTX name that carries per-call arguments
+  // (PyTorch's "aten::mm, seq = 12, sizes = [...]") is split into the op and its args.
+  std::pair<StringId, StringId> name_and_args(RangeSource source, std::uint32_t name) {
+    if (source != RangeSource::Nvtx) return {sid(name), 0};
+    const auto [op, args] = trace::split_annotation_name(text(name));
+    if (args.empty()) return {sid(name), 0};
+    return {t_.strings.intern(op), t_.strings.intern(args)};
   }
 
   // Kind and domain of an NVTX / Python / user range or mark.
@@ -604,7 +614,8 @@ class ProcessConverter {
   void add_ranges() {
     for (const auto& [tid, r] : raw_.ranges) {
       const auto [kind, domain] = classify(r.source, r.domain);
-      push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns), sid(r.name), kind, domain);
+      const auto [name, args] = name_and_args(r.source, r.name);
+      push_range(tid, at(r.start_ns), dur(r.start_ns, r.end_ns), name, kind, domain, args);
       add_nccl_collective(tid, r);
     }
   }
@@ -631,7 +642,8 @@ class ProcessConverter {
         continue;
       }
       const auto domain = classify(r.source, r.domain).second;
-      push_range(tid, at(r.ts_ns), 0, sid(r.name), trace::RangeKind::Instant, domain);
+      const auto [name, args] = name_and_args(r.source, r.name);
+      push_range(tid, at(r.ts_ns), 0, name, trace::RangeKind::Instant, domain, args);
     }
   }
 

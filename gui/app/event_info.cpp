@@ -93,6 +93,7 @@ Fields describe_event(const Document& d, EventRef e) {
       f.emplace_back("depth", std::to_string(t.ranges.depth[r]));
       if (t.ranges.domain[r]) f.emplace_back("domain", std::string(t.strings.get(t.ranges.domain[r])));
       if (t.ranges.external_id[r]) f.emplace_back("external id", std::to_string(t.ranges.external_id[r]));
+      if (t.ranges.args[r]) f.emplace_back("args", std::string(t.strings.get(t.ranges.args[r])));
       break;
     case Table::ApiCalls:
       f.emplace_back("api", std::string(to_string(t.api_calls.api[r])));

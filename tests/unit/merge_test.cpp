@@ -781,6 +781,31 @@ TEST(MergeClock, SingleHostHasNoCollectiveAlignment) {
   EXPECT_EQ(report.hosts[0].clock_line(), "");
 }
 
+// PyTorch's NVTX ranges recorded live (emit_nvtx) carry per-call arguments in their names:
+// the merger keeps the op as the name and the rest as the range's args. Python ranges are the
+// user's own names and stay whole.
+TEST(Merge, PyTorchNvtxNamesKeepTheOpAndMoveTheRestToArgs) {
+  TempDir dir;
+  RecordFileWriter w(700, "h");
+  const std::int64_t t0 = w.header.start_mono_ns;
+  w.range(700, RangeSource::Nvtx, t0 + 10, t0 + 50, "aten::mm, seq = 1, sizes = [[2, 3], [3, 4]]");
+  w.range(700, RangeSource::Nvtx, t0 + 60, t0 + 70, "aten::mm, seq = 2, sizes = [[2, 3], [3, 4]]");
+  w.range(700, RangeSource::Python, t0 + 80, t0 + 90, "eval, k = 3");
+  w.exit(t0 + 100, 0);
+  w.write(dir.path() / "h" / "proc-700.ttr");
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  ASSERT_EQ(t.ranges.size(), 3u);
+  EXPECT_EQ(s(t, t.ranges.name[0]), "aten::mm");
+  EXPECT_EQ(t.ranges.name[0], t.ranges.name[1]);
+  EXPECT_EQ(s(t, t.ranges.args[0]), "seq = 1, sizes = [[2, 3], [3, 4]]");
+  EXPECT_EQ(s(t, t.ranges.args[1]), "seq = 2, sizes = [[2, 3], [3, 4]]");
+  EXPECT_EQ(s(t, t.ranges.name[2]), "eval, k = 3");
+  EXPECT_EQ(t.ranges.args[2], 0u);
+}
+
 // torch.distributed collectives of a gloo group, as the Python integration writes them
 // (NcclComm + host-side NcclColl records from every rank): one communicator entry in the
 // trace's metadata, however many ranks name it (two once made the trace unwritable: "UNIQUE

@@ -416,6 +416,34 @@ INSERT INTO ENUM_CUDA_MEM_KIND VALUES (2, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Dev
   EXPECT_EQ(t.strings.get(t.memcpys.name[0]), "Memcpy HtoD (Managed -> Device)");
 }
 
+// PyTorch's NVTX ranges (emit_nvtx) carry per-call arguments in their names: every call would
+// be a distinct name in aggregates and the string table. The op stays the name, the rest
+// becomes the range's args, from plain text and from registered strings alike.
+TEST_F(NsysImport, PyTorchNvtxNamesKeepTheOpAndMoveTheRestToArgs) {
+  const char* script = R"sql(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO StringIds VALUES (555, 'aten::empty_strided, op_id = 999730');
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
+  text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER, eventId INTEGER NOT NULL PRIMARY KEY);
+INSERT INTO NVTX_EVENTS VALUES (10, 20, 59, 'aten::mm, seq = 12, sizes = [[2, 3], [3, 4]]', 16777217, NULL, 0, 1);
+INSERT INTO NVTX_EVENTS VALUES (30, 40, 59, 'aten::mm, seq = 13, sizes = [[2, 3], [3, 4]]', 16777217, NULL, 0, 2);
+INSERT INTO NVTX_EVENTS VALUES (50, 60, 59, NULL, 16777217, 555, 0, 3);
+INSERT INTO NVTX_EVENTS VALUES (70, 80, 59, 'load, then train', 16777217, NULL, 0, 4);
+)sql";
+  Trace t;
+  const fs::path db = make_db("torch_nvtx.sqlite", script);
+  ASSERT_TRUE(import_nsys(db, t).ok());
+  ASSERT_EQ(t.ranges.size(), 4u);
+  EXPECT_EQ(t.strings.get(t.ranges.name[0]), "aten::mm");
+  EXPECT_EQ(t.ranges.name[0], t.ranges.name[1]);  // one name for both calls
+  EXPECT_EQ(t.strings.get(t.ranges.args[0]), "seq = 12, sizes = [[2, 3], [3, 4]]");
+  EXPECT_EQ(t.strings.get(t.ranges.args[1]), "seq = 13, sizes = [[2, 3], [3, 4]]");
+  EXPECT_EQ(t.strings.get(t.ranges.name[2]), "aten::empty_strided");
+  EXPECT_EQ(t.strings.get(t.ranges.args[2]), "op_id = 999730");
+  EXPECT_EQ(t.strings.get(t.ranges.name[3]), "load, then train");  // a comma alone is not an argument
+  EXPECT_EQ(t.ranges.args[3], 0u);
+}
+
 TEST_F(NsysImport, BadNvtxRowsAreSkippedWithReasons) {
   const char* script = R"sql(
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);

@@ -73,6 +73,7 @@ TEST(Store, RoundTripKeepsEveryColumn) {
   expect_same(t.ranges.depth, u.ranges.depth, "ranges.depth");
   expect_same(t.ranges.kind, u.ranges.kind, "ranges.kind");
   expect_same_strings(t, t.ranges.domain, u, u.ranges.domain, "ranges.domain");
+  expect_same_strings(t, t.ranges.args, u, u.ranges.args, "ranges.args");
   expect_same(t.collectives.group_size, u.collectives.group_size, "collectives.group_size");
   expect_same(t.collectives.bytes, u.collectives.bytes, "collectives.bytes");
   expect_same(t.collectives.channels, u.collectives.channels, "collectives.channels");
@@ -187,6 +188,36 @@ TEST(Store, RefusesTriggersViewsAndNewerSchemas) {
   auto c = read_trace(newer);
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.error().find("schema version 99"), std::string::npos);
+  EXPECT_NE(c.error().find("this build reads 1 to 2"), std::string::npos);
+}
+
+// Schema version 2 added ranges.args_id: a version 1 file (no such column) still reads, its
+// ranges without args; a range's args survive a round trip.
+TEST(Store, ReadsVersionOneFilesAndKeepsRangeArgs) {
+  TempDir dir;
+  Trace t = fixture();
+  ASSERT_GT(t.ranges.size(), 0u);
+  t.ranges.args[0] = t.strings.intern("seq = 12, sizes = [[2, 3]]");
+  const fs::path db = dir.path() / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  auto now = read_trace(db);
+  ASSERT_TRUE(now.ok()) << now.error();
+  std::size_t with_args = 0;
+  for (StringId a : now->ranges.args)
+    if (a != 0) {
+      ++with_args;
+      EXPECT_EQ(now->strings.get(a), "seq = 12, sizes = [[2, 3]]");
+    }
+  EXPECT_EQ(with_args, 1u);
+
+  const fs::path v1 = dir.path() / "v1.db";
+  fs::copy_file(db, v1);
+  exec_sql(v1, "ALTER TABLE ranges DROP COLUMN args_id; UPDATE meta SET value='1' WHERE key='schema_version';");
+  auto old = read_trace(v1);
+  ASSERT_TRUE(old.ok()) << old.error();
+  EXPECT_EQ(old->ranges.size(), t.ranges.size());
+  for (StringId a : old->ranges.args) EXPECT_EQ(a, 0u);
+  expect_same(now->ranges.start, old->ranges.start, "ranges.start");
 }
 
 TEST(Store, RefusesDanglingReferences) {

@@ -43,6 +43,25 @@ TEST(SplitList, EveryItemBetweenSeparators) {
   EXPECT_EQ(split_list("1:2", ':'), (std::vector<std::string_view>{"1", "2"}));
 }
 
+TEST(AnnotationName, TheOpAndThePerCallArguments) {
+  using tt::trace::split_annotation_name;
+  auto split = [](std::string_view n) {
+    const auto [op, args] = split_annotation_name(n);
+    return std::pair<std::string_view, std::string_view>(op, args);
+  };
+  using P = std::pair<std::string_view, std::string_view>;
+  EXPECT_EQ(split("aten::mm, seq = 12, sizes = [[2, 3], [3, 4]]"), P("aten::mm", "seq = 12, sizes = [[2, 3], [3, 4]]"));
+  EXPECT_EQ(split("aten::empty_strided, op_id = 999730"), P("aten::empty_strided", "op_id = 999730"));
+  EXPECT_EQ(split("aten::add_, seq = 3, op_id = 5, sizes = [[], []], input_op_ids = [1, 2]"),
+            P("aten::add_", "seq = 3, op_id = 5, sizes = [[], []], input_op_ids = [1, 2]"));
+  EXPECT_EQ(split("train_step"), P("train_step", ""));
+  EXPECT_EQ(split("load, then train"), P("load, then train", ""));             // a comma alone is not an argument
+  EXPECT_EQ(split("a, b, x = 1"), P("a, b", "x = 1"));                        // the first ", word = " splits
+  EXPECT_EQ(split(", seq = 1"), P(", seq = 1", ""));                          // nothing before: kept whole
+  EXPECT_EQ(split("step, x= 1"), P("step, x= 1", ""));                        // not the " = " form
+  EXPECT_EQ(split(""), P("", ""));
+}
+
 // Names reach the trace from files anyone can craft (nsys exports, record files, tampered DBs):
 // every interned string is valid UTF-8, invalid bytes becoming U+FFFD one by one.
 TEST(Utf8, ValidTextIsUnchanged) {

@@ -59,6 +59,7 @@ class ChromeWriter {
     spans(t_.ranges, nullptr, [&](std::size_t i) {
       if (t_.ranges.domain[i] != 0) str_arg("domain", t_.strings.get(t_.ranges.domain[i]));
       if (t_.ranges.external_id[i] != 0) arg("external_id", t_.ranges.external_id[i]);
+      if (t_.ranges.args[i] != 0) str_arg("args", t_.strings.get(t_.ranges.args[i]));
     });
     spans(t_.steps, "step", [&](std::size_t i) { arg("step", t_.steps.number[i]); });
     spans(t_.collectives, "collective", [&](std::size_t i) {

@@ -175,7 +175,7 @@ template <class F> void each_column(SyncTable& t, F&& f) {
 }
 template <class F> void each_column(RangeTable& t, F&& f) {
   each_column(static_cast<SpanColumns&>(t), f);
-  f(t.kind); f(t.depth); f(t.domain); f(t.external_id);
+  f(t.kind); f(t.depth); f(t.domain); f(t.external_id); f(t.args);
 }
 template <class F> void each_column(StepTable& t, F&& f) {
   each_column(static_cast<SpanColumns&>(t), f);

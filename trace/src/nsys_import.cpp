@@ -761,6 +761,13 @@ Status NsysImporter::import_nvtx() {
     // `text` holds plain strings; strings registered with nvtxDomainRegisterString are in textId
     return is_null(r, kText) ? str(r, kTextId) : t_.strings.intern(r.text(kText));
   };
+  // A range's name and args: PyTorch's "aten::mm, seq = 12, sizes = [...]" is split into the
+  // op and its per-call arguments before the name is interned.
+  const auto name_and_args = [&](const sql::Stmt& r) -> std::pair<StringId, StringId> {
+    const std::string_view text = is_null(r, kText) ? t_.strings.get(str(r, kTextId)) : r.text(kText);
+    const auto [op, args] = split_annotation_name(text);
+    return {t_.strings.intern(op), args.empty() ? 0 : t_.strings.intern(args)};
+  };
 
   // Domain names first: a domain-create row names (process, domainId) for the whole capture.
   std::unordered_map<std::pair<std::int64_t, std::int64_t>, StringId, PairHash> domains;
@@ -806,8 +813,9 @@ Status NsysImporter::import_nvtx() {
     if (!is_null(r, kDomain))
       if (auto it = domains.find({process_key(gtid), r.i64(kDomain)}); it != domains.end()) domain = it->second;
 
-    t_.ranges.push(span.start, span.dur, thread_track(gtid), text_of(r),
-                   type == kMark ? RangeKind::Instant : RangeKind::Nvtx, domain);
+    const auto [name, args] = name_and_args(r);
+    t_.ranges.push(span.start, span.dur, thread_track(gtid), name, type == kMark ? RangeKind::Instant : RangeKind::Nvtx,
+                   domain, 0, args);
   });
   if (!st) return st;
   for (const auto& [type, n] : other_types) {

@@ -34,6 +34,7 @@ struct Col {
   bool nullable;
   std::int64_t null_value;
   bool derived = false;  // stored for SQL users, recomputed by Trace::finalize() on load
+  int since = 1;         // the schema version that added it: older files read it as null_value
 };
 
 template <class Table, class V>
@@ -43,6 +44,12 @@ constexpr Col<Table, V> col(const char* name, std::vector<V> Table::*m) {
 template <class Table, class V>
 constexpr Col<Table, V> opt(const char* name, std::vector<V> Table::*m, std::int64_t null_value) {
   return {name, m, true, null_value};
+}
+
+// A nullable column added in schema version `version`.
+template <class Table, class V>
+constexpr Col<Table, V> added(int version, const char* name, std::vector<V> Table::*m, std::int64_t null_value) {
+  return {name, m, true, null_value, false, version};
 }
 
 template <class Table, class V>
@@ -139,7 +146,7 @@ const auto kSyncs = span_table<Y>("syncs",
     opt("event", &Y::event, -1));
 const auto kRanges = span_table<R>("ranges",
     col("kind", &R::kind), derived("depth", &R::depth), col("domain_id", &R::domain),
-    opt("external_id", &R::external_id, 0));
+    opt("external_id", &R::external_id, 0), added(2, "args_id", &R::args, 0));
 const auto kSteps = span_table<P>("steps", col("number", &P::number));
 const auto kCollectives = span_table<C>("collectives",
     col("op_id", &C::op), col("bytes", &C::bytes), col("count", &C::count),
@@ -244,10 +251,15 @@ std::string insert_sql(const Def& d) {
   return s + ")";
 }
 
+// The columns a file of schema `version` has; the ones added later read as NULL.
 template <class Def>
-std::string select_sql(const Def& d) {
+std::string select_sql(const Def& d, int version) {
   std::string s = "SELECT track_id, start_ns, end_ns, name_id";
-  std::apply([&](const auto&... c) { ((s += c.derived ? std::string() : ", " + std::string(c.name)), ...); }, d.cols);
+  auto column = [&](const auto& c) {
+    if (c.derived) return std::string();
+    return c.since > version ? ", NULL" : ", " + std::string(c.name);
+  };
+  std::apply([&](const auto&... c) { ((s += column(c)), ...); }, d.cols);
   return s + ", id FROM " + d.name + " ORDER BY id";  // id last: for messages
 }
 
@@ -272,8 +284,8 @@ Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
 
 // Reads the rows with lo <= id < hi, in id order, appending to `t`.
 template <class Table, class Def>
-Status read_span_rows(sqlite3* db, Table& t, const Def& d, std::int64_t lo, std::int64_t hi) {
-  std::string sql = select_sql(d);
+Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, std::int64_t lo, std::int64_t hi) {
+  std::string sql = select_sql(d, version);
   sql.insert(sql.size() - std::string(" ORDER BY id").size(), " WHERE id >= ?1 AND id < ?2");
   auto st = Stmt::prepare(db, sql);
   if (!st) return make_error(std::string(d.name) + ": " + st.error());
@@ -314,6 +326,7 @@ template <class Table, class Def>
 struct ChunkedRead {
   Table* dst;
   const Def* def;
+  int version;  // the file's schema version
   std::vector<Table> parts;
 
   Status plan(sqlite3* db, std::size_t rows_per_chunk, std::vector<std::function<Status(sqlite3*)>>& jobs) {
@@ -327,7 +340,7 @@ struct ChunkedRead {
     parts.resize(static_cast<std::size_t>((hi - lo + step - 1) / step));
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const std::int64_t a = lo + static_cast<std::int64_t>(i) * step, b = std::min(hi, a + step);
-      jobs.emplace_back([this, i, a, b](sqlite3* c) { return read_span_rows(c, parts[i], *def, a, b); });
+      jobs.emplace_back([this, i, a, b](sqlite3* c) { return read_span_rows(c, parts[i], *def, version, a, b); });
     }
     return {};
   }
@@ -347,8 +360,8 @@ struct ChunkedRead {
 };
 
 template <class Table, class Def>
-ChunkedRead<Table, Def> chunked(Table& t, const Def& d) {
-  return {&t, &d, {}};
+ChunkedRead<Table, Def> chunked(Table& t, const Def& d, int version) {
+  return {&t, &d, version, {}};
 }
 
 void bind_text_or_null(Stmt& s, int i, const std::string& v) {
@@ -670,8 +683,8 @@ Status read_entities(sqlite3* db, const char* table, const char* sql, ReadRow re
   return {};
 }
 
-// meta: the schema version (checked), the clock domain and the rest as metadata.
-Status read_meta(sqlite3* db, Trace& t) {
+// meta: the schema version (checked, kept in `version`), the clock domain and the rest as metadata.
+Status read_meta(sqlite3* db, Trace& t, int& version_number) {
   auto s = Stmt::prepare(db, "SELECT key, value FROM meta");
   if (!s) return make_error("not a tracetune trace (no meta table)");
   std::string version;
@@ -682,10 +695,13 @@ Status read_meta(sqlite3* db, Trace& t) {
     else if (k != "time_unit" && k != "created_by") t.metadata.emplace_back(k, v);
   }
   if (version.empty()) return make_error("not a tracetune trace (no schema_version)");
-  if (version != std::to_string(kSchemaVersion))
-    return make_error("trace schema version " + version + " is not supported (this build reads " +
-                      std::to_string(kSchemaVersion) + ")");
-  return {};
+  for (int v = kOldestSchemaVersion; v <= kSchemaVersion; ++v)
+    if (version == std::to_string(v)) {
+      version_number = v;
+      return {};
+    }
+  return make_error(fmt::format("trace schema version {} is not supported (this build reads {} to {})", version,
+                                kOldestSchemaVersion, kSchemaVersion));
 }
 
 Status read_strings(sqlite3* db, Trace& t) {
@@ -790,7 +806,7 @@ Status read_point_tables(sqlite3* db, Trace& t) {
 }
 
 // The event tables, read in chunks by a few connections in parallel.
-Status read_event_tables(sqlite3* db, const std::string& path, Trace& t) {
+Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t) {
   const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
   std::size_t total = 0;
   {
@@ -800,11 +816,11 @@ Status read_event_tables(sqlite3* db, const std::string& path, Trace& t) {
     if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
   }
   const std::size_t chunk = std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
-  auto readers = std::make_tuple(chunked(t.ranges, kRanges), chunked(t.kernels, kKernels),
-                                 chunked(t.api_calls, kApiCalls), chunked(t.memcpys, kMemcpys),
-                                 chunked(t.io_calls, kIoCalls), chunked(t.memsets, kMemsets),
-                                 chunked(t.syncs, kSyncs), chunked(t.steps, kSteps),
-                                 chunked(t.collectives, kCollectives));
+  auto readers = std::make_tuple(chunked(t.ranges, kRanges, version), chunked(t.kernels, kKernels, version),
+                                 chunked(t.api_calls, kApiCalls, version), chunked(t.memcpys, kMemcpys, version),
+                                 chunked(t.io_calls, kIoCalls, version), chunked(t.memsets, kMemsets, version),
+                                 chunked(t.syncs, kSyncs, version), chunked(t.steps, kSteps, version),
+                                 chunked(t.collectives, kCollectives, version));
   std::vector<std::function<Status(sqlite3*)>> jobs;
   Status planned;
   std::apply([&](auto&... r) { ((planned.ok() ? (void)(planned = r.plan(db, chunk, jobs)) : (void)0), ...); }, readers);
@@ -866,7 +882,7 @@ Status check_references(const Trace& t) {
     for (StringId id : v) if (id >= nstr) return false;
     return true;
   };
-  if (!check_ids(t.ranges.domain) || !check_ids(t.collectives.op) || !check_ids(t.collectives.dtype) ||
+  if (!check_ids(t.ranges.domain) || !check_ids(t.ranges.args) || !check_ids(t.collectives.op) || !check_ids(t.collectives.dtype) ||
       !check_ids(t.collectives.communicator) || !check_ids(t.collectives.algorithm) ||
       !check_ids(t.collectives.protocol) || !check_ids(t.io_calls.path) || !check_ids(t.counters.name) ||
       !check_ids(t.flows.category))
@@ -888,10 +904,11 @@ Result<Trace> read_trace(const fs::path& path) {
   sqlite3* db = dbr->get();
   const std::string p = path.string();
   Trace t;
-  if (auto st = read_meta(db, t); !st) return make_error(p + ": " + st.error());
+  int version = 0;
+  if (auto st = read_meta(db, t, version); !st) return make_error(p + ": " + st.error());
   for (auto* read : {read_strings, read_process_tables, read_device_tables, read_point_tables})
     if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
-  if (auto st = read_event_tables(db, p, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = read_event_tables(db, p, version, t); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
   // re-sorts a file some other tool rewrote.

@@ -156,4 +156,16 @@ std::vector<std::string_view> split_list(std::string_view text, char sep) {
   return out;
 }
 
+AnnotationName split_annotation_name(std::string_view name) {
+  auto is_word = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; };
+  for (std::size_t comma = name.find(", "); comma != std::string_view::npos; comma = name.find(", ", comma + 1)) {
+    std::size_t i = comma + 2, word = i;
+    while (i < name.size() && is_word(name[i])) ++i;
+    if (i == word || name.substr(i, 3) != " = ") continue;
+    if (comma == 0) return {name, {}};
+    return {name.substr(0, comma), name.substr(comma + 2)};
+  }
+  return {name, {}};
+}
+
 }  // namespace tt::trace

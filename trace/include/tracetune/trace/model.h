@@ -177,14 +177,19 @@ struct RangeTable : SpanColumns {
   std::vector<std::uint16_t> depth;      // nesting depth on its track, computed by finalize()
   std::vector<StringId> domain;          // NVTX domain or source category
   std::vector<std::uint32_t> external_id;
+  // What a framework's annotation carried after its op name ("aten::mm, seq = 12, sizes =
+  // [[2, 3]]" is named "aten::mm" with args "seq = 12, sizes = [[2, 3]]"); 0 = none.
+  std::vector<StringId> args;
 
   // Appends one range; its depth stays 0 until finalize() computes it from the times.
-  void push(Ns s, Ns d, std::uint32_t tr, StringId n, RangeKind k, StringId dom, std::uint32_t ext = 0) {
+  void push(Ns s, Ns d, std::uint32_t tr, StringId n, RangeKind k, StringId dom, std::uint32_t ext = 0,
+            StringId arguments = 0) {
     push_span(s, d, tr, n);
     kind.push_back(k);
     depth.push_back(0);
     domain.push_back(dom);
     external_id.push_back(ext);
+    args.push_back(arguments);
   }
 };
 

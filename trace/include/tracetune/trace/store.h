@@ -11,9 +11,12 @@
 
 namespace tt::trace {
 
-inline constexpr int kSchemaVersion = 1;
+// Version 2 added ranges.args_id. Files of every version from kOldestSchemaVersion on are
+// read: a column newer than the file reads as its "none" value.
+inline constexpr int kSchemaVersion = 2;
+inline constexpr int kOldestSchemaVersion = 1;
 
-// The DDL of schema v1 (tables, enum tables, no indexes).
+// The DDL of the current schema (tables, enum tables, no indexes).
 std::string_view schema_sql();
 
 // Writes `t` (finalized on the way) to `path` atomically: a 0600 temporary in the same

@@ -49,4 +49,13 @@ std::size_t first_invalid_utf8(std::string_view in);
 // empty text is one empty item), as views into `text`. For command-line lists.
 std::vector<std::string_view> split_list(std::string_view text, char sep = ',');
 
+// A framework annotation's name split into the op and the arguments it carried: PyTorch names
+// its NVTX ranges "aten::mm, seq = 12, op_id = 7, sizes = [[2, 3], [3, 4]]", a distinct name
+// per call. The op is what precedes the first ", <identifier> = "; `args` the rest (empty
+// when the name carries none, or when nothing precedes it).
+struct AnnotationName {
+  std::string_view op, args;
+};
+AnnotationName split_annotation_name(std::string_view name);
+
 }  // namespace tt::trace
