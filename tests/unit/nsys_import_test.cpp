@@ -103,7 +103,7 @@ TEST_F(NsysImport, FixtureTableCounts) {
   EXPECT_EQ(t.memsets.size(), 1u);
   EXPECT_EQ(t.api_calls.size(), 12u);
   EXPECT_EQ(t.syncs.size(), 2u);
-  EXPECT_EQ(t.ranges.size(), 4u);      // push/pop, start/end, mark + pthread_cond_wait
+  EXPECT_EQ(t.ranges.size(), 5u);      // 2 push/pop, start/end, mark + pthread_cond_wait
   EXPECT_EQ(t.io_calls.size(), 3u);    // open64 + 2 reads
   EXPECT_EQ(t.launch_configs.size(), 2u);
   EXPECT_EQ(t.clock_domain, "nsys");

@@ -392,6 +392,9 @@ INSERT INTO NVTX_EVENTS (eventId, start, end, eventType, rangeId, globalTid, end
   VALUES (4, 2000, 50000, 60, 1, 71168954514, 71168954514, 15, 1);
 INSERT INTO NVTX_EVENTS (eventId, start, end, eventType, text, globalTid, domainId)
   VALUES (5, 60000, NULL, 34, 'checkpoint', 71168954514, 0);
+-- PyTorch's emit_nvtx names: the op, then per-call arguments (imported as name + args)
+INSERT INTO NVTX_EVENTS (eventId, start, end, eventType, text, globalTid, domainId)
+  VALUES (6, 70000, 71000, 59, 'aten::mm, seq = 7, sizes = [[2, 3], [3, 4]]', 71168954514, 0);
 
 -- ---- OS runtime (eventClass 27 = TRACE_PROCESS_EVENT_OS_RUNTIME) ----
 -- columns: start, end, eventClass, globalTid, nameId, returnValue, nestingLevel, callchainId,
