@@ -111,6 +111,19 @@ TEST(Memory, MemoryEventsWithoutTotalsAreSkippedWithADiagnostic) {
   EXPECT_TRUE(said);
 }
 
+// torch 2.x writes host allocations with "Device Type": 0 and "Device Id": -1; they were once
+// skipped as events "without device" (a real profile_memory=True trace showed no memory).
+TEST(Memory, CpuMemoryEventsWithDeviceIdMinusOneAreCounters) {
+  trace::Trace t;
+  const std::string json = R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5,
+    "args": {"Total Reserved": 0, "Total Allocated": 65536, "Bytes": 65536, "Device Id": -1, "Device Type": 0}}]})";
+  ASSERT_TRUE(trace::import_kineto_buffer(json, "m.json", t).ok());
+  ASSERT_EQ(t.counters.size(), 2u);
+  EXPECT_EQ(t.strings.get(t.counters.name[0]), "cpu memory.allocated");
+  EXPECT_EQ(t.counters.value[0], 65536.0);
+  for (const auto& d : t.diagnostics) EXPECT_EQ(d.reason.find("[memory]"), std::string::npos) << d.reason;
+}
+
 TEST(Memory, ReservedSamplesAloneGivePeaksAndGrowth) {
   // an nsys export with --cuda-memory-usage: only "cuda:N memory.reserved", growing 32 MiB a step
   trace::Trace t;

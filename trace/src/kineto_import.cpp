@@ -555,7 +555,8 @@ Status Importer::memory_event(const Id& pid, const Id& tid, Ns ts, const Args& a
     else if (key == "Total Allocated") allocated = value;
     else if (key == "Total Reserved") reserved = value;
   }
-  if (allocated < 0 || !(type == 0 || type == 1) || id < 0 || id > 1024) {
+  // CPU allocations carry "Device Id": -1 (torch 2.x); only a CUDA event needs a device number
+  if (allocated < 0 || !(type == 0 || type == 1) || (type == 1 && (id < 0 || id > 1024))) {
     t_.add_diagnostic(DiagnosticKind::Skipped, source_, "[memory] events without device and totals");
     return {};
   }
