@@ -1,9 +1,11 @@
 // Kernel efficiency (docs/analysis.md, "Kernel efficiency"): the model FLOPs of a step's GEMMs
-// (counters "gemm.flops.<dtype>" the Kineto importer derives from record_shapes/with_flops) and
+// and convolutions (counters "gemm.flops.<dtype>", "conv.flops.<dtype>" the Kineto importer
+// derives from record_shapes/with_flops) and
 // the model FLOPs utilisation: the time those FLOPs take at the device's peak for their dtype,
 // over the step time.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -64,7 +66,22 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// A GEMM op as the importer describes it: counters at the op's start on its thread.
+// A model-FLOPs counter of the Kineto importer: "<kind>.flops.<dtype>" or "<kind>.bytes.<dtype>".
+struct FlopsCounter {
+  std::string_view kind, dtype;
+  bool bytes = false;
+};
+std::optional<FlopsCounter> flops_counter(std::string_view name) {
+  for (std::string_view kind : {"gemm", "conv"}) {
+    if (!name.starts_with(kind) || name.substr(kind.size()).size() < 7 || name[kind.size()] != '.') continue;
+    const std::string_view what = name.substr(kind.size() + 1, 6), dtype = name.substr(kind.size() + 7);
+    if (what == "flops.") return FlopsCounter{kind, dtype, false};
+    if (what == "bytes.") return FlopsCounter{kind, dtype, true};
+  }
+  return std::nullopt;
+}
+
+// A GEMM or convolution op as the importer describes it: counters at the op's start on its thread.
 struct GemmSample {
   std::string dtype;
   double flops = 0, bytes = 0;
@@ -75,12 +92,11 @@ std::map<std::pair<std::uint32_t, Ns>, GemmSample> gemm_samples(const trace::Tra
   std::map<std::pair<std::uint32_t, Ns>, GemmSample> out;
   const auto& c = t.counters;
   for (std::size_t i = 0; i < c.size(); ++i) {
-    const std::string_view name = t.strings.get(c.name[i]);
-    const bool flops = name.starts_with("gemm.flops."), bytes = name.starts_with("gemm.bytes.");
-    if ((!flops && !bytes) || track_process(t, c.track[i]) != process) continue;
+    const auto f = flops_counter(t.strings.get(c.name[i]));
+    if (!f || track_process(t, c.track[i]) != process) continue;
     GemmSample& g = out[{c.track[i], c.ts[i]}];
-    g.dtype = std::string(name.substr(11));
-    (flops ? g.flops : g.bytes) += c.value[i];
+    g.dtype = std::string(f->dtype);
+    (f->bytes ? g.bytes : g.flops) += c.value[i];
   }
   return out;
 }
@@ -127,7 +143,7 @@ Ns op_gpu_time(const trace::Trace& t, std::uint32_t track, Ns ts, const std::map
   return gpu;
 }
 
-// The GEMM kinds with the most GPU time against their rooflines (at most 5).
+// The op kinds (GEMMs, convolutions) with the most GPU time against their rooflines (at most 5).
 std::vector<OpRoofline> rooflines(const trace::Trace& t, std::uint32_t process, const Peak& peak) {
   const auto kernel_time = kernel_time_by_correlation(t, process);
   std::map<std::tuple<trace::StringId, std::string, double, double>, OpRoofline> kinds;
@@ -158,18 +174,20 @@ std::vector<OpRoofline> rooflines(const trace::Trace& t, std::uint32_t process, 
 Efficiency efficiency_of(const trace::Trace& t, const RankMetrics& r) {
   Efficiency e;
   const auto& c = t.counters;
-  std::map<std::string, std::vector<double>> per_step;  // dtype -> FLOPs per step
+  std::map<std::string, std::vector<double>> per_step, per_kind;  // dtype / kind -> FLOPs per step
   for (std::size_t i = 0; i < c.size(); ++i) {
-    const std::string_view name = t.strings.get(c.name[i]);
-    if (!name.starts_with("gemm.flops.") || track_process(t, c.track[i]) != r.process) continue;
+    const auto f = flops_counter(t.strings.get(c.name[i]));
+    if (!f || f->bytes || track_process(t, c.track[i]) != r.process) continue;
     const long s = step_at(r.steps, c.ts[i]);
     if (s < 0) continue;
-    auto& v = per_step[std::string(name.substr(11))];
-    v.resize(r.steps.size(), 0.0);
-    v[static_cast<std::size_t>(s)] += c.value[i];
+    for (auto* v : {&per_step[std::string(f->dtype)], &per_kind[std::string(f->kind)]}) {
+      v->resize(r.steps.size(), 0.0);
+      (*v)[static_cast<std::size_t>(s)] += c.value[i];
+    }
     ++e.ops;
   }
   if (e.ops == 0 || r.steps.empty()) return e;
+  for (const auto& [kind, v] : per_kind) e.flops_by_kind.emplace_back(kind, median(v));
   const Peak* peak = peak_of(r.device);
   std::vector<double> flops(r.steps.size(), 0.0), ideal(r.steps.size(), 0.0), util;
   for (const auto& [dtype, v] : per_step) {

@@ -106,7 +106,8 @@ void write_memory(Json& j, const std::vector<MemoryDevice>& memory) {
   j.end_array();
 }
 
-// Kernel efficiency (docs/analysis.md); "ops": 0 when the trace carries no GEMM shapes.
+// Kernel efficiency (docs/analysis.md); "gemm_ops" (GEMM and convolution ops counted): 0 when
+// the trace carries no shapes.
 void write_efficiency(Json& j, const Efficiency& e) {
   j.key("efficiency").begin_object();
   j.kv("gemm_ops", e.ops);
@@ -116,6 +117,9 @@ void write_efficiency(Json& j, const Efficiency& e) {
   j.kv("peak", e.peak);
   j.key("flops_per_step_by_dtype").begin_object();
   for (const auto& [dtype, flops] : e.flops_by_dtype) j.kv(dtype, flops);
+  j.end_object();
+  j.key("flops_per_step_by_kind").begin_object();
+  for (const auto& [kind, flops] : e.flops_by_kind) j.kv(kind, flops);
   j.end_object();
   j.kv("bandwidth_tbs", e.bandwidth_tbs);
   j.key("roofline").begin_array();
@@ -598,11 +602,14 @@ std::string text_rank_gpu(const RankMetrics& r) {
   return o;
 }
 
-// GEMM FLOPs per step, MFU and each GEMM kind's place under the roofline
+// Model FLOPs per step ("GEMM FLOPs", "GEMM + conv FLOPs"), MFU and each op kind's place under
+// the roofline
 std::string text_efficiency(const Efficiency& e) {
   std::string o;
+  std::string kinds;
+  for (const auto& [kind, flops] : e.flops_by_kind) kinds += (kinds.empty() ? "" : " + ") + (kind == "gemm" ? "GEMM" : kind);
   if (e.ops)
-    o += fmt::format("  GEMM FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n",
+    o += fmt::format("  {} FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n", kinds,
                      e.flops_per_step / 1e9, e.ops, e.achieved_tflops,
                      e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, e.peak)
                                 : std::string("; MFU unknown (no peak for this device)"));

@@ -14,7 +14,8 @@ namespace {
 
 // Four 10 ms steps on an H100; each runs one aten::mm of 4096x4096 by 4096x4096 in bf16
 // (137.4 GFLOP) and one aten::addmm whose FLOPs the profiler counted (1e9), plus an
-// aten::matmul wrapping the mm (not counted twice).
+// aten::matmul wrapping the mm (not counted twice) and an elementwise aten::mul whose "flops"
+// the profiler also gives (not a GEMM: once counted as one).
 std::string kineto_gemms(const char* device) {
   std::string ev = fmt::format(R"({{"deviceProperties": [{{"id": 0, "name": "{}"}}], "traceEvents": [)", device);
   for (int i = 0; i < 4; ++i) {
@@ -26,8 +27,10 @@ std::string kineto_gemms(const char* device) {
       {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 400,
         "args": {{"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}},
       {{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 1, "tid": 1, "ts": {}, "dur": 100,
-        "args": {{"Input Dims": [[64], [8, 8], [8, 64], [], []], "Input type": ["float"], "flops": 1000000000}}}})",
-                      i ? ", " : "", i, ts, ts + 100, ts + 110, ts + 700);
+        "args": {{"Input Dims": [[64], [8, 8], [8, 64], [], []], "Input type": ["float"], "flops": 1000000000}}}},
+      {{"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": {}, "dur": 100,
+        "args": {{"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["float"], "flops": 16777216}}}})",
+                      i ? ", " : "", i, ts, ts + 100, ts + 110, ts + 700, ts + 900);
   }
   return ev + "]}";
 }
@@ -121,6 +124,37 @@ TEST(Efficiency, GemmsAgainstTheirRooflines) {
   EXPECT_NEAR(skinny.bound_tflops, intensity * 3.35, 1e-9);  // memory bound
   EXPECT_NEAR(skinny.achieved_tflops, 2.0 * 8 * 4096 * 4096 / 20e-6 / 1e12, 1e-6);
   EXPECT_LT(skinny.efficiency(), 0.6);
+}
+
+// Convolutions from their shapes (record_shapes=True, torch 2.x "Concrete Inputs"): forward
+// 2·N·K·(output positions)·(C/groups)·(kernel positions); the backward op once per gradient its
+// output_mask asks for. Here N=8, C=16 in 2 groups, K=32, 3x3, 32x32 input, stride 2, padding 1:
+// 16x16 outputs.
+TEST(Efficiency, ConvolutionFlopsFromShapes) {
+  const double one = 2.0 * 8 * 32 * (16 * 16) * 8 * 9;
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 10000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 10, "dur": 300,
+     "args": {"Input Dims": [[8, 16, 32, 32], [32, 8, 3, 3], [32], [], [], [], []], "Input type": ["float"],
+              "Concrete Inputs": ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "2"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::convolution", "pid": 1, "tid": 1, "ts": 20, "dur": 200,
+     "args": {"Input Dims": [[8, 16, 32, 32], [32, 8, 3, 3], [32], [], [], [], [], [], []], "Input type": ["float"],
+              "Concrete Inputs": ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "2"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::convolution_backward", "pid": 1, "tid": 1, "ts": 500, "dur": 400,
+     "args": {"Input Dims": [[8, 32, 16, 16], [8, 16, 32, 32], [32, 8, 3, 3], [], [], [], [], [], [], [], []],
+              "Input type": ["float"],
+              "Concrete Inputs": ["", "", "", "[32]", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "2",
+                                  "[False, True, True]"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::convolution", "pid": 1, "tid": 1, "ts": 1000, "dur": 200,
+     "args": {"Input Dims": [[8, 16, 32, 32], [16, 32, 3, 3], [], [], [], [], [], [], []], "Input type": ["float"],
+              "Concrete Inputs": ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "True", "[1, 1]", "1"]}}]})";
+  const auto a = analyse(json);
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const Efficiency& e = a.metrics.ranks[0].efficiency;
+  EXPECT_EQ(e.ops, 2u);  // convolution and its backward; conv2d wraps it, the transposed one is not counted
+  EXPECT_DOUBLE_EQ(e.flops_per_step, one + one);  // forward + the weight's gradient (mask: False, True)
+  ASSERT_EQ(e.flops_by_kind.size(), 1u);
+  EXPECT_EQ(e.flops_by_kind[0].first, "conv");
 }
 
 }  // namespace

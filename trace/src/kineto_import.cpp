@@ -29,6 +29,7 @@
 
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
+#include "tracetune/trace/strings.h"
 
 namespace tt::trace {
 namespace od = simdjson::ondemand;
@@ -139,6 +140,9 @@ struct Args {
   int ndims[3] = {};
   std::string_view input_type;
   std::int64_t flops = 0;
+  // convolutions: "Concrete Inputs" (stride, padding, dilation, transposed, ..., output_mask)
+  static constexpr int kConcrete = 11;
+  std::string_view concrete[kConcrete];
 };
 
 // ---- the importer ----
@@ -300,6 +304,9 @@ class Importer {
   // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
   Status parse_args(od::object args, Args& a, int numeric, bool want_dims);
   void push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
+  void push_conv_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
+  void push_flops(Ns ts, std::uint32_t track, std::string_view kind, std::string_view input_type, double flops,
+                  double elements);
   void push_op_shape(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
   Status memory_event(const Id& pid, const Id& tid, Ns ts, const Args& args);
   Status parse_device_properties(od::array arr);
@@ -492,6 +499,10 @@ bool gemm_op(std::string_view name) {
   return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" || name == "aten::baddbmm";
 }
 
+// Convolutions: every aten::convNd (and conv_transpose) goes through aten::convolution, its
+// gradients through aten::convolution_backward.
+bool conv_op(std::string_view name) { return name == "aten::convolution" || name == "aten::convolution_backward"; }
+
 // The ops whose shapes the tuner benchmarks substitutions at (the Python integration's
 // tracetune/_shapes.py records the same counters).
 bool shape_op(std::string_view name) { return name == "aten::layer_norm" || name == "aten::cross_entropy_loss"; }
@@ -514,6 +525,20 @@ bool get_input_dims(od::value v, Args& a) {
       a.dims[i][n++] = x;
     }
     a.ndims[i++] = n;
+  }
+  return true;
+}
+
+// "Concrete Inputs": ["", "", "", "[1, 1]", "[0, 0]", ...]: the scalar and list arguments of an
+// op as text, kept (views into the document) for the first Args::kConcrete inputs.
+bool get_concrete_inputs(od::value v, Args& a) {
+  od::array arr;
+  if (v.get_array().get(arr)) return false;
+  int i = 0;
+  for (auto el : arr) {
+    if (i == Args::kConcrete) break;
+    od::value ev;
+    if (el.get(ev) || ev.get_string().get(a.concrete[i++])) return false;
   }
   return true;
 }
@@ -638,6 +663,7 @@ Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dim
         else if (key == "stream_id") take_int(a.stream, kStream);
         else if (key == "Input Dims" && want_dims) { if (get_input_dims(v, a)) a.has |= kDims; else ok = false; }
         else if (key == "Input type" && want_dims) { if (!get_first_string(v, a.input_type)) ok = false; }
+        else if (key == "Concrete Inputs" && want_dims) { if (!get_concrete_inputs(v, a)) ok = false; }
         break;
     }
     if (!ok) ++ignored_arg_types_;
@@ -712,7 +738,7 @@ Status Importer::read_event_fields(od::object obj, std::size_t index, Event& e) 
       // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
       // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
       const int numeric = e.ph.empty() ? 2 : e.ph == "C" || e.name == "[memory]" ? 1 : 0;
-      if (auto st = parse_args(a, e.args, numeric, gemm_op(e.name) || shape_op(e.name)); !st) return st;
+      if (auto st = parse_args(a, e.args, numeric, gemm_op(e.name) || shape_op(e.name) || conv_op(e.name)); !st) return st;
     }
   }
   return {};
@@ -950,7 +976,8 @@ void Importer::host_event(const Event& e, Cat c) {
   t_.ranges.push(e.ts, e.dur, track, nm, kind, t_.strings.intern(e.cat), static_cast<std::uint32_t>(args.external_id));
   if (kind == RangeKind::CpuOp && (args.has & (kDims | kFlops))) {
     if (shape_op(e.name)) push_op_shape(e.ts, track, e.name, args);
-    else push_gemm_flops(e.ts, track, e.name, args);
+    else if (gemm_op(e.name)) push_gemm_flops(e.ts, track, e.name, args);  // not aten::mul's "flops"
+    else if (conv_op(e.name)) push_conv_flops(e.ts, track, e.name, args);
   }
 
   if (e.name.starts_with("ProfilerStep#")) {
@@ -991,20 +1018,99 @@ void Importer::push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name
     elements = d(x[0]) * (d(x[1]) * d(x[2]) + d(y[1]) * d(y[2]) + d(x[1]) * d(y[2]));
   if (flops <= 0 && nx == 2 && ny == 2 && x[1] == y[0]) flops = 2 * d(x[0]) * d(x[1]) * d(y[1]);
   if (flops <= 0 && nx == 3 && ny == 3 && x[0] == y[0] && x[2] == y[1]) flops = 2 * d(x[0]) * d(x[1]) * d(x[2]) * d(y[2]);
+  push_flops(ts, track, "gemm", a.input_type, flops, elements);
+}
+
+// An op's model FLOPs as the counter "<kind>.flops.<dtype>" at its start on its thread, and the
+// bytes it must move at least (`elements` of its operands and result, each once) as
+// "<kind>.bytes.<dtype>": its roofline's arithmetic intensity.
+void Importer::push_flops(Ns ts, std::uint32_t track, std::string_view kind, std::string_view type, double flops,
+                          double elements) {
   if (!(flops > 0 && flops < 1e21)) return;
-  const std::string_view type = a.input_type;
   const char* dtype = type == "float" ? "fp32" : type == "c10::BFloat16" ? "bf16" : type == "c10::Half" ? "fp16"
                       : type == "double" ? "fp64" : "other";
   const double element_size = type == "float" ? 4 : type == "c10::BFloat16" || type == "c10::Half" ? 2 : type == "double" ? 8 : 0;
-  auto counter = [&](std::string name, double value) {
+  auto counter = [&](std::string_view what, double value) {
     t_.counters.ts.push_back(ts);
     t_.counters.track.push_back(track);
-    t_.counters.name.push_back(t_.strings.intern(name));
+    t_.counters.name.push_back(t_.strings.intern(std::string(kind) + "." + std::string(what) + "." + dtype));
     t_.counters.value.push_back(value);
   };
-  counter(std::string("gemm.flops.") + dtype, flops);
-  // the bytes a GEMM must move at least (each operand once): its roofline's arithmetic intensity
-  if (elements > 0 && elements < 1e20 && element_size > 0) counter(std::string("gemm.bytes.") + dtype, elements * element_size);
+  counter("flops", flops);
+  if (elements > 0 && elements < 1e20 && element_size > 0) counter("bytes", elements * element_size);
+}
+
+namespace {
+
+// "[True, False]" -> {"True", "False"}: the items of a list written as text; none when `text`
+// is not one.
+std::vector<std::string_view> list_items(std::string_view text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return {};
+  auto items = split_list(text.substr(1, text.size() - 2));
+  for (auto& item : items)
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+  return items;
+}
+
+// "[1, 1]" -> {1, 1}; "[2]" -> {2}. False for anything else (or more than `max` numbers).
+bool int_list(std::string_view text, std::int64_t* out, int max, int& n) {
+  n = 0;
+  const auto items = list_items(text);
+  if (items.empty()) return false;
+  for (std::string_view item : items) {
+    std::int64_t v = 0;
+    if (n == max || !parse_int_text(item, v) || v < 0) return false;
+    out[n++] = v;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Model FLOPs of a convolution from its shapes (record_shapes=True): 2 · N · K · (output
+// positions) · (C / groups) · (kernel positions) for the forward op, from the input, the
+// weight [K, C/groups, R, S] and the stride, padding and dilation in "Concrete Inputs"; the
+// backward op counts that once per gradient its output_mask asks for (input, weight) from the
+// output gradient's shape. 1-D and 2-D convolutions (inputs of at most 4 sizes); transposed
+// convolutions are not counted.
+void Importer::push_conv_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& a) {
+  const bool backward = name == "aten::convolution_backward";
+  const int in = backward ? 1 : 0, w = backward ? 2 : 1;  // backward: grad_output, input, weight
+  const int spatial = a.ndims[in] - 2;
+  if ((a.has & kDims) == 0 || spatial < 1 || a.ndims[w] != a.ndims[in] || (backward && a.ndims[0] != a.ndims[in]))
+    return;
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const std::int64_t* x = a.dims[in];
+  const std::int64_t* k = a.dims[w];
+  if (k[1] <= 0 || x[1] % k[1] != 0) return;
+  const int base = backward ? 4 : 3;  // stride, padding, dilation, transposed
+  if (a.concrete[base + 3] == "True") return;
+  double out = 1, window = 1;
+  for (int i = 0; i < spatial; ++i) window *= d(k[2 + i]);
+  if (backward) {
+    for (int i = 0; i < spatial; ++i) out *= d(a.dims[0][2 + i]);
+  } else {
+    std::int64_t stride[2], pad[2], dil[2];
+    int ns = 0, np = 0, nd = 0;
+    if (!int_list(a.concrete[base], stride, 2, ns) || !int_list(a.concrete[base + 1], pad, 2, np) ||
+        !int_list(a.concrete[base + 2], dil, 2, nd))
+      return;
+    for (int i = 0; i < spatial; ++i) {
+      const auto at = [&](const std::int64_t* v, int n) { return v[n == 1 ? 0 : std::min(i, n - 1)]; };
+      const std::int64_t s = at(stride, ns), o = (x[2 + i] + 2 * at(pad, np) - at(dil, nd) * (k[2 + i] - 1) - 1);
+      if (s == 0 || o < 0) return;
+      out *= d(o / s + 1);
+    }
+  }
+  const double one = 2 * d(x[0]) * d(k[0]) * out * d(k[1]) * window;  // C/groups = k[1]
+  double in_elems = d(x[0]) * d(x[1]), w_elems = d(k[0]) * d(k[1]) * window, out_elems = d(x[0]) * d(k[0]) * out;
+  for (int i = 0; i < spatial; ++i) in_elems *= d(x[2 + i]);
+  double grads = 1;
+  if (backward) {  // output_mask "[True, True, False]": the input's, the weight's and the bias's gradients
+    const auto mask = list_items(a.concrete[10]);
+    grads = mask.size() >= 2 ? (mask[0] == "True") + (mask[1] == "True") : 2;
+  }
+  push_flops(ts, track, "conv", a.input_type, one * grads, in_elems + w_elems + out_elems);
 }
 
 // The shape of a layer_norm or cross_entropy_loss op from its first input (record_shapes=True)
