@@ -1042,6 +1042,9 @@ void Importer::push_flops(Ns ts, std::uint32_t track, std::string_view kind, std
 
 namespace {
 
+// Sizes, strides and paddings beyond this are not a real convolution (and would overflow).
+constexpr std::int64_t kMaxConvSize = std::int64_t{1} << 31;
+
 // "[True, False]" -> {"True", "False"}: the items of a list written as text; none when `text`
 // is not one.
 std::vector<std::string_view> list_items(std::string_view text) {
@@ -1059,7 +1062,7 @@ bool int_list(std::string_view text, std::int64_t* out, int max, int& n) {
   if (items.empty()) return false;
   for (std::string_view item : items) {
     std::int64_t v = 0;
-    if (n == max || !parse_int_text(item, v) || v < 0) return false;
+    if (n == max || !parse_int_text(item, v) || v < 0 || v > kMaxConvSize) return false;
     out[n++] = v;
   }
   return true;
@@ -1082,6 +1085,8 @@ void Importer::push_conv_flops(Ns ts, std::uint32_t track, std::string_view name
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   const std::int64_t* x = a.dims[in];
   const std::int64_t* k = a.dims[w];
+  for (int i = 0; i < a.ndims[in]; ++i)
+    if (x[i] > kMaxConvSize || k[i] > kMaxConvSize) return;
   if (k[1] <= 0 || x[1] % k[1] != 0) return;
   const int base = backward ? 4 : 3;  // stride, padding, dilation, transposed
   if (a.concrete[base + 3] == "True") return;
