@@ -9,11 +9,12 @@
       communication/compute overlap against HTA's numbers within ±0.05 percentage points,
       and the kernel-type totals and per-stream idle breakdown where HTA published them.
 """
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from golden_file import compare_or_update, golden_arguments
 
 TOL_PP = 0.05
 
@@ -130,14 +131,7 @@ def check_hta(doc, name, ref):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tracetune", required=True)
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--expected-dir")
-    ap.add_argument("--hta")
-    ap.add_argument("--update", action="store_true")
-    ap.add_argument("input")
-    a = ap.parse_args()
+    a = golden_arguments("input", expected_required=False, extra=(("--hta", {}),))
     if a.hta:
         ref = json.loads(Path(a.hta).read_text())
         failures = check_hta(analyze(a.tracetune, a.input, "--hta-compat"), a.name, ref)
@@ -151,21 +145,9 @@ def main():
     if failures:
         return 1
     got = digest(doc)
-    expected_path = Path(a.expected_dir) / f"{a.name}.analysis.json"
-    text = json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    if a.update:
-        expected_path.write_text(text)
-        print(f"updated {expected_path}")
-        return 0
-    if not expected_path.exists():
-        print(f"FAIL: {expected_path} missing (run the update_golden target)")
-        return 1
-    expected = json.loads(expected_path.read_text())
-    if expected != got:
-        exp_lines = json.dumps(expected, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
-        import difflib
-        print("\n".join(difflib.unified_diff(exp_lines, text.splitlines(), "expected", "got", lineterm="", n=2)))
-        print(f"FAIL: analysis of {a.name} differs from {expected_path}")
+    problem = compare_or_update(a.expected_dir / f"{a.name}.analysis.json", got, a.update)
+    if problem:
+        print(f"FAIL: analysis of {a.name}: {problem}")
         return 1
     print(f"ok: {a.name}: {len(got['findings'])} findings, {len(got['ranks'])} ranks")
     return 0

@@ -11,11 +11,11 @@ step equal to the median of `analyze`'s step times after warm-up, changes = new 
 text report opening with the summary, the Markdown report's sections, and for a trace compared
 with itself: no change anywhere, every finding remaining, no setting differing.
 """
-import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
+
+from golden_file import compare_or_update, golden_arguments
 
 failures = []
 
@@ -93,29 +93,14 @@ def check_invariants(binary, doc, base, new, identity):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tracetune", required=True)
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--expected-dir", required=True, type=Path)
-    ap.add_argument("--update", action="store_true")
-    ap.add_argument("base")
-    ap.add_argument("new")
-    a = ap.parse_args()
+    a = golden_arguments("base", "new")
     doc = json.loads(run(a.tracetune, "diff", "--format", "json", a.base, a.new))
     check_invariants(a.tracetune, doc, a.base, a.new, a.base == a.new)
     got = digest(doc)
     path = a.expected_dir / f"{a.name}.diff.json"
-    if a.update:
-        path.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n")
-        print(f"updated {path}")
-    else:
-        want = json.loads(path.read_text()) if path.exists() else None
-        check(f"digest matches {path.name}", got == want,
-              "differs (run the update_golden target after a deliberate change)" if want else "no expected file")
-        if want is not None and got != want:
-            for k in got:
-                if got.get(k) != want.get(k):
-                    print(f"  {k}: got {json.dumps(got.get(k))[:400]}\n  {' ' * len(k)}  want {json.dumps(want.get(k))[:400]}")
+    problem = compare_or_update(path, got, a.update)
+    if not a.update:
+        check(f"digest matches {path.name}", problem is None, problem)
     print(f"summary: {doc['summary']}")
     sys.exit(1 if failures else 0)
 

@@ -7,13 +7,14 @@ PyTorch's NVTX names split into op and args included, shows up as a diff.
 
 usage: check_nsys.py --tracetune BIN --name NAME --expected-dir DIR EXPORT.sql [--update]
 """
-import argparse
 import json
 import pathlib
 import sqlite3
 import subprocess
 import sys
 import tempfile
+
+from golden_file import compare_or_update, golden_arguments
 
 RANGES = """
 SELECT r.start_ns, r.end_ns, n.value, a.value, r.kind, d.value, r.depth
@@ -39,34 +40,15 @@ def observed(tracetune: str, export_sql: pathlib.Path, tmp: pathlib.Path) -> dic
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tracetune", required=True)
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--expected-dir", required=True, type=pathlib.Path)
-    ap.add_argument("--update", action="store_true")
-    ap.add_argument("export", type=pathlib.Path)
-    args = ap.parse_args()
+    a = golden_arguments("export", type=pathlib.Path)
     with tempfile.TemporaryDirectory() as tmp:
-        got = observed(args.tracetune, args.export, pathlib.Path(tmp))
-    expected_file = args.expected_dir / f"{args.name}.nsys.json"
-    text = json.dumps(got, indent=1, sort_keys=True) + "\n"
-    if args.update:
-        expected_file.write_text(text)
-        print(f"updated {expected_file}")
-        return 0
-    if not expected_file.exists():
-        print(f"FAIL no expected file {expected_file} (run the update_golden target)")
+        got = observed(a.tracetune, a.export, pathlib.Path(tmp))
+    problem = compare_or_update(a.expected_dir / f"{a.name}.nsys.json", got, a.update)
+    if problem:
+        print(f"FAIL {a.name}: {problem}")
         return 1
-    want = json.loads(expected_file.read_text())
-    failed = False
-    for key in ("info", "ranges"):
-        if got[key] != want[key]:
-            failed = True
-            print(f"FAIL {key} differs from {expected_file}:\n  expected {json.dumps(want[key])[:3000]}\n"
-                  f"  got      {json.dumps(got[key])[:3000]}")
-    if not failed:
-        print(f"ok   {args.name}: info and {len(got['ranges'])} ranges as expected")
-    return 1 if failed else 0
+    print(f"ok   {a.name}: info and {len(got['ranges'])} ranges as expected")
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@
 
 Run with --update to rewrite the expected files after a deliberate change.
 """
-import argparse
 import collections
 import gzip
 import json
@@ -22,6 +21,8 @@ import stat
 import subprocess
 import sys
 import tempfile
+
+from golden_file import compare_or_update, golden_arguments
 
 SPAN_TABLES = ["kernels", "memcpys", "memsets", "api_calls", "syncs", "ranges", "steps",
                "collectives", "io_calls"]
@@ -171,13 +172,7 @@ def normalise(text: str, inputs) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--tracetune", required=True)
-    ap.add_argument("--name", required=True)
-    ap.add_argument("--expected-dir", required=True, type=pathlib.Path)
-    ap.add_argument("--update", action="store_true")
-    ap.add_argument("inputs", nargs="+", type=pathlib.Path)
-    a = ap.parse_args()
+    a = golden_arguments("inputs", nargs="+", type=pathlib.Path)
     inputs = [p.resolve() for p in a.inputs]
     files = []
     for p in inputs:
@@ -224,16 +219,10 @@ def main() -> int:
             failures.append(f"chrome export has {n_x} complete events, trace has {n_spans} spans")
 
     # 1 + 3. golden files
-    a.expected_dir.mkdir(parents=True, exist_ok=True)
     for suffix, value in (("info.json", info), ("queries.json", queries)):
-        path = a.expected_dir / f"{a.name}.{suffix}"
-        text = json.dumps(value, indent=1, sort_keys=True) + "\n"
-        if a.update:
-            path.write_text(text)
-        elif not path.exists():
-            failures.append(f"missing expected file {path} (run with --update)")
-        elif json.loads(path.read_text()) != value:
-            failures.append(f"{path.name} differs from `tracetune` output:\n{text}")
+        problem = compare_or_update(a.expected_dir / f"{a.name}.{suffix}", value, a.update)
+        if problem:
+            failures.append(problem)
 
     for f in failures:
         print(f"FAIL {a.name}: {f}")
