@@ -1,5 +1,6 @@
 // Kernel efficiency (docs/analysis.md, "Kernel efficiency"): the model FLOPs of a step's GEMMs
-// and convolutions (counters "gemm.flops.<dtype>", "conv.flops.<dtype>" the Kineto importer
+// convolutions and attention (counters "gemm.flops.<dtype>", "conv.flops.<dtype>",
+// "attention.flops.<dtype>" the Kineto importer
 // derives from record_shapes/with_flops) and
 // the model FLOPs utilisation: the time those FLOPs take at the device's peak for their dtype,
 // over the step time.
@@ -72,7 +73,7 @@ struct FlopsCounter {
   bool bytes = false;
 };
 std::optional<FlopsCounter> flops_counter(std::string_view name) {
-  for (std::string_view kind : {"gemm", "conv"}) {
+  for (std::string_view kind : {"gemm", "conv", "attention"}) {
     if (!name.starts_with(kind) || name.substr(kind.size()).size() < 7 || name[kind.size()] != '.') continue;
     const std::string_view what = name.substr(kind.size() + 1, 6), dtype = name.substr(kind.size() + 7);
     if (what == "flops.") return FlopsCounter{kind, dtype, false};

@@ -157,5 +157,31 @@ TEST(Efficiency, ConvolutionFlopsFromShapes) {
   EXPECT_EQ(e.flops_by_kind[0].first, "conv");
 }
 
+// Attention from its shapes: the public op's forward (2·L·S·(E + Ev) per batch and head) and a
+// backend's backward (twice that, its inputs the output's gradient, query and key); the
+// backend's own forward op inside the public one is not counted again, and a key shared by
+// several query heads (grouped-query attention, broadcast) is left uncounted.
+TEST(Efficiency, AttentionFlopsFromShapes) {
+  const double forward = 2.0 * 2 * 8 * 128 * 256 * (64 + 32);
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 10000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::scaled_dot_product_attention", "pid": 1, "tid": 1, "ts": 10, "dur": 300,
+     "args": {"Input Dims": [[2, 8, 128, 64], [2, 8, 256, 64], [2, 8, 256, 32], [], []], "Input type": ["c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention", "pid": 1, "tid": 1, "ts": 20,
+     "dur": 200, "args": {"Input Dims": [[2, 8, 128, 64], [2, 8, 256, 64], [2, 8, 256, 32]], "Input type": ["c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention_backward", "pid": 1, "tid": 1,
+     "ts": 500, "dur": 400,
+     "args": {"Input Dims": [[2, 8, 128, 32], [2, 8, 128, 64], [2, 8, 256, 64], [2, 8, 256, 32]], "Input type": ["c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::scaled_dot_product_attention", "pid": 1, "tid": 1, "ts": 1000, "dur": 300,
+     "args": {"Input Dims": [[2, 8, 128, 64], [2, 2, 256, 64], [2, 2, 256, 64]], "Input type": ["c10::BFloat16"]}}]})";
+  const auto a = analyse(json);
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const Efficiency& e = a.metrics.ranks[0].efficiency;
+  EXPECT_EQ(e.ops, 2u);
+  EXPECT_DOUBLE_EQ(e.flops_per_step, forward + 2 * forward);
+  ASSERT_EQ(e.flops_by_dtype.size(), 1u);
+  EXPECT_EQ(e.flops_by_dtype[0].first, "bf16");
+}
+
 }  // namespace
 }  // namespace tt::analyzer

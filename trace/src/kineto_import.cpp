@@ -305,6 +305,7 @@ class Importer {
   Status parse_args(od::object args, Args& a, int numeric, bool want_dims);
   void push_gemm_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
   void push_conv_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
+  void push_attention_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
   void push_flops(Ns ts, std::uint32_t track, std::string_view kind, std::string_view input_type, double flops,
                   double elements);
   void push_op_shape(Ns ts, std::uint32_t track, std::string_view name, const Args& args);
@@ -502,6 +503,13 @@ bool gemm_op(std::string_view name) {
 // Convolutions: every aten::convNd (and conv_transpose) goes through aten::convolution, its
 // gradients through aten::convolution_backward.
 bool conv_op(std::string_view name) { return name == "aten::convolution" || name == "aten::convolution_backward"; }
+
+// Attention: the public aten::scaled_dot_product_attention (not the backend op it calls), and
+// the backends' backward ops (aten::_scaled_dot_product_{flash,efficient,cudnn,...}_backward).
+bool attention_op(std::string_view name) {
+  return name == "aten::scaled_dot_product_attention" ||
+         (name.starts_with("aten::_scaled_dot_product_") && name.ends_with("_backward"));
+}
 
 // The ops whose shapes the tuner benchmarks substitutions at (the Python integration's
 // tracetune/_shapes.py records the same counters).
@@ -738,7 +746,8 @@ Status Importer::read_event_fields(od::object obj, std::size_t index, Event& e) 
       // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
       // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
       const int numeric = e.ph.empty() ? 2 : e.ph == "C" || e.name == "[memory]" ? 1 : 0;
-      if (auto st = parse_args(a, e.args, numeric, gemm_op(e.name) || shape_op(e.name) || conv_op(e.name)); !st) return st;
+      const bool want_dims = gemm_op(e.name) || shape_op(e.name) || conv_op(e.name) || attention_op(e.name);
+      if (auto st = parse_args(a, e.args, numeric, want_dims); !st) return st;
     }
   }
   return {};
@@ -978,6 +987,7 @@ void Importer::host_event(const Event& e, Cat c) {
     if (shape_op(e.name)) push_op_shape(e.ts, track, e.name, args);
     else if (gemm_op(e.name)) push_gemm_flops(e.ts, track, e.name, args);  // not aten::mul's "flops"
     else if (conv_op(e.name)) push_conv_flops(e.ts, track, e.name, args);
+    else if (attention_op(e.name)) push_attention_flops(e.ts, track, e.name, args);
   }
 
   if (e.name.starts_with("ProfilerStep#")) {
@@ -1353,6 +1363,31 @@ Status import_kineto(const fs::path& path, Trace& out) {
     if (auto st = imp.run(data.value()); !st) return st;
   }
   return {};
+}
+
+// Model FLOPs of attention from its shapes (record_shapes=True): query [..., L, E], key
+// [..., S, E], value [..., S, Ev] with the same leading (batch, head) sizes: 2·L·S·E for the
+// scores plus 2·L·S·Ev for their product with the values, per batch and head. The backward op
+// (inputs: the output's gradient [..., L, Ev], query, key) counts twice that: four products to
+// the forward's two. Causal attention is counted in full, as torch.utils.flop_counter does.
+void Importer::push_attention_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& a) {
+  const bool backward = name.ends_with("_backward");
+  const int q = backward ? 1 : 0, k = backward ? 2 : 1, v = backward ? 0 : 2;  // backward: v's width from grad_out
+  const int n = a.ndims[q];
+  if ((a.has & kDims) == 0 || n < 3 || a.ndims[k] != n || a.ndims[v] != n) return;
+  const auto d = [](std::int64_t x) { return static_cast<double>(x); };
+  double batch = 1;
+  for (int i = 0; i < n - 2; ++i) {
+    if (a.dims[k][i] != a.dims[q][i] || a.dims[v][i] != a.dims[q][i]) return;  // broadcast (GQA): not counted
+    batch *= d(a.dims[q][i]);
+  }
+  const double l = d(a.dims[q][n - 2]), e = d(a.dims[q][n - 1]), s = d(a.dims[k][n - 2]), ev = d(a.dims[v][n - 1]);
+  if (a.dims[k][n - 1] != a.dims[q][n - 1] || (!backward && a.dims[v][n - 2] != a.dims[k][n - 2]) ||
+      (backward && a.dims[v][n - 2] != a.dims[q][n - 2]))
+    return;
+  const double forward = 2 * batch * l * s * (e + ev);
+  const double elements = batch * (l * e + s * e + s * ev + l * ev);  // q, k, v and the output
+  push_flops(ts, track, "attention", a.input_type, backward ? 2 * forward : forward, elements);
 }
 
 }  // namespace tt::trace

@@ -218,13 +218,13 @@ struct OpRoofline {
 };
 
 struct Efficiency {
-  double flops_per_step = 0;       // model FLOPs per step: GEMMs and convolutions (median over steps)
+  double flops_per_step = 0;       // model FLOPs per step: GEMMs, convolutions, attention (median over steps)
   double achieved_tflops = 0;      // flops_per_step / the median step time, in TFLOP/s
   double mfu = -1;                 // ideal time of those FLOPs at the device's peak / step time (-1: peak unknown)
   std::string peak;                // the peak it is measured against, with its source
   std::vector<std::pair<std::string, double>> flops_by_dtype;  // per step: "fp32" -> FLOPs
-  std::vector<std::pair<std::string, double>> flops_by_kind;   // per step: "gemm", "conv" -> FLOPs
-  std::uint64_t ops = 0;           // GEMM and convolution ops counted
+  std::vector<std::pair<std::string, double>> flops_by_kind;   // per step: "gemm", "conv", "attention" -> FLOPs
+  std::uint64_t ops = 0;           // GEMM, convolution and attention ops counted
   double bandwidth_tbs = 0;        // the device's memory bandwidth the roofline uses (0: unknown)
   std::vector<OpRoofline> roofline;  // the op kinds with the most GPU time (at most 5; empty: peak unknown)
 };
