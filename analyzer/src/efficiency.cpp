@@ -1,9 +1,8 @@
-// Kernel efficiency (docs/analysis.md, "Kernel efficiency"): the model FLOPs of a step's GEMMs
-// convolutions and attention (counters "gemm.flops.<dtype>", "conv.flops.<dtype>",
-// "attention.flops.<dtype>" the Kineto importer
-// derives from record_shapes/with_flops) and
-// the model FLOPs utilisation: the time those FLOPs take at the device's peak for their dtype,
-// over the step time.
+// Kernel efficiency (docs/analysis.md, "Kernel efficiency"): the model FLOPs of a step's GEMMs,
+// convolutions and attention (counters "gemm.flops.<dtype>", "conv.flops.<dtype>" and
+// "attention.flops.<dtype>" the Kineto importer derives from record_shapes/with_flops) and the
+// model FLOPs utilisation: the time those FLOPs take at the device's peak for their dtype, over
+// the step time.
 #include <algorithm>
 #include <map>
 #include <optional>
