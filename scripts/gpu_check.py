@@ -122,8 +122,14 @@ def trace_facts(db):
     f["nvtx_ranges"] = one("SELECT count(*) FROM ranges WHERE kind = 0")
     f["nvtx_aten_ranges"] = one("""SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id
                                    WHERE r.kind = 0 AND s.value LIKE 'aten::%'""")
+    f["nvtx_aten_ranges_with_args"] = one("""SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id
+                                             WHERE r.kind = 0 AND s.value LIKE 'aten::%' AND r.args_id IS NOT NULL""")
     f["user_step_ranges"] = one("""SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id
                                    WHERE s.value = 'train_gpu step'""")
+    # CUPTI's device-memory samples (MEMORY2), under either name (docs/analysis.md, "Memory")
+    f["cupti_memory_samples"] = one("""SELECT count(*) FROM counters c JOIN strings s ON s.id = c.name_id
+                                       WHERE s.value LIKE 'cuda:% memory.reserved'
+                                          OR s.value LIKE 'cuda:% memory.cuda_malloc'""")
     f.update(launch_facts(db))
     m = f["kernels_with_correlation"]
     f["launch_match_share"] = round(f["kernels_matched_to_launch"] / m, 4) if m else None
@@ -250,6 +256,8 @@ def check_capture(s, name, case, fixed, facts, steps):
         s.check(f"{name}: kernels launched from a CUDA graph", facts["kernels_in_graphs"] >= 1000, facts["kernels_in_graphs"])
     if case == "sync" and not fixed:
         s.check(f"{name}: a synchronisation every step", facts["syncs"] >= steps, facts["syncs"])
+    s.check(f"{name}: device memory samples (CUPTI MEMORY2 or PyTorch's allocator)", facts["cupti_memory_samples"] > 0,
+            facts["cupti_memory_samples"])
 
 
 def stage_capture(e, s):
@@ -272,6 +280,8 @@ def stage_capture(e, s):
     nvtx = python_steps.get("py_sync_emit_nvtx")
     if nvtx:
         s.check("py_sync_emit_nvtx: PyTorch's aten:: NVTX ranges recorded", nvtx["nvtx_aten_ranges"] > 0, nvtx["nvtx_aten_ranges"])
+        s.check("py_sync_emit_nvtx: their per-call suffixes (seq = N, ...) moved to args",
+                nvtx["nvtx_aten_ranges_with_args"] > 0, nvtx["nvtx_aten_ranges_with_args"])
     s.figure("memsets_seen", {n: f["memsets"] for n, f in python_steps.items()})
 
 

@@ -1,7 +1,7 @@
 // CUPTI activity records -> tracetune GPU records. No CUDA call, no allocation: used on CUPTI's
 // buffer-completion thread in the job, and in unit tests on hand-built CUpti_Activity* structs
 // from the same headers. CUPTI fills only the newest struct version of each kind (CUDA 13.0:
-// Kernel10, Memcpy6, Memset4, Synchronization2, Device5, GraphTrace2, Overhead3), so records
+// Kernel10, Memcpy6, Memset4, Synchronization2, Device5, GraphTrace2, Overhead3, Memory4), so records
 // are decoded by kind against the header this file is compiled with.
 #include <atomic>
 #include <cstring>
@@ -103,6 +103,23 @@ bool decode_activity(const CuptiApi& api, const CUpti_Activity* a, RecordSink& s
       r.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0 ? 1 : 0;
       r.graph_id = m->graphId;
       put(sink, RecordType::GpuMemset, r);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemory4*>(a);
+      if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+          m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+        return false;
+      GpuMemoryRecord r{};
+      r.ts_ns = static_cast<std::int64_t>(m->timestamp);
+      r.address = m->address;
+      r.bytes = m->bytes;
+      r.device = m->deviceId;
+      r.correlation = m->correlationId;
+      r.op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? GpuMemoryOp::Allocate
+                                                                                        : GpuMemoryOp::Release;
+      r.mem_kind = static_cast<std::uint8_t>(m->memoryKind);
+      put(sink, RecordType::GpuMemory, r);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {

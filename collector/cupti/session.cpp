@@ -71,6 +71,8 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   if (r == CUPTI_SUCCESS) r = api.register_callbacks(&Session::buffer_requested, &Session::buffer_completed);
   for (std::size_t i = 0; r == CUPTI_SUCCESS && i < std::size(kSessionKinds); ++i) r = api.enable(kSessionKinds[i]);
   if (r == CUPTI_SUCCESS && options.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  if (r == CUPTI_SUCCESS)
+    for (CUpti_ActivityKind kind : kOptionalSessionKinds) (void)api.enable(kind);  // e.g. device memory: nice to have
   if (r != CUPTI_SUCCESS) {
     api.unsubscribe(subscriber_);
     subscriber_ = nullptr;

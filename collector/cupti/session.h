@@ -25,6 +25,8 @@ inline constexpr CUpti_ActivityKind kSessionKinds[] = {
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
     CUPTI_ACTIVITY_KIND_DEVICE,            CUPTI_ACTIVITY_KIND_OVERHEAD,
 };
+// Kinds recorded where CUPTI allows them; a refusal leaves the rest of the session running.
+inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KIND_MEMORY2};
 
 // CLOCK_MONOTONIC ns: the timestamp callback given to CUPTI (the clock of every record).
 std::uint64_t monotonic_ns();

@@ -115,6 +115,7 @@ trace::IoOp io_op(IoFunc f) {
 constexpr std::uint32_t kCuptiInvalid = 0xffffffffu;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE
 constexpr std::uint32_t kCuptiObjectThread = 2;       // CUPTI_ACTIVITY_OBJECT_THREAD
 constexpr std::uint8_t kCuptiFlagAsync = 1;           // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC / MEMSET_ASYNC
+constexpr std::uint8_t kCuptiMemoryKindDevice = 3;    // CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
 
 // CUpti_ActivityMemcpyKind -> direction; array copies count as the device side they touch.
 trace::MemcpyDirection memcpy_direction(std::uint8_t k) {
@@ -401,6 +402,7 @@ class ProcessConverter {
     add_counters();
     add_gpu_status();
     add_gpu_activity();
+    add_gpu_memory();
     add_nccl();
     add_diagnostics();
   }
@@ -853,6 +855,42 @@ class ProcessConverter {
       t_.ranges.push(at(r.start_ns), dur(r.start_ns, r.end_ns), tr,
                      t_.strings.intern(fmt::format("CUPTI overhead: {}", overhead_name(r.kind))),
                      trace::RangeKind::ProfilerSpan, cupti);
+    }
+  }
+
+  // CUPTI's device-memory allocations and releases become, per device, the bytes the job's
+  // allocators hold after each: "cuda:N memory.reserved" (what the memory analysis reads, as
+  // from nsys), or "cuda:N memory.cuda_malloc" when the Python integration already samples
+  // PyTorch's reserved bytes in this process (CUPTI's count also holds other libraries').
+  void add_gpu_memory() {
+    if (raw_.gpu_memory.empty()) return;
+    std::set<std::string_view> python_counters;
+    for (const auto& [tid, r] : raw_.counters) python_counters.insert(text(r.name));
+    std::vector<GpuMemoryRecord> events;
+    for (const auto& [tid, r] : raw_.gpu_memory)
+      if (r.mem_kind == kCuptiMemoryKindDevice) events.push_back(r);
+    std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; });
+    std::map<std::uint32_t, std::int64_t> held;                          // device -> bytes
+    std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> live;  // (device, address) -> bytes
+    const std::uint32_t main_track = track(static_cast<std::uint32_t>(raw_.header.pid));
+    for (const GpuMemoryRecord& r : events) {
+      std::int64_t& bytes = held[r.device];
+      if (r.op == GpuMemoryOp::Allocate) {
+        live[{r.device, r.address}] = r.bytes;
+        bytes += static_cast<std::int64_t>(std::min<std::uint64_t>(r.bytes, kMaxNs));
+      } else {  // a release frees what its allocation took (a release we never saw allocated: its own size)
+        const auto it = live.find({r.device, r.address});
+        bytes -= static_cast<std::int64_t>(std::min<std::uint64_t>(it != live.end() ? it->second : r.bytes, kMaxNs));
+        if (it != live.end()) live.erase(it);
+        bytes = std::max<std::int64_t>(bytes, 0);
+      }
+      const std::string reserved = fmt::format("cuda:{} memory.reserved", r.device);
+      const bool python = python_counters.contains(reserved);
+      auto& c = t_.counters;
+      c.ts.push_back(at(r.ts_ns));
+      c.track.push_back(main_track);
+      c.name.push_back(t_.strings.intern(python ? fmt::format("cuda:{} memory.cuda_malloc", r.device) : reserved));
+      c.value.push_back(static_cast<double>(bytes));
     }
   }
 

@@ -290,6 +290,9 @@ class FileDecoder {
       case RecordType::GpuOverhead:
         if (push(p_.gpu_overheads, h, payload, n)) saw_time(p_.gpu_overheads.back().rec.end_ns);
         return;
+      case RecordType::GpuMemory:
+        if (push(p_.gpu_memory, h, payload, n)) saw_time(p_.gpu_memory.back().rec.ts_ns);
+        return;
     }
     ++p_.unknown_records;
   }

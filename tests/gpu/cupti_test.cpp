@@ -40,11 +40,18 @@ class FileSink final : public cu::RecordSink {
   RecordFileWriter& w_;
 };
 
+cu::SessionOptions quiet_options() {
+  cu::SessionOptions o;
+  o.warn = false;
+  return o;
+}
+
 // ---- a fake CUPTI ----
 struct Fake {
   std::vector<std::string> calls;
   CUptiResult subscribe_result = CUPTI_SUCCESS;
   CUptiResult enable_result = CUPTI_SUCCESS;
+  int refused_kind = -1;  // a kind enable() refuses (CUPTI_ERROR_NOT_COMPATIBLE), -1 none
   CUpti_TimestampCallbackFunc timestamp = nullptr;
   std::vector<int> enabled;
   std::vector<CUpti_Activity*> buffer_records;  // what get_next_record walks
@@ -79,6 +86,7 @@ cu::CuptiApi fake_api() {
   };
   a.enable = [](CUpti_ActivityKind k) {
     g_fake.calls.push_back("enable " + std::to_string(static_cast<int>(k)));
+    if (static_cast<int>(k) == g_fake.refused_kind) return CUPTI_ERROR_NOT_COMPATIBLE;
     g_fake.enabled.push_back(static_cast<int>(k));
     return g_fake.enable_result;
   };
@@ -188,7 +196,7 @@ TEST(CuptiSession, ClockBeforeKindsConcurrentKernelsNeverSerialised) {
   EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_KERNEL)), 0);
   for (auto k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
                  CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DEVICE,
-                 CUPTI_ACTIVITY_KIND_OVERHEAD})
+                 CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MEMORY2})
     EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(k)), 1) << k;
   EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)), 0);
   // The clock given to CUPTI is CLOCK_MONOTONIC in ns.
@@ -208,6 +216,14 @@ TEST(CuptiSession, ClockBeforeKindsConcurrentKernelsNeverSerialised) {
   cu::Session s2;
   s2.start(api, sink, graphs);
   EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)), 1);
+
+  // A CUPTI that refuses device-memory records still records everything else.
+  g_fake = Fake{};
+  g_fake.refused_kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  cu::Session s3;
+  EXPECT_EQ(s3.start(api, sink, quiet_options()), GpuStatus::Active);
+  EXPECT_TRUE(s3.active());
+  EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_MEMORY2)), 0);
 }
 
 TEST(CuptiSession, AnotherProfilerOwnsCuptiNothingEnabledOneWarningAndANote) {
@@ -455,6 +471,59 @@ TEST(CuptiDecode, ActivityRecordsBecomeTraceTables) {
   for (const auto& d : t.diagnostics)
     if (d.kind == tt::trace::DiagnosticKind::Dropped && d.reason.starts_with("cupti:")) dropped += d.count;
   EXPECT_EQ(dropped, 3u);
+}
+
+// CUPTI MEMORY2: device memory the driver allocated and released becomes, per device, the
+// bytes held after each ("cuda:N memory.reserved", what the memory analysis reads); pinned host
+// memory is not device memory; a release frees what its allocation took.
+CUpti_ActivityMemory4 memory_record(CUpti_ActivityMemoryOperationType op, CUpti_ActivityMemoryKind kind,
+                                    std::uint64_t address, std::uint64_t bytes, std::uint64_t ts) {
+  CUpti_ActivityMemory4 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = op;
+  m.memoryKind = kind;
+  m.address = address;
+  m.bytes = bytes;
+  m.timestamp = ts;
+  m.deviceId = 0;
+  return m;
+}
+
+std::vector<std::pair<std::string, double>> memory_counters(const tt::trace::Trace& t) {
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t i = 0; i < t.counters.size(); ++i)
+    if (str(t, t.counters.name[i]).starts_with("cuda:")) out.emplace_back(str(t, t.counters.name[i]), t.counters.value[i]);
+  return out;
+}
+
+TEST(CuptiDecode, DeviceMemoryBecomesReservedBytes) {
+  const cu::CuptiApi api = fake_api();
+  constexpr auto kAlloc = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  constexpr auto kRelease = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  constexpr auto kDevice = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  const CUpti_ActivityMemory4 records[] = {
+      memory_record(kAlloc, kDevice, 0x1000, 1ull << 30, T0 + 100),
+      memory_record(kAlloc, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 0x9000, 1ull << 20, T0 + 150),
+      memory_record(kAlloc, kDevice, 0x2000, 512ull << 20, T0 + 200),
+      memory_record(kRelease, kDevice, 0x1000, 0, T0 + 300),  // the size comes from its allocation
+  };
+  for (bool python_samples_reserved : {false, true}) {
+    TempDir dir;
+    RecordFileWriter w(77);
+    FileSink sink(w);
+    for (const auto& r : records) EXPECT_TRUE(cu::decode_activity(api, reinterpret_cast<const CUpti_Activity*>(&r), sink));
+    if (python_samples_reserved) w.counter(77, static_cast<std::int64_t>(T0) + 400, "cuda:0 memory.reserved", 2e9);
+    MergeReport report;
+    const auto t = merge(w, dir, report);
+    const std::string name = python_samples_reserved ? "cuda:0 memory.cuda_malloc" : "cuda:0 memory.reserved";
+    std::vector<std::pair<std::string, double>> want = {
+        {name, 1024.0 * 1024 * 1024}, {name, 1536.0 * 1024 * 1024}, {name, 512.0 * 1024 * 1024}};
+    if (python_samples_reserved) want.insert(want.begin(), {"cuda:0 memory.reserved", 2e9});
+    auto got = memory_counters(t);
+    std::stable_sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    EXPECT_EQ(got, want) << "python samples reserved: " << python_samples_reserved;
+  }
 }
 
 TEST(CuptiDecode, BufferCapRefusesAndCounts) {

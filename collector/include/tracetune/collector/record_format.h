@@ -101,6 +101,7 @@ enum class RecordType : std::uint16_t {
   GpuApi = 115,          // GpuApiRecord (CUPTI RUNTIME / DRIVER)
   GpuGraphLaunch = 116,  // GpuGraphLaunchRecord (CUPTI GRAPH_TRACE)
   GpuOverhead = 117,     // GpuOverheadRecord (CUPTI OVERHEAD)
+  GpuMemory = 118,       // GpuMemoryRecord (CUPTI MEMORY2: device memory allocated / released)
 };
 inline constexpr std::uint16_t kFirstGpuRecordType = 100;
 inline constexpr std::uint16_t kLastGpuRecordType = 199;
@@ -380,6 +381,22 @@ struct GpuOverheadRecord {
   std::uint32_t correlation;
 };
 static_assert(sizeof(GpuOverheadRecord) == 32, "GpuOverheadRecord: on-disk layout (a new size needs a new kFormatVersion)");
+
+// One allocation or release of GPU memory by the CUDA driver (cudaMalloc, cudaFree, memory
+// pools): what the job's allocators hold, not what they hand out.
+enum class GpuMemoryOp : std::uint8_t { Allocate = 1, Release = 2 };  // CUpti_ActivityMemoryOperationType
+struct GpuMemoryRecord {
+  std::int64_t ts_ns;
+  std::uint64_t address;
+  std::uint64_t bytes;
+  std::uint32_t device;       // CUDA device ordinal (CUPTI deviceId)
+  std::uint32_t correlation;  // the API call that did it, 0 none
+  GpuMemoryOp op;
+  std::uint8_t mem_kind;      // CUpti_ActivityMemoryKind (3 = device)
+  std::uint16_t pad0;
+  std::uint32_t pad;
+};
+static_assert(sizeof(GpuMemoryRecord) == 40, "GpuMemoryRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 // 32-bit checksum, 8 bytes per step (a multiply and a shift per word: ~10 ns for a 64-byte
 // record, where a byte-wise hash cost ~60 ns on the I/O hot path); remaining bytes one at a

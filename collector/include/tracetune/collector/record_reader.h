@@ -82,6 +82,7 @@ struct RawProcess {
   std::vector<ThreadRecord<GpuApiRecord>> gpu_apis;
   std::vector<ThreadRecord<GpuGraphLaunchRecord>> gpu_graph_launches;
   std::vector<ThreadRecord<GpuOverheadRecord>> gpu_overheads;
+  std::vector<ThreadRecord<GpuMemoryRecord>> gpu_memory;
 
   std::uint64_t records = 0;            // records with a valid frame and checksum
   std::uint64_t torn_records = 0;       // bad framing or checksum: the rest of that chunk is unread
