@@ -77,6 +77,30 @@ double us_double(Ns ns) {
 Ns hta_start(Ns ns) { return static_cast<Ns>(std::ceil(us_double(ns))) * 1000; }
 Ns hta_end(Ns start, Ns dur) { return static_cast<Ns>(std::floor(us_double(start) + us_double(dur))) * 1000; }
 
+// Where HTA 0.6's definitions (--hta-compat) differ from ours, in one place: times rounded to
+// whole µs as HTA reads them; its kernel-name classes, copies and memsets classified by name
+// too; stream rows without a stream id left out; one window from the first to the last GPU op,
+// with nothing clipped to it; stream gaps measured from the previous op's end and counted even
+// when zero. Ours: exact times, copies are memory ops, steps are the windows, ops are clipped to
+// the window and those outside it skipped.
+struct Conventions {
+  bool hta = false;
+
+  Ns start(Ns s) const { return hta ? hta_start(s) : s; }
+  Ns end(Ns s, Ns d) const { return hta ? hta_end(s, d) : s + d; }
+  KernelClass kernel_class(std::string_view name) const { return hta ? classify_kernel_hta(name) : classify_kernel(name); }
+  bool copies_by_name() const { return hta; }
+  bool skips_stream(std::string_view stream_name) const {
+    return hta && stream_name.starts_with(trace::kNoStreamIdPrefix);
+  }
+  bool steps_are_windows(bool has_steps) const { return has_steps && !hta; }
+  bool clips_to_window() const { return !hta; }
+  // An op of [s, e) outside the window: skipped (never under HTA's conventions).
+  bool outside(Ns s, Ns e, Interval w) const { return !hta && (e <= w.start || s >= w.end); }
+  // The end of the previous op a stream gap is measured from: its own, or the running maximum.
+  Ns gap_from(Ns previous_end, Ns running_max_end) const { return hta ? previous_end : running_max_end; }
+};
+
 struct ApiRef {
   Ns start = 0, dur = 0;
 };
@@ -137,11 +161,37 @@ class NameMemo {
   std::vector<T> value_;
 };
 
+// What the stages of RankAnalyzer hand on (run() shows the flow): interval sets over the
+// analysed window, clipped to it under our conventions.
+struct GpuSets {  // gpu_sets(): the GPU's busy time, and by kernel class
+  IntervalSet all, compute, comm, memory;
+};
+struct CopySets {  // transfers(): host-to-device copies, and those from pageable memory
+  IntervalSet h2d, h2d_pageable;
+};
+struct HostWaits {  // the main thread waiting for data or in a sync (host_waits()), in I/O (io()),
+  IntervalSet data, sync, io_main, collective_host;  // in host-side collective calls (collectives())
+};
+struct IdleSplit {  // idle_split(): GPU idle while the host was late launching the next op, and the rest
+  IntervalSet launch, other;
+};
+// kernel_tables(): the window's kernels by start, with running sums of their memory-bound and
+// FP32-GEMM time.
+struct KernelSums {
+  std::vector<Ns> starts, memory_bound{0}, fp32{0};
+
+  std::size_t at(Ns t) const {
+    return static_cast<std::size_t>(std::lower_bound(starts.begin(), starts.end(), t) - starts.begin());
+  }
+  std::uint64_t count(Ns t0, Ns t1) const { return at(t1) - at(t0); }
+  static Ns sum(const std::vector<Ns>& prefix, std::size_t a, std::size_t b) { return prefix[b] - prefix[a]; }
+};
+
 class RankAnalyzer {
  public:
   RankAnalyzer(const Trace& t, const Options& opt, std::uint32_t process, std::vector<std::uint32_t> tree,
                bool hta_step_filter)
-      : t_(t), opt_(opt), p_(process), tree_(std::move(tree)), hta_step_filter_(hta_step_filter) {}
+      : t_(t), opt_(opt), conv_{opt.hta_compat}, p_(process), tree_(std::move(tree)), hta_step_filter_(hta_step_filter) {}
 
   RankMetrics run() {
     m_.process = p_;
@@ -165,20 +215,23 @@ class RankAnalyzer {
     m_.main_track = main_track_;
     collect_gpu_ops();
     choose_window();
-    build_sets();
+    const GpuSets gpu = gpu_sets();
     stream_gaps_and_launches();
-    transfers();
-    kernel_tables();
-    host_sets();
-    io();
-    collectives();
-    step_metrics();
+    const CopySets copies = transfers(gpu);
+    const KernelSums kernels = kernel_tables();
+    HostWaits waits = host_waits();
+    const IdleSplit idle = idle_split(gpu, waits);
+    waits.io_main = io();
+    waits.collective_host = collectives(waits);
+    step_metrics(gpu, copies, waits, idle, kernels);
+    add_notes(idle);
     return std::move(m_);
   }
 
  private:
   const Trace& t_;
   const Options& opt_;
+  const Conventions conv_;
   std::uint32_t p_;
   std::vector<std::uint32_t> tree_;  // p_ and its non-rank descendants
   bool hta_step_filter_;
@@ -191,12 +244,6 @@ class RankAnalyzer {
   std::vector<std::size_t> step_rows_;
   std::vector<GpuOp> ops_;
   Interval window_{};
-  IntervalSet all_, compute_, comm_, memory_, h2d_, h2d_pageable_, data_, sync_, idle_launch_, idle_other_, io_main_;
-  IntervalSet collective_host_;  // main thread in host-side collective calls, outside data/sync waits and I/O
-  std::vector<Ns> kernel_starts_, mb_prefix_, fp32_prefix_;
-
-  Ns rs(Ns s) const { return opt_.hta_compat ? hta_start(s) : s; }
-  Ns re(Ns s, Ns d) const { return opt_.hta_compat ? hta_end(s, d) : s + d; }
 
   void classify_tracks() {
     std::unordered_set<std::uint32_t> tree(tree_.begin(), tree_.end());
@@ -204,10 +251,7 @@ class RankAnalyzer {
       const std::uint32_t owner = t_.process_of_track(tr);
       const auto type = t_.tracks[tr].type;
       if (owner == p_) {
-        // HTA counts only rows that carry a stream id
-        if (type == TrackType::Stream && opt_.hta_compat &&
-            t_.streams[t_.tracks[tr].owner].name.starts_with(trace::kNoStreamIdPrefix))
-          continue;
+        if (type == TrackType::Stream && conv_.skips_stream(t_.streams[t_.tracks[tr].owner].name)) continue;
         if (type == TrackType::Stream) stream_tracks_.push_back(tr);
         else host_tracks_.push_back(tr);
       }
@@ -257,14 +301,14 @@ class RankAnalyzer {
   void add_op(Ns s, Ns d, std::uint32_t tr, std::uint32_t idx, std::uint32_t corr, OpTable tab, KernelClass cls,
               std::uint64_t& negative) {
     if (d < 0) { ++negative; d = 0; }
-    ops_.push_back({rs(s), re(s, d), tr, idx, corr, tab, cls});
-    if (opt_.hta_compat && ops_.back().e < ops_.back().s) ops_.back().e = ops_.back().s;
+    ops_.push_back({conv_.start(s), conv_.end(s, d), tr, idx, corr, tab, cls});
+    ops_.back().e = std::max(ops_.back().e, ops_.back().s);  // µs rounding can invert a short op
   }
 
   KernelClass classify(trace::StringId name) {
     return class_memo_.get(name, [&] {
       const std::string_view n = t_.strings.get(name);
-      return opt_.hta_compat ? classify_kernel_hta(n) : classify_kernel(n);
+      return conv_.kernel_class(n);
     });
   }
 
@@ -280,17 +324,17 @@ class RankAnalyzer {
     for_slices(t_.slices_memcpys(), stream_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i)
         add_op(c.start[i], c.dur[i], c.track[i], i, c.correlation[i], OpTable::Memcpy,
-               opt_.hta_compat ? classify(c.name[i]) : KernelClass::Memory, negative);
+               conv_.copies_by_name() ? classify(c.name[i]) : KernelClass::Memory, negative);
     });
     const auto& ms = t_.memsets;
     for_slices(t_.slices_memsets(), stream_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i)
         add_op(ms.start[i], ms.dur[i], ms.track[i], i, ms.correlation[i], OpTable::Memset,
-               opt_.hta_compat ? classify(ms.name[i]) : KernelClass::Memory, negative);
+               conv_.copies_by_name() ? classify(ms.name[i]) : KernelClass::Memory, negative);
     });
     if (negative)
       m_.notes.push_back(fmt::format("{} GPU ops had negative durations (clock skew in the source); counted as 0", negative));
-    if (opt_.hta_compat && hta_step_filter_) hta_filter();
+    if (conv_.hta && hta_step_filter_) hta_filter();
     std::sort(ops_.begin(), ops_.end(), [](const GpuOp& a, const GpuOp& b) { return a.s != b.s ? a.s < b.s : a.e > b.e; });
     m_.has_gpu = !ops_.empty();
   }
@@ -336,7 +380,7 @@ class RankAnalyzer {
       m_.notes.push_back(fmt::format("no step numbered {} on this rank", steps_spec(*opt_.steps)));
     step_rows_ = std::move(kept);
     m_.has_steps = !step_rows_.empty();
-    if (opt_.hta_compat || !m_.has_steps) {
+    if (!conv_.steps_are_windows(m_.has_steps)) {
       if (!ops_.empty()) {
         Ns e = ops_.front().e;
         for (const auto& op : ops_) e = std::max(e, op.e);
@@ -345,7 +389,7 @@ class RankAnalyzer {
         window_ = host_bounds();
       }
     }
-    if (m_.has_steps && !opt_.hta_compat) {
+    if (conv_.steps_are_windows(m_.has_steps)) {
       window_ = {st.start[step_rows_.front()], st.start[step_rows_.front()]};
       for (std::size_t i : step_rows_) window_.end = std::max(window_.end, st.end(i));
     }
@@ -373,12 +417,12 @@ class RankAnalyzer {
     return w;
   }
 
-  void build_sets() {
+  GpuSets gpu_sets() {
     std::vector<Interval> all, comp, comm, mem;
     all.reserve(ops_.size());
     for (const auto& op : ops_) {
       Interval iv{op.s, op.e};
-      if (!opt_.hta_compat) { iv.start = std::max(iv.start, window_.start); iv.end = std::min(iv.end, window_.end); }
+      if (conv_.clips_to_window()) iv = {std::max(iv.start, window_.start), std::min(iv.end, window_.end)};
       all.push_back(iv);
       switch (op.cls) {
         case KernelClass::Compute: comp.push_back(iv); break;
@@ -389,20 +433,19 @@ class RankAnalyzer {
     }
     // ops_ is sorted by start and clipping keeps that order except where it raises a start
     // to the window's: union_of re-sorts to be safe.
-    all_ = IntervalSet::union_of(std::move(all));
-    compute_ = IntervalSet::union_of(std::move(comp));
-    comm_ = IntervalSet::union_of(std::move(comm));
-    memory_ = IntervalSet::union_of(std::move(mem));
+    GpuSets sets{IntervalSet::union_of(std::move(all)), IntervalSet::union_of(std::move(comp)),
+                 IntervalSet::union_of(std::move(comm)), IntervalSet::union_of(std::move(mem))};
     auto& g = m_.gpu;
     g.span = window_.end - window_.start;
-    g.busy = all_.measure();
+    g.busy = sets.all.measure();
     g.idle = g.span - g.busy;
-    g.compute = compute_.measure();
+    g.compute = sets.compute.measure();
     g.non_compute = g.busy - g.compute;
-    g.communication = comm_.measure();
-    g.memory = memory_.measure();
-    const IntervalSet ck = compute_.intersect(comm_), cm = compute_.intersect(memory_), km = comm_.intersect(memory_);
-    const Ns ckm = ck.intersect(memory_).measure();
+    g.communication = sets.comm.measure();
+    g.memory = sets.memory.measure();
+    const IntervalSet ck = sets.compute.intersect(sets.comm), cm = sets.compute.intersect(sets.memory),
+                      km = sets.comm.intersect(sets.memory);
+    const Ns ckm = ck.intersect(sets.memory).measure();
     g.comm_compute_overlap = ck.measure();
     g.comm_memory_overlap = km.measure();
     g.exposed_communication = g.communication - g.comm_compute_overlap;
@@ -414,6 +457,7 @@ class RankAnalyzer {
     g.exclusive[6] = km.measure() - ckm;
     g.exclusive[7] = ckm;
     g.exclusive[0] = g.idle;
+    return sets;
   }
 
   void stream_gaps_and_launches() {
@@ -434,15 +478,12 @@ class RankAnalyzer {
         const GpuOp& op = *ops[i];
         const ApiRef* api = api_.find(op.corr);
         if (i > 0) {
-          const Ns prev_end = opt_.hta_compat ? ops[i - 1]->e : max_end;
+          const Ns prev_end = conv_.gap_from(ops[i - 1]->e, max_end);
           Ns gap = op.s - prev_end;
-          bool in_window = opt_.hta_compat || (op.s > window_.start && prev_end < window_.end);
-          if (!opt_.hta_compat) {
-            gap = std::min(op.s, window_.end) - std::max(prev_end, window_.start);
-            if (gap < 0) gap = 0;
-          }
-          if (in_window && (gap != 0 || opt_.hta_compat)) {
-            const bool host_late = api != nullptr && rs(api->start) > prev_end;
+          const bool in_window = !conv_.clips_to_window() || (op.s > window_.start && prev_end < window_.end);
+          if (conv_.clips_to_window()) gap = std::max<Ns>(0, std::min(op.s, window_.end) - std::max(prev_end, window_.start));
+          if (in_window && (gap != 0 || !conv_.clips_to_window())) {
+            const bool host_late = api != nullptr && conv_.start(api->start) > prev_end;
             if (host_late) si.host_wait += gap;
             else if (gap < opt_.kernel_wait_threshold) si.kernel_wait += gap;
             else si.other += gap;
@@ -451,7 +492,7 @@ class RankAnalyzer {
         max_end = i == 0 ? op.e : std::max(max_end, op.e);
         run_max_end[i] = max_end;
         if (op.table != OpTable::Kernel) continue;
-        if (!opt_.hta_compat && (op.e <= window_.start || op.s >= window_.end)) continue;
+        if (conv_.outside(op.s, op.e, window_)) continue;
         ++L.kernels;
         kdur.push_back(op.e - op.s);
         if (op.e - op.s < 10'000) ++short_k;
@@ -482,13 +523,13 @@ class RankAnalyzer {
                                      L.kernels - L.correlated, L.kernels));
   }
 
-  void transfers() {
+  CopySets transfers(const GpuSets& gpu) {
     auto& T = m_.transfers;
     const auto& c = t_.memcpys;
     std::vector<Interval> h2d, h2d_pageable;
     for (const auto& op : ops_) {
       if (op.table != OpTable::Memcpy) continue;
-      if (!opt_.hta_compat && (op.e <= window_.start || op.s >= window_.end)) continue;
+      if (conv_.outside(op.s, op.e, window_)) continue;
       const std::uint32_t i = op.index;
       const Ns d = op.e - op.s;
       if (c.direction[i] == trace::MemcpyDirection::HtoD) {
@@ -509,16 +550,16 @@ class RankAnalyzer {
         if (c.dst_kind[i] == trace::MemoryKind::Pageable) T.d2h_pageable_bytes += c.bytes[i];
       }
     }
-    h2d_ = IntervalSet::union_of(std::move(h2d));
-    h2d_pageable_ = IntervalSet::union_of(std::move(h2d_pageable));
-    T.h2d_exposed = h2d_.subtract(compute_).measure();
+    CopySets sets{IntervalSet::union_of(std::move(h2d)), IntervalSet::union_of(std::move(h2d_pageable))};
+    T.h2d_exposed = sets.h2d.subtract(gpu.compute).measure();
     auto gbps = [](std::uint64_t b, Ns t) { return t > 0 ? static_cast<double>(b) / static_cast<double>(t) : 0.0; };
     T.h2d_pageable_gbps = gbps(T.h2d_pageable_bytes, T.h2d_pageable_time);
     T.h2d_pinned_gbps = gbps(T.h2d_bytes - T.h2d_pageable_bytes, T.h2d_time - T.h2d_pageable_time);
     T.d2h_gbps = gbps(T.d2h_bytes, T.d2h_time);
+    return sets;
   }
 
-  void kernel_tables() {
+  KernelSums kernel_tables() {
     std::unordered_map<trace::StringId, KernelTotal> totals;
     NameMemo<std::pair<GemmFormat, bool>> gemm_memo;
     const auto& k = t_.kernels;
@@ -528,7 +569,7 @@ class RankAnalyzer {
     std::vector<std::pair<Ns, std::pair<Ns, Ns>>> per_kernel;  // start, (memory-bound time, fp32 time)
     for (const auto& op : ops_) {
       if (op.table != OpTable::Kernel) continue;
-      if (!opt_.hta_compat && (op.e <= window_.start || op.s >= window_.end)) continue;
+      if (conv_.outside(op.s, op.e, window_)) continue;
       const Ns d = op.e - op.s;
       auto& tot = totals[k.name[op.index]];
       ++tot.count;
@@ -571,17 +612,17 @@ class RankAnalyzer {
     m_.top_kernels.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(10, all.size())));
     m_.kernels = std::move(all);
     std::sort(per_kernel.begin(), per_kernel.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    kernel_starts_.reserve(per_kernel.size());
-    mb_prefix_.assign(1, 0);
-    fp32_prefix_.assign(1, 0);
+    KernelSums sums;
+    sums.starts.reserve(per_kernel.size());
     for (const auto& [s, v] : per_kernel) {
-      kernel_starts_.push_back(s);
-      mb_prefix_.push_back(mb_prefix_.back() + v.first);
-      fp32_prefix_.push_back(fp32_prefix_.back() + v.second);
+      sums.starts.push_back(s);
+      sums.memory_bound.push_back(sums.memory_bound.back() + v.first);
+      sums.fp32.push_back(sums.fp32.back() + v.second);
     }
+    return sums;
   }
 
-  void host_sets() {
+  HostWaits host_waits() {
     std::vector<Interval> data, sync;
     const auto& r = t_.ranges;
     for_slices(t_.slices_ranges(), host_tracks_, [&](const trace::TrackSlice& sl) {
@@ -603,14 +644,19 @@ class RankAnalyzer {
     for (const auto& [id, d] : sync_by_name)
       if (d > top_t || (d == top_t && id < top)) { top = id; top_t = d; }
     if (top_t >= 0) m_.top_sync_call = std::string(t_.strings.get(top));
-    data_ = IntervalSet::union_of(std::move(data)).clip(window_.start, window_.end);
-    sync_ = IntervalSet::union_of(std::move(sync)).clip(window_.start, window_.end).subtract(data_);
-    m_.data_wait = data_.measure();
-    m_.sync_wait = sync_.measure();
-    if (!m_.has_gpu) return;
-    // GPU idle split: waiting for data, waiting on a host sync, host late launching, other.
-    const IntervalSet idle = all_.complement_in(window_);
-    const IntervalSet rest = idle.subtract(data_).subtract(sync_);
+    HostWaits waits;
+    waits.data = IntervalSet::union_of(std::move(data)).clip(window_.start, window_.end);
+    waits.sync = IntervalSet::union_of(std::move(sync)).clip(window_.start, window_.end).subtract(waits.data);
+    m_.data_wait = waits.data.measure();
+    m_.sync_wait = waits.sync.measure();
+    return waits;
+  }
+
+  // GPU idle time outside the host's data and sync waits: the host late launching the op that
+  // ends it, or the rest.
+  IdleSplit idle_split(const GpuSets& gpu, const HostWaits& waits) const {
+    if (!m_.has_gpu) return {};
+    const IntervalSet rest = gpu.all.complement_in(window_).subtract(waits.data).subtract(waits.sync);
     std::vector<Interval> launch, other;
     for (const Interval& gap : rest.intervals()) {
       // the op that ends this idle stretch: the first op starting at or after its end
@@ -622,18 +668,18 @@ class RankAnalyzer {
       }
       (host_late ? launch : other).push_back(gap);
     }
-    idle_launch_ = IntervalSet::union_of_sorted(launch);
-    idle_other_ = IntervalSet::union_of_sorted(other);
+    return {IntervalSet::union_of_sorted(launch), IntervalSet::union_of_sorted(other)};
   }
 
-  void io() {
+  // I/O of the process and its workers; returns the main thread's I/O time.
+  IntervalSet io() {
     auto& I = m_.io;
     const auto& io = t_.io_calls;
     std::vector<Interval> main;
     std::unordered_map<trace::StringId, FileIo> files;
     for_slices(t_.slices_io(), tree_tracks_, [&](const trace::TrackSlice& sl) {
       for (std::uint32_t i = sl.begin; i < sl.end; ++i) {
-        if (!opt_.hta_compat && (io.end(i) <= window_.start || io.start[i] >= window_.end)) continue;
+        if (conv_.outside(io.start[i], io.end(i), window_)) continue;
         const std::uint32_t proc = t_.process_of_track(sl.track);
         auto pit = std::find_if(I.per_process.begin(), I.per_process.end(),
                                 [&](const ProcessIo& x) { return x.process == proc; });
@@ -665,8 +711,8 @@ class RankAnalyzer {
         if (sl.track == main_track_) main.push_back({io.start[i], io.end(i)});
       }
     });
-    io_main_ = IntervalSet::union_of(std::move(main)).clip(window_.start, window_.end);
-    I.main_thread = io_main_.measure();
+    IntervalSet io_main = IntervalSet::union_of(std::move(main)).clip(window_.start, window_.end);
+    I.main_thread = io_main.measure();
     for (auto& [path, file] : files) {
       file.path = std::string(t_.strings.get(path));
       I.per_file.push_back(std::move(file));
@@ -674,9 +720,12 @@ class RankAnalyzer {
     std::sort(I.per_file.begin(), I.per_file.end(), [](const FileIo& a, const FileIo& b) {
       return a.time != b.time ? a.time > b.time : a.path < b.path;
     });
+    return io_main;
   }
 
-  void collectives() {
+  // Collective statistics; returns the main thread's time in host-side collective calls outside
+  // its other waits (ranks whose collectives are host-side: gloo, mpi).
+  IntervalSet collectives(const HostWaits& waits) {
     auto& C = m_.collectives;
     const auto& c = t_.collectives;
     std::uint64_t dev = 0;
@@ -692,29 +741,28 @@ class RankAnalyzer {
       C.time += std::max<Ns>(c.dur[i], 0);
       if (!C.device_side && c.track[i] == main_track_) host_calls.push_back({c.start[i], c.end(i)});
     }
-    collective_host_ = IntervalSet::union_of(std::move(host_calls)).clip(window_.start, window_.end).subtract(data_).subtract(sync_).subtract(io_main_);
+    return IntervalSet::union_of(std::move(host_calls))
+        .clip(window_.start, window_.end)
+        .subtract(waits.data)
+        .subtract(waits.sync)
+        .subtract(waits.io_main);
   }
 
-  Ns kernel_sum(const std::vector<Ns>& prefix, Ns t0, Ns t1) const {
-    const auto a = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), t0) - kernel_starts_.begin();
-    const auto b = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), t1) - kernel_starts_.begin();
-    return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)];
-  }
-
-  void step_metrics() {
+  void step_metrics(const GpuSets& gpu, const CopySets& copies, const HostWaits& waits, const IdleSplit& idle,
+                    const KernelSums& kernels) {
     std::vector<Interval> windows;
     std::vector<std::int64_t> numbers;
-    if (m_.has_steps && !opt_.hta_compat) {
+    if (conv_.steps_are_windows(m_.has_steps)) {
       for (std::size_t i : step_rows_) { windows.push_back({t_.steps.start[i], t_.steps.end(i)}); numbers.push_back(t_.steps.number[i]); }
     } else {
       windows.push_back(window_);
       numbers.push_back(-1);
     }
-    const IntervalSet comm_exposed = comm_.subtract(compute_);
-    const IntervalSet ck = comm_.intersect(compute_);
-    const IntervalSet h2d_exposed = h2d_.subtract(compute_);
-    const IntervalSet idle_all = m_.has_gpu ? all_.complement_in(window_) : IntervalSet{};
-    const IntervalSet idle_data = idle_all.intersect(data_), idle_sync = idle_all.intersect(sync_);
+    const IntervalSet comm_exposed = gpu.comm.subtract(gpu.compute);
+    const IntervalSet ck = gpu.comm.intersect(gpu.compute);
+    const IntervalSet h2d_exposed = copies.h2d.subtract(gpu.compute);
+    const IntervalSet idle_all = m_.has_gpu ? gpu.all.complement_in(window_) : IntervalSet{};
+    const IntervalSet idle_data = idle_all.intersect(waits.data), idle_sync = idle_all.intersect(waits.sync);
     std::vector<Ns> walls;
     for (std::size_t k = 0; k < windows.size(); ++k) {
       const Interval w = windows[k];
@@ -722,29 +770,28 @@ class RankAnalyzer {
       s.number = numbers[k];
       s.start = w.start;
       s.end = w.end;
-      s.gpu_busy = all_.measure_in(w.start, w.end);
+      s.gpu_busy = gpu.all.measure_in(w.start, w.end);
       s.gpu_idle = m_.has_gpu ? s.wall() - s.gpu_busy : 0;
-      s.compute = compute_.measure_in(w.start, w.end);
-      s.communication = comm_.measure_in(w.start, w.end);
-      s.memory = memory_.measure_in(w.start, w.end);
+      s.compute = gpu.compute.measure_in(w.start, w.end);
+      s.communication = gpu.comm.measure_in(w.start, w.end);
+      s.memory = gpu.memory.measure_in(w.start, w.end);
       s.comm_compute_overlap = ck.measure_in(w.start, w.end);
       s.exposed_communication = comm_exposed.measure_in(w.start, w.end);
-      s.data_wait = data_.measure_in(w.start, w.end);
-      s.sync_wait = sync_.measure_in(w.start, w.end);
-      s.io_main = io_main_.measure_in(w.start, w.end);
-      s.collective_host = collective_host_.measure_in(w.start, w.end);
-      s.h2d = h2d_.measure_in(w.start, w.end);
+      s.data_wait = waits.data.measure_in(w.start, w.end);
+      s.sync_wait = waits.sync.measure_in(w.start, w.end);
+      s.io_main = waits.io_main.measure_in(w.start, w.end);
+      s.collective_host = waits.collective_host.measure_in(w.start, w.end);
+      s.h2d = copies.h2d.measure_in(w.start, w.end);
       s.h2d_exposed = h2d_exposed.measure_in(w.start, w.end);
-      s.h2d_pageable = h2d_pageable_.measure_in(w.start, w.end);
+      s.h2d_pageable = copies.h2d_pageable.measure_in(w.start, w.end);
       s.idle_data = idle_data.measure_in(w.start, w.end);
       s.idle_sync = idle_sync.measure_in(w.start, w.end);
-      s.idle_launch = idle_launch_.measure_in(w.start, w.end);
-      s.idle_other = idle_other_.measure_in(w.start, w.end);
-      const auto a = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), w.start);
-      const auto b = std::lower_bound(kernel_starts_.begin(), kernel_starts_.end(), w.end);
-      s.kernels = static_cast<std::uint64_t>(b - a);
-      s.memory_bound_kernels = kernel_sum(mb_prefix_, w.start, w.end);
-      s.fp32_gemm = kernel_sum(fp32_prefix_, w.start, w.end);
+      s.idle_launch = idle.launch.measure_in(w.start, w.end);
+      s.idle_other = idle.other.measure_in(w.start, w.end);
+      const std::size_t a = kernels.at(w.start), b = kernels.at(w.end);
+      s.kernels = b - a;
+      s.memory_bound_kernels = KernelSums::sum(kernels.memory_bound, a, b);
+      s.fp32_gemm = KernelSums::sum(kernels.fp32, a, b);
       walls.push_back(s.wall());
       m_.steps.push_back(s);
     }
@@ -752,8 +799,11 @@ class RankAnalyzer {
     m_.step_p90 = percentile(walls, 0.9);
     m_.step_min = walls.empty() ? 0 : *std::min_element(walls.begin(), walls.end());
     m_.step_max = walls.empty() ? 0 : *std::max_element(walls.begin(), walls.end());
+  }
+
+  void add_notes(const IdleSplit& idle) {
     if (!m_.has_gpu) m_.notes.push_back("no GPU activity on this rank: GPU metrics are not determined");
-    const Ns other = idle_other_.measure();
+    const Ns other = idle.other.measure();
     if (m_.has_gpu && m_.gpu.span > 0 && other * 5 >= m_.gpu.span)
       m_.notes.push_back(fmt::format(
           "the GPU sat idle {:.0f}% of the window with its next work already launched: it waited on dependencies "
