@@ -10,8 +10,9 @@
 //  - by value, anywhere: the user:password part of a URL (scheme://user:pw@host keeps
 //    scheme:// and @host), and long high-entropy strings (32+ characters of letters, digits
 //    and + = _ -, with upper case, lower case and digits, 16+ distinct characters, and the
-//    character class changing at every third character or more often: API keys, base64
-//    secrets; identifiers like run_Name-2024, hex digests and paths' segments are plainer).
+//    character class (upper, lower, digit; separators skipped) changing at every third
+//    character or more often: API keys, base64 secrets; identifiers like
+//    run_Name-2024-11-25_experiment_number_7, hex digests and paths' segments are plainer).
 #pragma once
 
 #include <cstddef>
@@ -64,11 +65,17 @@ inline bool high_entropy(const char* s, std::size_t n) {
   bool upper = false, lower = false, digit = false;
   bool seen[128] = {};
   int distinct = 0;
-  std::size_t changes = 0;  // class changes between neighbours (upper, lower, digit, other)
+  // class changes (upper, lower, digit) between neighbouring letters and digits; separators
+  // (+ = _ -) are skipped, so "run_Name-2024-11-25_experiment_7" changes as rarely as it reads
+  std::size_t changes = 0;
+  int previous = -1;
   auto cls = [](char c) { return c >= 'A' && c <= 'Z' ? 0 : c >= 'a' && c <= 'z' ? 1 : c >= '0' && c <= '9' ? 2 : 3; };
   for (std::size_t i = 0; i < n; ++i) {
     const char c = s[i];
-    if (i > 0 && cls(c) != cls(s[i - 1])) ++changes;
+    if (const int k = cls(c); k != 3) {
+      if (previous >= 0 && k != previous) ++changes;
+      previous = k;
+    }
     upper |= c >= 'A' && c <= 'Z';
     lower |= c >= 'a' && c <= 'z';
     digit |= c >= '0' && c <= '9';
