@@ -23,6 +23,9 @@
 //    they are computed from the bytes as stored in the file, not from the caller's buffers.
 #include "writer.h"
 
+#include "interner.h"
+#include "sys.h"
+
 #include "tracetune/collector/redact.h"
 
 #include <dlfcn.h>
@@ -62,39 +65,6 @@ class ErrnoSaver {
   int saved_;
 };
 
-inline void cpu_relax() {
-#if defined(__x86_64__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// Rare-path lock (string interning, descriptor reopen). Yields after a short spin so a
-// preempted holder is not starved; never used on the per-record path.
-class SpinLock {
- public:
-  constexpr SpinLock() = default;
-  void lock() {
-    int spins = 0;
-    while (state_.exchange(1, std::memory_order_acquire) != 0) {
-      while (state_.load(std::memory_order_relaxed) != 0) {
-        if (++spins < 256) {
-          cpu_relax();
-        } else {
-          ::syscall(SYS_sched_yield);
-        }
-      }
-    }
-  }
-  void unlock() { state_.store(0, std::memory_order_release); }
-  // After fork the holder may be a thread that no longer exists.
-  void reset() { state_.store(0, std::memory_order_relaxed); }
-
- private:
-  std::atomic<std::uint32_t> state_{0};
-};
-
 // Raw system calls: see the header comment for why libc wrappers are avoided.
 int sys_openat(int dirfd, const char* path, int flags, int mode = 0) {
   return static_cast<int>(::syscall(SYS_openat, dirfd, path, flags, mode));
@@ -115,19 +85,10 @@ int sys_unlinkat(int dirfd, const char* path) {
 int sys_fallocate(int fd, off_t off, off_t len) {
   return static_cast<int>(::syscall(SYS_fallocate, fd, 0, off, len));
 }
-void* sys_mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t off) {
-  return reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, off));
-}
-int sys_munmap(void* p, std::size_t len) { return static_cast<int>(::syscall(SYS_munmap, p, len)); }
 std::int64_t sys_getpid() { return ::syscall(SYS_getpid); }
 std::int64_t sys_getppid() { return ::syscall(SYS_getppid); }
 std::uint32_t sys_gettid() { return static_cast<std::uint32_t>(::syscall(SYS_gettid)); }
 std::uint32_t sys_geteuid() { return static_cast<std::uint32_t>(::syscall(SYS_geteuid)); }
-
-void* map_anonymous(std::size_t n) {
-  void* p = sys_mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
 
 std::int64_t clock_ns(clockid_t clock) {
   timespec ts;
@@ -528,211 +489,18 @@ bool emit_record(RecordType type, const void* head, std::uint32_t head_size, con
 // String interning
 // ---------------------------------------------------------------------------------------
 //
-// Lock-free lookup of known strings, spinlock for new ones. A new string gets the next id
-// and a String record (emitted before the id is published, so no record can reference an
-// undefined id). Memory: an open-addressing table of (hash, Entry*) that doubles up to
-// kMaxSlots, an arena of 1 MiB blocks up to kMaxArena. Past either limit strings are still
-// emitted with fresh ids, just no longer deduplicated. Old tables are kept (lock-free
-// readers may still probe them) and freed with everything else in a fork child.
-// Strings longer than kMaxInternLength bytes (the largest String record) are truncated.
+// The deduplicating store is interner.h. Here: a new string gets the next id and a String
+// record (emitted before the id is published, so no record can reference an undefined id);
+// past the store's memory limits strings are still emitted with fresh ids, just no longer
+// deduplicated. Strings longer than kMaxInternLength bytes (the largest String record) are
+// truncated.
 
 constexpr std::size_t kMaxInternLength =
     kMaxRecordSize - sizeof(RecordHeader) - sizeof(StringRecord);
-constexpr std::uint32_t kInitialSlots = 1u << 12;
-constexpr std::uint32_t kMaxSlots = 1u << 20;
-constexpr std::size_t kArenaBlock = 1u << 20;
-constexpr std::size_t kMaxArena = 32u << 20;
-constexpr std::uint32_t kIdBlockBits = 16;
-constexpr std::uint32_t kIdBlocks = 64;  // ids < 4M can be looked up by id
-constexpr int kMaxMappings = 256;
-
-struct Entry {
-  std::uint32_t id;
-  std::uint32_t len;
-  const char* bytes() const { return reinterpret_cast<const char*>(this + 1); }
-};
-
-struct Slot {
-  std::atomic<std::uint64_t> hash;  // 0 = empty; stored last
-  std::atomic<const Entry*> entry;
-};
-
-struct Table {
-  std::uint32_t mask;
-  std::uint32_t used;
-  Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
-};
-
-struct Interner {
-  SpinLock lock;
-  std::atomic<Table*> table{nullptr};
-  std::uint32_t next_id = 1;
-  char* arena = nullptr;
-  std::size_t arena_left = 0;
-  std::size_t arena_total = 0;
-  bool dedup_full = false;
-  std::atomic<std::atomic<const Entry*>*> id_blocks[kIdBlocks]{};
-  struct Mapping {
-    void* p;
-    std::size_t n;
-  };
-  Mapping maps[kMaxMappings]{};
-  int nmaps = 0;
-};
-
 // Two instances: a fork child translates its inherited fd table from the parent's strings
 // into a fresh table, then frees the parent's.
 constinit Interner g_interners[2];
 constinit std::atomic<Interner*> g_strings{&g_interners[0]};
-
-std::uint64_t hash_bytes(const char* s, std::size_t n) {
-  std::uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xFF51AFD7ED558CCDull);
-  while (n >= 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s, 8);
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-    s += 8;
-    n -= 8;
-  }
-  if (n != 0) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, s, n);
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 29;
-  }
-  h *= 0x94D049BB133111EBull;
-  h ^= h >> 32;
-  return h | 1;  // never 0: that marks an empty slot
-}
-
-void* interner_map(Interner& in, std::size_t n) {
-  if (in.nmaps == kMaxMappings) return nullptr;
-  void* p = map_anonymous(n);
-  if (p != nullptr) in.maps[in.nmaps++] = {p, n};
-  return p;
-}
-
-void reset_interner(Interner& in) {
-  for (int i = 0; i < in.nmaps; ++i) sys_munmap(in.maps[i].p, in.maps[i].n);
-  in.nmaps = 0;
-  in.lock.reset();
-  in.table.store(nullptr, std::memory_order_relaxed);
-  in.next_id = 1;
-  in.arena = nullptr;
-  in.arena_left = 0;
-  in.arena_total = 0;
-  in.dedup_full = false;
-  for (auto& b : in.id_blocks) b.store(nullptr, std::memory_order_relaxed);
-}
-
-std::uint32_t lookup(Interner& in, const char* s, std::size_t n, std::uint64_t h) {
-  Table* tb = in.table.load(std::memory_order_acquire);
-  if (tb == nullptr) return 0;
-  Slot* slots = tb->slots();
-  for (std::uint32_t i = static_cast<std::uint32_t>(h) & tb->mask, probes = 0; probes <= tb->mask;
-       i = (i + 1) & tb->mask, ++probes) {
-    const std::uint64_t v = slots[i].hash.load(std::memory_order_acquire);
-    if (v == 0) return 0;
-    if (v != h) continue;
-    const Entry* e = slots[i].entry.load(std::memory_order_relaxed);
-    if (e->len == n && std::memcmp(e->bytes(), s, n) == 0) return e->id;
-  }
-  return 0;
-}
-
-const Entry* find_id(Interner& in, std::uint32_t id) {
-  const std::uint32_t block = id >> kIdBlockBits;
-  if (id == 0 || block >= kIdBlocks) return nullptr;
-  auto* entries = in.id_blocks[block].load(std::memory_order_acquire);
-  return entries ? entries[id & ((1u << kIdBlockBits) - 1)].load(std::memory_order_acquire)
-                 : nullptr;
-}
-
-void table_put(Table* tb, std::uint64_t h, const Entry* e) {
-  Slot* slots = tb->slots();
-  std::uint32_t i = static_cast<std::uint32_t>(h) & tb->mask;
-  while (slots[i].hash.load(std::memory_order_relaxed) != 0) i = (i + 1) & tb->mask;
-  slots[i].entry.store(e, std::memory_order_relaxed);
-  slots[i].hash.store(h, std::memory_order_release);
-  ++tb->used;
-}
-
-Table* new_table(Interner& in, std::uint32_t nslots) {
-  auto* tb = static_cast<Table*>(interner_map(in, sizeof(Table) + nslots * sizeof(Slot)));
-  if (tb != nullptr) {
-    tb->mask = nslots - 1;
-    tb->used = 0;
-  }
-  return tb;
-}
-
-// A table with room for one more entry (load <= 0.7), growing it if needed; nullptr = full.
-Table* table_with_room(Interner& in) {
-  Table* tb = in.table.load(std::memory_order_relaxed);
-  if (tb == nullptr) {
-    tb = new_table(in, kInitialSlots);
-    if (tb != nullptr) in.table.store(tb, std::memory_order_release);
-    return tb;
-  }
-  const std::uint64_t nslots = std::uint64_t{tb->mask} + 1;
-  if ((tb->used + 1) * 10ull <= nslots * 7) return tb;
-  if (nslots >= kMaxSlots) return nullptr;
-  Table* bigger = new_table(in, static_cast<std::uint32_t>(nslots * 2));
-  if (bigger == nullptr) return nullptr;
-  Slot* old = tb->slots();
-  for (std::uint64_t i = 0; i < nslots; ++i) {
-    const std::uint64_t h = old[i].hash.load(std::memory_order_relaxed);
-    if (h != 0) table_put(bigger, h, old[i].entry.load(std::memory_order_relaxed));
-  }
-  in.table.store(bigger, std::memory_order_release);  // the old one stays mapped for readers
-  return bigger;
-}
-
-Entry* arena_alloc(Interner& in, std::size_t n) {
-  n = (n + 7) & ~std::size_t{7};
-  if (in.arena_left < n) {
-    const std::size_t block = n > kArenaBlock ? n : kArenaBlock;
-    if (in.arena_total + block > kMaxArena) return nullptr;
-    in.arena = static_cast<char*>(interner_map(in, block));
-    if (in.arena == nullptr) return nullptr;
-    in.arena_left = block;
-    in.arena_total += block;
-  }
-  auto* e = reinterpret_cast<Entry*>(in.arena);
-  in.arena += n;
-  in.arena_left -= n;
-  return e;
-}
-
-void set_id_entry(Interner& in, std::uint32_t id, const Entry* e) {
-  const std::uint32_t block = id >> kIdBlockBits;
-  if (block >= kIdBlocks) return;
-  auto* entries = in.id_blocks[block].load(std::memory_order_relaxed);
-  if (entries == nullptr) {
-    entries = static_cast<std::atomic<const Entry*>*>(
-        interner_map(in, sizeof(std::atomic<const Entry*>) << kIdBlockBits));
-    if (entries == nullptr) return;
-    in.id_blocks[block].store(entries, std::memory_order_release);
-  }
-  entries[id & ((1u << kIdBlockBits) - 1)].store(e, std::memory_order_release);
-}
-
-// Keeps the string for deduplication; best effort (memory limits), under the lock.
-void remember(Interner& in, const char* s, std::size_t n, std::uint64_t h, std::uint32_t id) {
-  if (in.dedup_full) return;
-  Table* tb = table_with_room(in);
-  Entry* e = tb != nullptr ? arena_alloc(in, sizeof(Entry) + n) : nullptr;
-  if (e == nullptr) {
-    in.dedup_full = true;
-    return;
-  }
-  e->id = id;
-  e->len = static_cast<std::uint32_t>(n);
-  std::memcpy(e + 1, s, n);
-  set_id_entry(in, id, e);
-  table_put(tb, h, e);
-}
 
 std::uint32_t insert(Interner& in, const char* s, std::size_t n, std::uint64_t h, bool force) {
   if (in_vfork_child()) return 0;  // ids and records belong to the parent
