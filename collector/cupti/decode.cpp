@@ -43,167 +43,193 @@ void put(RecordSink& sink, RecordType type, const T& rec) {
 
 std::uint32_t u32(std::int32_t v) { return v < 0 ? 0 : static_cast<std::uint32_t>(v); }
 
+// A kernel (CONCURRENT_KERNEL, Kernel10).
+bool decode_kernel(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
+  GpuKernelRecord r{};
+  r.start_ns = static_cast<std::int64_t>(k->start);
+  r.end_ns = static_cast<std::int64_t>(k->end);
+  r.device = k->deviceId;
+  r.context = k->contextId;
+  r.stream = k->streamId;
+  r.correlation = k->correlationId;
+  r.name = intern_cstr(sink, k->name);
+  r.grid_x = u32(k->gridX);
+  r.grid_y = u32(k->gridY);
+  r.grid_z = u32(k->gridZ);
+  r.block_x = u32(k->blockX);
+  r.block_y = u32(k->blockY);
+  r.block_z = u32(k->blockZ);
+  r.registers = k->registersPerThread;
+  r.shared_static = u32(k->staticSharedMemory);
+  r.shared_dynamic = u32(k->dynamicSharedMemory);
+  r.graph_id = k->graphId;
+  put(sink, RecordType::GpuKernel, r);
+  return true;
+}
+
+// A copy (MEMCPY, Memcpy6).
+bool decode_memcpy(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
+  GpuMemcpyRecord r{};
+  r.start_ns = static_cast<std::int64_t>(m->start);
+  r.end_ns = static_cast<std::int64_t>(m->end);
+  r.bytes = m->bytes;
+  r.device = m->deviceId;
+  r.context = m->contextId;
+  r.stream = m->streamId;
+  r.correlation = m->correlationId;
+  r.copy_kind = m->copyKind;
+  r.src_kind = m->srcKind;
+  r.dst_kind = m->dstKind;
+  r.flags = m->flags;
+  r.graph_id = m->graphId;
+  put(sink, RecordType::GpuMemcpy, r);
+  return true;
+}
+
+// A memset (MEMSET, Memset4).
+bool decode_memset(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(a);
+  GpuMemsetRecord r{};
+  r.start_ns = static_cast<std::int64_t>(m->start);
+  r.end_ns = static_cast<std::int64_t>(m->end);
+  r.bytes = m->bytes;
+  r.device = m->deviceId;
+  r.context = m->contextId;
+  r.stream = m->streamId;
+  r.correlation = m->correlationId;
+  r.value = m->value;
+  r.mem_kind = static_cast<std::uint8_t>(m->memoryKind);
+  r.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0 ? 1 : 0;
+  r.graph_id = m->graphId;
+  put(sink, RecordType::GpuMemset, r);
+  return true;
+}
+
+// A device-memory allocation or release (MEMORY2, Memory4); other operations are not decoded.
+bool decode_memory(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* m = reinterpret_cast<const CUpti_ActivityMemory4*>(a);
+  if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+      m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+    return false;
+  GpuMemoryRecord r{};
+  r.ts_ns = static_cast<std::int64_t>(m->timestamp);
+  r.address = m->address;
+  r.bytes = m->bytes;
+  r.device = m->deviceId;
+  r.correlation = m->correlationId;
+  r.op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? GpuMemoryOp::Allocate
+                                                                                    : GpuMemoryOp::Release;
+  r.mem_kind = static_cast<std::uint8_t>(m->memoryKind);
+  put(sink, RecordType::GpuMemory, r);
+  return true;
+}
+
+// A synchronisation (SYNCHRONIZATION, Synchronization2).
+bool decode_sync(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(a);
+  GpuSyncRecord r{};
+  r.start_ns = static_cast<std::int64_t>(s->start);
+  r.end_ns = static_cast<std::int64_t>(s->end);
+  r.context = s->contextId;
+  r.stream = s->streamId;
+  r.correlation = s->correlationId;
+  r.type = static_cast<std::uint32_t>(s->type);
+  r.event = s->cudaEventId;
+  put(sink, RecordType::GpuSync, r);
+  return true;
+}
+
+// A runtime or driver API call (RUNTIME / DRIVER, API).
+bool decode_api_call(const CuptiApi& api, const CUpti_Activity* a, RecordSink& sink) {
+  const auto* p = reinterpret_cast<const CUpti_ActivityAPI*>(a);
+  const bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
+  GpuApiRecord r{};
+  r.start_ns = static_cast<std::int64_t>(p->start);
+  r.end_ns = static_cast<std::int64_t>(p->end);
+  r.correlation = p->correlationId;
+  r.cbid = p->cbid;
+  r.name = api_name(api, sink, driver, p->cbid);
+  r.return_value = static_cast<std::int32_t>(p->returnValue);
+  r.tid = p->threadId;  // a system tid: the session sets CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+  r.kind = driver ? 1 : 0;
+  put(sink, RecordType::GpuApi, r);
+  return true;
+}
+
+// A device (DEVICE, Device5), its UUID as nvidia-smi prints it.
+bool decode_device(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(a);
+  GpuDeviceRecord r{};
+  r.index = static_cast<std::int32_t>(d->id);
+  r.sm_count = static_cast<std::int32_t>(d->numMultiprocessors);
+  r.total_memory = static_cast<std::int64_t>(d->globalMemorySize);
+  r.compute_major = static_cast<std::int32_t>(d->computeCapabilityMajor);
+  r.compute_minor = static_cast<std::int32_t>(d->computeCapabilityMinor);
+  r.name = intern_cstr(sink, d->name);
+  // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as nvidia-smi prints it
+  char uuid[41] = "GPU-";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::size_t pos = 4;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) uuid[pos++] = '-';
+    const auto b = static_cast<unsigned char>(d->uuid.bytes[i]);
+    uuid[pos++] = kHex[b >> 4];
+    uuid[pos++] = kHex[b & 15];
+  }
+  r.uuid = sink.intern(uuid, pos);
+  put(sink, RecordType::GpuDevice, r);
+  return true;
+}
+
+// A whole CUDA graph launch (GRAPH_TRACE, GraphTrace2).
+bool decode_graph_launch(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* g = reinterpret_cast<const CUpti_ActivityGraphTrace2*>(a);
+  GpuGraphLaunchRecord r{};
+  r.start_ns = static_cast<std::int64_t>(g->start);
+  r.end_ns = static_cast<std::int64_t>(g->end);
+  r.device = g->deviceId;
+  r.context = g->contextId;
+  r.stream = g->streamId;
+  r.correlation = g->correlationId;
+  r.graph_id = g->graphId;
+  put(sink, RecordType::GpuGraphLaunch, r);
+  return true;
+}
+
+// CUPTI's own overhead (OVERHEAD, Overhead3).
+bool decode_overhead(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(a);
+  GpuOverheadRecord r{};
+  r.start_ns = static_cast<std::int64_t>(o->start);
+  r.end_ns = static_cast<std::int64_t>(o->end);
+  r.kind = static_cast<std::uint32_t>(o->overheadKind);
+  r.object_kind = static_cast<std::uint32_t>(o->objectKind);
+  if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+    r.object_id = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : o->objectId.pt.processId;
+  else if (o->objectKind == CUPTI_ACTIVITY_OBJECT_DEVICE)
+    r.object_id = o->objectId.dcs.deviceId;
+  r.correlation = o->correlationId;
+  put(sink, RecordType::GpuOverhead, r);
+  return true;
+}
+
 }  // namespace
 
 bool decode_activity(const CuptiApi& api, const CUpti_Activity* a, RecordSink& sink) {
   switch (a->kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
-      GpuKernelRecord r{};
-      r.start_ns = static_cast<std::int64_t>(k->start);
-      r.end_ns = static_cast<std::int64_t>(k->end);
-      r.device = k->deviceId;
-      r.context = k->contextId;
-      r.stream = k->streamId;
-      r.correlation = k->correlationId;
-      r.name = intern_cstr(sink, k->name);
-      r.grid_x = u32(k->gridX);
-      r.grid_y = u32(k->gridY);
-      r.grid_z = u32(k->gridZ);
-      r.block_x = u32(k->blockX);
-      r.block_y = u32(k->blockY);
-      r.block_z = u32(k->blockZ);
-      r.registers = k->registersPerThread;
-      r.shared_static = u32(k->staticSharedMemory);
-      r.shared_dynamic = u32(k->dynamicSharedMemory);
-      r.graph_id = k->graphId;
-      put(sink, RecordType::GpuKernel, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
-      GpuMemcpyRecord r{};
-      r.start_ns = static_cast<std::int64_t>(m->start);
-      r.end_ns = static_cast<std::int64_t>(m->end);
-      r.bytes = m->bytes;
-      r.device = m->deviceId;
-      r.context = m->contextId;
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
-      r.copy_kind = m->copyKind;
-      r.src_kind = m->srcKind;
-      r.dst_kind = m->dstKind;
-      r.flags = m->flags;
-      r.graph_id = m->graphId;
-      put(sink, RecordType::GpuMemcpy, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(a);
-      GpuMemsetRecord r{};
-      r.start_ns = static_cast<std::int64_t>(m->start);
-      r.end_ns = static_cast<std::int64_t>(m->end);
-      r.bytes = m->bytes;
-      r.device = m->deviceId;
-      r.context = m->contextId;
-      r.stream = m->streamId;
-      r.correlation = m->correlationId;
-      r.value = m->value;
-      r.mem_kind = static_cast<std::uint8_t>(m->memoryKind);
-      r.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0 ? 1 : 0;
-      r.graph_id = m->graphId;
-      put(sink, RecordType::GpuMemset, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMORY2: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemory4*>(a);
-      if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
-          m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
-        return false;
-      GpuMemoryRecord r{};
-      r.ts_ns = static_cast<std::int64_t>(m->timestamp);
-      r.address = m->address;
-      r.bytes = m->bytes;
-      r.device = m->deviceId;
-      r.correlation = m->correlationId;
-      r.op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION ? GpuMemoryOp::Allocate
-                                                                                        : GpuMemoryOp::Release;
-      r.mem_kind = static_cast<std::uint8_t>(m->memoryKind);
-      put(sink, RecordType::GpuMemory, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-      const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(a);
-      GpuSyncRecord r{};
-      r.start_ns = static_cast<std::int64_t>(s->start);
-      r.end_ns = static_cast<std::int64_t>(s->end);
-      r.context = s->contextId;
-      r.stream = s->streamId;
-      r.correlation = s->correlationId;
-      r.type = static_cast<std::uint32_t>(s->type);
-      r.event = s->cudaEventId;
-      put(sink, RecordType::GpuSync, r);
-      return true;
-    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return decode_kernel(a, sink);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return decode_memcpy(a, sink);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return decode_memset(a, sink);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return decode_memory(a, sink);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return decode_sync(a, sink);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-      const auto* p = reinterpret_cast<const CUpti_ActivityAPI*>(a);
-      const bool driver = a->kind == CUPTI_ACTIVITY_KIND_DRIVER;
-      GpuApiRecord r{};
-      r.start_ns = static_cast<std::int64_t>(p->start);
-      r.end_ns = static_cast<std::int64_t>(p->end);
-      r.correlation = p->correlationId;
-      r.cbid = p->cbid;
-      r.name = api_name(api, sink, driver, p->cbid);
-      r.return_value = static_cast<std::int32_t>(p->returnValue);
-      r.tid = p->threadId;  // a system tid: the session sets CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
-      r.kind = driver ? 1 : 0;
-      put(sink, RecordType::GpuApi, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-      const auto* d = reinterpret_cast<const CUpti_ActivityDevice5*>(a);
-      GpuDeviceRecord r{};
-      r.index = static_cast<std::int32_t>(d->id);
-      r.sm_count = static_cast<std::int32_t>(d->numMultiprocessors);
-      r.total_memory = static_cast<std::int64_t>(d->globalMemorySize);
-      r.compute_major = static_cast<std::int32_t>(d->computeCapabilityMajor);
-      r.compute_minor = static_cast<std::int32_t>(d->computeCapabilityMinor);
-      r.name = intern_cstr(sink, d->name);
-      // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as nvidia-smi prints it
-      char uuid[41] = "GPU-";
-      static constexpr char kHex[] = "0123456789abcdef";
-      std::size_t pos = 4;
-      for (int i = 0; i < 16; ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) uuid[pos++] = '-';
-        const auto b = static_cast<unsigned char>(d->uuid.bytes[i]);
-        uuid[pos++] = kHex[b >> 4];
-        uuid[pos++] = kHex[b & 15];
-      }
-      r.uuid = sink.intern(uuid, pos);
-      put(sink, RecordType::GpuDevice, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
-      const auto* g = reinterpret_cast<const CUpti_ActivityGraphTrace2*>(a);
-      GpuGraphLaunchRecord r{};
-      r.start_ns = static_cast<std::int64_t>(g->start);
-      r.end_ns = static_cast<std::int64_t>(g->end);
-      r.device = g->deviceId;
-      r.context = g->contextId;
-      r.stream = g->streamId;
-      r.correlation = g->correlationId;
-      r.graph_id = g->graphId;
-      put(sink, RecordType::GpuGraphLaunch, r);
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-      const auto* o = reinterpret_cast<const CUpti_ActivityOverhead3*>(a);
-      GpuOverheadRecord r{};
-      r.start_ns = static_cast<std::int64_t>(o->start);
-      r.end_ns = static_cast<std::int64_t>(o->end);
-      r.kind = static_cast<std::uint32_t>(o->overheadKind);
-      r.object_kind = static_cast<std::uint32_t>(o->objectKind);
-      if (o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
-        r.object_id = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId : o->objectId.pt.processId;
-      else if (o->objectKind == CUPTI_ACTIVITY_OBJECT_DEVICE)
-        r.object_id = o->objectId.dcs.deviceId;
-      r.correlation = o->correlationId;
-      put(sink, RecordType::GpuOverhead, r);
-      return true;
-    }
-    default:
-      return false;
+    case CUPTI_ACTIVITY_KIND_DRIVER: return decode_api_call(api, a, sink);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return decode_device(a, sink);
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: return decode_graph_launch(a, sink);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return decode_overhead(a, sink);
+    default: return false;
   }
 }
 
