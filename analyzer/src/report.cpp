@@ -653,10 +653,28 @@ std::string text_collectives(const CollectiveStats& c) {
 }
 
 // One rank's section, under its label
+// One line per device with memory samples: peak (of its capacity), reserved peak, growth per
+// step, and the allocator's retries and OOMs when there were any
+std::string text_memory(const std::vector<MemoryDevice>& memory) {
+  std::string o;
+  for (const auto& m : memory) {
+    o += fmt::format("  memory: {} peak {}", m.device, bytes(m.peak));
+    if (m.capacity > 0) o += fmt::format(" of {} ({:.0f}%)", bytes(m.capacity), pct(m.peak, m.capacity));
+    if (m.reserved_peak > 0) o += fmt::format(", reserved peak {}", bytes(m.reserved_peak));
+    if (m.step_peak.size() >= 2)
+      o += fmt::format(", {}{} per step over {} steps (R² {:.2f})", m.growth_per_step >= 0 ? "+" : "",
+                       bytes(static_cast<std::int64_t>(m.growth_per_step)), m.step_peak.size(), m.growth_fit);
+    if (m.alloc_retries > 0 || m.ooms > 0) o += fmt::format("; {} allocation retries, {} OOMs", m.alloc_retries, m.ooms);
+    o += "\n";
+  }
+  return o;
+}
+
 std::string text_rank(const RankMetrics& r, const Style& st) {
   std::string o = "\n" + st.bold(r.label) + "\n";
   if (r.has_gpu) o += text_rank_gpu(r);
   o += text_efficiency(r.efficiency);
+  o += text_memory(r.memory);
   o += text_io(r.io);
   o += text_collectives(r.collectives);
   if (!r.paths.empty()) o += path_summary("  critical path", r.paths);

@@ -43,6 +43,11 @@ check("leak: growth is the planted 24 MiB per step", 22 <= growth <= 26, growth)
 found = [f for f in leak["findings"] if f["category"] == "memory"]
 check("leak: a memory leak finding", len(found) == 1 and "leak" in found[0]["title"].lower(), found)
 
+text = subprocess.run([TRACETUNE, "analyze", str(DATA / "cpu_leak.json.gz")], capture_output=True, text=True, timeout=120)
+line = [x for x in text.stdout.splitlines() if x.strip().startswith("memory:")]
+check("leak: the text report's memory line gives the peak and the growth",
+      len(line) == 1 and "cpu peak 192.6 MiB" in line[0] and "+24.0 MiB per step over 8 steps" in line[0], line)
+
 steady = analyze("cpu_train.json.gz")
 mem = steady["ranks"][0].get("memory") or [{}]
 check("steady: memory rows for the cpu device", mem[0].get("device") == "cpu" and mem[0].get("peak_bytes", 0) > 0, mem)
