@@ -43,16 +43,22 @@ void put(RecordSink& sink, RecordType type, const T& rec) {
 
 std::uint32_t u32(std::int32_t v) { return v < 0 ? 0 : static_cast<std::uint32_t>(v); }
 
+// The fields every GPU span record shares, from the activity record of any kind that has them.
+template <class Record, class Activity>
+void span_fields(Record& r, const Activity* a) {
+  r.start_ns = static_cast<std::int64_t>(a->start);
+  r.end_ns = static_cast<std::int64_t>(a->end);
+  r.device = a->deviceId;
+  r.context = a->contextId;
+  r.stream = a->streamId;
+  r.correlation = a->correlationId;
+}
+
 // A kernel (CONCURRENT_KERNEL, Kernel10).
 bool decode_kernel(const CUpti_Activity* a, RecordSink& sink) {
   const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
   GpuKernelRecord r{};
-  r.start_ns = static_cast<std::int64_t>(k->start);
-  r.end_ns = static_cast<std::int64_t>(k->end);
-  r.device = k->deviceId;
-  r.context = k->contextId;
-  r.stream = k->streamId;
-  r.correlation = k->correlationId;
+  span_fields(r, k);
   r.name = intern_cstr(sink, k->name);
   r.grid_x = u32(k->gridX);
   r.grid_y = u32(k->gridY);
@@ -72,13 +78,8 @@ bool decode_kernel(const CUpti_Activity* a, RecordSink& sink) {
 bool decode_memcpy(const CUpti_Activity* a, RecordSink& sink) {
   const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(a);
   GpuMemcpyRecord r{};
-  r.start_ns = static_cast<std::int64_t>(m->start);
-  r.end_ns = static_cast<std::int64_t>(m->end);
+  span_fields(r, m);
   r.bytes = m->bytes;
-  r.device = m->deviceId;
-  r.context = m->contextId;
-  r.stream = m->streamId;
-  r.correlation = m->correlationId;
   r.copy_kind = m->copyKind;
   r.src_kind = m->srcKind;
   r.dst_kind = m->dstKind;
@@ -92,13 +93,8 @@ bool decode_memcpy(const CUpti_Activity* a, RecordSink& sink) {
 bool decode_memset(const CUpti_Activity* a, RecordSink& sink) {
   const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(a);
   GpuMemsetRecord r{};
-  r.start_ns = static_cast<std::int64_t>(m->start);
-  r.end_ns = static_cast<std::int64_t>(m->end);
+  span_fields(r, m);
   r.bytes = m->bytes;
-  r.device = m->deviceId;
-  r.context = m->contextId;
-  r.stream = m->streamId;
-  r.correlation = m->correlationId;
   r.value = m->value;
   r.mem_kind = static_cast<std::uint8_t>(m->memoryKind);
   r.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0 ? 1 : 0;
@@ -187,12 +183,7 @@ bool decode_device(const CUpti_Activity* a, RecordSink& sink) {
 bool decode_graph_launch(const CUpti_Activity* a, RecordSink& sink) {
   const auto* g = reinterpret_cast<const CUpti_ActivityGraphTrace2*>(a);
   GpuGraphLaunchRecord r{};
-  r.start_ns = static_cast<std::int64_t>(g->start);
-  r.end_ns = static_cast<std::int64_t>(g->end);
-  r.device = g->deviceId;
-  r.context = g->contextId;
-  r.stream = g->streamId;
-  r.correlation = g->correlationId;
+  span_fields(r, g);
   r.graph_id = g->graphId;
   put(sink, RecordType::GpuGraphLaunch, r);
   return true;
