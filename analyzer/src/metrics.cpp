@@ -183,7 +183,6 @@ struct KernelSums {
   std::size_t at(Ns t) const {
     return static_cast<std::size_t>(std::lower_bound(starts.begin(), starts.end(), t) - starts.begin());
   }
-  std::uint64_t count(Ns t0, Ns t1) const { return at(t1) - at(t0); }
   static Ns sum(const std::vector<Ns>& prefix, std::size_t a, std::size_t b) { return prefix[b] - prefix[a]; }
 };
 

@@ -160,7 +160,6 @@ std::string_view overhead_name(std::uint32_t k) {
   }
 }
 
-// Bytes per element of NCCL's datatype names (ncclDatatypeToString); 0 when unknown.
 // "c10d:gloo:0" -> "gloo": the backend of a torch.distributed process group whose collectives
 // the Python integration wrote as NCCL records (plugins/python/tracetune/_distributed.py);
 // empty for other names (NCCL's own communicators).
@@ -174,6 +173,7 @@ std::string_view c10d_backend(std::string_view comm_name) {
   return word ? backend : std::string_view();
 }
 
+// Bytes per element of NCCL's datatype names (ncclDatatypeToString); 0 when unknown.
 std::uint64_t nccl_dtype_size(std::string_view t) {
   if (t == "ncclInt8" || t == "ncclUint8" || t == "ncclChar" || t == "ncclFloat8e4m3" || t == "ncclFloat8e5m2")
     return 1;
@@ -870,27 +870,35 @@ class ProcessConverter {
     for (const auto& [tid, r] : raw_.gpu_memory)
       if (r.mem_kind == kCuptiMemoryKindDevice) events.push_back(r);
     std::stable_sort(events.begin(), events.end(), [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; });
-    std::map<std::uint32_t, std::int64_t> held;                          // device -> bytes
-    std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> live;  // (device, address) -> bytes
+    struct Device {
+      std::int64_t held = 0;  // bytes
+      StringId counter = 0;
+    };
+    std::map<std::uint32_t, Device> devices;
+    std::map<std::pair<std::uint32_t, std::uint64_t>, std::int64_t> live;  // (device, address) -> bytes
     const std::uint32_t main_track = track(static_cast<std::uint32_t>(raw_.header.pid));
+    constexpr std::uint64_t kMaxBytes = std::numeric_limits<std::int64_t>::max();
     for (const GpuMemoryRecord& r : events) {
-      std::int64_t& bytes = held[r.device];
+      Device& d = devices[r.device];
+      if (d.counter == 0) {
+        const std::string reserved = fmt::format("cuda:{} memory.reserved", r.device);
+        d.counter = t_.strings.intern(python_counters.contains(reserved) ? fmt::format("cuda:{} memory.cuda_malloc", r.device)
+                                                                          : reserved);
+      }
+      const auto bytes = static_cast<std::int64_t>(std::min(r.bytes, kMaxBytes));
       if (r.op == GpuMemoryOp::Allocate) {
-        live[{r.device, r.address}] = r.bytes;
-        bytes += static_cast<std::int64_t>(std::min<std::uint64_t>(r.bytes, kMaxNs));
+        live[{r.device, r.address}] = bytes;
+        d.held += bytes;
       } else {  // a release frees what its allocation took (a release we never saw allocated: its own size)
         const auto it = live.find({r.device, r.address});
-        bytes -= static_cast<std::int64_t>(std::min<std::uint64_t>(it != live.end() ? it->second : r.bytes, kMaxNs));
+        d.held = std::max<std::int64_t>(0, d.held - (it != live.end() ? it->second : bytes));
         if (it != live.end()) live.erase(it);
-        bytes = std::max<std::int64_t>(bytes, 0);
       }
-      const std::string reserved = fmt::format("cuda:{} memory.reserved", r.device);
-      const bool python = python_counters.contains(reserved);
       auto& c = t_.counters;
       c.ts.push_back(at(r.ts_ns));
       c.track.push_back(main_track);
-      c.name.push_back(t_.strings.intern(python ? fmt::format("cuda:{} memory.cuda_malloc", r.device) : reserved));
-      c.value.push_back(static_cast<double>(bytes));
+      c.name.push_back(d.counter);
+      c.value.push_back(static_cast<double>(d.held));
     }
   }
 

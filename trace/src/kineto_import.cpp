@@ -1128,6 +1128,31 @@ void Importer::push_conv_flops(Ns ts, std::uint32_t track, std::string_view name
   push_flops(ts, track, "conv", a.input_type, one * grads, in_elems + w_elems + out_elems);
 }
 
+// Model FLOPs of attention from its shapes (record_shapes=True): query [..., L, E], key
+// [..., S, E], value [..., S, Ev] with the same leading (batch, head) sizes: 2·L·S·E for the
+// scores plus 2·L·S·Ev for their product with the values, per batch and head. The backward op
+// (inputs: the output's gradient [..., L, Ev], query, key) counts twice that: four products to
+// the forward's two. Causal attention is counted in full, as torch.utils.flop_counter does.
+void Importer::push_attention_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& a) {
+  const bool backward = name.ends_with("_backward");
+  const int q = backward ? 1 : 0, k = backward ? 2 : 1, v = backward ? 0 : 2;  // backward: v's width from grad_out
+  const int n = a.ndims[q];
+  if ((a.has & kDims) == 0 || n < 3 || a.ndims[k] != n || a.ndims[v] != n) return;
+  const auto d = [](std::int64_t x) { return static_cast<double>(x); };
+  double batch = 1;
+  for (int i = 0; i < n - 2; ++i) {
+    if (a.dims[k][i] != a.dims[q][i] || a.dims[v][i] != a.dims[q][i]) return;  // broadcast (GQA): not counted
+    batch *= d(a.dims[q][i]);
+  }
+  const double l = d(a.dims[q][n - 2]), e = d(a.dims[q][n - 1]), s = d(a.dims[k][n - 2]), ev = d(a.dims[v][n - 1]);
+  if (a.dims[k][n - 1] != a.dims[q][n - 1] || (!backward && a.dims[v][n - 2] != a.dims[k][n - 2]) ||
+      (backward && a.dims[v][n - 2] != a.dims[q][n - 2]))
+    return;
+  const double forward = 2 * batch * l * s * (e + ev);
+  const double elements = batch * (l * e + s * e + s * ev + l * ev);  // q, k, v and the output
+  push_flops(ts, track, "attention", a.input_type, backward ? 2 * forward : forward, elements);
+}
+
 // The shape of a layer_norm or cross_entropy_loss op from its first input (record_shapes=True)
 // as the counter "shape.<op>.<rows>x<cols>" (value 1) at the op's start: layer_norm's last
 // dimension is taken as the normalised size (the common case: normalized_shape = [C]); a loss's
@@ -1363,31 +1388,6 @@ Status import_kineto(const fs::path& path, Trace& out) {
     if (auto st = imp.run(data.value()); !st) return st;
   }
   return {};
-}
-
-// Model FLOPs of attention from its shapes (record_shapes=True): query [..., L, E], key
-// [..., S, E], value [..., S, Ev] with the same leading (batch, head) sizes: 2·L·S·E for the
-// scores plus 2·L·S·Ev for their product with the values, per batch and head. The backward op
-// (inputs: the output's gradient [..., L, Ev], query, key) counts twice that: four products to
-// the forward's two. Causal attention is counted in full, as torch.utils.flop_counter does.
-void Importer::push_attention_flops(Ns ts, std::uint32_t track, std::string_view name, const Args& a) {
-  const bool backward = name.ends_with("_backward");
-  const int q = backward ? 1 : 0, k = backward ? 2 : 1, v = backward ? 0 : 2;  // backward: v's width from grad_out
-  const int n = a.ndims[q];
-  if ((a.has & kDims) == 0 || n < 3 || a.ndims[k] != n || a.ndims[v] != n) return;
-  const auto d = [](std::int64_t x) { return static_cast<double>(x); };
-  double batch = 1;
-  for (int i = 0; i < n - 2; ++i) {
-    if (a.dims[k][i] != a.dims[q][i] || a.dims[v][i] != a.dims[q][i]) return;  // broadcast (GQA): not counted
-    batch *= d(a.dims[q][i]);
-  }
-  const double l = d(a.dims[q][n - 2]), e = d(a.dims[q][n - 1]), s = d(a.dims[k][n - 2]), ev = d(a.dims[v][n - 1]);
-  if (a.dims[k][n - 1] != a.dims[q][n - 1] || (!backward && a.dims[v][n - 2] != a.dims[k][n - 2]) ||
-      (backward && a.dims[v][n - 2] != a.dims[q][n - 2]))
-    return;
-  const double forward = 2 * batch * l * s * (e + ev);
-  const double elements = batch * (l * e + s * e + s * ev + l * ev);  // q, k, v and the output
-  push_flops(ts, track, "attention", a.input_type, backward ? 2 * forward : forward, elements);
 }
 
 }  // namespace tt::trace

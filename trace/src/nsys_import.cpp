@@ -757,15 +757,15 @@ Status NsysImporter::import_nvtx() {
   enum : int { kType = kHostColCount, kText, kTextId, kDomain };
   static constexpr auto cols = cat(kHostCols, own);
 
-  const auto text_of = [&](const sql::Stmt& r) {
+  const auto text_view = [&](const sql::Stmt& r) -> std::string_view {
     // `text` holds plain strings; strings registered with nvtxDomainRegisterString are in textId
-    return is_null(r, kText) ? str(r, kTextId) : t_.strings.intern(r.text(kText));
+    return is_null(r, kText) ? t_.strings.get(str(r, kTextId)) : r.text(kText);
   };
+  const auto text_of = [&](const sql::Stmt& r) { return t_.strings.intern(text_view(r)); };
   // A range's name and args: PyTorch's "aten::mm, seq = 12, sizes = [...]" is split into the
   // op and its per-call arguments before the name is interned.
   const auto name_and_args = [&](const sql::Stmt& r) -> std::pair<StringId, StringId> {
-    const std::string_view text = is_null(r, kText) ? t_.strings.get(str(r, kTextId)) : r.text(kText);
-    const auto [op, args] = split_annotation_name(text);
+    const auto [op, args] = split_annotation_name(text_view(r));
     return {t_.strings.intern(op), args.empty() ? 0 : t_.strings.intern(args)};
   };
 

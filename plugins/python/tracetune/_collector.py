@@ -19,6 +19,10 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib.tracetune_mark.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             _lib.tracetune_counter.argtypes = [ctypes.c_char_p, ctypes.c_double]
             _lib.tracetune_counter_at.argtypes = [ctypes.c_char_p, ctypes.c_double, ctypes.c_int64]
+            _lib.tracetune_intern_string.restype = ctypes.c_uint32
+            _lib.tracetune_intern_string.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+            _lib.tracetune_emit_gpu_record.restype = ctypes.c_int
+            _lib.tracetune_emit_gpu_record.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]
     except (AttributeError, OSError):
         _lib = None
 
@@ -56,3 +60,19 @@ def counter_at(name: str, value: float, ts_ns: int) -> None:
     """A counter sample at a time measured earlier (tracetune_now_ns / now_ns())."""
     if _lib is not None:
         _lib.tracetune_counter_at(name.encode("utf-8", "replace"), value, ts_ns)
+
+
+def intern_string(text: str) -> int:
+    """The id of `text` in this process's record file (a String record on first use); 0 when
+    not recording. Ids belong to the process: a fork child's differ."""
+    if _lib is None:
+        return 0
+    raw = text.encode("utf-8", "replace")
+    return _lib.tracetune_intern_string(raw, len(raw))
+
+
+def emit_record(record_type: int, record) -> None:
+    """Writes a ctypes structure as one record of `record_type` (record_format.h's GPU-side
+    types, 100..199, e.g. NcclComm / NcclColl)."""
+    if _lib is not None:
+        _lib.tracetune_emit_gpu_record(record_type, ctypes.byref(record), ctypes.sizeof(record))

@@ -16,6 +16,7 @@ collectives that DDP's reducer issues from C++ are not seen (they are not Python
 """
 import ctypes
 import functools
+import os
 import zlib
 
 from tracetune import _collector
@@ -57,23 +58,11 @@ _NCCL_DTYPES = {"float32": "ncclFloat32", "float16": "ncclFloat16", "bfloat16": 
                 "float64": "ncclFloat64", "int64": "ncclInt64", "int32": "ncclInt32", "int8": "ncclInt8",
                 "uint8": "ncclUint8"}
 
-_state = {"lib": None, "comms": {}, "strings": {}, "installed": False}
+_state = {"comms": {}, "installed": False}  # comms: id(process group) -> its comm id, rank, seq
 
 
 def _arg(args, kwargs, index, name):
     return args[index] if len(args) > index else kwargs.get(name)
-
-
-def _intern(text):
-    ids = _state["strings"]
-    if text not in ids:
-        raw = text.encode("utf-8", "replace")
-        ids[text] = _state["lib"].tracetune_intern_string(raw, len(raw))
-    return ids[text]
-
-
-def _emit(record_type, record):
-    _state["lib"].tracetune_emit_gpu_record(record_type, ctypes.byref(record), ctypes.sizeof(record))
 
 
 def _backend(dist, group):
@@ -100,7 +89,8 @@ def _comm(dist, group, backend):
         name = f"c10d:{backend}:{_group_name(c10d, pg)}"
         comm_id = (zlib.crc32(name.encode()) << 32) | zlib.crc32(name[::-1].encode())
         rank, size = dist.get_rank(pg), dist.get_world_size(pg)
-        _emit(_NCCL_COMM, _CommRecord(comm_id=comm_id, rank=rank, nranks=size, nnodes=-1, name=_intern(name)))
+        _collector.emit_record(_NCCL_COMM, _CommRecord(comm_id=comm_id, rank=rank, nranks=size, nnodes=-1,
+                                                       name=_collector.intern_string(name)))
         comm = _state["comms"][key] = {"id": comm_id, "rank": rank, "seq": 0}
     comm["seq"] += 1
     return comm["id"], comm["rank"], comm["seq"] - 1
@@ -124,11 +114,11 @@ def _wrap(dist, fname, original):
             dtype = _NCCL_DTYPES.get(str(getattr(tensor, "dtype", "")).replace("torch.", ""), "")
             root_at = _ROOT_ARG.get(fname)
             root = _arg(args, kwargs, *root_at) if root_at else -1
-            _emit(_NCCL_COLL, _CollRecord(
+            _collector.emit_record(_NCCL_COLL, _CollRecord(
                 start_ns=start, end_ns=end, comm_id=comm_id, seq=seq,
-                count=tensor.numel() if tensor is not None else 0, func=_intern(func),
-                dtype=_intern(dtype) if dtype else 0, root=int(root) if root is not None else -1, peer=-1,
-                rank=rank, side=_HOST_SIDE, kind=_COLLECTIVE))
+                count=tensor.numel() if tensor is not None else 0, func=_collector.intern_string(func),
+                dtype=_collector.intern_string(dtype) if dtype else 0, root=int(root) if root is not None else -1,
+                peer=-1, rank=rank, side=_HOST_SIDE, kind=_COLLECTIVE))
         except Exception:  # never break the job's collective over its record
             pass
         return result
@@ -143,15 +133,9 @@ def install(dist):
         return
     if ctypes.sizeof(_CommRecord) != 24 or ctypes.sizeof(_CollRecord) != 80:
         return  # an ABI we do not know: record nothing rather than garbage
-    lib = ctypes.CDLL(None)
-    try:
-        lib.tracetune_intern_string.restype = ctypes.c_uint32
-        lib.tracetune_intern_string.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-        lib.tracetune_emit_gpu_record.restype = ctypes.c_int
-        lib.tracetune_emit_gpu_record.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]
-    except AttributeError:
-        return
-    _state["lib"], _state["installed"] = lib, True
+    _state["installed"] = True
+    # a fork child records into its own file: its communicator records must be written again
+    os.register_at_fork(after_in_child=_state["comms"].clear)
     for fname in _FUNCS:
         original = getattr(dist, fname, None)
         if original is not None and not getattr(original, "_tracetune_wrapped", False):
