@@ -66,25 +66,41 @@ OpClass classify_op(std::string_view name) {
   return c;
 }
 
-void add_gpu_ops(const Trace& t, std::uint32_t process, RankGraph& g) {
+// Op and mark names as the graph's own string table.
+class GraphNames {
+ public:
+  GraphNames(const Trace& t, RankGraph& g) : t_(t), g_(g) {}
+  std::uint32_t operator()(trace::StringId id) {
+    auto [it, fresh] = local_.try_emplace(id, static_cast<std::uint32_t>(g_.names.size()));
+    if (fresh) g_.names.emplace_back(t_.strings.get(id));
+    return it->second;
+  }
+
+ private:
+  const Trace& t_;
+  RankGraph& g_;
+  std::unordered_map<trace::StringId, std::uint32_t> local_;
+};
+
+void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankGraph& g) {
   std::unordered_map<trace::StringId, OpClass> class_of;
   for_rank_tracks(t, t.slices_kernels(), process, true, [&](std::uint32_t i) {
     auto [it, fresh] = class_of.try_emplace(t.kernels.name[i]);
     if (fresh) it->second = classify_op(t.strings.get(t.kernels.name[i]));
     PathOp op{t.kernels.start[i], t.kernels.start[i] + std::max<Ns>(0, t.kernels.dur[i]), t.kernels.track[i],
-              t.kernels.name[i], t.kernels.correlation[i], it->second.kind};
+              names(t.kernels.name[i]), t.kernels.correlation[i], it->second.kind};
     op.traits = it->second.traits;
     g.ops.push_back(op);
   });
   for_rank_tracks(t, t.slices_memcpys(), process, true, [&](std::uint32_t i) {
     PathOp op{t.memcpys.start[i], t.memcpys.start[i] + std::max<Ns>(0, t.memcpys.dur[i]), t.memcpys.track[i],
-              t.memcpys.name[i], t.memcpys.correlation[i], PathKind::Copy};
+              names(t.memcpys.name[i]), t.memcpys.correlation[i], PathKind::Copy};
     if (t.memcpys.direction[i] == trace::MemcpyDirection::HtoD) op.traits = kHostToDevice;
     g.ops.push_back(op);
   });
   for_rank_tracks(t, t.slices_memsets(), process, true, [&](std::uint32_t i) {
     g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
-                     t.memsets.name[i], t.memsets.correlation[i], PathKind::Copy});
+                     names(t.memsets.name[i]), t.memsets.correlation[i], PathKind::Copy});
   });
   std::sort(g.ops.begin(), g.ops.end(), [](const PathOp& a, const PathOp& b) {
     return a.track != b.track ? a.track < b.track : a.s != b.s ? a.s < b.s : a.e > b.e;
@@ -104,43 +120,50 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, RankGraph& g) {
   std::stable_sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
 }
 
-// Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
-// whose collective calls block until the last rank arrives), launch call.
-// `raw` arrives holding the rank's matched collective calls (kind Communication) by track.
-void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<std::uint32_t, std::vector<HostMark>> raw,
-                    RankGraph& g) {
-  // per track, ranges and calls each come sorted by start (finalize's order): two sorted unions
-  std::unordered_map<std::uint32_t, std::vector<Interval>> busy, busy_calls;
+// The host side before matching: data waits, syncs and launch calls per thread, and what kept
+// each thread busy (ranges, calls).
+void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, GraphParts& parts) {
+  RankGraph& g = parts.graph;
   std::unordered_map<std::uint32_t, std::uint32_t> launched;  // the rank's GPU ops by correlation id
   for (std::uint32_t i = 0; i < g.ops.size(); ++i)
     if (g.ops[i].corr) launched.try_emplace(g.ops[i].corr, i);
   for_rank_tracks(t, t.slices_ranges(), process, false, [&](std::uint32_t i) {
     const Ns s = t.ranges.start[i], e = t.ranges.end(i);
-    busy[t.ranges.track[i]].push_back({s, e});
+    parts.busy_ranges[t.ranges.track[i]].push_back({s, e});
     if (is_data_wait_name(t.strings.get(t.ranges.name[i])))
-      raw[t.ranges.track[i]].push_back({s, e, PathKind::DataWait, t.ranges.name[i]});
+      parts.marks[t.ranges.track[i]].push_back({s, e, PathKind::DataWait, names(t.ranges.name[i])});
   });
   for_rank_tracks(t, t.slices_api_calls(), process, false, [&](std::uint32_t i) {
     const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
     const auto tr = t.api_calls.track[i];
-    busy_calls[tr].push_back({s, e});
+    parts.busy_calls[tr].push_back({s, e});
     const auto c = t.api_calls.correlation[i];
     auto op = c ? launched.find(c) : launched.end();
     const std::uint32_t corr = op != launched.end() ? c : 0;
     if (is_sync_call_name(t.strings.get(t.api_calls.name[i])))
-      raw[tr].push_back({s, e, PathKind::Sync, t.api_calls.name[i], kNoGroup, corr});
+      parts.marks[tr].push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
     if (corr) {
-      raw[tr].push_back({s, e, PathKind::Launch, t.api_calls.name[i], kNoGroup, corr});
+      parts.marks[tr].push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
       g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
     }
   });
-  for (auto& [tr, marks] : raw)  // matched collective calls
-    for (const auto& m : marks)
-      if (m.kind == PathKind::Communication) busy_calls[tr].push_back({m.s, m.e});
-  for (auto& [tr, iv] : busy_calls)
+}
+
+// Kineto names threads "thread N (name)" already; ours carry the bare name
+std::string track_label(const Trace& t, std::uint32_t track) {
+  const auto& trk = t.tracks[track];
+  if (trk.type == TrackType::Thread && t.threads[trk.owner].name.starts_with("thread ")) return t.threads[trk.owner].name;
+  return t.track_label(track);
+}
+
+// Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
+// whose collective calls block until the last rank arrives), launch call.
+void resolve_host_marks(GraphParts& parts) {
+  RankGraph& g = parts.graph;
+  for (auto& [tr, iv] : parts.busy_calls)
     std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  for (auto& [tr, marks] : raw) {
-    std::sort(marks.begin(), marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+  for (auto& [tr, marks] : parts.marks) {
+    std::stable_sort(marks.begin(), marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
     HostThread& th = g.threads[tr];
     IntervalSet taken;  // a later kind keeps only the time no earlier kind covers
     for (PathKind k : {PathKind::DataWait, PathKind::Sync, PathKind::Communication, PathKind::Launch}) {
@@ -160,8 +183,8 @@ void add_host_marks(const Trace& t, std::uint32_t process, std::unordered_map<st
     }
     std::sort(th.marks.begin(), th.marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
   }
-  for (auto& [tr, iv] : busy) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
-  for (auto& [tr, iv] : busy_calls) {
+  for (auto& [tr, iv] : parts.busy_ranges) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
+  for (auto& [tr, iv] : parts.busy_calls) {
     auto& b = g.threads[tr].busy;
     b = b.unite(IntervalSet::union_of_sorted(iv));
   }
@@ -172,16 +195,16 @@ struct RawSegment {
   PathKind kind = PathKind::HostCompute;
   std::int32_t rank = -1;
   std::uint32_t track = kNone;     // host compute: the thread
-  trace::StringId name = kNone;    // kernel or call (kNone: name the thread)
+  std::uint32_t name = kNone;      // kernel or call, in the graph's names (kNone: name the thread)
+  std::size_t graph = 0;           // the rank index whose graph names it
 };
 
 // The backward walk. One instance serves every step of every rank.
 class PathWalker {
  public:
-  // `rank_numbers`: the job's rank of each graph, readable while other threads fill `graphs`
-  PathWalker(const Trace& t, const std::vector<RankGraph>& graphs, std::vector<std::int32_t> rank_numbers,
-             const CollectiveGroups& groups, Ns queue_gap)
-      : t_(t), g_(graphs), rank_numbers_(std::move(rank_numbers)), groups_(groups), queue_gap_(queue_gap) {
+  // `rank_numbers`: the job's rank of each graph index
+  PathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers, const CollectiveGroups& groups, Ns queue_gap)
+      : source_(graphs), rank_numbers_(std::move(rank_numbers)), groups_(groups), queue_gap_(queue_gap) {
     for (const auto& grp : groups_) {
       std::size_t last = 0;
       for (std::size_t i = 1; i < grp.size(); ++i)
@@ -195,13 +218,14 @@ class PathWalker {
   StepPath walk(std::size_t r, Ns lo, Ns hi, std::int64_t step, bool follow_ranks) {
     follow_ = follow_ranks;
     segs_.clear();
+    held_.assign(rank_numbers_.size(), nullptr);
     lo_ = lo;
     StepPath p;
     p.step = step;
-    p.rank = g_[r].rank;
+    p.rank = rank_numbers_[r];
     p.start = lo;
     p.end = hi;
-    State s{r, At::Host, g_[r].main_track, kNone, hi};
+    State s{r, At::Host, g(r).main_track, kNone, hi};
     int stalled = 0;
     while (s.t > lo) {
       const Ns before = s.t;
@@ -209,12 +233,13 @@ class PathWalker {
       move(s);
       if (s.t < before || segs_.size() != moves) { stalled = 0; continue; }
       if (++stalled > 64) {  // no edge explains this moment: call the rest host compute
-        emit(lo, s.t, PathKind::HostCompute, g_[s.r].rank, g_[s.r].main_track, kNone);
+        emit(lo, s.t, PathKind::HostCompute, s.r, g(s.r).main_track, kNone);
         p.complete = false;
         break;
       }
     }
     finish(p);
+    held_.clear();
     return p;
   }
 
@@ -228,8 +253,8 @@ class PathWalker {
     Ns t;
   };
 
-  const Trace& t_;
-  const std::vector<RankGraph>& g_;
+  GraphSource& source_;
+  std::vector<std::shared_ptr<const RankGraph>> held_;  // the graphs this walk has visited
   std::vector<std::int32_t> rank_numbers_;
   const CollectiveGroups& groups_;
   std::vector<std::size_t> last_;  // per group: index of the last arrival
@@ -238,10 +263,17 @@ class PathWalker {
   Ns lo_ = 0;
   std::vector<RawSegment> segs_;
 
-  void emit(Ns a, Ns b, PathKind k, std::int32_t rank, std::uint32_t track, trace::StringId name) {
+  const RankGraph& g(std::size_t r) {
+    if (!held_[r]) held_[r] = source_.graph(r);
+    return *held_[r];
+  }
+
+  // A segment of rank index r's graph (RankWait: `rank` is the job rank waited for instead).
+  void emit(Ns a, Ns b, PathKind k, std::size_t r, std::uint32_t track, std::uint32_t name,
+            std::int32_t rank = -1) {
     a = std::max(a, lo_);
     if (b <= a) return;
-    segs_.push_back({a, b, k, rank, track, name});
+    segs_.push_back({a, b, k, rank >= 0 ? rank : rank_numbers_[r], track, name, r});
   }
 
   void move(State& s) {
@@ -254,20 +286,20 @@ class PathWalker {
 
   // Continue on rank r at time t when no node is known there: its main thread.
   void resume_host(State& s, std::size_t r, Ns t) {
-    s = {r, At::Host, g_[r].main_track, kNone, t};
+    s = {r, At::Host, g(r).main_track, kNone, t};
     if (s.track == kNone) {  // a rank without threads: nothing explains the time
-      emit(lo_, t, PathKind::HostCompute, g_[r].rank, kNone, kNone);
+      emit(lo_, t, PathKind::HostCompute, r, kNone, kNone);
       s.t = lo_;
     }
   }
 
   void host(State& s) {
-    const RankGraph& G = g_[s.r];
+    const RankGraph& G = g(s.r);
     const Ns t = s.t;
     auto th_it = G.threads.find(s.track);
     if (th_it == G.threads.end()) {
       if (s.track != G.main_track) return resume_host(s, s.r, t);
-      emit(lo_, t, PathKind::HostCompute, G.rank, s.track, kNone);
+      emit(lo_, t, PathKind::HostCompute, s.r, s.track, kNone);
       s.t = lo_;
       return;
     }
@@ -284,19 +316,19 @@ class PathWalker {
       if (b == busy.end() || b->start >= t) return resume_host(s, s.r, t);
       floor = std::max(floor, b->start);
     }
-    emit(floor, t, PathKind::HostCompute, G.rank, s.track, kNone);
+    emit(floor, t, PathKind::HostCompute, s.r, s.track, kNone);
     s.t = floor;
   }
 
   void host_mark(State& s, const HostMark& m) {
-    const RankGraph& G = g_[s.r];
+    const RankGraph& G = g(s.r);
     const Ns t = s.t, a = std::max(m.s, lo_);
     if (m.kind == PathKind::Sync) {
       // the call returned when the GPU finished the last op that ended before it returned
       auto e = std::upper_bound(G.by_end.begin(), G.by_end.end(), t, [&](Ns v, std::uint32_t i) { return v < G.ops[i].e; });
       if (e != G.by_end.begin() && G.ops[*(e - 1)].e > m.s && G.ops[*(e - 1)].e > lo_) {
         const std::uint32_t op = *(e - 1);
-        emit(G.ops[op].e, t, PathKind::Sync, G.rank, s.track, m.name);
+        emit(G.ops[op].e, t, PathKind::Sync, s.r, s.track, m.name);
         s = {s.r, At::Gpu, kNone, op, G.ops[op].e};
         return;
       }
@@ -304,18 +336,17 @@ class PathWalker {
       const Arrival& last = groups_[m.group][last_[m.group]];
       if (last.rank != s.r && last.start > m.s) return gated(s, m.s, last, m.name, kNone);
     }
-    emit(a, t, m.kind, G.rank, s.track, m.name);
+    emit(a, t, m.kind, s.r, s.track, m.name);
     s.t = a;
   }
 
   // A collective this rank joined at `arrived` that could not finish before `last` arrived.
-  void gated(State& s, Ns arrived, const Arrival& last, trace::StringId name, std::uint32_t op) {
-    const RankGraph& G = g_[s.r];
+  void gated(State& s, Ns arrived, const Arrival& last, std::uint32_t name, std::uint32_t op) {
     const Ns t = s.t, cut = std::min(last.start, t);
-    emit(cut, t, PathKind::Communication, G.rank, s.track, name);
+    emit(cut, t, PathKind::Communication, s.r, s.track, name);
     if (follow_) {
       if (cut <= lo_) { s.t = lo_; return; }
-      const RankGraph& L = g_[last.rank];
+      const RankGraph& L = g(last.rank);
       if (!last.host && cut == last.start) {
         // the last arriver's own communication op: what made it late gated everyone
         auto b = std::lower_bound(L.by_start.begin(), L.by_start.end(), cut, [&](std::uint32_t i, Ns v) { return L.ops[i].s < v; });
@@ -326,26 +357,26 @@ class PathWalker {
       return resume_host(s, last.rank, cut);
     }
     const Ns a = std::max(arrived, lo_);
-    emit(a, std::max(a, cut), PathKind::RankWait, rank_numbers_[last.rank], s.track, name);
+    emit(a, std::max(a, cut), PathKind::RankWait, s.r, s.track, name, rank_numbers_[last.rank]);
     s.t = a;
     if (op != kNone && a > lo_) s = {s.r, At::GpuStart, kNone, op, a};
   }
 
   void gpu(State& s) {
-    const RankGraph& G = g_[s.r];
+    const RankGraph& G = g(s.r);
     const PathOp& o = G.ops[s.op];
     if (o.group != kNoGroup) {
       const Arrival& last = groups_[o.group][last_[o.group]];
       if (last.rank != s.r && last.start > o.s) return gated(s, o.s, last, o.name, s.op);
     }
-    emit(o.s, s.t, o.kind, G.rank, o.track, o.name);
+    emit(o.s, s.t, o.kind, s.r, o.track, o.name);
     s.t = std::max(o.s, lo_);
     s.at = At::GpuStart;
   }
 
   // What let the op start: its launch call (the host was late) or the op before it on its stream.
   void gpu_start(State& s) {
-    const RankGraph& G = g_[s.r];
+    const RankGraph& G = g(s.r);
     const PathOp& o = G.ops[s.op];
     const Ns t = s.t;
     auto launch = o.corr ? G.launches.find(o.corr) : G.launches.end();
@@ -355,10 +386,10 @@ class PathWalker {
       // op's launch overhead: then the op waited on something the trace does not name
       const Ns a = std::min(launch->second.start, t), call_end = std::clamp(launch->second.end, a, t);
       if (t - call_end > queue_gap_) {
-        emit(call_end, t, PathKind::GpuWait, G.rank, o.track, o.name);
-        emit(a, call_end, PathKind::Launch, G.rank, launch->second.track, o.name);
+        emit(call_end, t, PathKind::GpuWait, s.r, o.track, o.name);
+        emit(a, call_end, PathKind::Launch, s.r, launch->second.track, o.name);
       } else {
-        emit(a, t, PathKind::Launch, G.rank, launch->second.track, o.name);
+        emit(a, t, PathKind::Launch, s.r, launch->second.track, o.name);
       }
       s = {s.r, At::Host, launch->second.track, kNone, std::max(a, lo_)};
       return;
@@ -366,22 +397,18 @@ class PathWalker {
     if (o.pred != kNone) {
       const PathOp& p = G.ops[o.pred];
       const Ns pe = std::min(p.e, t);
-      emit(pe, t, t - pe <= queue_gap_ ? PathKind::Launch : PathKind::GpuWait, G.rank, o.track, o.name);
+      emit(pe, t, t - pe <= queue_gap_ ? PathKind::Launch : PathKind::GpuWait, s.r, o.track, o.name);
       s = {s.r, At::Gpu, kNone, o.pred, std::max(pe, lo_)};
       return;
     }
     resume_host(s, s.r, t);
   }
 
-  // Kineto names threads "thread N (name)" already; ours carry the bare name
-  std::string thread_name(std::uint32_t track) const {
-    if (track == kNone) return {};
-    const auto& trk = t_.tracks[track];
-    if (trk.type == TrackType::Thread && !t_.threads[trk.owner].name.empty()) {
-      const std::string& n = t_.threads[trk.owner].name;
-      return n.starts_with("thread ") ? n : t_.track_label(track);
-    }
-    return t_.track_label(track);
+  std::string label(const RawSegment& sg) {
+    const RankGraph& G = g(sg.graph);
+    if (sg.name != kNone) return G.names[sg.name];
+    auto it = G.track_labels.find(sg.track);
+    return it == G.track_labels.end() ? std::string() : it->second;
   }
 
   void finish(StepPath& p) {
@@ -390,7 +417,8 @@ class PathWalker {
     for (auto it = segs_.rbegin(); it != segs_.rend(); ++it) {
       if (!merged.empty()) {
         auto& b = merged.back();
-        if (b.e == it->s && b.kind == it->kind && b.rank == it->rank && b.track == it->track && b.name == it->name) {
+        if (b.e == it->s && b.kind == it->kind && b.rank == it->rank && b.graph == it->graph && b.track == it->track &&
+            b.name == it->name) {
           b.e = it->e;
           continue;
         }
@@ -417,83 +445,84 @@ class PathWalker {
     });
     for (std::size_t i = 0; i < k; ++i) {
       const auto& sg = merged[idx[i]];
-      std::string what = sg.name != kNone ? std::string(t_.strings.get(sg.name)) : thread_name(sg.track);
-      p.top.push_back({sg.s, sg.e, sg.kind, sg.rank, std::move(what)});
+      p.top.push_back({sg.s, sg.e, sg.kind, sg.rank, label(sg)});
     }
   }
 };
 
-RankGraph build_graph(const Trace& t, const RankMetrics& rm, std::size_t rank_index, const CollectiveGroups& groups) {
-  RankGraph g;
-  g.rank = rm.rank;
-  g.main_track = rm.main_track;
-  add_gpu_ops(t, rm.process, g);
-  std::unordered_map<std::uint32_t, std::vector<HostMark>> raw;
-  for (std::uint32_t gi = 0; gi < groups.size(); ++gi)
-    for (const Arrival& a : groups[gi]) {
-      if (a.rank != rank_index) continue;
-      if (a.host) {
-        // a GPU rank's host-side collective call returns at once: only GPU-less ranks block in it
-        if (!rm.has_gpu) raw[a.track].push_back({a.start, a.end, PathKind::Communication, kNone, gi});
-        continue;
-      }
-      auto b = std::lower_bound(g.by_start.begin(), g.by_start.end(), a.start, [&](std::uint32_t i, Ns v) { return g.ops[i].s < v; });
-      for (; b != g.by_start.end() && g.ops[*b].s < std::max(a.end, a.start + 1); ++b)
-        if (g.ops[*b].track == a.track || g.ops[*b].kind == PathKind::Communication) { g.ops[*b].group = gi; break; }
-    }
-  add_host_marks(t, rm.process, std::move(raw), g);
-  return g;
-}
-
 }  // namespace
 
-// The job path holds every rank's graph at once (~60 bytes per event): above this many GPU
-// ops in the trace it is left out, with a note, so analysis stays within its memory budget.
-constexpr std::size_t kJobPathMaxOps = 2'000'000;
+GraphParts graph_parts(const Trace& t, const RankMetrics& rm) {
+  GraphParts parts;
+  RankGraph& g = parts.graph;
+  g.rank = rm.rank;
+  g.main_track = rm.main_track;
+  GraphNames names(t, g);
+  add_gpu_ops(t, rm.process, names, g);
+  add_host_parts(t, rm.process, names, parts);
+  for (std::uint32_t tr = 0; tr < t.tracks.size(); ++tr)
+    if (t.process_of_track(tr) == rm.process) g.track_labels.emplace(tr, track_label(t, tr));
+  return parts;
+}
 
-void compute_critical_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
-  const std::size_t total_ops = t.kernels.size() + t.memcpys.size() + t.memsets.size();
-  const bool job = M.ranks.size() >= 2 && total_ops <= kJobPathMaxOps;
-  if (M.ranks.size() >= 2 && !job)
-    M.notes.push_back(fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its "
-                                  "graphs may hold at once",
-                                  total_ops, kJobPathMaxOps));
-  // per rank, in parallel: a rank's own path never leaves its graph, which is dropped after
-  // unless the job path needs it
-  std::vector<RankGraph> graphs(M.ranks.size());
-  std::vector<std::int32_t> rank_numbers;
-  for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < M.ranks.size();) {
-      auto& r = M.ranks[i];
-      if (r.main_track == kNone) {
-        r.notes.push_back("no host thread: the critical path is not determined");
-        continue;
+std::vector<RankGroups> groups_by_rank(const CollectiveGroups& groups, std::size_t ranks) {
+  std::vector<RankGroups> out(ranks);
+  for (std::uint32_t gi = 0; gi < groups.size(); ++gi)
+    for (const Arrival& a : groups[gi]) out[a.rank].push_back({gi, a});
+  return out;
+}
+
+RankGraph finish_graph(GraphParts parts, const RankGroups& mine, bool has_gpu) {
+  RankGraph& g = parts.graph;
+  for (const auto& [gi, a] : mine) {
+    if (a.host) {
+      // a GPU rank's host-side collective call returns at once: only GPU-less ranks block in it
+      if (!has_gpu) {
+        parts.marks[a.track].push_back({a.start, a.end, PathKind::Communication, kNone, gi});
+        parts.busy_calls[a.track].push_back({a.start, a.end});
       }
-      graphs[i] = build_graph(t, r, i, groups);
-      PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
-      for (auto& st : r.steps) {
-        r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
-        replay_what_ifs(graphs[i], r.paths.back(), opt.kernel_wait_threshold, st);
-      }
-      if (!job) graphs[i] = RankGraph{};
-      std::size_t incomplete = 0;
-      for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
-      if (incomplete)
-        r.notes.push_back(
-            fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
+      continue;
     }
-  };
-  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<std::size_t>(n, M.ranks.size()));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-  if (!job) return;
-  PathWalker walker(t, graphs, rank_numbers, groups, opt.kernel_wait_threshold);
-  // per step number, the rank that ended it last
+    auto b = std::lower_bound(g.by_start.begin(), g.by_start.end(), a.start, [&](std::uint32_t i, Ns v) { return g.ops[i].s < v; });
+    for (; b != g.by_start.end() && g.ops[*b].s < std::max(a.end, a.start + 1); ++b)
+      if (g.ops[*b].track == a.track || g.ops[*b].kind == PathKind::Communication) { g.ops[*b].group = gi; break; }
+  }
+  resolve_host_marks(parts);
+  return std::move(parts.graph);
+}
+
+namespace {
+
+// Graphs built from the trace in memory, kept for the job path when it is wanted.
+class TraceGraphs : public GraphSource {
+ public:
+  TraceGraphs(const Trace& t, const Metrics& M, const CollectiveGroups& groups, bool keep)
+      : t_(t), M_(M), mine_(groups_by_rank(groups, M.ranks.size())), graphs_(M.ranks.size()), keep_(keep) {}
+  std::shared_ptr<const RankGraph> graph(std::size_t r) override {
+    if (!graphs_[r]) {
+      const RankMetrics& rm = M_.ranks[r];
+      graphs_[r] = rm.main_track == kNone ? std::make_shared<const RankGraph>(RankGraph{.rank = rm.rank})
+                                          : std::make_shared<const RankGraph>(finish_graph(graph_parts(t_, rm), mine_[r], rm.has_gpu));
+    }
+    return graphs_[r];
+  }
+  void release(std::size_t r) override {
+    if (!keep_) graphs_[r].reset();
+  }
+
+ private:
+  const Trace& t_;
+  const Metrics& M_;
+  std::vector<RankGroups> mine_;
+  std::vector<std::shared_ptr<const RankGraph>> graphs_;  // one slot per rank: each worker fills its own
+  bool keep_;
+};
+
+// Per step number, the path from the rank that ended it last, following collectives to their
+// last arriver on other ranks.
+void add_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs,
+                   std::vector<std::int32_t> rank_numbers, Metrics& M) {
+  PathWalker walker(graphs, std::move(rank_numbers), groups, opt.kernel_wait_threshold);
   std::map<std::int64_t, std::pair<Ns, std::size_t>> last_end;
   std::map<std::int64_t, std::size_t> ranks_with;
   for (std::size_t i = 0; i < M.ranks.size(); ++i) {
@@ -512,6 +541,59 @@ void compute_critical_paths(const Trace& t, const Options& opt, const Collective
     const auto st = std::find_if(r.steps.begin(), r.steps.end(), [n](const StepMetrics& s) { return s.number == n; });
     M.job_paths.push_back(walker.walk(where.second, st->start, st->end, number, true));
   }
+}
+
+}  // namespace
+
+// The job path holds every rank's graph at once (~60 bytes per event): above this many GPU
+// ops in the trace it is left out, with a note, so analysis stays within its memory budget.
+constexpr std::size_t kJobPathMaxOps = 2'000'000;
+
+void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs, bool job_path,
+                            Metrics& M) {
+  // per rank, in parallel: a rank's own path never leaves its graph
+  std::vector<std::int32_t> rank_numbers;
+  for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    PathWalker walker(graphs, rank_numbers, groups, opt.kernel_wait_threshold);
+    for (std::size_t i; (i = next.fetch_add(1)) < M.ranks.size();) {
+      auto& r = M.ranks[i];
+      if (r.main_track == kNone) {
+        r.notes.push_back("no host thread: the critical path is not determined");
+        continue;
+      }
+      const auto graph = graphs.graph(i);
+      for (auto& st : r.steps) {
+        r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
+        replay_what_ifs(*graph, r.paths.back(), opt.kernel_wait_threshold, st);
+      }
+      graphs.release(i);
+      std::size_t incomplete = 0;
+      for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
+      if (incomplete)
+        r.notes.push_back(
+            fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
+    }
+  };
+  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, M.ranks.size()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  if (job_path && M.ranks.size() >= 2) add_job_paths(opt, groups, graphs, std::move(rank_numbers), M);
+}
+
+void compute_critical_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
+  const std::size_t total_ops = t.kernels.size() + t.memcpys.size() + t.memsets.size();
+  const bool job = M.ranks.size() >= 2 && total_ops <= kJobPathMaxOps;
+  if (M.ranks.size() >= 2 && !job)
+    M.notes.push_back(fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its "
+                                  "graphs may hold at once",
+                                  total_ops, kJobPathMaxOps));
+  TraceGraphs graphs(t, M, groups, job);  // a rank's graph is dropped after its own paths unless the job path needs it
+  compute_critical_paths(opt, groups, graphs, job, M);
 }
 
 }  // namespace tt::analyzer

@@ -1,7 +1,9 @@
 // Inside the analyzer: what metrics.cpp shares with critical_path.cpp (not a public header).
 #pragma once
 
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -60,7 +62,8 @@ struct LaunchRef {
   std::uint32_t op = trace::kNone;  // the op it launched (index into RankGraph::ops)
 };
 
-// What the walk needs of one rank, built once.
+// What the walk needs of one rank, built once. Self-contained (names and track labels are
+// its own), so that a sharded analysis can write it to its part file and walk it elsewhere.
 struct RankGraph {
   std::int32_t rank = -1;
   std::uint32_t main_track = trace::kNone;
@@ -69,10 +72,42 @@ struct RankGraph {
   std::vector<std::uint32_t> by_start;   // op indices sorted by start
   std::unordered_map<std::uint32_t, HostThread> threads;  // by host track
   std::unordered_map<std::uint32_t, LaunchRef> launches;  // by correlation id
+  std::vector<std::string> names;        // PathOp::name and HostMark::name index this (kNone: none)
+  std::unordered_map<std::uint32_t, std::string> track_labels;  // the tracks ops and marks run on
 };
 
+// A rank's graph before the collectives are matched across ranks: everything but the matched
+// collective calls of GPU-less ranks and the ops' groups (finish_graph() adds those).
+struct GraphParts {
+  RankGraph graph;  // ops, launches, names, labels; threads still empty
+  std::unordered_map<std::uint32_t, std::vector<HostMark>> marks;  // per host track: data waits, syncs, launch calls
+  std::unordered_map<std::uint32_t, std::vector<Interval>> busy_ranges, busy_calls;  // per host track
+};
 
-// Fills RankMetrics::paths and Metrics::job_paths (docs/analysis.md, "Critical path").
+GraphParts graph_parts(const trace::Trace& t, const RankMetrics& rm);
+
+// The rank's arrivals at matched collectives, with their group (an index into CollectiveGroups).
+using RankGroups = std::vector<std::pair<std::uint32_t, Arrival>>;
+std::vector<RankGroups> groups_by_rank(const CollectiveGroups& groups, std::size_t ranks);
+
+RankGraph finish_graph(GraphParts parts, const RankGroups& mine, bool has_gpu);
+
+// Where the walk gets rank graphs from: built from the trace in one process, read back from
+// part files when the analysis was sharded (shard.cpp). graph() may be called from several
+// threads for different ranks; release() says a rank's per-rank walk is done.
+class GraphSource {
+ public:
+  virtual ~GraphSource() = default;
+  virtual std::shared_ptr<const RankGraph> graph(std::size_t rank_index) = 0;
+  virtual void release(std::size_t /*rank_index*/) {}
+};
+
+// Fills RankMetrics::paths (and the steps' what-if lengths) and, with `job_path`,
+// Metrics::job_paths (docs/analysis.md, "Critical path").
+void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs, bool job_path,
+                            Metrics& M);
+
+// The same over a trace in memory (the job path left out, with a note, above kJobPathMaxOps).
 void compute_critical_paths(const trace::Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M);
 
 // What-if replay (replay.cpp): the step [lo, hi) of graph `g` recomputed forward with one
