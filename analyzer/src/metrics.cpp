@@ -22,6 +22,7 @@
 #include "tracetune/trace/importers.h"
 
 #include "critical_path.h"
+#include "cross_rank.h"
 
 namespace tt::analyzer {
 
@@ -197,6 +198,7 @@ class RankAnalyzer {
     const auto& proc = t_.processes[p_];
     m_.pid = proc.pid;
     m_.rank = proc.rank >= 0 ? proc.rank : static_cast<std::int32_t>(p_);
+    m_.rank_from_trace = proc.rank >= 0;
     m_.label = proc.rank >= 0 ? fmt::format("rank {} (pid {}{}{})", proc.rank, proc.pid, proc.host.empty() ? "" : " on ",
                                             proc.host)
                               : fmt::format("process {} (pid {}{}{})", proc.name.empty() ? "?" : proc.name, proc.pid,
@@ -811,7 +813,25 @@ class RankAnalyzer {
   }
 };
 
-// Ranks: processes that ran GPU work or marked steps; without any, the root processes.
+// Each rank's process tree: itself and descendants that are not ranks themselves.
+std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks) {
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> children;
+  for (std::uint32_t p = 0; p < t.processes.size(); ++p) children[t.processes[p].parent_pid].push_back(p);
+  std::vector<std::uint32_t> out{root}, stack{root};
+  std::unordered_set<std::uint32_t> seen{root};
+  while (!stack.empty()) {
+    const auto p = stack.back();
+    stack.pop_back();
+    auto it = children.find(t.processes[p].pid);
+    if (it == children.end()) continue;
+    for (auto c : it->second)
+      if (!ranks.count(c) && seen.insert(c).second) { out.push_back(c); stack.push_back(c); }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::uint32_t> pick_ranks(const Trace& t) {
   std::vector<char> is_rank(t.processes.size(), 0), has_events(t.processes.size(), 0);
   auto mark = [&](std::span<const trace::TrackSlice> slices, bool rank_worthy) {
@@ -870,112 +890,34 @@ std::vector<std::uint32_t> pick_ranks(const Trace& t) {
   return out;
 }
 
-// Each rank's process tree: itself and descendants that are not ranks themselves.
-std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks) {
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> children;
-  for (std::uint32_t p = 0; p < t.processes.size(); ++p) children[t.processes[p].parent_pid].push_back(p);
-  std::vector<std::uint32_t> out{root}, stack{root};
-  std::unordered_set<std::uint32_t> seen{root};
-  while (!stack.empty()) {
-    const auto p = stack.back();
-    stack.pop_back();
-    auto it = children.find(t.processes[p].pid);
-    if (it == children.end()) continue;
-    for (auto c : it->second)
-      if (!ranks.count(c) && seen.insert(c).second) { out.push_back(c); stack.push_back(c); }
-  }
+LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<std::uint32_t>& processes) {
+  // HTA filters steps only when the trace names two or more distinct ProfilerStep#N.
+  std::unordered_set<trace::StringId> step_names;
+  for (std::size_t i = 0; i < t.steps.size(); ++i)
+    if (t.strings.get(t.steps.name[i]).starts_with("ProfilerStep#")) step_names.insert(t.steps.name[i]);
+  const bool hta_step_filter = step_names.size() >= 2;
+  const std::unordered_set<std::uint32_t> rank_set(processes.begin(), processes.end());
+  LocalRanks out;
+  out.ranks.resize(processes.size());
+  out.arrivals.resize(processes.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < processes.size();) {
+      RankMetrics& r = out.ranks[i];
+      r = RankAnalyzer(t, opt, processes[i], tree_of(t, processes[i], rank_set), hta_step_filter).run();
+      r.memory = memory_by_device(t, r);
+      r.efficiency = efficiency_of(t, r);
+      out.arrivals[i] = rank_arrivals(t, r);
+    }
+  };
+  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  n = static_cast<unsigned>(std::min<std::size_t>(n, processes.size()));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
   return out;
 }
-
-void cross_rank(const Trace& t, Metrics& M, CollectiveGroups& groups) {
-  auto& X = M.cross;
-  X.ranks = M.ranks.size();
-  std::vector<std::pair<Ns, std::int32_t>> med;
-  for (const auto& r : M.ranks)
-    if (r.has_steps || r.has_gpu) med.push_back({r.step_median, r.rank});
-  if (med.size() >= 2) {
-    std::sort(med.begin(), med.end());
-    X.step_median_min = med.front().first;
-    X.step_median_max = med.back().first;
-    X.step_median_median = med[(med.size() - 1) / 2].first;
-    X.slowest_rank = med.back().second;
-    X.step_spread = X.step_median_median > 0
-                        ? static_cast<double>(X.step_median_max - X.step_median_median) / static_cast<double>(X.step_median_median)
-                        : 0;
-  }
-  if (M.ranks.size() < 2) return;
-  // The k-th collective of each (communicator, op) on every rank is the same collective
-  // (trace/collective_match.h, the rule the merger's clock alignment uses too).
-  const auto& c = t.collectives;
-  std::unordered_map<std::uint32_t, std::size_t> rank_of_process;
-  for (std::size_t i = 0; i < M.ranks.size(); ++i) rank_of_process[M.ranks[i].process] = i;
-  std::map<std::tuple<std::size_t, trace::StringId, trace::StringId>, std::vector<Ns>> seqs;
-  std::vector<std::vector<std::size_t>> rows(M.ranks.size());
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    auto it = rank_of_process.find(t.process_of_track(c.track[i]));
-    if (it == rank_of_process.end()) continue;
-    const auto want = M.ranks[it->second].collectives.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
-    if (c.side[i] == want) rows[it->second].push_back(i);
-  }
-  // A rank without collective records (a Kineto trace without NCCL annotations) is matched by
-  // its communication kernels: the k-th ncclKernel_X on every rank is the same collective, and
-  // a kernel starts when its stream reaches it, i.e. when the rank arrives.
-  constexpr trace::StringId kByKernel = std::numeric_limits<trace::StringId>::max();
-  std::vector<std::vector<std::size_t>> comm_kernels(M.ranks.size());
-  {
-    std::unordered_map<trace::StringId, bool> is_comm;
-    const auto& k = t.kernels;
-    for (std::size_t i = 0; i < k.size(); ++i) {
-      auto it = rank_of_process.find(t.process_of_track(k.track[i]));
-      if (it == rank_of_process.end() || !rows[it->second].empty()) continue;
-      auto [c, fresh] = is_comm.try_emplace(k.name[i], false);
-      if (fresh) c->second = classify_kernel(t.strings.get(k.name[i])) == KernelClass::Communication;
-      if (c->second) comm_kernels[it->second].push_back(i);
-    }
-  }
-  std::map<std::tuple<trace::StringId, trace::StringId, std::size_t>, std::vector<Arrival>> arrivals;
-  for (std::size_t r = 0; r < comm_kernels.size(); ++r) {
-    auto& v = comm_kernels[r];
-    const auto& k = t.kernels;
-    std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return k.start[a] < k.start[b]; });
-    std::unordered_map<trace::StringId, std::size_t> ordinal;
-    for (std::size_t i : v)
-      arrivals[{kByKernel, k.name[i], ordinal[k.name[i]]++}].push_back({k.start[i], k.end(i), r, k.track[i], false});
-  }
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    const std::vector<trace::CollectiveKey> keys = trace::collective_keys(c, rows[r]);  // sorts rows[r]
-    for (std::size_t j = 0; j < rows[r].size(); ++j) {
-      const std::size_t i = rows[r][j];
-      arrivals[{keys[j].communicator, keys[j].op, keys[j].ordinal}].push_back(
-          {c.start[i], c.end(i), r, c.track[i], c.side[i] == trace::CollectiveSide::Host});
-    }
-  }
-  std::vector<Ns> skews;
-  std::vector<std::uint64_t> last_count(M.ranks.size(), 0);
-  for (auto& [key, v] : arrivals) {
-    if (v.size() < 2) continue;
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](const Arrival& a, const Arrival& b) { return a.start < b.start; });
-    skews.push_back(hi->start - lo->start);
-    ++last_count[hi->rank];
-    for (const auto& a : v) {
-      auto& cs = M.ranks[a.rank].collectives;
-      ++cs.matched;
-      cs.arrival_wait += hi->start - a.start;
-    }
-    groups.push_back(std::move(v));
-  }
-  for (std::size_t r = 0; r < M.ranks.size(); ++r) M.ranks[r].collectives.last_arrivals = last_count[r];
-  X.matched_collectives = skews.size();
-  if (!skews.empty()) {
-    X.arrival_skew_median = percentile(skews, 0.5);
-    X.arrival_skew_max = *std::max_element(skews.begin(), skews.end());
-    const auto best = std::max_element(last_count.begin(), last_count.end()) - last_count.begin();
-    X.last_arriver = M.ranks[static_cast<std::size_t>(best)].rank;
-    X.last_arriver_share = static_cast<double>(last_count[static_cast<std::size_t>(best)]) / static_cast<double>(skews.size());
-  }
-}
-
-}  // namespace
 
 Metrics compute_metrics(const Trace& t, const Options& opt) {
   Metrics M;
@@ -988,53 +930,12 @@ Metrics compute_metrics(const Trace& t, const Options& opt) {
     if (ranks.empty()) M.notes.push_back(fmt::format("no rank {} in this trace", opt.rank));
   }
   if (ranks.empty() && opt.rank < 0) M.notes.push_back("the trace has no events to analyse");
-  // HTA filters steps only when the trace names two or more distinct ProfilerStep#N.
-  std::unordered_set<trace::StringId> step_names;
-  for (std::size_t i = 0; i < t.steps.size(); ++i)
-    if (t.strings.get(t.steps.name[i]).starts_with("ProfilerStep#")) step_names.insert(t.steps.name[i]);
-  const bool hta_step_filter = step_names.size() >= 2;
-
-  const std::unordered_set<std::uint32_t> rank_set(ranks.begin(), ranks.end());
-  M.ranks.resize(ranks.size());
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < ranks.size();) {
-      M.ranks[i] = RankAnalyzer(t, opt, ranks[i], tree_of(t, ranks[i], rank_set), hta_step_filter).run();
-      M.ranks[i].memory = memory_by_device(t, M.ranks[i]);
-      M.ranks[i].efficiency = efficiency_of(t, M.ranks[i]);
-    }
-  };
-  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<std::size_t>(n, ranks.size()));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
-  CollectiveGroups groups;
-  cross_rank(t, M, groups);
+  LocalRanks local = analyze_ranks(t, opt, ranks);
+  M.ranks = std::move(local.ranks);
+  const CollectiveGroups groups = cross_rank(local.arrivals, M);
+  local.arrivals.clear();
   if (!opt.hta_compat) compute_critical_paths(t, opt, groups, M);
-  // Ranks are numbered 0..N-1: a gap means a rank's file or records are missing.
-  if (opt.rank < 0) {
-    std::set<std::int32_t> present;
-    for (const auto& r : M.ranks)
-      if (t.processes[r.process].rank >= 0) present.insert(r.rank);
-    if (present.size() == 1 && *present.begin() > 0) {
-      M.notes.push_back(fmt::format("only rank {} is in the trace: no cross-rank comparison", *present.begin()));
-    } else if (!present.empty()) {
-      std::vector<std::int32_t> missing;
-      for (std::int32_t r = 0; r < *present.rbegin(); ++r)
-        if (!present.count(r)) missing.push_back(r);
-      if (!missing.empty()) {
-        std::string list;
-        for (std::size_t i = 0; i < std::min<std::size_t>(missing.size(), 16); ++i)
-          list += (i ? ", " : "") + std::to_string(missing[i]);
-        if (missing.size() > 16) list += fmt::format(" and {} more", missing.size() - 16);
-        M.notes.push_back(fmt::format("rank{} {} missing from the trace (ranks go up to {}): the cross-rank comparison "
-                                      "covers the {} present",
-                                      missing.size() == 1 ? "" : "s", list, *present.rbegin(), present.size()));
-      }
-    }
-  }
+  if (opt.rank < 0) missing_rank_notes(M);
   return M;
 }
 

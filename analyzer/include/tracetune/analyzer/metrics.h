@@ -231,6 +231,7 @@ struct Efficiency {
 
 struct RankMetrics {
   std::int32_t rank = -1;        // the job's rank, or the process index when unknown
+  bool rank_from_trace = false;  // rank is the job's rank the trace named
   std::uint32_t process = trace::kNone;
   std::int64_t pid = 0;
   std::string label;             // "rank 3 (pid 123 on host)"

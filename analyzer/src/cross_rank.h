@@ -1,0 +1,50 @@
+// Inside the analyzer: the stages of compute_metrics() that a sharded analysis (shard.cpp) runs
+// apart: each rank on its own, then what needs every rank (not a public header).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "critical_path.h"
+#include "tracetune/analyzer/metrics.h"
+#include "tracetune/trace/model.h"
+
+namespace tt::analyzer {
+
+// One rank's arrival at a collective, keyed so that the same collective has the same key on
+// every rank (trace/collective_match.h's rule, with names rather than string ids so that keys
+// from different traces compare).
+struct RankArrival {
+  bool by_kernel = false;    // matched by its communication kernel (the rank has no collective records)
+  std::string communicator;  // by_kernel: empty
+  std::string op;            // by_kernel: the kernel's name
+  std::uint64_t ordinal = 0; // k-th of its (communicator, op) on the rank
+  Ns start = 0, end = 0;
+  std::uint32_t track = 0;
+  bool host = false;         // a host-side call
+};
+
+// The rank's collective rows (device-side when it has any, else host-side calls) or, without
+// any, its communication kernels, with their keys.
+std::vector<RankArrival> rank_arrivals(const trace::Trace& t, const RankMetrics& r);
+
+// Ranks: processes that ran GPU work or marked steps; without any, the root processes
+// (sorted by job rank, then process index).
+std::vector<std::uint32_t> pick_ranks(const trace::Trace& t);
+
+// Each rank of `processes` analysed on its own (in parallel; `processes` from pick_ranks), with
+// its memory, efficiency and collective arrivals.
+struct LocalRanks {
+  std::vector<RankMetrics> ranks;
+  std::vector<std::vector<RankArrival>> arrivals;  // per rank
+};
+LocalRanks analyze_ranks(const trace::Trace& t, const Options& opt, const std::vector<std::uint32_t>& processes);
+
+// Metrics::cross and each rank's CollectiveStats' cross-rank fields, from every rank's arrivals;
+// returns the matched collectives (the critical path's cross-rank edges).
+CollectiveGroups cross_rank(const std::vector<std::vector<RankArrival>>& arrivals, Metrics& M);
+
+// The notes on ranks missing from 0..N-1 (only ranks whose number the trace gave count).
+void missing_rank_notes(Metrics& M);
+
+}  // namespace tt::analyzer
