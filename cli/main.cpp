@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/shard.h"
 #include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/analyzer/diff.h"
 #include "tracetune/collector/launcher.h"
@@ -131,13 +132,68 @@ int emit_report(const std::string& text, const std::string& output) {
 }
 
 struct AnalyzeArgs {
-  std::string input, format = "text", output, steps, step_range;
+  std::vector<std::string> inputs;
+  std::string input, format = "text", output, steps, step_range, shard;
   int rank = -1;
   unsigned threads = 0;
-  bool hta_compat = false;
+  bool hta_compat = false, combine = false;
 };
 
-int cmd_analyze(const AnalyzeArgs& args) {
+std::string render_report(const analyzer::Analysis& a, const AnalyzeArgs& args) {
+  if (args.format == "json") return analyzer::render_json(a);
+  if (args.format == "md") return analyzer::render_markdown(a);
+  if (args.format == "html") return analyzer::render_html(a);
+  return analyzer::render_text(a, color_for(args.output));
+}
+
+// --shard K/N (or auto: the launcher's rank and size): this shard's part file.
+int cmd_analyze_shard(const AnalyzeArgs& args, const analyzer::Options& opt) {
+  if (args.hta_compat) return usage_error("analyze", "--hta-compat compares one trace with HTA: not with --shard");
+  if (args.format != "text") return usage_error("analyze", "--shard writes a part file: choose the report's --format with --combine");
+  std::string from = "--shard";
+  auto shard = analyzer::parse_shard(args.shard);
+  if (args.shard == "auto") {
+    auto env = analyzer::shard_from_environment();
+    if (!env) return usage_error("analyze", "--shard auto: no launcher rank and size in the environment (SLURM_PROCID/SLURM_NTASKS, "
+                                            "OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE)");
+    shard = env->first;
+    from = env->second;
+  }
+  if (!shard) return usage_error("analyze", shard.error());
+  std::string out = args.output;
+  std::error_code ec;
+  if (out.empty()) return usage_error("analyze", "--shard needs -o PART (e.g. parts/part-{shard}.ttpart, or a directory)");
+  if (fs::is_directory(out, ec)) out = (fs::path(out) / fmt::format("part-{}.ttpart", shard->index)).string();
+  else if (auto at = out.find("{shard}"); at != std::string::npos) out.replace(at, 7, std::to_string(shard->index));
+  else if (shard->count > 1) return usage_error("analyze", "with several shards -o needs {shard} in its name or a directory");
+  const fs::path inputs[] = {args.input};
+  if (auto st = trace::check_output_not_input(inputs, out); !st) return fail(st.error());
+  auto run = analyzer::analyze_shard(args.input, shard.value(), opt, args.step_range, out);
+  if (!run) return fail(run.error());
+  std::fprintf(stderr, "tracetune analyze: shard %u/%u (from %s): %zu file(s), %zu rank(s), %zu events -> %s\n", shard->index,
+               shard->count, from.c_str(), run->files, run->ranks, run->events, out.c_str());
+  return 0;
+}
+
+int cmd_analyze_combine(const AnalyzeArgs& args) {
+  std::vector<fs::path> parts(args.inputs.begin(), args.inputs.end());
+  if (!args.output.empty())
+    if (auto st = trace::check_output_not_input(parts, args.output); !st) return fail(st.error());
+  auto a = analyzer::combine_shards(parts, args.threads);
+  if (!a) return fail(a.error());
+  if (a->options.rank >= 0 && a->metrics.ranks.empty())
+    return fail(fmt::format("{}: no rank {} in this trace", a->source, a->options.rank));
+  return emit_report(render_report(a.value(), args), args.output);
+}
+
+int cmd_analyze(AnalyzeArgs args) {
+  if (args.combine) {
+    if (!args.shard.empty() || args.rank >= 0 || !args.steps.empty() || !args.step_range.empty() || args.hta_compat)
+      return usage_error("analyze", "--combine takes the shards' options from their parts: give only part files, --format, -o, --threads");
+    return cmd_analyze_combine(args);
+  }
+  if (args.inputs.size() != 1) return usage_error("analyze", "one trace (or --combine PART...)");
+  args.input = args.inputs.front();
   analyzer::Options opt;
   opt.hta_compat = args.hta_compat;
   opt.rank = args.rank;
@@ -149,6 +205,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
     }
     opt.steps = r;
   }
+  if (!args.shard.empty()) return cmd_analyze_shard(args, opt);
   const fs::path inputs[] = {args.input};
   if (!args.output.empty())
     if (auto st = trace::check_output_not_input(inputs, args.output); !st) return fail(st.error());
@@ -159,12 +216,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
   if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, args.input));
-  std::string text;
-  if (args.format == "json") text = analyzer::render_json(a);
-  else if (args.format == "md") text = analyzer::render_markdown(a);
-  else if (args.format == "html") text = analyzer::render_html(a);
-  else text = analyzer::render_text(a, color_for(args.output));
-  return emit_report(text, args.output);
+  return emit_report(render_report(a, args), args.output);
 }
 
 struct DiffArgs {
@@ -316,7 +368,8 @@ Verb add_analyze(CLI::App& app) {
   auto a = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Name each step's bottleneck with evidence, estimated gain and the knobs that fix it "
                                             "(docs/analysis.md)");
-  cmd->add_option("trace", a->input, "A tracetune trace, a Kineto JSON file or directory of ranks, or an nsys export")->required();
+  cmd->add_option("trace", a->inputs, "A tracetune trace, a Kineto JSON file or directory of ranks, or an nsys export "
+                                      "(with --combine: the part files)")->required();
   cmd->add_option("--format", a->format,
                   "Report format: text (terminal), json (versioned schema), md (Markdown), html (one self-contained page "
                   "with charts)")
@@ -330,6 +383,11 @@ Verb add_analyze(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Ranks analysed in parallel (default: one per core)");
   cmd->add_flag("--hta-compat", a->hta_compat,
                 "HTA 0.6's definitions (µs rounding, last step dropped, its kernel-name classes) for side-by-side numbers");
+  cmd->add_option("--shard", a->shard,
+                  "K/N: analyse the K-th of N shares of the ranks, one input file at a time, into the part file -o "
+                  "(a {shard} in its name is replaced by K); auto: K and N from the launcher (srun, mpirun, torchrun). "
+                  "docs/scale.md");
+  cmd->add_flag("--combine", a->combine, "The report from the part files of every shard (same as one process's)");
   return {cmd, [a] { return cmd_analyze(*a); }};
 }
 

@@ -113,6 +113,14 @@ StepRangeResult make_steps(Trace& t, const std::map<std::uint32_t, MatchesByTrac
 
 }  // namespace
 
+std::string step_range_note(const StepRangeResult& r) {
+  if (r.chosen)
+    return fmt::format("steps from ranges matching '{}' (--step-range): {} steps on {} processes", r.pattern, r.steps,
+                       r.processes);
+  return fmt::format("the trace marks no steps: {} steps on {} processes taken from ranges named like '{}' "
+                     "(--step-range REGEX chooses others)", r.steps, r.processes, r.pattern);
+}
+
 Result<StepRangeResult> steps_from_ranges(Trace& t, std::string_view pattern) {
   std::regex re;
   try {
@@ -125,8 +133,8 @@ Result<StepRangeResult> steps_from_ranges(Trace& t, std::string_view pattern) {
     return make_error(fmt::format("--step-range '{}': no range on a thread of the trace has a matching name", pattern));
   StepRangeResult res = make_steps(t, matches, 1);
   res.pattern = std::string(pattern);
-  res.note = fmt::format("steps from ranges matching '{}' (--step-range): {} steps on {} processes", pattern,
-                         res.steps, res.processes);
+  res.chosen = true;
+  res.note = step_range_note(res);
   return res;
 }
 
@@ -139,8 +147,7 @@ std::optional<StepRangeResult> detect_step_ranges(Trace& t) {
     StepRangeResult res = make_steps(t, matches, 2);
     if (res.steps == 0) continue;
     res.pattern = convention;
-    res.note = fmt::format("the trace marks no steps: {} steps on {} processes taken from ranges named like '{}' "
-                           "(--step-range REGEX chooses others)", res.steps, res.processes, convention);
+    res.note = step_range_note(res);
     return res;
   }
   return std::nullopt;

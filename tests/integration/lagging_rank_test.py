@@ -6,7 +6,8 @@ Python integration records the gloo all-reduces as host-side collectives matched
 (one communicator, named once); rank 1 is the last arriver; rank 0's critical path is mostly rank_wait and the job's
 critical path runs through rank 1's host compute; the straggler finding names rank 1 with a
 cost close to the planted 30 ms (the steps are even, so step times alone show nothing); and
-rank 0, which only waits, is not called CPU bound.
+rank 0, which only waits, is not called CPU bound. Analysed in two shards, the trace gives the
+same report.
 
 usage: lagging_rank_test.py TRACETUNE
 """
@@ -86,4 +87,15 @@ with tempfile.TemporaryDirectory() as tmp:
     check("its cost is the planted lag", 0.6 * LAG_S * 1e3 <= cost_ms <= 1.5 * LAG_S * 1e3, cost_ms)
     cpu = [f["rank"] for f in doc["findings"] if f["category"] == "cpu_bound"]
     check("rank 0, which only waits, is not called CPU bound", 0 not in cpu, cpu)
+
+    # sharded: the two ranks of this one trace split over two shards (host-side collectives,
+    # GPU-less ranks: their collective calls are graph nodes), combined, give the same report
+    for k in range(2):
+        r = subprocess.run([TRACETUNE, "analyze", str(db), "--shard", f"{k}/2", "-o", f"{tmp}/part-{{shard}}.ttpart"],
+                           capture_output=True, text=True, timeout=300)
+        check(f"shard {k}/2 runs", r.returncode == 0, r.stderr[-2000:])
+    c = subprocess.run([TRACETUNE, "analyze", "--combine", f"{tmp}/part-0.ttpart", f"{tmp}/part-1.ttpart", "--format",
+                        "json"], capture_output=True, text=True, timeout=300)
+    check("the combined report equals the single-process one", c.returncode == 0 and c.stdout == a.stdout,
+          c.stderr[-2000:] or "reports differ")
 finish()

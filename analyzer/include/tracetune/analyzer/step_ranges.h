@@ -18,8 +18,11 @@ struct StepRangeResult {
   std::string pattern;          // the regex the steps came from
   std::size_t steps = 0;        // steps made
   std::size_t processes = 0;    // processes that got steps
-  std::string note;             // one line for the report
+  bool chosen = false;          // the pattern came from --step-range (else a convention)
+  std::string note;             // one line for the report (step_range_note())
 };
+
+std::string step_range_note(const StepRangeResult& r);
 
 // One step per range whose name matches `pattern` (ECMAScript, case-insensitive, searched
 // anywhere in the name), on each process's thread track with the most matches; a match

@@ -1,0 +1,43 @@
+// Sharded analysis (docs/scale.md): shard K of N analyses its share of the input's ranks one
+// input file at a time and writes a part file; combining the N parts gives the report a single
+// process would have made on the whole input. Shards run under any launcher (srun, mpirun,
+// torchrun): each needs only its K, N and the input path.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/trace/result.h"
+
+namespace tt::analyzer {
+
+struct Shard {
+  unsigned index = 0, count = 1;  // K of N, 0 <= K < N
+};
+
+// "K/N" -> Shard.
+Result<Shard> parse_shard(std::string_view spec);
+
+// The shard a launcher gave this process (SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE,
+// PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE, in that order), with the variables it came from.
+std::optional<std::pair<Shard, std::string>> shard_from_environment();
+
+struct ShardRun {
+  std::size_t files = 0, ranks = 0, events = 0;  // what this shard read and analysed
+};
+
+// Analyses shard `s` of `input` (a Kineto directory, one file per rank or more; or one trace,
+// whose ranks are then split) and writes the part file `output` (0600, atomically).
+// `step_range` as analyze's --step-range. `progress` (may be empty) hears each file as it ends.
+Result<ShardRun> analyze_shard(const std::filesystem::path& input, Shard s, const Options& opt,
+                               const std::string& step_range, const std::filesystem::path& output,
+                               const std::function<void(const std::string&)>& progress = {});
+
+// The report from every part of one sharded run (all N of them, any order). Reads each rank's
+// graph back from its part when the critical paths need it; `opt.threads` as analyze's.
+Result<Analysis> combine_shards(std::span<const std::filesystem::path> parts, unsigned threads = 0);
+
+}  // namespace tt::analyzer

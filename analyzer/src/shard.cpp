@@ -1,0 +1,543 @@
+// Sharded analysis (shard.h, docs/scale.md).
+//
+// A shard loads one input file at a time, analyses its ranks on their own (analyze_ranks()),
+// and writes to its part file each rank's metrics, its collective arrivals and the parts of
+// its critical-path graph (graph_parts()); then the file is dropped. Combining reads every
+// part's ranks (small), matches collectives across all of them (cross_rank()), and walks the
+// critical paths over graphs read back from the parts one rank at a time (a bounded cache for
+// the job path, which follows collectives from rank to rank). Everything the report holds is
+// computed by the same functions as in one process, so the reports are equal.
+#include "tracetune/analyzer/shard.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <list>
+#include <map>
+#include <mutex>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "archive.h"
+#include "critical_path.h"
+#include "cross_rank.h"
+#include "tracetune/analyzer/step_ranges.h"
+#include "tracetune/trace/file_io.h"
+#include "tracetune/trace/importers.h"
+
+namespace tt::analyzer {
+
+namespace fs = std::filesystem;
+using archive::ByteReader;
+using archive::ByteWriter;
+
+// ---- field lists (archive.h): every member, in declaration order ----
+
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, ProcessIo> {
+  a(o.process, o.pid, o.name, o.calls, o.bytes_read, o.bytes_written, o.time);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, FileIo> {
+  a(o.path, o.calls, o.bytes_read, o.bytes_written, o.time);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, IoStats> {
+  a(o.calls, o.read_calls, o.write_calls, o.errors, o.bytes_read, o.bytes_written, o.time, o.main_thread, o.per_process,
+    o.per_file);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, GemmStats> {
+  a(o.fp32_simt, o.tensor_core, o.fp64, o.unknown, o.by_format, o.fp32_simt_kernels, o.top_fp32_kernel);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, KernelTotal> {
+  a(o.name, o.count, o.total, o.kernel_class);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, MemoryDevice> {
+  a(o.device, o.capacity, o.step_peak, o.step_reserved, o.peak, o.reserved_peak, o.growth_per_step, o.growth_fit,
+    o.late_growth_per_step, o.alloc_retries, o.ooms);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, OpRoofline> {
+  a(o.op, o.dtype, o.calls, o.flops, o.bytes, o.gpu_time, o.achieved_tflops, o.bound_tflops);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, Efficiency> {
+  a(o.flops_per_step, o.achieved_tflops, o.mfu, o.peak, o.flops_by_dtype, o.flops_by_kind, o.ops, o.bandwidth_tbs,
+    o.roofline);
+}
+// paths are left out: the combine step computes them
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, RankMetrics> {
+  a(o.rank, o.rank_from_trace, o.process, o.pid, o.label, o.has_gpu, o.device, o.compute_major, o.compute_minor,
+    o.has_steps, o.hta_filtered, o.window_start, o.window_end, o.gpu, o.streams, o.launch, o.transfers, o.io, o.gemm,
+    o.memory_bound_kernels, o.data_wait, o.sync_wait, o.sync_calls, o.top_sync_call, o.collectives, o.top_kernels,
+    o.kernels, o.steps, o.step_median, o.step_p90, o.step_min, o.step_max, o.main_track, o.memory, o.efficiency, o.notes);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, RankArrival> {
+  a(o.by_kernel, o.communicator, o.op, o.ordinal, o.start, o.end, o.track, o.host);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, RankGraph> {
+  a(o.rank, o.main_track, o.ops, o.by_end, o.by_start, o.launches, o.names, o.track_labels);  // threads: made by finish_graph
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, GraphParts> {
+  a(o.graph, o.marks, o.busy_ranges, o.busy_calls);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, Options> {
+  bool has_steps = o.steps.has_value();
+  std::pair<std::int64_t, std::int64_t> steps = o.steps.value_or(std::pair<std::int64_t, std::int64_t>{});
+  a(o.hta_compat, o.rank, has_steps, steps, o.kernel_wait_threshold, o.threads);
+  if constexpr (!std::is_const_v<T>) o.steps = has_steps ? std::optional(steps) : std::nullopt;
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, StepRangeResult> {
+  a(o.pattern, o.steps, o.processes, o.chosen, o.note);
+}
+// A new member in these needs its field list above (and kPartVersion raised).
+static_assert(sizeof(RankMetrics) == 1192 && sizeof(Efficiency) == 144 && sizeof(MemoryDevice) == 144,
+              "RankMetrics changed: update shard.cpp's field lists");
+static_assert(archive::Bytes<StepMetrics> && archive::Bytes<GpuBreakdown> && archive::Bytes<PathOp> &&
+              archive::Bytes<HostMark> && archive::Bytes<LaunchRef> && archive::Bytes<CollectiveStats>);
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'T', 'P', 'A', 'R', 'T', '\0', '\1'};
+constexpr std::uint32_t kPartVersion = 1;
+
+struct PartRank {
+  RankMetrics metrics;
+  std::vector<RankArrival> arrivals;
+  std::uint64_t unit = 0;          // the input file's index among all of the input's files
+  std::uint64_t graph_offset = 0, graph_size = 0;  // graph_size 0: none (no host thread)
+};
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, PartRank> {
+  a(o.metrics, o.arrivals, o.unit, o.graph_offset, o.graph_size);
+}
+
+struct PartIndex {
+  std::uint32_t version = kPartVersion;
+  std::string source, clock_domain;
+  Shard shard;
+  Options options;
+  std::string step_range;
+  bool split_ranks = false;                // one input file whose ranks the shards split
+  std::uint64_t files = 0;                 // the input's files, all shards
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> unit_processes;  // (unit, its process count)
+  std::uint64_t events = 0;
+  std::vector<StepRangeResult> step_notes;  // per file that took steps from ranges
+  std::vector<PartRank> ranks;
+};
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, PartIndex> {
+  a(o.version, o.source, o.clock_domain, o.shard, o.options, o.step_range, o.split_ranks, o.files, o.unit_processes,
+    o.events, o.step_notes, o.ranks);
+}
+
+}  // namespace
+
+Result<Shard> parse_shard(std::string_view spec) {
+  unsigned k = 0, n = 0;
+  char extra = 0;
+  const std::string s(spec);
+  if (std::sscanf(s.c_str(), "%u/%u%c", &k, &n, &extra) != 2 || n == 0 || k >= n || n > 1'000'000)
+    return make_error(fmt::format("--shard wants K/N with 0 <= K < N, got '{}'", spec));
+  return Shard{k, n};
+}
+
+std::optional<std::pair<Shard, std::string>> shard_from_environment() {
+  static constexpr std::pair<const char*, const char*> kVars[] = {
+      {"SLURM_PROCID", "SLURM_NTASKS"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"}, {"RANK", "WORLD_SIZE"}};
+  for (const auto& [rank, size] : kVars) {
+    const char* k = std::getenv(rank);
+    const char* n = std::getenv(size);
+    if (!k || !n) continue;
+    auto s = parse_shard(fmt::format("{}/{}", k, n));
+    if (s) return std::pair{s.value(), fmt::format("{}/{}", rank, size)};
+  }
+  return std::nullopt;
+}
+
+
+namespace {
+
+// The part file: magic, the index's offset, each rank's graph parts, then the index.
+class PartWriter {
+ public:
+  static Result<PartWriter> open(const fs::path& path) {
+    auto out = trace::AtomicOutput::create(path);
+    if (!out) return make_error(out.error());
+    std::FILE* f = std::fopen(out->temp_path().c_str(), "r+b");
+    if (!f) return make_error(fmt::format("{}: cannot write", path.string()));
+    PartWriter w(path, std::move(out.value()), f);
+    const std::uint64_t no_index = 0;
+    w.write(kMagic, sizeof kMagic);
+    w.write(&no_index, sizeof no_index);
+    return w;
+  }
+  PartWriter(PartWriter&& o) noexcept : path_(std::move(o.path_)), out_(std::move(o.out_)), f_(std::exchange(o.f_, nullptr)),
+                                        at_(o.at_), ok_(o.ok_) {}
+  ~PartWriter() { if (f_) std::fclose(f_); }
+
+  // Appends one rank's graph; returns (offset, size).
+  std::pair<std::uint64_t, std::uint64_t> add_graph(const GraphParts& g) {
+    ByteWriter w;
+    w(g);
+    const std::uint64_t offset = at_;
+    write(w.data().data(), w.data().size());
+    return {offset, w.data().size()};
+  }
+
+  Status finish(const PartIndex& index) {
+    ByteWriter w;
+    w(index);
+    const std::uint64_t index_at = at_;
+    write(w.data().data(), w.data().size());
+    ok_ = ok_ && std::fseek(f_, sizeof kMagic, SEEK_SET) == 0 && std::fwrite(&index_at, sizeof index_at, 1, f_) == 1;
+    ok_ = ok_ && std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0;
+    ok_ = std::fclose(std::exchange(f_, nullptr)) == 0 && ok_;
+    if (!ok_) return make_error(fmt::format("{}: cannot write (disk full?)", path_.string()));
+    return out_.commit();
+  }
+
+ private:
+  PartWriter(fs::path path, trace::AtomicOutput out, std::FILE* f) : path_(std::move(path)), out_(std::move(out)), f_(f) {}
+  void write(const void* p, std::size_t n) {
+    ok_ = ok_ && std::fwrite(p, 1, n, f_) == n;
+    at_ += n;
+  }
+  fs::path path_;
+  trace::AtomicOutput out_;
+  std::FILE* f_ = nullptr;
+  std::uint64_t at_ = 0;
+  bool ok_ = true;
+};
+
+// Steps from ranges, per file: as choose_step_source() does on a whole trace, except that a
+// file where --step-range matches nothing gets no steps (the whole trace would have failed
+// only if no file matched).
+std::optional<StepRangeResult> step_source(trace::Trace& t, const std::string& step_range) {
+  if (step_range.empty()) return detect_step_ranges(t);
+  auto r = steps_from_ranges(t, step_range);
+  if (r) return r.value();
+  t.steps = trace::StepTable{};
+  return std::nullopt;
+}
+
+// Analyses one loaded file's ranks (those in `part` of them) into the part file.
+void analyze_unit(trace::Trace& t, std::uint64_t unit, const Options& opt, std::pair<std::size_t, std::size_t> part,
+                  PartWriter& w, PartIndex& index) {
+  std::vector<std::uint32_t> processes = pick_ranks(t);
+  if (opt.rank >= 0)
+    std::erase_if(processes, [&](std::uint32_t p) {
+      const auto& pr = t.processes[p];
+      return (pr.rank >= 0 ? pr.rank : static_cast<std::int32_t>(p)) != opt.rank;
+    });
+  const std::size_t lo = processes.size() * part.first / part.second, hi = processes.size() * (part.first + 1) / part.second;
+  processes = std::vector<std::uint32_t>(processes.begin() + static_cast<std::ptrdiff_t>(lo),
+                                         processes.begin() + static_cast<std::ptrdiff_t>(hi));
+  LocalRanks local = analyze_ranks(t, opt, processes);
+  for (std::size_t i = 0; i < local.ranks.size(); ++i) {
+    PartRank r{std::move(local.ranks[i]), std::move(local.arrivals[i]), unit};
+    if (!opt.hta_compat && r.metrics.main_track != trace::kNone)
+      std::tie(r.graph_offset, r.graph_size) = w.add_graph(graph_parts(t, r.metrics));
+    index.ranks.push_back(std::move(r));
+  }
+  index.unit_processes.push_back({unit, t.processes.size()});
+}
+
+Result<std::vector<fs::path>> input_files(const fs::path& input) {
+  std::error_code ec;
+  if (!fs::is_directory(input, ec)) return std::vector<fs::path>{input};
+  auto files = trace::list_trace_files(input);
+  if (files && files->empty()) return make_error(input.string() + ": no .json or .json.gz files in directory");
+  return files;
+}
+
+}  // namespace
+
+Result<ShardRun> analyze_shard(const fs::path& input, Shard s, const Options& opt, const std::string& step_range,
+                               const fs::path& output, const std::function<void(const std::string&)>& progress) {
+  if (!step_range.empty()) {
+    try {
+      std::regex check(step_range, std::regex::ECMAScript | std::regex::icase);
+    } catch (const std::regex_error& e) {
+      return make_error(fmt::format("--step-range '{}': not a valid regular expression ({})", step_range, e.what()));
+    }
+  }
+  auto files = input_files(input);
+  if (!files) return make_error(files.error());
+  auto w = PartWriter::open(output);
+  if (!w) return make_error(w.error());
+  PartIndex index;
+  index.source = input.string();
+  index.shard = s;
+  index.options = opt;
+  index.step_range = step_range;
+  index.files = files->size();
+  index.split_ranks = files->size() == 1;
+  // several files: this shard's contiguous block of them; one file: its block of the ranks
+  const std::size_t first = index.split_ranks ? 0 : files->size() * s.index / s.count;
+  const std::size_t last = index.split_ranks ? 1 : files->size() * (s.index + 1) / s.count;
+  ShardRun run;
+  for (std::size_t u = first; u < last; ++u) {
+    auto t = trace::load_any((*files)[u]);
+    if (!t) return make_error(t.error());
+    if (auto note = step_source(t.value(), step_range)) index.step_notes.push_back(std::move(*note));
+    if (index.clock_domain.empty()) index.clock_domain = t->clock_domain;
+    const std::size_t before = index.ranks.size();
+    analyze_unit(t.value(), u, opt, index.split_ranks ? std::pair{s.index, s.count} : std::pair{0u, 1u}, w.value(), index);
+    if (!index.split_ranks || s.index == 0) index.events += t->event_count();
+    ++run.files;
+    run.events += t->event_count();
+    run.ranks += index.ranks.size() - before;
+    if (progress) progress(fmt::format("{}: {} rank(s), {} events", (*files)[u].string(), index.ranks.size() - before,
+                                       t->event_count()));
+  }
+  if (auto st = w->finish(index); !st) return make_error(st.error());
+  return run;
+}
+
+
+namespace {
+
+// An open part file: its index, and its graphs read on demand.
+struct Part {
+  fs::path path;
+  int fd = -1;
+  PartIndex index;
+  Part() = default;
+  Part(Part&& o) noexcept : path(std::move(o.path)), fd(std::exchange(o.fd, -1)), index(std::move(o.index)) {}
+  ~Part() { if (fd >= 0) ::close(fd); }
+};
+
+Status read_exact(int fd, void* out, std::uint64_t n, std::uint64_t at) {
+  auto* p = static_cast<char*>(out);
+  while (n) {
+    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(at));
+    if (got <= 0) return make_error("truncated");
+    p += got, n -= static_cast<std::uint64_t>(got), at += static_cast<std::uint64_t>(got);
+  }
+  return {};
+}
+
+Result<Part> open_part(const fs::path& path) {
+  if (auto st = trace::check_input_path(path); !st) return make_error(st.error());
+  Part part;
+  part.path = path;
+  part.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (part.fd < 0) return make_error(fmt::format("{}: cannot open", path.string()));
+  const auto bad = [&](std::string_view why) { return make_error(fmt::format("{}: not a tracetune part file ({})", path.string(), why)); };
+  char magic[sizeof kMagic];
+  std::uint64_t index_at = 0;
+  const off_t size = ::lseek(part.fd, 0, SEEK_END);
+  if (!read_exact(part.fd, magic, sizeof magic, 0) || std::memcmp(magic, kMagic, sizeof magic) != 0) return bad("no header");
+  if (!read_exact(part.fd, &index_at, sizeof index_at, sizeof magic) || index_at < 16 || index_at >= static_cast<std::uint64_t>(size))
+    return bad("incomplete: its shard did not finish");
+  std::string bytes(static_cast<std::size_t>(static_cast<std::uint64_t>(size) - index_at), '\0');
+  if (!read_exact(part.fd, bytes.data(), bytes.size(), index_at)) return bad("truncated");
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data(), std::min(bytes.size(), sizeof version));
+  if (version != kPartVersion)
+    return make_error(fmt::format("{}: part file version {}, this tracetune reads {}: run the shards and the combine with one version",
+                                  path.string(), version, kPartVersion));
+  ByteReader r(bytes);
+  r(part.index);
+  if (!r.ok() || !r.at_end()) return bad("corrupt index");
+  if (part.index.shard.count == 0 || part.index.shard.count > 1'000'000 || part.index.shard.index >= part.index.shard.count)
+    return bad("corrupt shard number");
+  for (const auto& rk : part.index.ranks)
+    if (rk.graph_offset + rk.graph_size > index_at || (rk.graph_size && rk.graph_offset < 16)) return bad("corrupt graph offsets");
+  return part;
+}
+
+// The parts of one run: all N shards, same input and options.
+Status check_parts(const std::vector<Part>& parts) {
+  const PartIndex& first = parts.front().index;
+  std::vector<char> seen(first.shard.count, 0);
+  for (const auto& p : parts) {
+    const PartIndex& x = p.index;
+    const auto& a = x.options;
+    const auto& b = first.options;
+    if (x.source != first.source || x.shard.count != first.shard.count || x.files != first.files ||
+        x.step_range != first.step_range || a.rank != b.rank || a.steps != b.steps || a.hta_compat != b.hta_compat ||
+        a.kernel_wait_threshold != b.kernel_wait_threshold)
+      return make_error(fmt::format("{} and {} come from different runs (input, shard count or options differ)",
+                                    parts.front().path.string(), p.path.string()));
+    if (seen[x.shard.index]++) return make_error(fmt::format("{}: shard {}/{} given twice", p.path.string(), x.shard.index, x.shard.count));
+  }
+  for (unsigned k = 0; k < first.shard.count; ++k)
+    if (!seen[k])
+      return make_error(fmt::format("shard {}/{} is missing: give every part of the run ({} of {} given)", k,
+                                    first.shard.count, parts.size(), first.shard.count));
+  return {};
+}
+
+// Graphs read back from the parts; finished with the matched collectives. A bounded cache
+// serves the job path, which comes back to the ranks that arrive last.
+class PartGraphs : public GraphSource {
+ public:
+  struct Where {
+    const Part* part;
+    std::uint64_t offset, size;
+    bool has_gpu;
+    std::int32_t rank;
+  };
+  PartGraphs(std::vector<Where> where, const CollectiveGroups& groups)
+      : where_(std::move(where)), mine_(groups_by_rank(groups, where_.size())) {}
+
+  std::shared_ptr<const RankGraph> graph(std::size_t r) override {
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = cache_.begin(); it != cache_.end(); ++it)
+        if (it->first == r) {
+          cache_.splice(cache_.begin(), cache_, it);
+          return it->second;
+        }
+    }
+    auto g = std::make_shared<const RankGraph>(load(r));
+    std::lock_guard lock(mu_);
+    cache_.emplace_front(r, g);
+    if (cache_.size() > kCached) cache_.pop_back();
+    return g;
+  }
+  void release(std::size_t r) override {
+    std::lock_guard lock(mu_);
+    cache_.remove_if([r](const auto& e) { return e.first == r; });
+  }
+
+ private:
+  static constexpr std::size_t kCached = 64;
+  std::vector<Where> where_;
+  std::vector<RankGroups> mine_;
+  std::mutex mu_;
+  std::list<std::pair<std::size_t, std::shared_ptr<const RankGraph>>> cache_;
+  std::vector<std::string> corrupt_;
+
+ public:
+  std::vector<std::string> corrupt_notes() const { return corrupt_; }
+
+  RankGraph load(std::size_t r) {
+    const Where& w = where_[r];
+    if (!w.size) return RankGraph{.rank = w.rank};
+    std::string bytes(w.size, '\0');
+    GraphParts parts;
+    bool ok = static_cast<bool>(read_exact(w.part->fd, bytes.data(), w.size, w.offset));
+    if (ok) {
+      ByteReader rd(bytes);
+      rd(parts);
+      ok = rd.ok() && rd.at_end() && valid_graph(parts);
+    }
+    if (!ok) {
+      std::lock_guard lock(mu_);
+      corrupt_.push_back(fmt::format("{}: rank {}'s graph is corrupt: its critical paths are left out", w.part->path.string(), w.rank));
+      return RankGraph{.rank = w.rank};
+    }
+    return finish_graph(std::move(parts), mine_[r], w.has_gpu);
+  }
+
+  // Every index a graph holds points inside it (a part file is input like any other); the
+  // groups are the combine's to set.
+  static bool valid_graph(GraphParts& p) {
+    RankGraph& g = p.graph;
+    const std::size_t n = g.ops.size(), names = g.names.size();
+    const auto index_ok = [](std::uint32_t i, std::size_t size) { return i == trace::kNone || i < size; };
+    const auto kind_ok = [](PathKind k) { return static_cast<std::size_t>(k) < kPathKinds; };
+    for (auto& o : g.ops) {
+      if (!index_ok(o.pred, n) || !index_ok(o.name, names) || !kind_ok(o.kind) || o.e < o.s) return false;
+      o.group = kNoGroup;
+    }
+    for (const auto* order : {&g.by_end, &g.by_start}) {
+      if (order->size() != n) return false;
+      for (auto i : *order)
+        if (i >= n) return false;
+    }
+    for (const auto& [corr, l] : g.launches)
+      if (!index_ok(l.op, n)) return false;
+    for (auto& [track, marks] : p.marks)
+      for (auto& m : marks) {
+        if (!index_ok(m.name, names) || !kind_ok(m.kind)) return false;
+        m.group = kNoGroup;
+      }
+    return true;
+  }
+};
+
+// The ranks of every part in one process's order (rank, then input file and process); ranks
+// the trace did not number get the process index they would have had in one merged trace.
+std::vector<std::pair<const Part*, PartRank*>> ordered_ranks(std::vector<Part>& parts) {
+  std::map<std::uint64_t, std::uint64_t> processes_before;  // unit -> processes of the units before it
+  for (auto& p : parts)
+    for (const auto& [unit, n] : p.index.unit_processes) processes_before[unit] = n;
+  std::uint64_t sum = 0;
+  for (auto& [unit, n] : processes_before) sum += std::exchange(n, sum);
+  std::vector<std::pair<const Part*, PartRank*>> out;
+  for (auto& p : parts)
+    for (auto& r : p.index.ranks) {
+      if (!r.metrics.rank_from_trace && !p.index.split_ranks) {
+        r.metrics.process += static_cast<std::uint32_t>(processes_before[r.unit]);
+        r.metrics.rank = static_cast<std::int32_t>(r.metrics.process);
+      }
+      out.push_back({&p, &r});
+    }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    const RankMetrics &x = a.second->metrics, &y = b.second->metrics;
+    const std::int32_t rx = x.rank_from_trace ? x.rank : INT32_MAX, ry = y.rank_from_trace ? y.rank : INT32_MAX;
+    return std::tie(rx, a.second->unit, x.process) < std::tie(ry, b.second->unit, y.process);
+  });
+  return out;
+}
+
+// The step-source note a whole trace would have had, from each file's.
+std::optional<std::string> combined_step_note(const std::vector<Part>& parts) {
+  std::optional<StepRangeResult> sum;
+  for (const auto& p : parts)
+    for (const auto& n : p.index.step_notes) {
+      if (!sum) { sum = n; continue; }
+      sum->steps += n.steps;
+      sum->processes += p.index.split_ranks ? 0 : n.processes;
+    }
+  if (sum && parts.front().index.split_ranks) sum->steps /= parts.size();  // every shard saw the same file
+  if (!sum) return std::nullopt;
+  return step_range_note(*sum);
+}
+
+}  // namespace
+
+Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned threads) {
+  if (paths.empty()) return make_error("--combine: no part files given");
+  std::vector<Part> parts;
+  for (const auto& path : paths) {
+    auto p = open_part(path);
+    if (!p) return make_error(p.error());
+    parts.push_back(std::move(p.value()));
+  }
+  if (auto st = check_parts(parts); !st) return make_error(st.error());
+  Analysis a;
+  a.options = parts.front().index.options;
+  a.options.threads = threads;
+  a.source = parts.front().index.source;
+  Metrics& M = a.metrics;
+  std::vector<std::vector<RankArrival>> arrivals;
+  std::vector<PartGraphs::Where> where;
+  for (auto [part, r] : ordered_ranks(parts)) {
+    where.push_back({part, r->graph_offset, r->graph_size, r->metrics.has_gpu, r->metrics.rank});
+    M.ranks.push_back(std::move(r->metrics));
+    arrivals.push_back(std::move(r->arrivals));
+  }
+  for (auto& p : parts) {
+    a.events += p.index.events;
+    if (a.clock_domain.empty()) a.clock_domain = p.index.clock_domain;
+    p.index.ranks.clear();
+  }
+  if (M.ranks.empty()) M.notes.push_back(a.options.rank >= 0 ? fmt::format("no rank {} in this trace", a.options.rank)
+                                                             : "the trace has no events to analyse");
+  const CollectiveGroups groups = cross_rank(arrivals, M);
+  arrivals.clear();
+  if (!a.options.hta_compat) {
+    PartGraphs graphs(std::move(where), groups);
+    compute_critical_paths(a.options, groups, graphs, true, M);
+    for (auto& note : graphs.corrupt_notes()) M.notes.push_back(std::move(note));
+  }
+  if (a.options.rank < 0) missing_rank_notes(M);
+  if (auto note = combined_step_note(parts)) M.notes.insert(M.notes.begin(), *note);
+  a.findings = run_rules(M);
+  return a;
+}
+
+}  // namespace tt::analyzer
