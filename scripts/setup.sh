@@ -12,6 +12,7 @@ packages=(
   qt6-base-dev libqt6opengl6-dev libgl-dev fonts-dejavu-core
   xvfb xauth libgl1-mesa-dri libglx-mesa0
   chromium python3-pil
+  openmpi-bin
 )
 
 missing=()
