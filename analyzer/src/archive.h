@@ -17,6 +17,18 @@
 
 namespace tt::analyzer::archive {
 
+// After a trivially copyable struct is read as bytes: make its bools 0 or 1 again (overloads
+// beside the structs that hold bools; a bool with another byte is undefined to read).
+template <class T>
+void repair(T&) {}
+
+// A bool read as a byte, as any byte: 0 is false, anything else true.
+inline void repair_bool(bool& b) {
+  unsigned char raw = 0;
+  std::memcpy(&raw, &b, 1);
+  b = raw != 0;
+}
+
 template <class T>
 concept Bytes = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>;
 
@@ -84,7 +96,12 @@ class ByteReader {
     return n;
   }
   template <Bytes T>
-  void get(T& v) { take(&v, sizeof v); }
+  void get(T& v) {
+    if (take(&v, sizeof v)) repair(v);
+  }
+  void get(bool& b) {
+    if (take(&b, 1)) repair_bool(b);
+  }
   void get(std::string& s) {
     const auto n = count(1);
     if (!ok_) return;
@@ -100,7 +117,8 @@ class ByteReader {
     v.clear();
     if constexpr (Bytes<T>) {
       v.resize(n);
-      take(v.data(), n * sizeof(T));
+      if (take(v.data(), n * sizeof(T)))
+        for (auto& x : v) repair(x);
     } else {
       for (std::uint64_t i = 0; i < n && ok_; ++i) get(v.emplace_back());
     }

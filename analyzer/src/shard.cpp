@@ -89,6 +89,8 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, StepRangeResult> {
   a(o.pattern, o.steps, o.processes, o.chosen, o.note);
 }
+void repair(StepMetrics& s) { archive::repair_bool(s.replayed); }
+void repair(CollectiveStats& c) { archive::repair_bool(c.device_side); }
 // A new member in these needs its field list above (and kPartVersion raised).
 static_assert(sizeof(RankMetrics) == 1192 && sizeof(Efficiency) == 144 && sizeof(MemoryDevice) == 144,
               "RankMetrics changed: update shard.cpp's field lists");
