@@ -46,7 +46,17 @@ int cmd_import(const std::vector<std::string>& inputs, const std::string& output
   std::vector<fs::path> paths(inputs.begin(), inputs.end());
   if (auto st = trace::check_output_not_input(paths, output); !st) return fail(st.error());
   trace::Trace t;
-  if (auto st = trace::import_any(paths, t); !st) return fail(st.error());
+  // a progress line for inputs large enough to be streamed, when stderr is a terminal
+  int shown = -1;
+  const bool tty = !quiet && isatty(STDERR_FILENO);
+  auto progress = [&](const std::string& file, std::uint64_t read, std::uint64_t total) {
+    const int pct = total ? static_cast<int>(100 * read / total) : 0;
+    if (!tty || pct == shown) return;
+    shown = pct;
+    std::fprintf(stderr, "\rimporting %s: %.2f of %.2f GB read (%d%%)%s", file.c_str(), read / 1e9, total / 1e9, pct,
+                 read >= total ? "\n" : "");
+  };
+  if (auto st = trace::import_any(paths, t, progress); !st) return fail(st.error());
   if (auto st = trace::write_trace(t, output, "tracetune import " TT_VERSION); !st) return fail(st.error());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!quiet) {

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   clang libclang-rt-14-dev clang-format clang-tidy
   libsqlite3-dev sqlite3 libsimdjson-dev libfmt-dev libcli11-dev libtomlplusplus-dev
-  libdeflate-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libdeflate-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-torch python3-numpy
   qt6-base-dev libqt6opengl6-dev libgl-dev fonts-dejavu-core
   xvfb xauth libgl1-mesa-dri libglx-mesa0

@@ -43,13 +43,13 @@ InputFormat detect_format(const fs::path& path) {
   return InputFormat::Unknown;
 }
 
-Status import_any(std::span<const fs::path> inputs, Trace& out) {
+Status import_any(std::span<const fs::path> inputs, Trace& out, const ImportProgress& progress) {
   for (const auto& in : inputs) {
     if (auto st = check_input_path(in); !st) return st;
     const std::string before = out.clock_domain;
     Status st;
     switch (detect_format(in)) {
-      case InputFormat::KinetoJson: st = import_kineto(in, out); break;
+      case InputFormat::KinetoJson: st = import_kineto(in, out, progress); break;
       case InputFormat::NsysSqlite: st = import_nsys(in, out); break;
       case InputFormat::TracetuneDb:
         return make_error(in.string() + ": already a tracetune trace: use it directly (info, export, analyze)");

@@ -24,12 +24,14 @@
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <simdjson.h>
 
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/strings.h"
+#include "json_stream.h"
 
 namespace tt::trace {
 namespace od = simdjson::ondemand;
@@ -263,6 +265,8 @@ class Importer {
   Importer(Trace& t, std::string_view source, int rank_hint) : t_(t), source_(source), rank_(rank_hint) {}
 
   Status run(simdjson::padded_string_view json);
+  // The same read as a stream (json_stream.h): memory bounded whatever the file's size.
+  Status run_stream(const fs::path& path, const std::function<void(std::uint64_t, std::uint64_t)>& progress);
 
  private:
   // An id (pid or tid) that is a number or a string; strings get stable negative ids.
@@ -314,6 +318,10 @@ class Importer {
   Status parse_distributed_info(od::object obj);
   Error fail(std::string_view what, std::size_t index) const;
   Error fail_json(simdjson::error_code ec) const;
+  Status read_events(od::array events, std::size_t& index);
+  Status read_root_field(std::string_view key, od::value v, std::size_t& index, bool& saw_events);
+  Status read_root_fields(od::document& doc, std::size_t& index, bool& saw_events);
+  Status run_piece(std::string_view text, std::size_t& index, bool events, bool& saw_events);
 
   std::int64_t id_of(const Id& id);
   void push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name, const Args& a,
@@ -351,6 +359,12 @@ class Importer {
     Id pid, tid;
   };
   std::vector<PendingFlow> pending_flows_;
+  // An id kept past its event: its text copied out of the parser's buffer (streamed batches go).
+  Id owned(Id id) {
+    if (!id.text.empty()) id.text = *owned_texts_.insert(std::string(id.text)).first;
+    return id;
+  }
+  std::unordered_set<std::string> owned_texts_;
   od::document* doc_ = nullptr;
   const char* base_ = nullptr;
   std::size_t size_ = 0;
@@ -827,7 +841,7 @@ Status Importer::flow_event(const Event& e, std::size_t index) {
   if (!e.has_id) return fail("flow event without 'id'", index);
   // The endpoint's track is resolved at the end of the file: a flow that ends on a GPU
   // (pid = device, tid = stream) belongs on the stream, which may not be seen yet.
-  pending_flows_.push_back({t_.flows.size(), e.pid, e.tid});
+  pending_flows_.push_back({t_.flows.size(), owned(e.pid), owned(e.tid)});
   t_.flows.ts.push_back(e.ts);
   t_.flows.track.push_back(kNone);
   t_.flows.category.push_back(t_.strings.intern(e.cat));
@@ -1281,6 +1295,46 @@ void Importer::finish() {
     t_.add_diagnostic(DiagnosticKind::Note, source_, "events of unknown category '" + cat + "' imported as generic ranges", n);
 }
 
+Status Importer::read_events(od::array events, std::size_t& index) {
+  for (auto el : events) {
+    od::object obj;
+    if (auto ec = el.get_object().get(obj)) {
+      if (ec == simdjson::INCORRECT_TYPE) return fail("not a JSON object", index);
+      return fail_json(ec);
+    }
+    if (auto st = parse_event(obj, index); !st) return st;
+    ++index;
+  }
+  return {};
+}
+
+Status Importer::read_root_field(std::string_view key, od::value v, std::size_t& index, bool& saw_events) {
+  if (key == "traceEvents") {
+    od::array arr;
+    if (v.get_array().get(arr)) return make_error(source_ + ": 'traceEvents' must be an array");
+    if (auto st = read_events(arr, index); !st) return st;
+    saw_events = true;
+  } else if (key == "deviceProperties") {
+    od::array arr;
+    if (v.get_array().get(arr)) return make_error(source_ + ": 'deviceProperties' must be an array");
+    if (auto st = parse_device_properties(arr); !st) return st;
+  } else if (key == "distributedInfo") {
+    od::object o;
+    if (v.get_object().get(o)) return make_error(source_ + ": 'distributedInfo' must be an object");
+    if (auto st = parse_distributed_info(o); !st) return st;
+  } else if (key == "baseTimeNanoseconds" || key == "schemaVersion" || key == "traceName" || key == "displayTimeUnit") {
+    std::string_view text;
+    if (v.get_string().get(text)) {  // numbers: keep the token as written
+      text = v.raw_json_token();
+      while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == ',' || text.back() == '\r' ||
+                               text.back() == '\t' || text.back() == '}'))
+        text.remove_suffix(1);
+    }
+    t_.metadata.emplace_back(source_ + ":" + std::string(key), std::string(text));
+  }
+  return {};
+}
+
 Status Importer::run(simdjson::padded_string_view json) {
   // A UTF-8 byte order mark (Windows editors write one) is not JSON: skip it.
   if (json.size() >= 3 && std::memcmp(json.data(), "\xEF\xBB\xBF", 3) == 0)
@@ -1293,60 +1347,15 @@ Status Importer::run(simdjson::padded_string_view json) {
   doc_ = &doc;
   od::json_type top;
   if (auto ec = doc.type().get(top)) return fail_json(ec);
-
   std::size_t index = 0;
-  auto read_events = [&](od::array events) -> Status {
-    for (auto el : events) {
-      od::object obj;
-      if (auto ec = el.get_object().get(obj)) {
-        if (ec == simdjson::INCORRECT_TYPE) return fail("not a JSON object", index);
-        return fail_json(ec);
-      }
-      if (auto st = parse_event(obj, index); !st) return st;
-      ++index;
-    }
-    return {};
-  };
-
   bool saw_events = false;
   if (top == od::json_type::array) {
     od::array arr;
     if (auto ec = doc.get_array().get(arr)) return fail_json(ec);
-    if (auto st = read_events(arr); !st) return st;
+    if (auto st = read_events(arr, index); !st) return st;
     saw_events = true;
   } else if (top == od::json_type::object) {
-    od::object root;
-    if (auto ec = doc.get_object().get(root)) return fail_json(ec);
-    for (auto field : root) {
-      std::string_view key;
-      if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
-      od::value v;
-      if (auto ec = field.value().get(v)) return fail_json(ec);
-      if (key == "traceEvents") {
-        od::array arr;
-        if (v.get_array().get(arr)) return make_error(source_ + ": 'traceEvents' must be an array");
-        if (auto st = read_events(arr); !st) return st;
-        saw_events = true;
-      } else if (key == "deviceProperties") {
-        od::array arr;
-        if (v.get_array().get(arr)) return make_error(source_ + ": 'deviceProperties' must be an array");
-        if (auto st = parse_device_properties(arr); !st) return st;
-      } else if (key == "distributedInfo") {
-        od::object o;
-        if (v.get_object().get(o)) return make_error(source_ + ": 'distributedInfo' must be an object");
-        if (auto st = parse_distributed_info(o); !st) return st;
-      } else if (key == "baseTimeNanoseconds" || key == "schemaVersion" || key == "traceName" ||
-                 key == "displayTimeUnit") {
-        std::string_view text;
-        if (v.get_string().get(text)) {  // numbers: keep the token as written
-          text = v.raw_json_token();
-          while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == ',' ||
-                                   text.back() == '\r' || text.back() == '\t'))
-            text.remove_suffix(1);
-        }
-        t_.metadata.emplace_back(source_ + ":" + std::string(key), std::string(text));
-      }
-    }
+    if (auto st = read_root_fields(doc, index, saw_events); !st) return st;
   } else {
     return make_error(source_ + ": not a Chrome trace (top level must be an object or an array)");
   }
@@ -1355,6 +1364,58 @@ Status Importer::run(simdjson::padded_string_view json) {
     if (!doc.current_location().get(rest)) return fail_json(simdjson::TRAILING_CONTENT);
   }
   if (!saw_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
+  finish();
+  return {};
+}
+
+Status Importer::read_root_fields(od::document& doc, std::size_t& index, bool& saw_events) {
+  od::object root;
+  if (auto ec = doc.get_object().get(root)) return fail_json(ec);
+  for (auto field : root) {
+    std::string_view key;
+    if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
+    od::value v;
+    if (auto ec = field.value().get(v)) return fail_json(ec);
+    if (auto st = read_root_field(key, v, index, saw_events); !st) return st;
+  }
+  return {};
+}
+
+// One streamed piece (a batch of events as an array, or a {"key": value} field) as its own
+// document; errors name the byte within the piece.
+Status Importer::run_piece(std::string_view text, std::size_t& index, bool events, bool& saw_events) {
+  const simdjson::padded_string padded(text);
+  od::parser parser;
+  od::document doc;
+  base_ = padded.data();
+  size_ = padded.size();
+  doc_ = nullptr;
+  if (auto ec = parser.iterate(padded).get(doc)) return fail_json(ec);
+  doc_ = &doc;
+  Status st;
+  if (events) {
+    od::array arr;
+    if (auto ec = doc.get_array().get(arr)) return fail_json(ec);
+    st = read_events(arr, index);
+  } else {
+    st = read_root_fields(doc, index, saw_events);
+  }
+  if (!st) return st;
+  const char* rest = nullptr;
+  if (!doc.current_location().get(rest)) return fail_json(simdjson::TRAILING_CONTENT);
+  doc_ = nullptr;
+  return {};
+}
+
+Status Importer::run_stream(const fs::path& path, const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  std::size_t index = 0;
+  bool saw_fields_events = false, saw_events = false;
+  JsonStreamSink sink;
+  sink.events = [&](std::string_view batch, std::uint64_t) { return run_piece(batch, index, true, saw_fields_events); };
+  sink.field = [&](std::string_view field) { return run_piece(field, index, false, saw_fields_events); };
+  sink.progress = progress;
+  if (auto st = stream_trace_json(path, sink, saw_events); !st) return st;
+  if (!saw_events && !saw_fields_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
   finish();
   return {};
 }
@@ -1369,7 +1430,25 @@ Status import_kineto_buffer(std::string_view json, std::string_view source, Trac
   return imp.run(padded);
 }
 
-Status import_kineto(const fs::path& path, Trace& out) {
+// Files from this size on (gzip: compressed size x 8) are read as a stream: memory bounded by
+// the trace model, not the file. TRACETUNE_STREAM_FROM_BYTES sets another size (0: always).
+std::uint64_t stream_from_bytes() {
+  if (const char* v = std::getenv("TRACETUNE_STREAM_FROM_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (end != v && *end == '\0') return n;
+  }
+  return 256ull << 20;
+}
+
+bool should_stream(const fs::path& f) {
+  auto probe = probe_gzip(f);
+  if (!probe) return false;  // the in-memory path names the problem
+  const std::uint64_t estimate = probe->gzip ? probe->file_size * 8 : probe->file_size;
+  return estimate >= stream_from_bytes();
+}
+
+Status import_kineto(const fs::path& path, Trace& out, const ImportProgress& progress) {
   std::error_code ec;
   std::vector<fs::path> files;
   if (fs::is_directory(path, ec)) {
@@ -1382,9 +1461,14 @@ Status import_kineto(const fs::path& path, Trace& out) {
   }
   if (out.clock_domain == "unknown") out.clock_domain = "kineto-us";
   for (const auto& f : files) {
+    Importer imp(out, f.string(), -1);
+    if (should_stream(f)) {
+      auto per_file = [&](std::uint64_t read, std::uint64_t total) { if (progress) progress(f.string(), read, total); };
+      if (auto st = imp.run_stream(f, per_file); !st) return st;
+      continue;
+    }
     auto data = read_maybe_gzip(f);
     if (!data) return make_error(data.error());
-    Importer imp(out, f.string(), -1);
     if (auto st = imp.run(data.value()); !st) return st;
   }
   return {};

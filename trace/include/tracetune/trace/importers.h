@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -30,14 +31,19 @@ InputFormat detect_format(const std::filesystem::path& path);
 Status import_kineto_buffer(std::string_view json, std::string_view source, Trace& out,
                             int rank_hint = -1);
 
-// A file or a directory of per-rank files (rank from each file's distributedInfo).
-Status import_kineto(const std::filesystem::path& path, Trace& out);
+// How far a streamed import has read: the file, and bytes of it read of its size.
+using ImportProgress = std::function<void(const std::string& file, std::uint64_t read, std::uint64_t total)>;
+
+// A file or a directory of per-rank files (rank from each file's distributedInfo). Files from
+// 256 MiB on (gzip: 32 MiB) are read as a stream, in batches of events: memory is the trace
+// model's, not the file's (TRACETUNE_STREAM_FROM_BYTES changes the size; docs/trace-format.md).
+Status import_kineto(const std::filesystem::path& path, Trace& out, const ImportProgress& progress = {});
 
 // An Nsight Systems SQLite export (opened read-only, defensively).
 Status import_nsys(const std::filesystem::path& path, Trace& out);
 
 // Any supported input, dispatched by detect_format(). Several inputs become one trace.
-Status import_any(std::span<const std::filesystem::path> inputs, Trace& out);
+Status import_any(std::span<const std::filesystem::path> inputs, Trace& out, const ImportProgress& progress = {});
 
 // What every reading command wants: our trace DB read directly, anything else imported on
 // the fly; finalized either way.
