@@ -9,6 +9,7 @@ straggler that arrives 2 ms late, so the cross-rank analysis has something to fi
 for given arguments.
 
 usage: gen_kineto_job.py OUT_DIR [--ranks 1024] [--events-per-rank 20000] [--jobs 2]
+       gen_kineto_job.py OUT_DIR --one-file GB      (one rank, plain JSON, for the import benchmark)
 """
 import argparse
 import json
@@ -20,13 +21,16 @@ LAYERS = 40
 EVENTS_PER_STEP = 1 + 3 * LAYERS + 3 + 2  # step, (op, launch, kernel) per layer, copy (launch + copy + op), nccl
 
 
-def rank_events(rank, ranks, steps):
+def rank_steps(rank, steps):
+    """Per step, its events as JSON texts (steps=None: without end)."""
     pid, tid = 10_000 + rank, 10_000 + rank
-    out = []
-    ev = out.append
     corr = 1
     t = 1_000_000.0  # µs
-    for step in range(steps):
+    step = -1
+    while steps is None or step + 1 < steps:
+        step += 1
+        out = []
+        ev = out.append
         step_start = t
         body = []
         b = body.append
@@ -63,11 +67,33 @@ def rank_events(rank, ranks, steps):
            f'"ts":{step_start:.3f},"dur":{t - step_start:.3f}}}')
         out.extend(body)
         t += 5
+        yield out
+
+
+def header_text(rank, ranks):
     header = {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": ranks},
               "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85899345920,
                                     "computeMajor": 8, "computeMinor": 0}]}
-    meta = [f'{{"name":"process_name","ph":"M","pid":{pid},"tid":0,"args":{{"name":"python3"}}}}']
-    return json.dumps(header)[:-1] + ', "traceEvents": [\n' + ",\n".join(meta + out) + "\n]}\n"
+    meta = f'{{"name":"process_name","ph":"M","pid":{10_000 + rank},"tid":0,"args":{{"name":"python3"}}}}'
+    return json.dumps(header)[:-1] + ', "traceEvents": [\n' + meta
+
+
+def rank_events(rank, ranks, steps):
+    return header_text(rank, ranks) + "".join(",\n" + ",\n".join(s) for s in rank_steps(rank, steps)) + "\n]}\n"
+
+
+def write_one_file(path, gigabytes):
+    """One rank's trace of at least `gigabytes` GB of plain JSON, written as it is made."""
+    target, written, events = gigabytes * 1e9, 0, 0
+    with open(path, "w") as f:
+        written += f.write(header_text(0, 1))
+        for step in rank_steps(0, None):
+            written += f.write("".join(",\n" + e for e in step))
+            events += len(step)
+            if written >= target:
+                break
+        f.write("\n]}\n")
+    print(f"wrote {path}: {written / 1e9:.2f} GB, {events + 1} events")
 
 
 def write_rank(job):
@@ -84,7 +110,13 @@ def main():
     ap.add_argument("--ranks", type=int, default=1024)
     ap.add_argument("--events-per-rank", type=int, default=20_000)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--one-file", type=float, metavar="GB", help="instead: one rank's plain JSON of at least GB gigabytes "
+                    "in OUT_DIR/one-rank.json (the streaming-import benchmark)")
     args = ap.parse_args()
+    if args.one_file:
+        pathlib.Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+        write_one_file(pathlib.Path(args.out_dir) / "one-rank.json", args.one_file)
+        return
     out = pathlib.Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     steps = max(1, -(-args.events_per_rank // EVENTS_PER_STEP))

@@ -6,11 +6,17 @@ input event), and events per second (input events over the wall time of shards p
 single-process one. At this size, one process leaves the job critical path out (above its 2M GPU
 ops); the combine computes it. So the comparison leaves out `job_critical_path` and the notes.
 
+With --import-gb G instead: one generated rank of G GB of plain JSON imported to a trace DB by the
+streaming import, beside a tenth of it imported both streamed and in memory: wall time, events/s,
+peak RSS and RSS bytes per event.
+
 usage: scale_bench.py TRACETUNE [--dir DIR] [--ranks 1024] [--events-per-rank 20000] [--shards 1 2 4]
-  (generates DIR with bench/gen_kineto_job.py when it has no rank files yet)
+       scale_bench.py TRACETUNE --import-gb 5 [--dir DIR]
+  (generates the input in DIR with bench/gen_kineto_job.py when it is not there yet)
 """
 import argparse
 import json
+import os
 import pathlib
 import re
 import subprocess
@@ -52,6 +58,29 @@ def comparable(path):
     return doc
 
 
+def import_bench(tracetune, work, gigabytes):
+    big = work / "one-rank.json"
+    small_dir = work / "small"
+    if not big.exists():
+        subprocess.run([sys.executable, str(HERE / "gen_kineto_job.py"), str(work), "--one-file", str(gigabytes)], check=True)
+    if not (small_dir / "one-rank.json").exists():
+        subprocess.run([sys.executable, str(HERE / "gen_kineto_job.py"), str(small_dir), "--one-file", str(gigabytes / 10)],
+                       check=True)
+    print(f"{'import':<34}{'GB':>6}{'events':>12}{'wall s':>8}{'events/s':>11}{'peak RSS MB':>13}{'B/event':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path, env in (("in memory", small_dir / "one-rank.json", str(1 << 62)),
+                                 ("streamed", small_dir / "one-rank.json", "0"),
+                                 ("streamed", big, "0")):
+            db = pathlib.Path(tmp) / "out.db"
+            db.unlink(missing_ok=True)
+            os.environ["TRACETUNE_STREAM_FROM_BYTES"] = env
+            wall, (rss,) = run_all([[tracetune, "import", str(path), "-o", str(db), "-q"]])
+            info = subprocess.run([tracetune, "info", "--json", str(db)], capture_output=True, text=True, check=True)
+            events = json.loads(info.stdout)["total_events"]
+            print(f"{label + ' ' + path.name:<34}{path.stat().st_size / 1e9:>6.2f}{events:>12}{wall:>8.1f}{events / wall:>11.0f}"
+                  f"{rss / 1e6:>13.0f}{rss / events:>9.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tracetune")
@@ -59,7 +88,10 @@ def main():
     ap.add_argument("--ranks", type=int, default=1024)
     ap.add_argument("--events-per-rank", type=int, default=20_000)
     ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--import-gb", type=float, help="the streaming-import benchmark instead, on a file of this size")
     args = ap.parse_args()
+    if args.import_gb:
+        return import_bench(args.tracetune, pathlib.Path(args.dir), args.import_gb)
     job = pathlib.Path(args.dir)
     if not list(job.glob("rank-*.json.gz")):
         subprocess.run([sys.executable, str(HERE / "gen_kineto_job.py"), str(job), "--ranks", str(args.ranks),

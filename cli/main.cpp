@@ -208,6 +208,7 @@ int cmd_analyze(AnalyzeArgs args) {
   opt.hta_compat = args.hta_compat;
   opt.rank = args.rank;
   opt.threads = args.threads;
+  opt.path_pieces = false;  // reports do not show them: memory kept for the events
   if (!args.steps.empty()) {
     std::pair<std::int64_t, std::int64_t> r;
     if (!parse_steps(args.steps, r)) {

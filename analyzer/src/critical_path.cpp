@@ -203,8 +203,9 @@ struct RawSegment {
 class PathWalker {
  public:
   // `rank_numbers`: the job's rank of each graph index
-  PathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers, const CollectiveGroups& groups, Ns queue_gap)
-      : source_(graphs), rank_numbers_(std::move(rank_numbers)), groups_(groups), queue_gap_(queue_gap) {
+  PathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers, const CollectiveGroups& groups, const Options& opt)
+      : source_(graphs), rank_numbers_(std::move(rank_numbers)), groups_(groups), queue_gap_(opt.kernel_wait_threshold),
+        keep_pieces_(opt.path_pieces) {
     for (const auto& grp : groups_) {
       std::size_t last = 0;
       for (std::size_t i = 1; i < grp.size(); ++i)
@@ -259,6 +260,7 @@ class PathWalker {
   const CollectiveGroups& groups_;
   std::vector<std::size_t> last_;  // per group: index of the last arrival
   Ns queue_gap_;
+  bool keep_pieces_;
   bool follow_ = false;
   Ns lo_ = 0;
   std::vector<RawSegment> segs_;
@@ -425,9 +427,9 @@ class PathWalker {
       }
       merged.push_back(*it);
     }
-    p.pieces.reserve(merged.size());
+    if (keep_pieces_) p.pieces.reserve(merged.size());
     for (const auto& sg : merged) {
-      p.pieces.push_back({sg.s, sg.e, sg.kind, sg.track});
+      if (keep_pieces_) p.pieces.push_back({sg.s, sg.e, sg.kind, sg.track});
       p.length += sg.e - sg.s;
       p.by_kind[static_cast<std::size_t>(sg.kind)] += sg.e - sg.s;
       auto r = std::find_if(p.by_rank.begin(), p.by_rank.end(), [&](const auto& x) { return x.first == sg.rank; });
@@ -522,7 +524,7 @@ class TraceGraphs : public GraphSource {
 // last arriver on other ranks.
 void add_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs,
                    std::vector<std::int32_t> rank_numbers, Metrics& M) {
-  PathWalker walker(graphs, std::move(rank_numbers), groups, opt.kernel_wait_threshold);
+  PathWalker walker(graphs, std::move(rank_numbers), groups, opt);
   std::map<std::int64_t, std::pair<Ns, std::size_t>> last_end;
   std::map<std::int64_t, std::size_t> ranks_with;
   for (std::size_t i = 0; i < M.ranks.size(); ++i) {
@@ -556,7 +558,7 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
   for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    PathWalker walker(graphs, rank_numbers, groups, opt.kernel_wait_threshold);
+    PathWalker walker(graphs, rank_numbers, groups, opt);
     for (std::size_t i; (i = next.fetch_add(1)) < M.ranks.size();) {
       auto& r = M.ranks[i];
       if (r.main_track == kNone) {

@@ -83,7 +83,7 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, Options> {
   bool has_steps = o.steps.has_value();
   std::pair<std::int64_t, std::int64_t> steps = o.steps.value_or(std::pair<std::int64_t, std::int64_t>{});
-  a(o.hta_compat, o.rank, has_steps, steps, o.kernel_wait_threshold, o.threads);
+  a(o.hta_compat, o.rank, has_steps, steps, o.kernel_wait_threshold, o.threads, o.path_pieces);
   if constexpr (!std::is_const_v<T>) o.steps = has_steps ? std::optional(steps) : std::nullopt;
 }
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, StepRangeResult> {
@@ -513,6 +513,7 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   Analysis a;
   a.options = parts.front().index.options;
   a.options.threads = threads;
+  a.options.path_pieces = false;  // their tracks are the shards' traces'; no report shows them
   a.source = parts.front().index.source;
   Metrics& M = a.metrics;
   std::vector<std::vector<RankArrival>> arrivals;

@@ -19,6 +19,7 @@ struct Options {
   std::optional<std::pair<std::int64_t, std::int64_t>> steps;  // step numbers A..B inclusive
   Ns kernel_wait_threshold = 30'000;     // idle gap below this after a queued op: launch overhead
   unsigned threads = 0;                  // 0: one per core
+  bool path_pieces = true;               // keep StepPath::pieces (the GUI draws them; no report shows them)
 };
 
 // GPU time of a rank split by what ran (HTA's "temporal breakdown", plus classes and overlaps).
