@@ -3,11 +3,13 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "critical_path.h"
 #include "tracetune/analyzer/metrics.h"
 #include "tracetune/trace/model.h"
+#include "tracetune/trace/store.h"
 
 namespace tt::analyzer {
 
@@ -31,6 +33,11 @@ std::vector<RankArrival> rank_arrivals(const trace::Trace& t, const RankMetrics&
 // Ranks: processes that ran GPU work or marked steps; without any, the root processes
 // (sorted by job rank, then process index).
 std::vector<std::uint32_t> pick_ranks(const trace::Trace& t);
+// The same from per-track event counts (a trace outline read without its events).
+std::vector<std::uint32_t> pick_ranks(const trace::Trace& t, const std::vector<trace::TrackEventCounts>& per_track);
+
+// A rank's process tree: itself and its descendants that are not ranks themselves.
+std::vector<std::uint32_t> tree_of(const trace::Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks);
 
 // Each rank of `processes` analysed on its own (in parallel; `processes` from pick_ranks), with
 // its memory, efficiency and collective arrivals.
@@ -38,7 +45,9 @@ struct LocalRanks {
   std::vector<RankMetrics> ranks;
   std::vector<std::vector<RankArrival>> arrivals;  // per rank
 };
-LocalRanks analyze_ranks(const trace::Trace& t, const Options& opt, const std::vector<std::uint32_t>& processes);
+// `all_ranks`: every rank of the trace, when `processes` is a share of them (empty: the same).
+LocalRanks analyze_ranks(const trace::Trace& t, const Options& opt, const std::vector<std::uint32_t>& processes,
+                         const std::vector<std::uint32_t>& all_ranks = {});
 
 // Metrics::cross and each rank's CollectiveStats' cross-rank fields, from every rank's arrivals;
 // returns the matched collectives (the critical path's cross-rank edges).

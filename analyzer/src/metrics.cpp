@@ -813,42 +813,34 @@ class RankAnalyzer {
   }
 };
 
-// Each rank's process tree: itself and descendants that are not ranks themselves.
-std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks) {
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> children;
-  for (std::uint32_t p = 0; p < t.processes.size(); ++p) children[t.processes[p].parent_pid].push_back(p);
-  std::vector<std::uint32_t> out{root}, stack{root};
-  std::unordered_set<std::uint32_t> seen{root};
-  while (!stack.empty()) {
-    const auto p = stack.back();
-    stack.pop_back();
-    auto it = children.find(t.processes[p].pid);
-    if (it == children.end()) continue;
-    for (auto c : it->second)
-      if (!ranks.count(c) && seen.insert(c).second) { out.push_back(c); stack.push_back(c); }
-  }
-  return out;
-}
-
 }  // namespace
 
-std::vector<std::uint32_t> pick_ranks(const Trace& t) {
-  std::vector<char> is_rank(t.processes.size(), 0), has_events(t.processes.size(), 0);
-  auto mark = [&](std::span<const trace::TrackSlice> slices, bool rank_worthy) {
-    for (const auto& s : slices) {
-      if (s.begin == s.end) continue;
-      const auto p = t.process_of_track(s.track);
-      if (p == kNone) continue;
-      has_events[p] = 1;
-      if (rank_worthy) is_rank[p] = 1;
-    }
+std::vector<trace::TrackEventCounts> track_event_counts(const Trace& t) {
+  std::vector<trace::TrackEventCounts> counts(t.tracks.size());
+  auto add = [&](std::span<const trace::TrackSlice> slices, bool gpu) {
+    for (const auto& s : slices) (gpu ? counts[s.track].gpu_ops : counts[s.track].host) += s.end - s.begin;
   };
-  mark(t.slices_kernels(), true);
-  mark(t.slices_memcpys(), true);
-  mark(t.slices_memsets(), true);
-  mark(t.slices_ranges(), false);
-  mark(t.slices_api_calls(), false);
-  mark(t.slices_io(), false);
+  add(t.slices_kernels(), true);
+  add(t.slices_memcpys(), true);
+  add(t.slices_memsets(), true);
+  add(t.slices_ranges(), false);
+  add(t.slices_api_calls(), false);
+  add(t.slices_io(), false);
+  return counts;
+}
+
+std::vector<std::uint32_t> pick_ranks(const Trace& t) { return pick_ranks(t, track_event_counts(t)); }
+
+std::vector<std::uint32_t> pick_ranks(const Trace& t, const std::vector<trace::TrackEventCounts>& per_track) {
+  std::vector<char> is_rank(t.processes.size(), 0), has_events(t.processes.size(), 0);
+  std::vector<std::size_t> events(t.processes.size(), 0);  // host events, for the fallback
+  for (std::uint32_t tr = 0; tr < per_track.size(); ++tr) {
+    const auto p = t.process_of_track(tr);
+    if (p == kNone) continue;
+    if (per_track[tr].gpu_ops) is_rank[p] = has_events[p] = 1;
+    if (per_track[tr].host) has_events[p] = 1;
+    events[p] += per_track[tr].host;
+  }
   for (std::size_t i = 0; i < t.steps.size(); ++i) {
     const auto p = t.process_of_track(t.steps.track[i]);
     if (p != kNone) is_rank[p] = 1;
@@ -857,16 +849,6 @@ std::vector<std::uint32_t> pick_ranks(const Trace& t) {
   for (std::uint32_t p = 0; p < t.processes.size(); ++p)
     if (is_rank[p]) out.push_back(p);
   if (out.empty()) {  // no GPU work, no steps: per known rank, its busiest process
-    std::vector<std::size_t> events(t.processes.size(), 0);
-    auto count = [&](std::span<const trace::TrackSlice> slices) {
-      for (const auto& s : slices) {
-        const auto p = t.process_of_track(s.track);
-        if (p != kNone) events[p] += s.end - s.begin;
-      }
-    };
-    count(t.slices_ranges());
-    count(t.slices_api_calls());
-    count(t.slices_io());
     std::map<std::int32_t, std::uint32_t> best;
     for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
       if (t.processes[p].rank < 0 || !events[p]) continue;
@@ -890,13 +872,32 @@ std::vector<std::uint32_t> pick_ranks(const Trace& t) {
   return out;
 }
 
-LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<std::uint32_t>& processes) {
+// Each rank's process tree: itself and descendants that are not ranks themselves.
+std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks) {
+  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> children;
+  for (std::uint32_t p = 0; p < t.processes.size(); ++p) children[t.processes[p].parent_pid].push_back(p);
+  std::vector<std::uint32_t> out{root}, stack{root};
+  std::unordered_set<std::uint32_t> seen{root};
+  while (!stack.empty()) {
+    const auto p = stack.back();
+    stack.pop_back();
+    auto it = children.find(t.processes[p].pid);
+    if (it == children.end()) continue;
+    for (auto c : it->second)
+      if (!ranks.count(c) && seen.insert(c).second) { out.push_back(c); stack.push_back(c); }
+  }
+  return out;
+}
+
+LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<std::uint32_t>& processes,
+                         const std::vector<std::uint32_t>& all_ranks) {
   // HTA filters steps only when the trace names two or more distinct ProfilerStep#N.
   std::unordered_set<trace::StringId> step_names;
   for (std::size_t i = 0; i < t.steps.size(); ++i)
     if (t.strings.get(t.steps.name[i]).starts_with("ProfilerStep#")) step_names.insert(t.steps.name[i]);
   const bool hta_step_filter = step_names.size() >= 2;
-  const std::unordered_set<std::uint32_t> rank_set(processes.begin(), processes.end());
+  const auto& ranks = all_ranks.empty() ? processes : all_ranks;
+  const std::unordered_set<std::uint32_t> rank_set(ranks.begin(), ranks.end());
   LocalRanks out;
   out.ranks.resize(processes.size());
   out.arrivals.resize(processes.size());

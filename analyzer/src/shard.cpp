@@ -28,6 +28,7 @@
 #include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
+#include "tracetune/trace/store.h"
 
 namespace tt::analyzer {
 
@@ -221,19 +222,28 @@ std::optional<StepRangeResult> step_source(trace::Trace& t, const std::string& s
   return std::nullopt;
 }
 
-// Analyses one loaded file's ranks (those in `part` of them) into the part file.
-void analyze_unit(trace::Trace& t, std::uint64_t unit, const Options& opt, std::pair<std::size_t, std::size_t> part,
-                  PartWriter& w, PartIndex& index) {
-  std::vector<std::uint32_t> processes = pick_ranks(t);
+// The trace's ranks (as analyze picks them, and --rank keeps them), and this shard's block of
+// them when the shards split one trace's ranks (part = {K, N}; {0, 1}: all).
+struct RankShare {
+  std::vector<std::uint32_t> all, mine;
+};
+RankShare rank_share(const trace::Trace& t, std::vector<std::uint32_t> ranks, const Options& opt,
+                     std::pair<std::size_t, std::size_t> part) {
   if (opt.rank >= 0)
-    std::erase_if(processes, [&](std::uint32_t p) {
+    std::erase_if(ranks, [&](std::uint32_t p) {
       const auto& pr = t.processes[p];
       return (pr.rank >= 0 ? pr.rank : static_cast<std::int32_t>(p)) != opt.rank;
     });
-  const std::size_t lo = processes.size() * part.first / part.second, hi = processes.size() * (part.first + 1) / part.second;
-  processes = std::vector<std::uint32_t>(processes.begin() + static_cast<std::ptrdiff_t>(lo),
-                                         processes.begin() + static_cast<std::ptrdiff_t>(hi));
-  LocalRanks local = analyze_ranks(t, opt, processes);
+  const std::size_t lo = ranks.size() * part.first / part.second, hi = ranks.size() * (part.first + 1) / part.second;
+  RankShare share{ranks, {}};
+  share.mine.assign(ranks.begin() + static_cast<std::ptrdiff_t>(lo), ranks.begin() + static_cast<std::ptrdiff_t>(hi));
+  return share;
+}
+
+// Analyses the ranks `share.mine` of a loaded file into the part file.
+void analyze_unit(const trace::Trace& t, std::uint64_t unit, const Options& opt, const RankShare& share, PartWriter& w,
+                  PartIndex& index) {
+  LocalRanks local = analyze_ranks(t, opt, share.mine, share.all);
   for (std::size_t i = 0; i < local.ranks.size(); ++i) {
     PartRank r{std::move(local.ranks[i]), std::move(local.arrivals[i]), unit};
     if (!opt.hta_compat && r.metrics.main_track != trace::kNone)
@@ -241,6 +251,33 @@ void analyze_unit(trace::Trace& t, std::uint64_t unit, const Options& opt, std::
     index.ranks.push_back(std::move(r));
   }
   index.unit_processes.push_back({unit, t.processes.size()});
+}
+
+// A trace DB whose ranks the shards split, when it marks its steps: only this shard's ranks'
+// events are read (their process trees' tracks), so each shard holds its share of the trace.
+// Empty when the whole trace must be loaded (steps to be taken from ranges need every range).
+std::optional<std::pair<trace::Trace, RankShare>> read_rank_share(const fs::path& file, const Options& opt,
+                                                                  const std::string& step_range, Shard s,
+                                                                  std::uint64_t& events, std::string& error) {
+  if (trace::detect_format(file) != trace::InputFormat::TracetuneDb || !step_range.empty()) return std::nullopt;
+  auto outline = trace::read_trace_outline(file);
+  if (!outline) { error = outline.error(); return std::nullopt; }
+  const trace::Trace& o = outline->trace;
+  if (o.steps.size() == 0) return std::nullopt;
+  RankShare share = rank_share(o, pick_ranks(o, outline->per_track), opt, {s.index, s.count});
+  const std::unordered_set<std::uint32_t> ranks(share.all.begin(), share.all.end());
+  std::vector<char> mine(o.processes.size(), 0);
+  for (std::uint32_t p : share.mine)
+    for (std::uint32_t q : tree_of(o, p, ranks)) mine[q] = 1;
+  trace::TrackFilter keep(o.tracks.size(), 0);
+  for (std::uint32_t tr = 0; tr < o.tracks.size(); ++tr) {
+    const auto p = o.process_of_track(tr);
+    keep[tr] = p != trace::kNone && mine[p];
+  }
+  events = outline->events;
+  auto t = trace::read_trace(file, keep);
+  if (!t) { error = t.error(); return std::nullopt; }
+  return std::pair{std::move(t.value()), std::move(share)};
 }
 
 Result<std::vector<fs::path>> input_files(const fs::path& input) {
@@ -278,18 +315,29 @@ Result<ShardRun> analyze_shard(const fs::path& input, Shard s, const Options& op
   const std::size_t last = index.split_ranks ? 1 : files->size() * (s.index + 1) / s.count;
   ShardRun run;
   for (std::size_t u = first; u < last; ++u) {
-    auto t = trace::load_any((*files)[u]);
-    if (!t) return make_error(t.error());
-    if (auto note = step_source(t.value(), step_range)) index.step_notes.push_back(std::move(*note));
-    if (index.clock_domain.empty()) index.clock_domain = t->clock_domain;
+    const fs::path& file = (*files)[u];
     const std::size_t before = index.ranks.size();
-    analyze_unit(t.value(), u, opt, index.split_ranks ? std::pair{s.index, s.count} : std::pair{0u, 1u}, w.value(), index);
-    if (!index.split_ranks || s.index == 0) index.events += t->event_count();
+    std::uint64_t events = 0;
+    std::string error;
+    if (auto share = index.split_ranks ? read_rank_share(file, opt, step_range, s, events, error) : std::nullopt) {
+      analyze_unit(share->first, u, opt, share->second, w.value(), index);
+      if (s.index == 0) index.events += events;
+      run.events += share->first.event_count();
+      if (index.clock_domain.empty()) index.clock_domain = share->first.clock_domain;
+    } else {
+      if (!error.empty()) return make_error(error);
+      auto t = trace::load_any(file);
+      if (!t) return make_error(t.error());
+      if (auto note = step_source(t.value(), step_range)) index.step_notes.push_back(std::move(*note));
+      const auto part = index.split_ranks ? std::pair<std::size_t, std::size_t>{s.index, s.count} : std::pair<std::size_t, std::size_t>{0, 1};
+      analyze_unit(t.value(), u, opt, rank_share(t.value(), pick_ranks(t.value()), opt, part), w.value(), index);
+      if (!index.split_ranks || s.index == 0) index.events += t->event_count();
+      run.events += t->event_count();
+      if (index.clock_domain.empty()) index.clock_domain = t->clock_domain;
+    }
     ++run.files;
-    run.events += t->event_count();
     run.ranks += index.ranks.size() - before;
-    if (progress) progress(fmt::format("{}: {} rank(s), {} events", (*files)[u].string(), index.ranks.size() - before,
-                                       t->event_count()));
+    if (progress) progress(fmt::format("{}: {} rank(s)", file.string(), index.ranks.size() - before));
   }
   if (auto st = w->finish(index); !st) return make_error(st.error());
   return run;

@@ -260,3 +260,44 @@ TEST(Store, PlantedSymlinkAtTheTargetIsReplacedNotFollowed) {
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
 }
+
+// A shard reads only its ranks' tracks; the outline says what choosing ranks needs without the events.
+TEST(Store, ReadsOnlyTheTracksKeptAndAnOutline) {
+  TempDir dir;
+  Trace t;
+  const fs::path two[] = {fs::path(TT_TEST_DATA_DIR) / "kineto/two_ranks"};
+  ASSERT_TRUE(import_any(two, t).ok());
+  t.finalize();
+  const fs::path db = dir.path() / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  auto whole = read_trace(db);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  const Trace& w = whole.value();
+  ASSERT_GE(w.processes.size(), 2u);
+
+  auto outline = read_trace_outline(db);
+  ASSERT_TRUE(outline.ok()) << outline.error();
+  EXPECT_EQ(outline->events, w.event_count());
+  EXPECT_EQ(outline->trace.steps.size(), w.steps.size());
+  EXPECT_EQ(outline->trace.kernels.size(), 0u);
+  ASSERT_EQ(outline->per_track.size(), w.tracks.size());
+  std::uint64_t gpu = 0;
+  for (const auto& c : outline->per_track) gpu += c.gpu_ops;
+  EXPECT_EQ(gpu, w.kernels.size() + w.memcpys.size() + w.memsets.size());
+
+  // keep the tracks of the process that ran the kernels
+  const std::uint32_t p = w.process_of_track(w.kernels.track[0]);
+  TrackFilter keep(w.tracks.size(), 0);
+  for (std::uint32_t tr = 0; tr < w.tracks.size(); ++tr) keep[tr] = w.process_of_track(tr) == p;
+  auto part = read_trace(db, keep);
+  ASSERT_TRUE(part.ok()) << part.error();
+  EXPECT_EQ(part->processes.size(), w.processes.size());  // indices are the whole trace's
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < w.kernels.size(); ++i) mine += w.process_of_track(w.kernels.track[i]) == p;
+  EXPECT_EQ(part->kernels.size(), mine);
+  EXPECT_LT(mine, w.kernels.size());  // the other rank's kernel is left out
+  std::size_t others = 0;
+  for (std::size_t i = 0; i < w.steps.size(); ++i) others += w.process_of_track(w.steps.track[i]) != p;
+  EXPECT_GT(others, 0u);  // the fixture has a step on another process, which is left out
+  EXPECT_EQ(part->steps.size(), w.steps.size() - others);
+}

@@ -263,6 +263,10 @@ std::string select_sql(const Def& d, int version) {
   return s + ", id FROM " + d.name + " ORDER BY id";  // id last: for messages
 }
 
+bool keeps(const TrackFilter& keep, std::int64_t track) {
+  return track >= 0 && static_cast<std::uint64_t>(track) < keep.size() && keep[static_cast<std::size_t>(track)];
+}
+
 template <class Table, class Def>
 Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
   auto st = Stmt::prepare(db, insert_sql(d));
@@ -284,7 +288,8 @@ Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
 
 // Reads the rows with lo <= id < hi, in id order, appending to `t`.
 template <class Table, class Def>
-Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, std::int64_t lo, std::int64_t hi) {
+Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, std::int64_t lo, std::int64_t hi,
+                      const TrackFilter& keep) {
   std::string sql = select_sql(d, version);
   sql.insert(sql.size() - std::string(" ORDER BY id").size(), " WHERE id >= ?1 AND id < ?2");
   auto st = Stmt::prepare(db, sql);
@@ -292,13 +297,14 @@ Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, std::int
   Stmt& s = st.value();
   s.bind(1, lo);
   s.bind(2, hi);
-  const auto n = static_cast<std::size_t>(hi - lo);  // ids are dense: the exact row count
+  const auto n = keep.empty() ? static_cast<std::size_t>(hi - lo) : 0;  // ids are dense: the exact row count
   t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
   std::apply([&](const auto&... c) { ((t.*c.member).reserve(n), ...); }, d.cols);
   const int id_column = 4 + static_cast<int>(std::apply([](const auto&... c) { return (0 + ... + (c.derived ? 0 : 1)); }, d.cols));
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     const std::int64_t row = s.i64(id_column);
+    if (!keep.empty() && !keeps(keep, s.i64(0))) continue;
     static constexpr const char* kFixed[] = {"track_id", "start_ns", "end_ns", "name_id"};
     for (int c = 0; c < 4; ++c)
       if (auto bad = integer_cell(s, c, d.name, kFixed[c], false, row); !bad) return bad;
@@ -327,6 +333,7 @@ struct ChunkedRead {
   Table* dst;
   const Def* def;
   int version;  // the file's schema version
+  const TrackFilter* keep;
   std::vector<Table> parts;
 
   Status plan(sqlite3* db, std::size_t rows_per_chunk, std::vector<std::function<Status(sqlite3*)>>& jobs) {
@@ -340,7 +347,7 @@ struct ChunkedRead {
     parts.resize(static_cast<std::size_t>((hi - lo + step - 1) / step));
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const std::int64_t a = lo + static_cast<std::int64_t>(i) * step, b = std::min(hi, a + step);
-      jobs.emplace_back([this, i, a, b](sqlite3* c) { return read_span_rows(c, parts[i], *def, version, a, b); });
+      jobs.emplace_back([this, i, a, b](sqlite3* c) { return read_span_rows(c, parts[i], *def, version, a, b, *keep); });
     }
     return {};
   }
@@ -360,8 +367,8 @@ struct ChunkedRead {
 };
 
 template <class Table, class Def>
-ChunkedRead<Table, Def> chunked(Table& t, const Def& d, int version) {
-  return {&t, &d, version, {}};
+ChunkedRead<Table, Def> chunked(Table& t, const Def& d, int version, const TrackFilter& keep) {
+  return {&t, &d, version, &keep, {}};
 }
 
 void bind_text_or_null(Stmt& s, int i, const std::string& v) {
@@ -777,9 +784,10 @@ Status read_device_tables(sqlite3* db, Trace& t) {
                        });
 }
 
-Status read_point_tables(sqlite3* db, Trace& t) {
+Status read_point_tables(sqlite3* db, Trace& t, const TrackFilter& keep) {
   auto st = read_entities(db, "counters", "SELECT track_id, ts_ns, name_id, value FROM counters ORDER BY id",
                           [&](EntityRow& r) {
+                            if (!keep.empty() && !keeps(keep, r.i64(0))) return;
                             t.counters.track.push_back(r.u32(0));
                             t.counters.ts.push_back(r.i64(1));
                             t.counters.name.push_back(r.u32(2));
@@ -788,6 +796,7 @@ Status read_point_tables(sqlite3* db, Trace& t) {
   if (!st) return st;
   st = read_entities(db, "flows", "SELECT track_id, ts_ns, category_id, flow_id, phase FROM flows ORDER BY id",
                      [&](EntityRow& r) {
+                       if (!keep.empty() && !keeps(keep, r.i64(0))) return;
                        t.flows.track.push_back(r.u32(0));
                        t.flows.ts.push_back(r.i64(1));
                        t.flows.category.push_back(r.u32(2));
@@ -806,7 +815,7 @@ Status read_point_tables(sqlite3* db, Trace& t) {
 }
 
 // The event tables, read in chunks by a few connections in parallel.
-Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t) {
+Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t, const TrackFilter& keep) {
   const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
   std::size_t total = 0;
   {
@@ -816,11 +825,11 @@ Status read_event_tables(sqlite3* db, const std::string& path, int version, Trac
     if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
   }
   const std::size_t chunk = std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
-  auto readers = std::make_tuple(chunked(t.ranges, kRanges, version), chunked(t.kernels, kKernels, version),
-                                 chunked(t.api_calls, kApiCalls, version), chunked(t.memcpys, kMemcpys, version),
-                                 chunked(t.io_calls, kIoCalls, version), chunked(t.memsets, kMemsets, version),
-                                 chunked(t.syncs, kSyncs, version), chunked(t.steps, kSteps, version),
-                                 chunked(t.collectives, kCollectives, version));
+  auto readers = std::make_tuple(chunked(t.ranges, kRanges, version, keep), chunked(t.kernels, kKernels, version, keep),
+                                 chunked(t.api_calls, kApiCalls, version, keep), chunked(t.memcpys, kMemcpys, version, keep),
+                                 chunked(t.io_calls, kIoCalls, version, keep), chunked(t.memsets, kMemsets, version, keep),
+                                 chunked(t.syncs, kSyncs, version, keep), chunked(t.steps, kSteps, version, keep),
+                                 chunked(t.collectives, kCollectives, version, keep));
   std::vector<std::function<Status(sqlite3*)>> jobs;
   Status planned;
   std::apply([&](auto&... r) { ((planned.ok() ? (void)(planned = r.plan(db, chunk, jobs)) : (void)0), ...); }, readers);
@@ -898,7 +907,7 @@ Status check_references(const Trace& t) {
 
 }  // namespace
 
-Result<Trace> read_trace(const fs::path& path) {
+Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep) {
   auto dbr = sql::open_untrusted(path.string());
   if (!dbr) return make_error(dbr.error());
   sqlite3* db = dbr->get();
@@ -906,14 +915,58 @@ Result<Trace> read_trace(const fs::path& path) {
   Trace t;
   int version = 0;
   if (auto st = read_meta(db, t, version); !st) return make_error(p + ": " + st.error());
-  for (auto* read : {read_strings, read_process_tables, read_device_tables, read_point_tables})
+  for (auto* read : {read_strings, read_process_tables, read_device_tables})
     if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
-  if (auto st = read_event_tables(db, p, version, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = read_point_tables(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = read_event_tables(db, p, version, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
   // re-sorts a file some other tool rewrote.
   t.finalize();
   return t;
+}
+
+Result<TraceOutline> read_trace_outline(const fs::path& path) {
+  auto dbr = sql::open_untrusted(path.string());
+  if (!dbr) return make_error(dbr.error());
+  sqlite3* db = dbr->get();
+  const std::string p = path.string();
+  TraceOutline o;
+  Trace& t = o.trace;
+  int version = 0;
+  if (auto st = read_meta(db, t, version); !st) return make_error(p + ": " + st.error());
+  for (auto* read : {read_strings, read_process_tables, read_device_tables})
+    if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  {
+    auto q = Stmt::prepare(db, "SELECT coalesce(min(id), 1), coalesce(max(id), 0) FROM steps");
+    if (!q || q->step() != SQLITE_ROW) return make_error(p + ": corrupt trace: steps");
+    const std::int64_t lo = q->i64(0), hi = q->i64(1) + 1;
+    if (hi - lo > 100'000'000) return make_error(p + ": corrupt trace: steps: implausible row ids");
+    if (auto st = read_span_rows(db, t.steps, kSteps, version, lo, std::max(lo, hi), TrackFilter{}); !st)
+      return make_error(p + ": corrupt trace: " + st.error());
+  }
+  o.per_track.resize(t.tracks.size());
+  for (const char* table : {"kernels", "memcpys", "memsets", "ranges", "api_calls", "io_calls"}) {
+    const bool gpu = std::string_view(table) == "kernels" || std::string_view(table) == "memcpys" ||
+                     std::string_view(table) == "memsets";
+    auto q = Stmt::prepare(db, std::string("SELECT track_id, count(*) FROM ") + table + " GROUP BY track_id");
+    if (!q) return make_error(p + ": corrupt trace: " + q.error());
+    while (q->step() == SQLITE_ROW) {
+      const std::int64_t track = q->i64(0), n = q->i64(1);
+      if (track < 0 || static_cast<std::uint64_t>(track) >= o.per_track.size() || n < 0)
+        return make_error(p + ": corrupt trace: " + table + ": track_id out of range");
+      (gpu ? o.per_track[static_cast<std::size_t>(track)].gpu_ops : o.per_track[static_cast<std::size_t>(track)].host) +=
+          static_cast<std::uint64_t>(n);
+    }
+  }
+  for (const char* table : {"kernels", "memcpys", "memsets", "api_calls", "syncs", "ranges", "steps", "collectives",
+                            "io_calls", "counters", "flows"}) {
+    auto q = Stmt::prepare(db, std::string("SELECT count(*) FROM ") + table);
+    if (q && q->step() == SQLITE_ROW) o.events += static_cast<std::uint64_t>(std::max<std::int64_t>(0, q->i64(0)));
+  }
+  if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  t.finalize();
+  return o;
 }
 
 }  // namespace tt::trace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <vector>
 #include <string_view>
 
 #include "tracetune/trace/model.h"
@@ -23,7 +24,26 @@ std::string_view schema_sql();
 // directory, renamed over `path` only when complete. `created_by` goes into meta.
 Status write_trace(Trace& t, const std::filesystem::path& path, std::string_view created_by);
 
+// Which tracks' events to read (by track index; empty: all).
+using TrackFilter = std::vector<char>;
+
 // Loads a tracetune trace DB (opened read-only and defensively). The result is finalized.
-Result<Trace> read_trace(const std::filesystem::path& path);
+// With `keep`, only the events of those tracks are read (the processes, threads, tracks and
+// strings always are, so indices are those of the whole trace).
+Result<Trace> read_trace(const std::filesystem::path& path, const TrackFilter& keep = {});
+
+// What choosing the ranks of a trace DB needs, without reading its events: the processes,
+// threads, devices, tracks, strings and steps, and per track its number of GPU ops (kernels,
+// copies, sets) and host events (ranges, API and I/O calls). For an analysis that reads one
+// share of the ranks (analyze --shard).
+struct TrackEventCounts {
+  std::uint64_t gpu_ops = 0, host = 0;
+};
+struct TraceOutline {
+  Trace trace;                              // no events but the steps
+  std::vector<TrackEventCounts> per_track;  // by track index
+  std::uint64_t events = 0;                 // the whole trace's event_count()
+};
+Result<TraceOutline> read_trace_outline(const std::filesystem::path& path);
 
 }  // namespace tt::trace
