@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "fuzz_file.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
@@ -21,12 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }();
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return 0;
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::write(fd, data + done, size - done);
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
+  tt::fuzz::write_all(fd, data, size);
   ::close(fd);
   switch (tt::trace::detect_format(path)) {
     case tt::trace::InputFormat::NsysSqlite: {
