@@ -198,6 +198,15 @@ template <class F> void each_column(FlowTable& t, F&& f) {
   f(t.ts); f(t.track); f(t.category); f(t.id); f(t.phase);
 }
 
+// Columns grown by push_back hold up to twice their rows (a third more on average): a table
+// finalize() does not reorder (reordering copies each column to its exact size) gives the
+// slack back, one column at a time.
+template <class Table> void shrink_columns(Table& t) {
+  each_column(t, [](auto& col) {
+    if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
+  });
+}
+
 // Sort by (track, start, longer first) so parents precede the children they contain.
 template <class Table> void sort_span_table(Table& t) {
   const std::size_t n = t.size();
@@ -207,7 +216,7 @@ template <class Table> void sort_span_table(Table& t) {
     if (t.start[i - 1] != t.start[i]) { sorted = t.start[i - 1] < t.start[i]; continue; }
     sorted = t.dur[i - 1] >= t.dur[i];
   }
-  if (sorted) return;
+  if (sorted) return shrink_columns(t);
   std::vector<std::uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -225,7 +234,7 @@ template <class Table> void sort_point_table(Table& t) {
   if (std::is_sorted(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
         return t.track[a] != t.track[b] ? t.track[a] < t.track[b] : t.ts[a] < t.ts[b];
       }))
-    return;
+    return shrink_columns(t);
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
     return t.track[a] != t.track[b] ? t.track[a] < t.track[b] : t.ts[a] < t.ts[b];
   });
