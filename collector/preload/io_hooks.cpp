@@ -190,7 +190,7 @@ __attribute__((noinline)) void record_io(IoFunc func, std::int64_t start, std::i
   r.err = err;
   r.path = path;
   r.func = func;
-  emit(RecordType::Io, r);
+  emit_io(r);
 }
 
 std::int64_t as_i64(std::size_t n) { return static_cast<std::int64_t>(n); }

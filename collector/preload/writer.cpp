@@ -220,31 +220,22 @@ constinit Process g;
 enum Busy : std::uint8_t { kInEmit = 1, kInIntern = 2, kResolving = 4 };
 struct ThreadState {
   char* chunk;             // current chunk mapping, nullptr before the first record
+  std::int64_t io_base;    // start_ns of the last I/O record in chunk, 0 before (IoCompact chain)
   std::uint32_t used;      // bytes used in chunk
   std::uint32_t tid;       // kernel tid, 0 until first needed
-  std::uint32_t io_seed;   // checksum state after (type=Io, flags=0, tid)
   std::uint16_t depth;     // ReentryGuard nesting
   std::uint8_t busy;       // Busy bits: re-entry from signal handlers / dlsym
   std::uint8_t key_set;    // pthread key value set (destructor will run)
 };
+static_assert(sizeof(ThreadState) <= 32, "initial-exec TLS must stay tiny (docs/collector.md, section 5)");
 constinit thread_local ThreadState t_state{};
 
 void drop(DropReason reason, std::uint64_t n = 1) {
   g.dropped[reason].fetch_add(n, std::memory_order_relaxed);
 }
 
-std::uint32_t prefix_checksum(RecordType type, std::uint32_t tid) {
-  RecordHeader h{};
-  h.type = static_cast<std::uint16_t>(type);
-  h.tid = tid;
-  return record_checksum(h, nullptr, 0);
-}
-
 std::uint32_t thread_id(ThreadState& ts) {
-  if (ts.tid == 0) {
-    ts.tid = sys_gettid();
-    ts.io_seed = prefix_checksum(RecordType::Io, ts.tid);
-  }
+  if (ts.tid == 0) ts.tid = sys_gettid();
   return ts.tid;
 }
 
@@ -412,6 +403,7 @@ bool next_chunk(ThreadState& ts) {
   if (ts.chunk != nullptr) release_chunk(ts.chunk, tid);
   ts.chunk = fresh;
   ts.used = 0;
+  ts.io_base = 0;  // the IoCompact chain starts again in every chunk
   remember_chunk(fresh, tid);
   if (!ts.key_set && g.key_ok) {
     // Registers thread_exit for this thread (the value itself is unused).
@@ -436,52 +428,69 @@ void thread_exit(void*) {
 // recording, the thread that exits still has room for the stop reason, Dropped and Exit.
 constexpr std::uint32_t kEndReserve = 512;
 
-// Appends one record for this thread. `force` lets exit/exec bookkeeping use the space left
-// in the current chunk after recording stopped (no new chunk is taken then).
-bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
-                 std::uint32_t tail_size, bool force) {
+// Claims room for a record of up to `max_payload` bytes in this thread's chunk (taking a new
+// chunk when needed) and marks the thread busy; nullptr when the record is dropped. `force`
+// lets exit/exec bookkeeping use the space left in the current chunk after recording stopped
+// (no new chunk is taken then). Every successful call is followed by commit_record().
+char* begin_record(ThreadState& ts, std::size_t max_payload, bool force) {
   const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
   if (mode != kRecording) {
-    if (mode == kOff) return false;
+    if (mode == kOff) return nullptr;
     if (!force) {
       drop(kDropStopped);
-      return false;
+      return nullptr;
     }
   }
-  const std::size_t payload = std::size_t{head_size} + tail_size;
-  if (payload > kMaxRecordSize - sizeof(RecordHeader)) {
+  if (max_payload > kMaxRecordSize - sizeof(RecordHeader)) {
     drop(kDropTooLarge);
-    return false;
+    return nullptr;
   }
-  ThreadState& ts = t_state;
   if (ts.busy & kInEmit) {  // a signal handler interrupted this thread inside emit
     drop(kDropNested);
-    return false;
+    return nullptr;
   }
   ts.busy |= kInEmit;
-  const std::uint32_t size = padded_record_size(payload);
+  const std::uint32_t size = padded_record_size(max_payload);
   const std::int64_t room = std::int64_t{kChunkSize} - ts.used - (force ? 0 : kEndReserve);
   if ((ts.chunk == nullptr || size > room) && !next_chunk(ts)) {
     ts.busy &= static_cast<std::uint8_t>(~kInEmit);
-    return false;
+    return nullptr;
   }
-  char* rec = ts.chunk + ts.used;
+  return ts.chunk + ts.used;
+}
+
+// Seals the record at `rec` whose `payload` bytes are already in place: checksum, header, then
+// `size` with release order (the commit), and ends the busy section begin_record() opened.
+void commit_record(ThreadState& ts, char* rec, RecordType type, std::uint16_t flags,
+                   std::size_t payload) {
+  const std::uint32_t size = padded_record_size(payload);
+  const std::uint32_t tid = thread_id(ts);
+  const auto type16 = static_cast<std::uint16_t>(type);
+  // Checksum what is in the file (a caller's buffer could change under us); the zero
+  // padding after the payload is not covered (record_format.h).
+  const std::uint32_t sum =
+      checksum32(rec + sizeof(RecordHeader), payload, record_checksum_seed(type16, flags, tid));
+  auto* h = reinterpret_cast<RecordHeader*>(rec);
+  h->type = type16;
+  h->flags = flags;
+  h->checksum = sum;
+  h->tid = tid;
   ts.used += size;
+  __atomic_store_n(&h->size, size, __ATOMIC_RELEASE);  // commit
+  ts.busy &= static_cast<std::uint8_t>(~kInEmit);
+}
+
+// Appends one record (head + tail bytes as its payload) for this thread.
+bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
+                 std::uint32_t tail_size, bool force) {
+  const std::size_t payload = std::size_t{head_size} + tail_size;
+  ThreadState& ts = t_state;
+  char* rec = begin_record(ts, payload, force);
+  if (rec == nullptr) return false;
   char* body = rec + sizeof(RecordHeader);
   std::memcpy(body, head, head_size);
   if (tail_size != 0) std::memcpy(body + head_size, tail, tail_size);
-  const std::uint32_t tid = thread_id(ts);
-  const std::uint32_t seed = type == RecordType::Io ? ts.io_seed : prefix_checksum(type, tid);
-  // Checksum what is in the file (a caller's buffer could change under us); the zero
-  // padding after the payload is not covered (record_format.h).
-  const std::uint32_t sum = checksum32(body, payload, seed);
-  auto* h = reinterpret_cast<RecordHeader*>(rec);
-  h->type = static_cast<std::uint16_t>(type);
-  h->flags = 0;
-  h->checksum = sum;
-  h->tid = tid;
-  __atomic_store_n(&h->size, size, __ATOMIC_RELEASE);  // commit
-  ts.busy &= static_cast<std::uint8_t>(~kInEmit);
+  commit_record(ts, rec, type, 0, payload);
   return true;
 }
 
@@ -883,6 +892,26 @@ void emit(RecordType type, const void* payload, std::uint32_t size) {
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size) {
   emit_record(type, head, head_size, tail, tail_size, false);
+}
+
+void emit_io(const IoRecord& r) {
+  ThreadState& ts = t_state;
+  // Room for the wide form: which form fits is known only once the chunk (and so the chain's
+  // base) is settled.
+  char* rec = begin_record(ts, sizeof(IoRecord), false);
+  if (rec == nullptr) return;
+  char* body = rec + sizeof(RecordHeader);
+  IoCompactRecord c;
+  std::uint16_t flags = 0;
+  const bool compact = encode_io_compact(r, ts.io_base, c, flags);
+  ts.io_base = r.start_ns;  // still inside the busy section: no other record can interleave
+  if (compact) {
+    std::memcpy(body, &c, sizeof c);
+    commit_record(ts, rec, RecordType::IoCompact, flags, sizeof c);
+  } else {
+    std::memcpy(body, &r, sizeof r);
+    commit_record(ts, rec, RecordType::Io, 0, sizeof r);
+  }
 }
 
 std::uint32_t fd_path(int fd) {

@@ -56,6 +56,10 @@ inline void emit(RecordType type, const T& payload) {
   emit(type, &payload, static_cast<std::uint32_t>(sizeof(T)));
 }
 
+// One I/O call: an IoCompact record when its values fit (record_format.h), else a wide Io
+// record. Lock-free, like emit().
+void emit_io(const IoRecord& r);
+
 // Variable-length payload: a fixed struct followed by bytes (e.g. StringRecord + text).
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size);

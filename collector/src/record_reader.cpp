@@ -7,7 +7,9 @@
 //    kMaxRecordSize, or past the end of the chunk or of the file) or a checksum mismatch is a
 //    torn record: the rest of that chunk is not trusted, the next chunk is read normally;
 //  - a valid record of an unknown type is skipped (a newer collector); its size still tells
-//    where the next record starts.
+//    where the next record starts;
+//  - versions 1 and 2 are read (record_format.h): they differ in the checksum's header prefix
+//    and in version 2's IoCompact records, whose start times chain within a chunk.
 // Chunks are walked by what is on disk, not by `chunks_reserved`: the header counter and the
 // file length are updated at different moments, and a chunk that was never written reads as
 // zeros, which costs one 4-byte look.
@@ -105,9 +107,10 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
   std::memcpy(&h, bytes, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     return file_error(path, "not a tracetune record file (bad magic)");
-  if (h.version != kFormatVersion)
+  if (h.version < kOldestFormatVersion || h.version > kFormatVersion)
     return file_error(path, "record format version " + std::to_string(h.version) +
-                                " is not supported (this tracetune reads version " +
+                                " is not supported (this tracetune reads versions " +
+                                std::to_string(kOldestFormatVersion) + " to " +
                                 std::to_string(kFormatVersion) + ")");
   if (h.header_size != kHeaderSize)
     return file_error(path, "bad record file header: header_size " + std::to_string(h.header_size) +
@@ -141,9 +144,10 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
 // The writer's checksum covers the payload it was given (record_format.h), which the frame
 // pads to 8 bytes; the reader knows only the padded length, so it tries the (at most 8)
 // unpadded lengths that pad to it. Fixed-size records match on the first try.
-bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint32_t padded_len) {
+bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint32_t padded_len,
+                 std::uint32_t version) {
   for (std::uint32_t n = padded_len, tries = 0; tries < 8 && n <= padded_len; --n, ++tries) {
-    if (record_checksum(h, payload, n) == h.checksum) return true;
+    if (record_checksum(h, payload, n, version) == h.checksum) return true;
     if (n == 0) break;
   }
   return false;
@@ -152,11 +156,12 @@ bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint3
 // Decodes the records of one file into a RawProcess.
 class FileDecoder {
  public:
-  explicit FileDecoder(RawProcess& out) : p_(out) {}
+  explicit FileDecoder(RawProcess& out) : p_(out), version_(out.header.version) {}
 
   // Walks one chunk of `len` bytes (len < chunk_size only for the last, cut chunk).
   void walk_chunk(const unsigned char* chunk, std::size_t len) {
     std::size_t off = 0;
+    io_base_ = 0;  // the IoCompact chain starts again in every chunk
     while (len - off >= sizeof(RecordHeader)) {
       RecordHeader h;
       std::memcpy(&h, chunk + off, sizeof h);
@@ -167,7 +172,7 @@ class FileDecoder {
       }
       const unsigned char* payload = chunk + off + sizeof h;
       const std::uint32_t n = h.size - static_cast<std::uint32_t>(sizeof h);
-      if (!checksum_ok(h, payload, n)) {
+      if (!checksum_ok(h, payload, n, version_)) {
         ++p_.torn_records;
         return;
       }
@@ -199,6 +204,10 @@ class FileDecoder {
   }
 
   void saw_time(std::int64_t t) { p_.last_ts_ns = std::max(p_.last_ts_ns, t); }
+  void saw_io(const IoRecord& r) {
+    io_base_ = r.start_ns;
+    saw_time(std::max(r.start_ns, r.end_ns));
+  }
 
   void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
     switch (static_cast<RecordType>(h.type)) {
@@ -223,9 +232,16 @@ class FileDecoder {
         push(p_.thread_names, h, payload, n);
         return;
       case RecordType::Io:
-        if (push(p_.io, h, payload, n))
-          saw_time(std::max(p_.io.back().rec.start_ns, p_.io.back().rec.end_ns));
+        if (push(p_.io, h, payload, n)) saw_io(p_.io.back().rec);
         return;
+      case RecordType::IoCompact: {
+        IoCompactRecord c;
+        if (version_ < 2) break;  // not a type of version 1: unknown
+        if (!take(payload, n, c)) return;
+        p_.io.push_back({h.tid, decode_io_compact(c, h.flags, io_base_)});
+        saw_io(p_.io.back().rec);
+        return;
+      }
       case RecordType::Range:
         if (push(p_.ranges, h, payload, n))
           saw_time(std::max(p_.ranges.back().rec.start_ns, p_.ranges.back().rec.end_ns));
@@ -298,6 +314,8 @@ class FileDecoder {
   }
 
   RawProcess& p_;
+  std::uint32_t version_;
+  std::int64_t io_base_ = 0;  // start of the chunk's last I/O record (IoCompact chain)
 };
 
 }  // namespace

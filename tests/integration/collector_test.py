@@ -30,7 +30,7 @@ from ttr_checksum import record_checksum  # noqa: E402
 # ---- record_format.h, transcribed ----
 
 MAGIC = b"TTRECORD"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER_SIZE = 4096
 CHUNK_SIZE = 1 << 20
 HEADER_FMT = "<8sIIIIqqqqqiiiiII64s"  # FileHeader up to and including host
@@ -39,6 +39,7 @@ K_EXITED, K_EXEC_REPLACED, K_FORK_CHILD, K_RECORDING_STOPPED = 1, 2, 4, 8
 
 RT_STRING, RT_PROCESS_INFO, RT_THREAD_NAME, RT_IO, RT_RANGE, RT_MARK = 1, 2, 3, 4, 5, 6
 RT_STEP, RT_FORK, RT_EXEC, RT_EXIT, RT_DROPPED, RT_COUNTER = 7, 8, 9, 10, 11, 12
+RT_IO_COMPACT = 13
 
 IO_FUNCS = [
     "Open", "Open64", "OpenAt", "OpenAt64", "Creat", "Creat64", "Open2", "Open64_2", "OpenAt2",
@@ -64,7 +65,10 @@ PAYLOAD_FMT = {
     RT_EXIT: "<qii",
     RT_DROPPED: "<QII",
     RT_COUNTER: "<qIId",
+    RT_IO_COMPACT: "<iIiiII",  # start delta, duration, result, fd, path, arg
 }
+# IoCompact's header flags: func, bytes/offset in arg, errno (record_format.h)
+IO_FUNC_MASK, IO_BYTES_IS_RESULT, IO_BYTES_IN_ARG, IO_OFFSET_IN_ARG, IO_ERR_SHIFT = 0x3F, 64, 128, 256, 9
 
 
 
@@ -82,6 +86,7 @@ class TraceFile:
         self.records = []  # (type, tid, values tuple or None)
         self.strings = {0: ""}
         self.torn = 0
+        self.io_sizes = []  # bytes of each I/O record in the file, header included
         with open(path, "rb") as fh:
             data = fh.read()
         self._parse(data)
@@ -107,6 +112,7 @@ class TraceFile:
         self._decode()
 
     def _parse_chunk(self, data, off, end):
+        io_base = 0  # the IoCompact time chain restarts in every chunk
         while off + 16 <= end:
             size, rtype, flags, csum, tid = struct.unpack_from("<IHHII", data, off)
             if size == 0:
@@ -120,8 +126,24 @@ class TraceFile:
                 self.torn += 1
                 self.problems.append(f"checksum mismatch at {off}")
                 return
+            if rtype == RT_IO_COMPACT:
+                payload = self._widen_io(payload, flags, io_base)
+            if rtype in (RT_IO, RT_IO_COMPACT):
+                rtype = RT_IO
+                io_base = struct.unpack_from("<q", payload)[0]
+                self.io_sizes.append(size)
             self.records.append((rtype, tid, payload))
             off += size
+
+    @staticmethod
+    def _widen_io(payload, flags, base):
+        """An IoCompact payload as the wide IoRecord it stands for."""
+        delta, duration, result, fd, path, arg = struct.unpack_from("<iIiiII", payload)
+        start = base + delta
+        offset = arg if flags & IO_OFFSET_IN_ARG else -1
+        nbytes = result if flags & IO_BYTES_IS_RESULT else arg if flags & IO_BYTES_IN_ARG else -1
+        return struct.pack(PAYLOAD_FMT[RT_IO], start, start + duration, nbytes, offset, result, fd,
+                           flags >> IO_ERR_SHIFT, path, flags & IO_FUNC_MASK)
 
     @staticmethod
     def _payload_len(rtype, payload):
@@ -311,6 +333,9 @@ def test_reads_counts_bytes_paths_and_modes(ctx):
     expect(f.host == sanitized_host(), f"host {f.host!r}")
     preads = check_preads(f, ctx.data, 1000)
     expect(all(r.fd == preads[0].fd and r.offset >= 0 for r in preads), "pread fd/offset")
+    # Format version 2: every I/O record but the first of its chunk fits the 40-byte form.
+    wide = sum(1 for n in f.io_sizes if n != 40)
+    expect(wide == 1 and len(f.io_sizes) >= 1002, f"{wide} of {len(f.io_sizes)} I/O records not 40 bytes")
     expect(f.funcs(*OPEN_FUNCS) and f.funcs(*OPEN_FUNCS)[0].path == ctx.data, "open record")
     closes = [r for r in f.funcs("Close") if r.path == ctx.data]
     expect(len(closes) == 1 and closes[0].result == 0, "close record with the path")
@@ -710,7 +735,7 @@ def test_file_size_limit_stops_recording_not_the_job(ctx):
     import resource
     out = ctx.fresh_dir("fsize")
     limit = HEADER_SIZE + 2 * CHUNK_SIZE + 100  # room for two chunks only
-    n = 50000                                  # ~3.6 MB of records
+    n = 100000                                 # ~4 MB of 40-byte records
 
     def set_limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
