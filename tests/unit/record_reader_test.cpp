@@ -472,6 +472,35 @@ TEST(RecordReader, Version1FilesStillRead) {
   EXPECT_EQ(bad->records, 0u);
 }
 
+// A file written by the version-1 collector itself (the library at 131c64c, running
+// `head -c 100 input.txt` with TRACETUNE_NO_ENV=1), cut after its last record: the rest of
+// its one chunk was zeros. Every record must still read.
+TEST(RecordReader, FileOfTheVersion1CollectorStillReads) {
+  auto r = read_record_file(fs::path(TT_TEST_DATA_DIR) / "collector/v1-head.ttr");
+  ASSERT_TRUE(r) << r.error();
+  const RawProcess& p = r.value();
+  EXPECT_EQ(p.header.version, 1u);
+  EXPECT_EQ(p.records, 14u);
+  EXPECT_EQ(p.torn_records, 0u);
+  EXPECT_EQ(p.unknown_records, 0u);
+  EXPECT_EQ(p.malformed_records, 0u);
+  ASSERT_TRUE(p.process_info);
+  EXPECT_EQ(str(p, p.process_info->command_line), "/usr/bin/head -c 100 input.txt");
+  ASSERT_EQ(p.io.size(), 6u);
+  EXPECT_EQ(p.io[0].rec.func, IoFunc::Open);
+  EXPECT_EQ(str(p, p.io[0].rec.path), "input.txt");
+  EXPECT_EQ(p.io[0].rec.result, 3);
+  EXPECT_EQ(p.io[1].rec.func, IoFunc::Read);
+  EXPECT_EQ(p.io[1].rec.bytes, 100);
+  EXPECT_EQ(p.io[1].rec.result, 9);  // "hello v1\n"
+  EXPECT_EQ(p.io[1].rec.fd, 3);
+  EXPECT_EQ(p.io[3].rec.func, IoFunc::Close);
+  for (const auto& io : p.io) EXPECT_LE(io.rec.start_ns, io.rec.end_ns);
+  ASSERT_EQ(p.exits.size(), 1u);
+  EXPECT_EQ(p.exits[0].rec.status, 0);
+  EXPECT_TRUE(p.header.has(kExited));
+}
+
 TEST(RecordReader, IoFunctionNames) {
   EXPECT_EQ(io_func_name(IoFunc::OpenAt), "openat");
   EXPECT_EQ(io_func_name(IoFunc::Pread64), "pread64");
