@@ -39,6 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -200,10 +205,16 @@ struct Process {
   std::atomic<std::uint32_t> exit_recorded{0};
   std::atomic<std::uint32_t> stop_claimed{0};
   char stop_reason[160]{};
+  // TSC calibration (io_tsc only): the file's first pair, and the tick after which the next
+  // I/O call writes a ClockSync pair.
+  std::int64_t sync_first_tsc = 0;
+  std::int64_t sync_first_mono = 0;
+  std::atomic<std::int64_t> sync_next_tsc{0};
 
   // Configuration, fixed by the constructor before recording starts.
   bool configured = false;  // TRACETUNE_OUTPUT_DIR usable and this is the only instance
   bool io = true;
+  bool io_tsc = false;      // I/O records use TSC ticks (kIoClockTsc); fixed before recording
   bool no_env = false;
   bool trace_all = true;
   char trace_list[256]{};
@@ -492,6 +503,83 @@ bool emit_record(RecordType type, const void* head, std::uint32_t head_size, con
   if (tail_size != 0) std::memcpy(body + head_size, tail, tail_size);
   commit_record(ts, rec, type, 0, payload);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// TSC clock for I/O records (record_format.h, ClockSyncRecord)
+// ---------------------------------------------------------------------------------------
+
+std::int64_t read_tsc() {
+#if defined(__x86_64__)
+  return static_cast<std::int64_t>(__rdtsc());
+#else
+  return 0;  // never used: tsc_usable() is false
+#endif
+}
+
+// The TSC may stand in for CLOCK_MONOTONIC only when it is invariant (CPUID: constant rate
+// through P- and C-states) and the kernel itself keeps time with it (so it is synchronized
+// across CPUs and CLOCK_MONOTONIC is a linear function of it between NTP adjustments).
+// TRACETUNE_IO_CLOCK=monotonic turns it off. Raw syscalls only: runs in the constructor.
+bool tsc_usable() {
+#if defined(__x86_64__)
+  const char* choice = env_get("TRACETUNE_IO_CLOCK");
+  if (choice != nullptr && std::strcmp(choice, "monotonic") == 0) return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000007, &a, &b, &c, &d) == 0 || (d & (1u << 8)) == 0) return false;
+  const int fd = sys_openat(AT_FDCWD, "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                            O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[16] = {};
+  const long n = sys_read(fd, buf, sizeof buf - 1);
+  sys_close(fd);
+  return n == 4 && std::memcmp(buf, "tsc\n", 4) == 0;
+#else
+  return false;
+#endif
+}
+
+// Writes one (TSC, CLOCK_MONOTONIC) pair; the monotonic time is the middle of two reads
+// around the TSC read.
+ClockSyncRecord write_clock_pair(bool force) {
+  const std::int64_t m0 = clock_ns(CLOCK_MONOTONIC);
+  ClockSyncRecord r{read_tsc(), 0};
+  r.mono_ns = m0 + (clock_ns(CLOCK_MONOTONIC) - m0) / 2;
+  emit_record(RecordType::ClockSync, &r, sizeof r, nullptr, 0, force);
+  return r;
+}
+
+// Deadline for the next pair: half the time since the first pair, 2^20 to 2^28 ticks ahead.
+std::int64_t next_sync_deadline(std::int64_t tsc) {
+  constexpr std::int64_t kMin = 1ll << 20, kMax = 1ll << 28;
+  const std::int64_t half = (tsc - g.sync_first_tsc) / 2;
+  return tsc + (half < kMin ? kMin : half > kMax ? kMax : half);
+}
+
+// At file start: the first pair.
+void start_clock_sync() {
+  if (!g.io_tsc) return;
+  const ClockSyncRecord r = write_clock_pair(false);
+  g.sync_first_tsc = r.tsc;
+  g.sync_first_mono = r.mono_ns;
+  g.sync_next_tsc.store(next_sync_deadline(r.tsc), std::memory_order_relaxed);
+}
+
+// At the end of process (or fork-child) start: a second pair at least 50 us after the first,
+// so that every file has a rate even if it is killed before any later pair.
+void second_clock_pair() {
+  if (!g.io_tsc || g.mode.load(std::memory_order_relaxed) != kRecording) return;
+  while (clock_ns(CLOCK_MONOTONIC) - g.sync_first_mono < 50'000) cpu_relax();
+  write_clock_pair(false);
+}
+
+// Called with the end tick of each I/O record: the first call past the deadline writes a pair.
+inline void maybe_sync_clock(std::int64_t tsc) {
+  std::int64_t due = g.sync_next_tsc.load(std::memory_order_relaxed);
+  if (__builtin_expect(tsc < due, 1)) return;
+  if (!g.sync_next_tsc.compare_exchange_strong(due, next_sync_deadline(tsc), std::memory_order_relaxed))
+    return;  // another thread writes this one
+  write_clock_pair(false);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -785,9 +873,10 @@ bool start_file(std::int64_t ppid, std::uint32_t flags) {
   g.file_dev = st.st_dev;
   g.file_ino = st.st_ino;
   g.header = static_cast<FileHeader*>(hp);
-  fill_header(g.header, pid, ppid, flags, mono, real);
+  fill_header(g.header, pid, ppid, flags | (g.io_tsc ? std::uint32_t{kIoClockTsc} : 0u), mono, real);
   g.next_chunk.store(0, std::memory_order_relaxed);
   g.mode.store(kRecording, std::memory_order_release);
+  start_clock_sync();
   write_process_info();
   return true;
 }
@@ -829,6 +918,7 @@ bool configure(const char* dir) {
     if (list.terminate()) g.trace_all = false;  // an over-long list means "everything"
   }
   g.io = trace_enabled("io");
+  g.io_tsc = g.io && tsc_usable();
   const char* no_env = env_get("TRACETUNE_NO_ENV");
   g.no_env = no_env != nullptr && std::strcmp(no_env, "1") == 0;
   return true;
@@ -859,6 +949,7 @@ __attribute__((constructor)) void tracetune_collector_init() {
   if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
   g.configured = true;
   install_process_handlers();
+  second_clock_pair();
 }
 
 }  // namespace
@@ -868,6 +959,8 @@ __attribute__((constructor)) void tracetune_collector_init() {
 // ---------------------------------------------------------------------------------------
 
 std::int64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+std::int64_t io_clock() { return g.io_tsc ? read_tsc() : clock_ns(CLOCK_MONOTONIC); }
 
 bool recording() { return g.mode.load(std::memory_order_relaxed) == kRecording; }
 
@@ -912,6 +1005,7 @@ void emit_io(const IoRecord& r) {
     std::memcpy(body, &r, sizeof r);
     commit_record(ts, rec, RecordType::Io, 0, sizeof r);
   }
+  if (g.io_tsc) maybe_sync_clock(r.end_ns);
 }
 
 std::uint32_t fd_path(int fd) {
@@ -1054,6 +1148,7 @@ void restart_in_fork_child() {
                          std::memory_order_relaxed);
   }
   reset_interner(*old);
+  second_clock_pair();
 }
 
 bool record_exec(const char* path, std::uint32_t path_id) {
@@ -1061,6 +1156,7 @@ bool record_exec(const char* path, std::uint32_t path_id) {
   ErrnoSaver errno_saver;
   if (in_vfork_child()) return false;  // a vfork child shares our memory: touch nothing
   emit_drops();
+  if (g.io_tsc) write_clock_pair(true);
   ExecRecord r{};
   r.ts_ns = now_ns();
   r.path = path != nullptr ? intern_impl(path, std::strlen(path), true) : path_id;
@@ -1082,6 +1178,7 @@ void record_exit(int status, int how) {
   if (in_vfork_child()) return;
   if (g.exit_recorded.exchange(1) != 0) return;
   emit_drops();
+  if (g.io_tsc) write_clock_pair(true);
   ExitRecord r{};
   r.ts_ns = now_ns();
   r.status = status & 0xff;  // what the parent's wait() sees

@@ -20,6 +20,10 @@ namespace tt::collector {
 // CLOCK_MONOTONIC in ns: the clock of every record (and of the trace).
 std::int64_t now_ns();
 
+// The clock of I/O records' start/end: TSC ticks where the file says so (kIoClockTsc: an
+// invariant TSC that is the kernel's clocksource), else now_ns(). See ClockSyncRecord.
+std::int64_t io_clock();
+
 // True once the process has a record file and recording has not been stopped.
 bool recording();
 

@@ -206,7 +206,8 @@ class FileDecoder {
   void saw_time(std::int64_t t) { p_.last_ts_ns = std::max(p_.last_ts_ns, t); }
   void saw_io(const IoRecord& r) {
     io_base_ = r.start_ns;
-    saw_time(std::max(r.start_ns, r.end_ns));
+    // TSC ticks are not ns: map_io_times() accounts for them once the pairs are known.
+    if (!p_.header.has(kIoClockTsc)) saw_time(std::max(r.start_ns, r.end_ns));
   }
 
   void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
@@ -265,6 +266,12 @@ class FileDecoder {
       case RecordType::Dropped:
         push(p_.dropped, h, payload, n);
         return;
+      case RecordType::ClockSync: {
+        ClockSyncRecord c;
+        if (version_ < 2) break;  // not a type of version 1: unknown
+        if (take(payload, n, c)) p_.clock_syncs.push_back(c);
+        return;
+      }
       case RecordType::Counter:
         if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
         return;
@@ -318,7 +325,53 @@ class FileDecoder {
   std::int64_t io_base_ = 0;  // start of the chunk's last I/O record (IoCompact chain)
 };
 
+// I/O records of a kIoClockTsc file: TSC ticks -> CLOCK_MONOTONIC ns (record_format.h).
+void map_io_times(RawProcess& p) {
+  if (!p.header.has(kIoClockTsc) || p.header.version < 2) return;
+  const TscMap map(p.clock_syncs);
+  if (!map.usable()) {
+    p.unmapped_io += p.io.size();
+    p.io.clear();
+    return;
+  }
+  for (auto& io : p.io) {
+    io.rec.start_ns = map.to_ns(io.rec.start_ns);
+    io.rec.end_ns = map.to_ns(io.rec.end_ns);
+    p.last_ts_ns = std::max({p.last_ts_ns, io.rec.start_ns, io.rec.end_ns});
+  }
+}
+
 }  // namespace
+
+TscMap::TscMap(std::vector<ClockSyncRecord> pairs) {
+  std::sort(pairs.begin(), pairs.end(),
+            [](const ClockSyncRecord& a, const ClockSyncRecord& b) { return a.tsc < b.tsc; });
+  constexpr std::int64_t kMinSpanNs = 10'000;
+  for (const ClockSyncRecord& c : pairs) {
+    if (knots_.empty() ||
+        (c.tsc > knots_.back().tsc && static_cast<__int128>(c.mono_ns) - knots_.back().mono_ns >= kMinSpanNs))
+      knots_.push_back(c);
+  }
+}
+
+std::int64_t TscMap::to_ns(std::int64_t tsc) const {
+  // The segment holding tsc, or the first/last one for extrapolation.
+  auto hi = std::upper_bound(knots_.begin(), knots_.end(), tsc,
+                             [](std::int64_t t, const ClockSyncRecord& k) { return t < k.tsc; });
+  if (hi == knots_.begin()) ++hi;
+  if (hi == knots_.end()) --hi;
+  const ClockSyncRecord& a = *(hi - 1);
+  const ClockSyncRecord& b = *hi;
+  // 128-bit arithmetic, each factor clamped below 2^62 so that damaged values cannot overflow
+  // it; the result saturates to int64.
+  constexpr __int128 kLim = __int128{1} << 62;
+  const auto clamp = [](__int128 v, __int128 lo, __int128 hi_) { return v < lo ? lo : v > hi_ ? hi_ : v; };
+  const __int128 dt = clamp(static_cast<__int128>(tsc) - a.tsc, -kLim, kLim);
+  const __int128 dns = clamp(static_cast<__int128>(b.mono_ns) - a.mono_ns, 0, kLim);
+  const __int128 span = static_cast<__int128>(b.tsc) - a.tsc;  // > 0 (constructor)
+  const __int128 ns = a.mono_ns + dt * dns / span;
+  return static_cast<std::int64_t>(clamp(ns, INT64_MIN, INT64_MAX));
+}
 
 const std::string* RawProcess::find_string(std::uint32_t id) const {
   static const std::string kEmpty;
@@ -372,6 +425,7 @@ Result<RawProcess> read_record_file(const fs::path& path) {
   FileDecoder decoder(p);
   for (std::uint64_t off = kHeaderSize; off < size; off += chunk)
     decoder.walk_chunk(map.bytes() + off, static_cast<std::size_t>(std::min(chunk, size - off)));
+  map_io_times(p);
   return p;
 }
 

@@ -35,11 +35,11 @@ HEADER_SIZE = 4096
 CHUNK_SIZE = 1 << 20
 HEADER_FMT = "<8sIIIIqqqqqiiiiII64s"  # FileHeader up to and including host
 
-K_EXITED, K_EXEC_REPLACED, K_FORK_CHILD, K_RECORDING_STOPPED = 1, 2, 4, 8
+K_EXITED, K_EXEC_REPLACED, K_FORK_CHILD, K_RECORDING_STOPPED, K_IO_CLOCK_TSC = 1, 2, 4, 8, 16
 
 RT_STRING, RT_PROCESS_INFO, RT_THREAD_NAME, RT_IO, RT_RANGE, RT_MARK = 1, 2, 3, 4, 5, 6
 RT_STEP, RT_FORK, RT_EXEC, RT_EXIT, RT_DROPPED, RT_COUNTER = 7, 8, 9, 10, 11, 12
-RT_IO_COMPACT = 13
+RT_IO_COMPACT, RT_CLOCK_SYNC = 13, 14
 
 IO_FUNCS = [
     "Open", "Open64", "OpenAt", "OpenAt64", "Creat", "Creat64", "Open2", "Open64_2", "OpenAt2",
@@ -66,6 +66,7 @@ PAYLOAD_FMT = {
     RT_DROPPED: "<QII",
     RT_COUNTER: "<qIId",
     RT_IO_COMPACT: "<iIiiII",  # start delta, duration, result, fd, path, arg
+    RT_CLOCK_SYNC: "<qq",      # tsc, CLOCK_MONOTONIC ns
 }
 # IoCompact's header flags: func, bytes/offset in arg, errno (record_format.h)
 IO_FUNC_MASK, IO_BYTES_IS_RESULT, IO_BYTES_IN_ARG, IO_OFFSET_IN_ARG, IO_ERR_SHIFT = 0x3F, 64, 128, 256, 9
@@ -177,17 +178,38 @@ class TraceFile:
                 self.problems.append(f"unknown record type {rtype}")
         self.records = decoded
         self.io = []
+        tsc_to_ns = self._tsc_map() if self.flags & K_IO_CLOCK_TSC else (lambda t: t)
         for rtype, tid, v in self.records:
             if rtype != RT_IO:
                 continue
             r = Io()
             r.start, r.end, r.bytes, r.offset, r.result, r.fd, r.err, path_id, func = v
+            r.start, r.end = tsc_to_ns(r.start), tsc_to_ns(r.end)
             r.tid = tid
             r.func = IO_FUNCS[func] if func < len(IO_FUNCS) else f"?{func}"
             r.path = self.string(path_id)
             if r.end < r.start:
                 self.problems.append("I/O record ends before it starts")
             self.io.append(r)
+
+    def _tsc_map(self):
+        """TSC ticks -> CLOCK_MONOTONIC ns from the ClockSync pairs (record_format.h): piecewise
+        linear, the nearest segment's rate outside; pairs under 10 us after the last kept skipped."""
+        knots = []
+        for tsc, mono in sorted(self.of_type(RT_CLOCK_SYNC)):
+            if not knots or (tsc > knots[-1][0] and mono - knots[-1][1] >= 10_000):
+                knots.append((tsc, mono))
+        if len(knots) < 2:
+            self.problems.append(f"TSC-timed I/O with {len(knots)} usable clock-sync pair(s)")
+            return lambda t: t
+
+        def to_ns(t):
+            i = 1
+            while i < len(knots) - 1 and knots[i][0] <= t:
+                i += 1
+            (t0, m0), (t1, m1) = knots[i - 1], knots[i]
+            return m0 + (t - t0) * (m1 - m0) // (t1 - t0)
+        return to_ns
 
     def string(self, sid):
         if sid not in self.strings:
@@ -349,6 +371,29 @@ def test_reads_counts_bytes_paths_and_modes(ctx):
     host_dir = os.path.dirname(f.path)
     expect(stat.S_IMODE(os.stat(f.path).st_mode) == 0o600, "file mode is not 0600")
     expect(stat.S_IMODE(os.stat(host_dir).st_mode) == 0o700, "host directory mode is not 0700")
+
+
+def test_io_times_on_the_monotonic_clock(ctx):
+    """I/O records timed by the TSC (where it is invariant and the kernel's clocksource) or by
+    CLOCK_MONOTONIC (TRACETUNE_IO_CLOCK=monotonic) land, once mapped, inside the process's own
+    lifetime as its header gives it in CLOCK_MONOTONIC, in call order."""
+    tsc = "constant_tsc" in open("/proc/cpuinfo").read() and open(
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip() == "tsc"
+    for mode in ("default", "monotonic"):
+        out = ctx.fresh_dir("clock-" + mode)
+        extra = {"TRACETUNE_IO_CLOCK": "monotonic"} if mode == "monotonic" else None
+        pid, rc, _ = ctx.run(["reads", ctx.data, "3000"], out, extra_env=extra)
+        expect(rc == 0, f"exit status {rc}")
+        f = by_pid(ctx.load(out), pid)
+        uses_tsc = bool(f.flags & K_IO_CLOCK_TSC)
+        expect(uses_tsc == (tsc and mode == "default"), f"{mode}: TSC flag {uses_tsc}, machine TSC {tsc}")
+        expect(len(f.of_type(RT_CLOCK_SYNC)) >= (3 if uses_tsc else 0), f"{mode}: clock-sync pairs")
+        expect(len(f.io) >= 3002, f"{mode}: {len(f.io)} I/O records")
+        for r in f.io:
+            expect(f.start_mono <= r.start <= r.end <= f.end_mono,
+                   f"{mode}: I/O {r.func} [{r.start}, {r.end}] outside the process [{f.start_mono}, {f.end_mono}]")
+        starts = [r.start for r in f.io]
+        expect(starts == sorted(starts), f"{mode}: I/O start times out of call order")
 
 
 def test_sigkill_keeps_committed_records(ctx):
@@ -758,6 +803,7 @@ def test_file_size_limit_stops_recording_not_the_job(ctx):
 
 TESTS = [
     test_reads_counts_bytes_paths_and_modes,
+    test_io_times_on_the_monotonic_clock,
     test_sigkill_keeps_committed_records,
     test_fork_tree,
     test_vfork_exec_200,

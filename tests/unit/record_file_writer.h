@@ -189,6 +189,9 @@ class RecordFileWriter {
     r.value = value;
     add(RecordType::Counter, r, tid);
   }
+  void clock_sync(std::int64_t tsc, std::int64_t mono_ns) {
+    add(RecordType::ClockSync, ClockSyncRecord{tsc, mono_ns}, main_tid());
+  }
   void fork(std::int64_t ts, std::int64_t child) { add(RecordType::Fork, ForkRecord{ts, child}, main_tid()); }
   void exec(std::int64_t ts, std::string_view program) {
     ExecRecord r{};

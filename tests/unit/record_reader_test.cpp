@@ -501,6 +501,84 @@ TEST(RecordReader, FileOfTheVersion1CollectorStillReads) {
   EXPECT_TRUE(p.header.has(kExited));
 }
 
+// A clock of 2.5 ticks per ns from tick 1,000,000: exact at every multiple of 2 ticks.
+constexpr std::int64_t kTick0 = 1'000'000;
+constexpr std::int64_t ticks(std::int64_t ns) { return kTick0 + ns * 5 / 2; }
+
+TEST(TscMap, InterpolatesBetweenPairsAndExtrapolatesOutside) {
+  // Two segments with different rates (2.5 and 2.0 ticks per ns), given out of order.
+  const TscMap m({{ticks(2'000'000), 2'000'000}, {ticks(0), 0},
+                  {ticks(2'000'000) + 2 * 1'000'000, 3'000'000}});
+  ASSERT_TRUE(m.usable());
+  EXPECT_EQ(m.to_ns(ticks(0)), 0);
+  EXPECT_EQ(m.to_ns(ticks(1'234'568)), 1'234'568);
+  EXPECT_EQ(m.to_ns(ticks(2'000'000)), 2'000'000);
+  EXPECT_EQ(m.to_ns(ticks(2'000'000) + 2 * 500'000), 2'500'000);  // second segment's rate
+  EXPECT_EQ(m.to_ns(ticks(-400)), -400);                            // before the first pair
+  EXPECT_EQ(m.to_ns(ticks(2'000'000) + 2 * 1'500'000), 3'500'000);  // after the last
+  // Monotone across the knot.
+  for (std::int64_t t = ticks(2'000'000) - 10; t < ticks(2'000'000) + 10; ++t)
+    EXPECT_LE(m.to_ns(t), m.to_ns(t + 1));
+}
+
+TEST(TscMap, SkipsPairsTooCloseOrOutOfStepAndNeedsTwo) {
+  EXPECT_FALSE(TscMap({}).usable());
+  EXPECT_FALSE(TscMap({{ticks(0), 0}}).usable());
+  // 9 us after the first: too close for a rate; a pair earlier in ns than its predecessor.
+  EXPECT_FALSE(TscMap({{ticks(0), 0}, {ticks(9'000), 9'000}}).usable());
+  EXPECT_FALSE(TscMap({{ticks(0), 0}, {ticks(50'000), -50'000}}).usable());
+  const TscMap m({{ticks(0), 0}, {ticks(5'000), 5'000}, {ticks(50'000), 50'000}});
+  ASSERT_TRUE(m.usable());
+  EXPECT_EQ(m.to_ns(ticks(20'000)), 20'000);
+  // Damaged values neither overflow (UBSan in the asan preset) nor reverse the order.
+  const TscMap wild({{INT64_MIN, INT64_MIN}, {INT64_MAX, INT64_MAX}});
+  ASSERT_TRUE(wild.usable());
+  EXPECT_LE(wild.to_ns(-1), wild.to_ns(0));
+  EXPECT_GE(m.to_ns(INT64_MAX), m.to_ns(ticks(50'000)));
+  EXPECT_LE(m.to_ns(INT64_MIN), 0);
+}
+
+// A file whose I/O records are timed by the TSC: the reader hands back CLOCK_MONOTONIC ns,
+// wide and compact records alike, whichever chunk the pairs are in.
+TEST(RecordReader, TscTimedIoIsMappedToMonotonic) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.flags |= kIoClockTsc;
+  w.clock_sync(ticks(1'000'000'000), 1'000'000'000);
+  w.io(10, IoFunc::OpenAt, ticks(1'000'100'000), ticks(1'000'100'400), "/d", -1, -1, 3);
+  w.io(10, IoFunc::Read, ticks(1'000'200'000), ticks(1'000'200'800), "/d", 64, 3, 64);
+  w.new_chunk();
+  w.io(11, IoFunc::Read, ticks(1'000'300'000), ticks(1'000'300'800), "/d", 64, 3, 64);
+  w.clock_sync(ticks(1'001'000'000), 1'001'000'000);
+  w.exit(1'001'000'100, 0);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->clock_syncs.size(), 2u);
+  EXPECT_EQ(r->unmapped_io, 0u);
+  ASSERT_EQ(r->io.size(), 3u);
+  EXPECT_EQ(r->io[0].rec.start_ns, 1'000'100'000);
+  EXPECT_EQ(r->io[0].rec.end_ns, 1'000'100'400);
+  EXPECT_EQ(r->io[1].rec.start_ns, 1'000'200'000);
+  EXPECT_EQ(r->io[2].rec.end_ns, 1'000'300'800);
+  EXPECT_EQ(r->last_ts_ns, 1'001'000'100);  // the exit, not a tick count
+}
+
+TEST(RecordReader, TscTimedIoWithoutTwoPairsIsDroppedAndCounted) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.flags |= kIoClockTsc;
+  w.clock_sync(ticks(0), 0);
+  w.io(10, IoFunc::Read, ticks(100), ticks(200), "", 8, 3, 8);
+  w.io(10, IoFunc::Read, ticks(300), ticks(400), "", 8, 3, 8);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->unmapped_io, 2u);
+  EXPECT_TRUE(r->io.empty());
+  EXPECT_EQ(r->last_ts_ns, 0);
+}
+
 TEST(RecordReader, IoFunctionNames) {
   EXPECT_EQ(io_func_name(IoFunc::OpenAt), "openat");
   EXPECT_EQ(io_func_name(IoFunc::Pread64), "pread64");

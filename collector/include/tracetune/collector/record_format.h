@@ -67,6 +67,7 @@ enum FileFlags : std::uint32_t {
   kExecReplaced = 1u << 1,   // the process image was replaced by exec (a new file follows)
   kForkChild = 1u << 2,      // started by fork() from a recorded parent (ppid's file)
   kRecordingStopped = 1u << 3,  // an error (e.g. ENOSPC) stopped recording; see kDropped
+  kIoClockTsc = 1u << 4,     // version 2: I/O records' times are TSC ticks (see ClockSyncRecord)
 };
 
 struct RecordHeader {
@@ -93,6 +94,7 @@ enum class RecordType : std::uint16_t {
   Dropped = 11,     // DroppedRecord: events not recorded, with the reason
   Counter = 12,     // CounterRecord
   IoCompact = 13,   // IoCompactRecord (format version 2): an I/O call whose values fit 32 bits
+  ClockSync = 14,   // ClockSyncRecord (format version 2): a TSC reading and CLOCK_MONOTONIC together
   // 100..199: GPU capture. Written by the CUPTI injection library (libtracetune_cupti.so) and
   // the NCCL profiler plugin (libtracetune_nccl_profiler.so) through the collector's exported
   // tracetune_emit_gpu_record(); see docs/collector.md, "GPU capture".
@@ -243,6 +245,20 @@ inline IoRecord decode_io_compact(const IoCompactRecord& c, std::uint16_t flags,
                                              : -1;
   return r;
 }
+
+// I/O timestamps from the TSC (format version 2, header flag kIoClockTsc): where the TSC is
+// invariant and is the kernel's clocksource, the I/O hooks read it (rdtsc, ~10 ns) instead of
+// CLOCK_MONOTONIC (~24 ns a read, two per call), and the file carries ClockSync pairs from
+// which the reader maps ticks to CLOCK_MONOTONIC ns, piecewise linearly (extrapolating
+// before the first and after the last pair with the nearest segment's rate). Pairs are
+// written at file start and again at least 50 us later (so every file has a rate), then by the
+// first I/O call past a deadline that doubles from 2^20 to 2^28 ticks (about 0.4 to 100 ms),
+// and at exec and exit. Every other record's times stay CLOCK_MONOTONIC.
+struct ClockSyncRecord {
+  std::int64_t tsc;      // rdtsc
+  std::int64_t mono_ns;  // CLOCK_MONOTONIC at the same instant (the middle of two reads around it)
+};
+static_assert(sizeof(ClockSyncRecord) == 16, "ClockSyncRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 enum class RangeSource : std::uint8_t { Nvtx = 0, Python = 1, User = 2 };
 
