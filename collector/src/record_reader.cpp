@@ -9,7 +9,9 @@
 //  - a valid record of an unknown type is skipped (a newer collector); its size still tells
 //    where the next record starts;
 //  - versions 1 and 2 are read (record_format.h): they differ in the checksum's header prefix
-//    and in version 2's IoCompact records, whose start times chain within a chunk.
+//    and in version 2's IoCompact records, whose start times chain within a chunk;
+//  - the I/O times of a version-2 file with kIoClockTsc are TSC ticks: they are mapped to
+//    CLOCK_MONOTONIC after the walk, once every ClockSync pair of the file is known.
 // Chunks are walked by what is on disk, not by `chunks_reserved`: the header counter and the
 // file length are updated at different moments, and a chunk that was never written reads as
 // zeros, which costs one 4-byte look.
@@ -153,6 +155,9 @@ bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint3
   return false;
 }
 
+// True when the file's I/O records carry TSC ticks (a flag only version 2 defines).
+bool io_in_ticks(const RecordFileHeader& h) { return h.version >= 2 && h.has(kIoClockTsc); }
+
 // Decodes the records of one file into a RawProcess.
 class FileDecoder {
  public:
@@ -207,7 +212,7 @@ class FileDecoder {
   void saw_io(const IoRecord& r) {
     io_base_ = r.start_ns;
     // TSC ticks are not ns: map_io_times() accounts for them once the pairs are known.
-    if (!p_.header.has(kIoClockTsc)) saw_time(std::max(r.start_ns, r.end_ns));
+    if (!io_in_ticks(p_.header)) saw_time(std::max(r.start_ns, r.end_ns));
   }
 
   void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
@@ -327,7 +332,7 @@ class FileDecoder {
 
 // I/O records of a kIoClockTsc file: TSC ticks -> CLOCK_MONOTONIC ns (record_format.h).
 void map_io_times(RawProcess& p) {
-  if (!p.header.has(kIoClockTsc) || p.header.version < 2) return;
+  if (!io_in_ticks(p.header)) return;
   const TscMap map(p.clock_syncs);
   if (!map.usable()) {
     p.unmapped_io += p.io.size();

@@ -564,6 +564,22 @@ TEST(RecordReader, TscTimedIoIsMappedToMonotonic) {
   EXPECT_EQ(r->last_ts_ns, 1'001'000'100);  // the exit, not a tick count
 }
 
+// Version 1 defines no TSC flag: a version-1 header with that bit (damage) keeps its ns times.
+TEST(RecordReader, TscFlagMeansNothingInVersion1) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.version = 1;
+  w.header.flags |= kIoClockTsc;
+  w.io(10, IoFunc::Read, 5'000, 5'100, "", 8, 3, 8);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->io.size(), 1u);
+  EXPECT_EQ(r->io[0].rec.start_ns, 5'000);
+  EXPECT_EQ(r->unmapped_io, 0u);
+  EXPECT_EQ(r->last_ts_ns, 5'100);
+}
+
 TEST(RecordReader, TscTimedIoWithoutTwoPairsIsDroppedAndCounted) {
   TempDir dir;
   RecordFileWriter w(10);

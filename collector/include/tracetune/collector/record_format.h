@@ -23,7 +23,8 @@
 //
 // Versions. 1: every I/O call is a 72-byte Io record. 2 (this writer): an I/O call is a 40-byte
 // IoCompact record when its values fit (IoCompactRecord below), else the same wide Io record;
-// the checksum's (type, flags, tid) prefix is one 8-byte word. Readers read both.
+// I/O times may be TSC ticks (kIoClockTsc, ClockSyncRecord); the checksum's (type, flags, tid)
+// prefix is one 8-byte word. Readers read both.
 #pragma once
 
 #include <cstddef>
