@@ -396,6 +396,24 @@ def test_io_times_on_the_monotonic_clock(ctx):
         expect(starts == sorted(starts), f"{mode}: I/O start times out of call order")
 
 
+def test_io_times_match_the_programs_own_clock(ctx):
+    """Each recorded pread lies between the CLOCK_MONOTONIC reads the program took around it
+    (1 us of slack for the clock-sync pairs' reading error), across the sleeps that put the
+    calls in several calibration segments when the TSC times them."""
+    out = ctx.fresh_dir("brackets")
+    pid, rc, stdout = ctx.run(["bracketed-preads", ctx.data, "2000"], out)
+    expect(rc == 0, f"exit status {rc}")
+    brackets = [tuple(map(int, line.split())) for line in stdout.splitlines()]
+    f = by_pid(ctx.load(out), pid)
+    preads = [r for r in f.funcs(*PREAD_FUNCS) if r.path == ctx.data]
+    expect(len(preads) == len(brackets) == 2000, f"{len(preads)} preads, {len(brackets)} brackets")
+    slack = 1000
+    off = [(r.start, r.end, t0, t1) for r, (t0, t1) in zip(preads, brackets)
+           if not t0 - slack <= r.start <= r.end <= t1 + slack]
+    expect(not off, f"{len(off)} preads outside their brackets, e.g. {off[:3]} "
+                    f"(TSC: {bool(f.flags & K_IO_CLOCK_TSC)}, {len(f.of_type(RT_CLOCK_SYNC))} pairs)")
+
+
 def test_sigkill_keeps_committed_records(ctx):
     out = ctx.fresh_dir("kill")
     pid, rc, _ = ctx.run(["kill-after", ctx.data, "500"], out)
@@ -804,6 +822,7 @@ def test_file_size_limit_stops_recording_not_the_job(ctx):
 TESTS = [
     test_reads_counts_bytes_paths_and_modes,
     test_io_times_on_the_monotonic_clock,
+    test_io_times_match_the_programs_own_clock,
     test_sigkill_keeps_committed_records,
     test_fork_tree,
     test_vfork_exec_200,
