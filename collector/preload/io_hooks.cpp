@@ -190,7 +190,7 @@ __attribute__((noinline)) void record_io(IoFunc func, std::int64_t start, std::i
   r.err = err;
   r.path = path;
   r.func = func;
-  emit(RecordType::Io, r);
+  emit_io(r);
 }
 
 std::int64_t as_i64(std::size_t n) { return static_cast<std::int64_t>(n); }
@@ -226,9 +226,9 @@ inline auto traced_fd(IoFunc func, int fd, std::int64_t offset, Call call, Bytes
   if (!should_record_io()) return call();
   ReentryGuard guard;
   if (!guard.active()) return call();
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   const auto result = call();
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   record_io(func, start, end, fd, bytes_of(result), offset, static_cast<std::int64_t>(result),
             result < 0 ? err : 0, fd_path(fd));
@@ -249,9 +249,9 @@ inline int traced_path(IoFunc func, int dirfd, const char* path, Call call) {
   if (!should_record_io()) return call();
   ReentryGuard guard;
   if (!guard.active()) return call();
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   const int result = call();
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   const std::uint32_t id = result < 0 && err == EFAULT ? 0 : path_id(dirfd, path);
   record_io(func, start, end, dirfd == AT_FDCWD ? -1 : dirfd, -1, -1, result,
@@ -266,9 +266,9 @@ inline int traced_open(IoFunc func, int dirfd, const char* path, Call call) {
   if (!should_record_io()) return call();
   ReentryGuard guard;
   if (!guard.active() || in_vfork_child()) return call();
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   const int fd = call();
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   const std::uint32_t id = fd < 0 && err == EFAULT ? 0 : path_id(dirfd, path);
   if (fd >= 0) set_fd_path(fd, id);
@@ -316,9 +316,9 @@ inline std::size_t traced_stdio(IoFunc func, FILE* f, std::size_t size, std::siz
   if (!guard.active()) return call();
   const int before = errno;
   errno = 0;
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   const std::size_t result = call();
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   const int fd = file_fd(f);
   record_io(func, start, end, fd, stdio_bytes(size, n), -1, as_i64(result),
@@ -337,9 +337,9 @@ FILE* fopen_common(RealFunction<fopen_fn>& real_fn, IoFunc func, const char* pat
   if (!should_record_io()) return real(path, mode);
   ReentryGuard guard;
   if (!guard.active() || in_vfork_child()) return real(path, mode);
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   FILE* f = real(path, mode);
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   const int fd = file_fd(f);
   const std::uint32_t id = f == nullptr && err == EFAULT ? 0 : path_id(AT_FDCWD, path);
@@ -361,9 +361,9 @@ void* mmap_common(RealFunction<mmap_fn>& real_fn, IoFunc func, void* addr, size_
   }
   ReentryGuard guard;
   if (!guard.active()) return real(addr, len, prot, flags, fd, off);
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   void* p = real(addr, len, prot, flags, fd, off);
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   const bool ok = p != MAP_FAILED;
   record_io(func, start, end, fd, as_i64(len), off, ok ? 1 : 0, ok ? 0 : err, fd_path(fd));
@@ -613,9 +613,9 @@ TT_EXPORT int close(int fd) {
   if (!guard.active() || in_vfork_child()) return real(fd);
   // Cleared before the call: once close returns, another thread may get the same number.
   const std::uint32_t path = take_fd_path(fd);
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   const int result = real(fd);
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   record_io(IoFunc::Close, start, end, fd, -1, -1, result, result < 0 ? err : 0, path);
   errno = err;
@@ -806,9 +806,9 @@ TT_EXPORT int fclose(FILE* f) {
   if (!guard.active() || in_vfork_child()) return real(f);
   const int fd = file_fd(f);
   const std::uint32_t path = take_fd_path(fd);
-  const std::int64_t start = now_ns();
+  const std::int64_t start = io_clock();
   const int result = real(f);
-  const std::int64_t end = now_ns();
+  const std::int64_t end = io_clock();
   const int err = errno;
   record_io(IoFunc::Fclose, start, end, fd, -1, -1, result, result != 0 ? err : 0, path);
   errno = err;

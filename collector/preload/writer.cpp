@@ -39,6 +39,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -200,10 +205,16 @@ struct Process {
   std::atomic<std::uint32_t> exit_recorded{0};
   std::atomic<std::uint32_t> stop_claimed{0};
   char stop_reason[160]{};
+  // TSC calibration (io_tsc only): the file's first pair, and the tick after which the next
+  // I/O call writes a ClockSync pair.
+  std::int64_t sync_first_tsc = 0;
+  std::int64_t sync_first_mono = 0;
+  std::atomic<std::int64_t> sync_next_tsc{0};
 
   // Configuration, fixed by the constructor before recording starts.
   bool configured = false;  // TRACETUNE_OUTPUT_DIR usable and this is the only instance
   bool io = true;
+  bool io_tsc = false;      // I/O records use TSC ticks (kIoClockTsc); fixed before recording
   bool no_env = false;
   bool trace_all = true;
   char trace_list[256]{};
@@ -220,31 +231,22 @@ constinit Process g;
 enum Busy : std::uint8_t { kInEmit = 1, kInIntern = 2, kResolving = 4 };
 struct ThreadState {
   char* chunk;             // current chunk mapping, nullptr before the first record
+  std::int64_t io_base;    // start_ns of the last I/O record in chunk, 0 before (IoCompact chain)
   std::uint32_t used;      // bytes used in chunk
   std::uint32_t tid;       // kernel tid, 0 until first needed
-  std::uint32_t io_seed;   // checksum state after (type=Io, flags=0, tid)
   std::uint16_t depth;     // ReentryGuard nesting
   std::uint8_t busy;       // Busy bits: re-entry from signal handlers / dlsym
   std::uint8_t key_set;    // pthread key value set (destructor will run)
 };
+static_assert(sizeof(ThreadState) <= 32, "initial-exec TLS must stay tiny (docs/collector.md, section 5)");
 constinit thread_local ThreadState t_state{};
 
 void drop(DropReason reason, std::uint64_t n = 1) {
   g.dropped[reason].fetch_add(n, std::memory_order_relaxed);
 }
 
-std::uint32_t prefix_checksum(RecordType type, std::uint32_t tid) {
-  RecordHeader h{};
-  h.type = static_cast<std::uint16_t>(type);
-  h.tid = tid;
-  return record_checksum(h, nullptr, 0);
-}
-
 std::uint32_t thread_id(ThreadState& ts) {
-  if (ts.tid == 0) {
-    ts.tid = sys_gettid();
-    ts.io_seed = prefix_checksum(RecordType::Io, ts.tid);
-  }
+  if (ts.tid == 0) ts.tid = sys_gettid();
   return ts.tid;
 }
 
@@ -412,6 +414,7 @@ bool next_chunk(ThreadState& ts) {
   if (ts.chunk != nullptr) release_chunk(ts.chunk, tid);
   ts.chunk = fresh;
   ts.used = 0;
+  ts.io_base = 0;  // the IoCompact chain starts again in every chunk
   remember_chunk(fresh, tid);
   if (!ts.key_set && g.key_ok) {
     // Registers thread_exit for this thread (the value itself is unused).
@@ -436,53 +439,147 @@ void thread_exit(void*) {
 // recording, the thread that exits still has room for the stop reason, Dropped and Exit.
 constexpr std::uint32_t kEndReserve = 512;
 
-// Appends one record for this thread. `force` lets exit/exec bookkeeping use the space left
-// in the current chunk after recording stopped (no new chunk is taken then).
-bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
-                 std::uint32_t tail_size, bool force) {
+// Claims room for a record of up to `max_payload` bytes in this thread's chunk (taking a new
+// chunk when needed) and marks the thread busy; nullptr when the record is dropped. `force`
+// lets exit/exec bookkeeping use the space left in the current chunk after recording stopped
+// (no new chunk is taken then). Every successful call is followed by commit_record().
+char* begin_record(ThreadState& ts, std::size_t max_payload, bool force) {
   const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
   if (mode != kRecording) {
-    if (mode == kOff) return false;
+    if (mode == kOff) return nullptr;
     if (!force) {
       drop(kDropStopped);
-      return false;
+      return nullptr;
     }
   }
-  const std::size_t payload = std::size_t{head_size} + tail_size;
-  if (payload > kMaxRecordSize - sizeof(RecordHeader)) {
+  if (max_payload > kMaxRecordSize - sizeof(RecordHeader)) {
     drop(kDropTooLarge);
-    return false;
+    return nullptr;
   }
-  ThreadState& ts = t_state;
   if (ts.busy & kInEmit) {  // a signal handler interrupted this thread inside emit
     drop(kDropNested);
-    return false;
+    return nullptr;
   }
   ts.busy |= kInEmit;
-  const std::uint32_t size = padded_record_size(payload);
+  const std::uint32_t size = padded_record_size(max_payload);
   const std::int64_t room = std::int64_t{kChunkSize} - ts.used - (force ? 0 : kEndReserve);
   if ((ts.chunk == nullptr || size > room) && !next_chunk(ts)) {
     ts.busy &= static_cast<std::uint8_t>(~kInEmit);
-    return false;
+    return nullptr;
   }
-  char* rec = ts.chunk + ts.used;
+  return ts.chunk + ts.used;
+}
+
+// Seals the record at `rec` whose `payload` bytes are already in place: checksum, header, then
+// `size` with release order (the commit), and ends the busy section begin_record() opened.
+void commit_record(ThreadState& ts, char* rec, RecordType type, std::uint16_t flags,
+                   std::size_t payload) {
+  const std::uint32_t size = padded_record_size(payload);
+  const std::uint32_t tid = thread_id(ts);
+  const auto type16 = static_cast<std::uint16_t>(type);
+  // Checksum what is in the file (a caller's buffer could change under us); the zero
+  // padding after the payload is not covered (record_format.h).
+  const std::uint32_t sum =
+      checksum32(rec + sizeof(RecordHeader), payload, record_checksum_seed(type16, flags, tid));
+  auto* h = reinterpret_cast<RecordHeader*>(rec);
+  h->type = type16;
+  h->flags = flags;
+  h->checksum = sum;
+  h->tid = tid;
   ts.used += size;
+  __atomic_store_n(&h->size, size, __ATOMIC_RELEASE);  // commit
+  ts.busy &= static_cast<std::uint8_t>(~kInEmit);
+}
+
+// Appends one record (head + tail bytes as its payload) for this thread.
+bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
+                 std::uint32_t tail_size, bool force) {
+  const std::size_t payload = std::size_t{head_size} + tail_size;
+  ThreadState& ts = t_state;
+  char* rec = begin_record(ts, payload, force);
+  if (rec == nullptr) return false;
   char* body = rec + sizeof(RecordHeader);
   std::memcpy(body, head, head_size);
   if (tail_size != 0) std::memcpy(body + head_size, tail, tail_size);
-  const std::uint32_t tid = thread_id(ts);
-  const std::uint32_t seed = type == RecordType::Io ? ts.io_seed : prefix_checksum(type, tid);
-  // Checksum what is in the file (a caller's buffer could change under us); the zero
-  // padding after the payload is not covered (record_format.h).
-  const std::uint32_t sum = checksum32(body, payload, seed);
-  auto* h = reinterpret_cast<RecordHeader*>(rec);
-  h->type = static_cast<std::uint16_t>(type);
-  h->flags = 0;
-  h->checksum = sum;
-  h->tid = tid;
-  __atomic_store_n(&h->size, size, __ATOMIC_RELEASE);  // commit
-  ts.busy &= static_cast<std::uint8_t>(~kInEmit);
+  commit_record(ts, rec, type, 0, payload);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// TSC clock for I/O records (record_format.h, ClockSyncRecord)
+// ---------------------------------------------------------------------------------------
+
+std::int64_t read_tsc() {
+#if defined(__x86_64__)
+  return static_cast<std::int64_t>(__rdtsc());
+#else
+  return 0;  // never used: tsc_usable() is false
+#endif
+}
+
+// The TSC may stand in for CLOCK_MONOTONIC only when it is invariant (CPUID: constant rate
+// through P- and C-states) and the kernel itself keeps time with it (so it is synchronized
+// across CPUs and CLOCK_MONOTONIC is a linear function of it between NTP adjustments).
+// TRACETUNE_IO_CLOCK=monotonic turns it off. Raw syscalls only: runs in the constructor.
+bool tsc_usable() {
+#if defined(__x86_64__)
+  const char* choice = env_get("TRACETUNE_IO_CLOCK");
+  if (choice != nullptr && std::strcmp(choice, "monotonic") == 0) return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000007, &a, &b, &c, &d) == 0 || (d & (1u << 8)) == 0) return false;
+  const int fd = sys_openat(AT_FDCWD, "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                            O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[16] = {};
+  const long n = sys_read(fd, buf, sizeof buf - 1);
+  sys_close(fd);
+  return n == 4 && std::memcmp(buf, "tsc\n", 4) == 0;
+#else
+  return false;
+#endif
+}
+
+// Writes one (TSC, CLOCK_MONOTONIC) pair; the monotonic time is the middle of two reads
+// around the TSC read.
+ClockSyncRecord write_clock_pair(bool force) {
+  const std::int64_t m0 = clock_ns(CLOCK_MONOTONIC);
+  ClockSyncRecord r{read_tsc(), 0};
+  r.mono_ns = m0 + (clock_ns(CLOCK_MONOTONIC) - m0) / 2;
+  emit_record(RecordType::ClockSync, &r, sizeof r, nullptr, 0, force);
+  return r;
+}
+
+// Deadline for the next pair: half the time since the first pair, 2^20 to 2^28 ticks ahead.
+std::int64_t next_sync_deadline(std::int64_t tsc) {
+  constexpr std::int64_t kMin = 1ll << 20, kMax = 1ll << 28;
+  const std::int64_t half = (tsc - g.sync_first_tsc) / 2;
+  return tsc + (half < kMin ? kMin : half > kMax ? kMax : half);
+}
+
+// At file start: the first pair.
+void start_clock_sync() {
+  if (!g.io_tsc) return;
+  const ClockSyncRecord r = write_clock_pair(false);
+  g.sync_first_tsc = r.tsc;
+  g.sync_first_mono = r.mono_ns;
+  g.sync_next_tsc.store(next_sync_deadline(r.tsc), std::memory_order_relaxed);
+}
+
+// At the end of process (or fork-child) start: a second pair at least 50 us after the first,
+// so that every file has a rate even if it is killed before any later pair.
+void second_clock_pair() {
+  if (!g.io_tsc || g.mode.load(std::memory_order_relaxed) != kRecording) return;
+  while (clock_ns(CLOCK_MONOTONIC) - g.sync_first_mono < 50'000) cpu_relax();
+  write_clock_pair(false);
+}
+
+// Called with the end tick of each I/O record: the first call past the deadline writes a pair.
+inline void maybe_sync_clock(std::int64_t tsc) {
+  std::int64_t due = g.sync_next_tsc.load(std::memory_order_relaxed);
+  if (__builtin_expect(tsc < due, 1)) return;
+  if (!g.sync_next_tsc.compare_exchange_strong(due, next_sync_deadline(tsc), std::memory_order_relaxed))
+    return;  // another thread writes this one
+  write_clock_pair(false);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -776,9 +873,10 @@ bool start_file(std::int64_t ppid, std::uint32_t flags) {
   g.file_dev = st.st_dev;
   g.file_ino = st.st_ino;
   g.header = static_cast<FileHeader*>(hp);
-  fill_header(g.header, pid, ppid, flags, mono, real);
+  fill_header(g.header, pid, ppid, flags | (g.io_tsc ? std::uint32_t{kIoClockTsc} : 0u), mono, real);
   g.next_chunk.store(0, std::memory_order_relaxed);
   g.mode.store(kRecording, std::memory_order_release);
+  start_clock_sync();
   write_process_info();
   return true;
 }
@@ -820,6 +918,7 @@ bool configure(const char* dir) {
     if (list.terminate()) g.trace_all = false;  // an over-long list means "everything"
   }
   g.io = trace_enabled("io");
+  g.io_tsc = g.io && tsc_usable();
   const char* no_env = env_get("TRACETUNE_NO_ENV");
   g.no_env = no_env != nullptr && std::strcmp(no_env, "1") == 0;
   return true;
@@ -850,6 +949,7 @@ __attribute__((constructor)) void tracetune_collector_init() {
   if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
   g.configured = true;
   install_process_handlers();
+  second_clock_pair();
 }
 
 }  // namespace
@@ -859,6 +959,8 @@ __attribute__((constructor)) void tracetune_collector_init() {
 // ---------------------------------------------------------------------------------------
 
 std::int64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+std::int64_t io_clock() { return g.io_tsc ? read_tsc() : clock_ns(CLOCK_MONOTONIC); }
 
 bool recording() { return g.mode.load(std::memory_order_relaxed) == kRecording; }
 
@@ -883,6 +985,27 @@ void emit(RecordType type, const void* payload, std::uint32_t size) {
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size) {
   emit_record(type, head, head_size, tail, tail_size, false);
+}
+
+void emit_io(const IoRecord& r) {
+  ThreadState& ts = t_state;
+  // Room for the wide form: which form fits is known only once the chunk (and so the chain's
+  // base) is settled.
+  char* rec = begin_record(ts, sizeof(IoRecord), false);
+  if (rec == nullptr) return;
+  char* body = rec + sizeof(RecordHeader);
+  IoCompactRecord c;
+  std::uint16_t flags = 0;
+  const bool compact = encode_io_compact(r, ts.io_base, c, flags);
+  ts.io_base = r.start_ns;  // still inside the busy section: no other record can interleave
+  if (compact) {
+    std::memcpy(body, &c, sizeof c);
+    commit_record(ts, rec, RecordType::IoCompact, flags, sizeof c);
+  } else {
+    std::memcpy(body, &r, sizeof r);
+    commit_record(ts, rec, RecordType::Io, 0, sizeof r);
+  }
+  if (g.io_tsc) maybe_sync_clock(r.end_ns);
 }
 
 std::uint32_t fd_path(int fd) {
@@ -1025,6 +1148,7 @@ void restart_in_fork_child() {
                          std::memory_order_relaxed);
   }
   reset_interner(*old);
+  second_clock_pair();
 }
 
 bool record_exec(const char* path, std::uint32_t path_id) {
@@ -1032,6 +1156,7 @@ bool record_exec(const char* path, std::uint32_t path_id) {
   ErrnoSaver errno_saver;
   if (in_vfork_child()) return false;  // a vfork child shares our memory: touch nothing
   emit_drops();
+  if (g.io_tsc) write_clock_pair(true);
   ExecRecord r{};
   r.ts_ns = now_ns();
   r.path = path != nullptr ? intern_impl(path, std::strlen(path), true) : path_id;
@@ -1053,6 +1178,7 @@ void record_exit(int status, int how) {
   if (in_vfork_child()) return;
   if (g.exit_recorded.exchange(1) != 0) return;
   emit_drops();
+  if (g.io_tsc) write_clock_pair(true);
   ExitRecord r{};
   r.ts_ns = now_ns();
   r.status = status & 0xff;  // what the parent's wait() sees

@@ -20,6 +20,10 @@ namespace tt::collector {
 // CLOCK_MONOTONIC in ns: the clock of every record (and of the trace).
 std::int64_t now_ns();
 
+// The clock of I/O records' start/end: TSC ticks where the file says so (kIoClockTsc: an
+// invariant TSC that is the kernel's clocksource), else now_ns(). See ClockSyncRecord.
+std::int64_t io_clock();
+
 // True once the process has a record file and recording has not been stopped.
 bool recording();
 
@@ -55,6 +59,10 @@ template <class T>
 inline void emit(RecordType type, const T& payload) {
   emit(type, &payload, static_cast<std::uint32_t>(sizeof(T)));
 }
+
+// One I/O call: an IoCompact record when its values fit (record_format.h), else a wide Io
+// record. Lock-free, like emit().
+void emit_io(const IoRecord& r);
 
 // Variable-length payload: a fixed struct followed by bytes (e.g. StringRecord + text).
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,

@@ -985,6 +985,9 @@ class ProcessConverter {
     if (p.malformed_records > 0)
       t_.add_diagnostic(DiagnosticKind::Skipped, source_, "records too short for their type",
                         p.malformed_records);
+    if (p.unmapped_io > 0)
+      t_.add_diagnostic(DiagnosticKind::Skipped, source_,
+                        "I/O records timed by the TSC without two clock-sync pairs to map them", p.unmapped_io);
     if (unknown_steps_ > 0)
       t_.add_diagnostic(DiagnosticKind::Skipped, source_, "step records of an unknown kind", unknown_steps_);
     if (p.partial_chunk || p.short_file)

@@ -7,7 +7,11 @@
 //    kMaxRecordSize, or past the end of the chunk or of the file) or a checksum mismatch is a
 //    torn record: the rest of that chunk is not trusted, the next chunk is read normally;
 //  - a valid record of an unknown type is skipped (a newer collector); its size still tells
-//    where the next record starts.
+//    where the next record starts;
+//  - versions 1 and 2 are read (record_format.h): they differ in the checksum's header prefix
+//    and in version 2's IoCompact records, whose start times chain within a chunk;
+//  - the I/O times of a version-2 file with kIoClockTsc are TSC ticks: they are mapped to
+//    CLOCK_MONOTONIC after the walk, once every ClockSync pair of the file is known.
 // Chunks are walked by what is on disk, not by `chunks_reserved`: the header counter and the
 // file length are updated at different moments, and a chunk that was never written reads as
 // zeros, which costs one 4-byte look.
@@ -105,9 +109,10 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
   std::memcpy(&h, bytes, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
     return file_error(path, "not a tracetune record file (bad magic)");
-  if (h.version != kFormatVersion)
+  if (h.version < kOldestFormatVersion || h.version > kFormatVersion)
     return file_error(path, "record format version " + std::to_string(h.version) +
-                                " is not supported (this tracetune reads version " +
+                                " is not supported (this tracetune reads versions " +
+                                std::to_string(kOldestFormatVersion) + " to " +
                                 std::to_string(kFormatVersion) + ")");
   if (h.header_size != kHeaderSize)
     return file_error(path, "bad record file header: header_size " + std::to_string(h.header_size) +
@@ -141,22 +146,27 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
 // The writer's checksum covers the payload it was given (record_format.h), which the frame
 // pads to 8 bytes; the reader knows only the padded length, so it tries the (at most 8)
 // unpadded lengths that pad to it. Fixed-size records match on the first try.
-bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint32_t padded_len) {
+bool checksum_ok(const RecordHeader& h, const unsigned char* payload, std::uint32_t padded_len,
+                 std::uint32_t version) {
   for (std::uint32_t n = padded_len, tries = 0; tries < 8 && n <= padded_len; --n, ++tries) {
-    if (record_checksum(h, payload, n) == h.checksum) return true;
+    if (record_checksum(h, payload, n, version) == h.checksum) return true;
     if (n == 0) break;
   }
   return false;
 }
 
+// True when the file's I/O records carry TSC ticks (a flag only version 2 defines).
+bool io_in_ticks(const RecordFileHeader& h) { return h.version >= 2 && h.has(kIoClockTsc); }
+
 // Decodes the records of one file into a RawProcess.
 class FileDecoder {
  public:
-  explicit FileDecoder(RawProcess& out) : p_(out) {}
+  explicit FileDecoder(RawProcess& out) : p_(out), version_(out.header.version) {}
 
   // Walks one chunk of `len` bytes (len < chunk_size only for the last, cut chunk).
   void walk_chunk(const unsigned char* chunk, std::size_t len) {
     std::size_t off = 0;
+    io_base_ = 0;  // the IoCompact chain starts again in every chunk
     while (len - off >= sizeof(RecordHeader)) {
       RecordHeader h;
       std::memcpy(&h, chunk + off, sizeof h);
@@ -167,7 +177,7 @@ class FileDecoder {
       }
       const unsigned char* payload = chunk + off + sizeof h;
       const std::uint32_t n = h.size - static_cast<std::uint32_t>(sizeof h);
-      if (!checksum_ok(h, payload, n)) {
+      if (!checksum_ok(h, payload, n, version_)) {
         ++p_.torn_records;
         return;
       }
@@ -199,6 +209,11 @@ class FileDecoder {
   }
 
   void saw_time(std::int64_t t) { p_.last_ts_ns = std::max(p_.last_ts_ns, t); }
+  void saw_io(const IoRecord& r) {
+    io_base_ = r.start_ns;
+    // TSC ticks are not ns: map_io_times() accounts for them once the pairs are known.
+    if (!io_in_ticks(p_.header)) saw_time(std::max(r.start_ns, r.end_ns));
+  }
 
   void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
     switch (static_cast<RecordType>(h.type)) {
@@ -223,9 +238,16 @@ class FileDecoder {
         push(p_.thread_names, h, payload, n);
         return;
       case RecordType::Io:
-        if (push(p_.io, h, payload, n))
-          saw_time(std::max(p_.io.back().rec.start_ns, p_.io.back().rec.end_ns));
+        if (push(p_.io, h, payload, n)) saw_io(p_.io.back().rec);
         return;
+      case RecordType::IoCompact: {
+        IoCompactRecord c;
+        if (version_ < 2) break;  // not a type of version 1: unknown
+        if (!take(payload, n, c)) return;
+        p_.io.push_back({h.tid, decode_io_compact(c, h.flags, io_base_)});
+        saw_io(p_.io.back().rec);
+        return;
+      }
       case RecordType::Range:
         if (push(p_.ranges, h, payload, n))
           saw_time(std::max(p_.ranges.back().rec.start_ns, p_.ranges.back().rec.end_ns));
@@ -249,6 +271,12 @@ class FileDecoder {
       case RecordType::Dropped:
         push(p_.dropped, h, payload, n);
         return;
+      case RecordType::ClockSync: {
+        ClockSyncRecord c;
+        if (version_ < 2) break;  // not a type of version 1: unknown
+        if (take(payload, n, c)) p_.clock_syncs.push_back(c);
+        return;
+      }
       case RecordType::Counter:
         if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
         return;
@@ -298,9 +326,57 @@ class FileDecoder {
   }
 
   RawProcess& p_;
+  std::uint32_t version_;
+  std::int64_t io_base_ = 0;  // start of the chunk's last I/O record (IoCompact chain)
 };
 
+// I/O records of a kIoClockTsc file: TSC ticks -> CLOCK_MONOTONIC ns (record_format.h).
+void map_io_times(RawProcess& p) {
+  if (!io_in_ticks(p.header)) return;
+  const TscMap map(p.clock_syncs);
+  if (!map.usable()) {
+    p.unmapped_io += p.io.size();
+    p.io.clear();
+    return;
+  }
+  for (auto& io : p.io) {
+    io.rec.start_ns = map.to_ns(io.rec.start_ns);
+    io.rec.end_ns = map.to_ns(io.rec.end_ns);
+    p.last_ts_ns = std::max({p.last_ts_ns, io.rec.start_ns, io.rec.end_ns});
+  }
+}
+
 }  // namespace
+
+TscMap::TscMap(std::vector<ClockSyncRecord> pairs) {
+  std::sort(pairs.begin(), pairs.end(),
+            [](const ClockSyncRecord& a, const ClockSyncRecord& b) { return a.tsc < b.tsc; });
+  constexpr std::int64_t kMinSpanNs = 10'000;
+  for (const ClockSyncRecord& c : pairs) {
+    if (knots_.empty() ||
+        (c.tsc > knots_.back().tsc && static_cast<__int128>(c.mono_ns) - knots_.back().mono_ns >= kMinSpanNs))
+      knots_.push_back(c);
+  }
+}
+
+std::int64_t TscMap::to_ns(std::int64_t tsc) const {
+  // The segment holding tsc, or the first/last one for extrapolation.
+  auto hi = std::upper_bound(knots_.begin(), knots_.end(), tsc,
+                             [](std::int64_t t, const ClockSyncRecord& k) { return t < k.tsc; });
+  if (hi == knots_.begin()) ++hi;
+  if (hi == knots_.end()) --hi;
+  const ClockSyncRecord& a = *(hi - 1);
+  const ClockSyncRecord& b = *hi;
+  // 128-bit arithmetic, each factor clamped below 2^62 so that damaged values cannot overflow
+  // it; the result saturates to int64.
+  constexpr __int128 kLim = __int128{1} << 62;
+  const auto clamp = [](__int128 v, __int128 lo, __int128 hi_) { return v < lo ? lo : v > hi_ ? hi_ : v; };
+  const __int128 dt = clamp(static_cast<__int128>(tsc) - a.tsc, -kLim, kLim);
+  const __int128 dns = clamp(static_cast<__int128>(b.mono_ns) - a.mono_ns, 0, kLim);
+  const __int128 span = static_cast<__int128>(b.tsc) - a.tsc;  // > 0 (constructor)
+  const __int128 ns = a.mono_ns + dt * dns / span;
+  return static_cast<std::int64_t>(clamp(ns, INT64_MIN, INT64_MAX));
+}
 
 const std::string* RawProcess::find_string(std::uint32_t id) const {
   static const std::string kEmpty;
@@ -354,6 +430,7 @@ Result<RawProcess> read_record_file(const fs::path& path) {
   FileDecoder decoder(p);
   for (std::uint64_t off = kHeaderSize; off < size; off += chunk)
     decoder.walk_chunk(map.bytes() + off, static_cast<std::size_t>(std::min(chunk, size - off)));
+  map_io_times(p);
   return p;
 }
 

@@ -27,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < kHeaderSize) {
     FileHeader h{};
     std::memcpy(h.magic, kMagic, sizeof kMagic);
-    h.version = kFormatVersion;
+    // Both readable versions: they differ in the checksum and in IoCompact records.
+    h.version = size > 0 && (data[0] & 1) != 0 ? kOldestFormatVersion : kFormatVersion;
     h.header_size = kHeaderSize;
     h.chunk_size = 4096;
     h.pid = 1;

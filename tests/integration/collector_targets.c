@@ -23,6 +23,8 @@
  *   signal-reads FILE N   N preads of 4 KiB while a 50 us SIGALRM timer's handler preads
  *                         64 bytes; prints "handler_calls <count>"
  *   bench-pread FILE N    times N preads of 64 bytes; prints "ns_per_call <value>"
+ *   bracketed-preads FILE N  N preads of 64 bytes, each between two CLOCK_MONOTONIC reads,
+ *                         sleeping 3 ms after every 100; prints "<before> <after>" per call
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -362,6 +364,23 @@ static int cmd_bench_pread(const char* file, long n) {
   return 0;
 }
 
+static int cmd_bracketed_preads(const char* file, long n) {
+  char buf[64];
+  int fd = open_or_die(file);
+  long long* t = malloc(sizeof(long long) * 2 * (size_t)n);
+  if (t == NULL) return fail("malloc");
+  for (long i = 0; i < n; ++i) {
+    t[2 * i] = now_ns();
+    if (pread(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf) return fail("pread");
+    t[2 * i + 1] = now_ns();
+    if (i % 100 == 99) usleep(3000);
+  }
+  for (long i = 0; i < n; ++i) printf("%lld %lld\n", t[2 * i], t[2 * i + 1]);
+  free(t);
+  close(fd);
+  return 0;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: collector_targets COMMAND ARGS... (see the source header)\n");
   return 64;
@@ -388,5 +407,6 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "signal-reads") == 0 && argc == 4) return cmd_signal_reads(argv[2], atol(argv[3]));
   if (strcmp(cmd, "bench-pread") == 0 && argc == 4) return cmd_bench_pread(argv[2], atol(argv[3]));
+  if (strcmp(cmd, "bracketed-preads") == 0 && argc == 4) return cmd_bracketed_preads(argv[2], atol(argv[3]));
   return usage();
 }

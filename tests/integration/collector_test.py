@@ -30,15 +30,16 @@ from ttr_checksum import record_checksum  # noqa: E402
 # ---- record_format.h, transcribed ----
 
 MAGIC = b"TTRECORD"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER_SIZE = 4096
 CHUNK_SIZE = 1 << 20
 HEADER_FMT = "<8sIIIIqqqqqiiiiII64s"  # FileHeader up to and including host
 
-K_EXITED, K_EXEC_REPLACED, K_FORK_CHILD, K_RECORDING_STOPPED = 1, 2, 4, 8
+K_EXITED, K_EXEC_REPLACED, K_FORK_CHILD, K_RECORDING_STOPPED, K_IO_CLOCK_TSC = 1, 2, 4, 8, 16
 
 RT_STRING, RT_PROCESS_INFO, RT_THREAD_NAME, RT_IO, RT_RANGE, RT_MARK = 1, 2, 3, 4, 5, 6
 RT_STEP, RT_FORK, RT_EXEC, RT_EXIT, RT_DROPPED, RT_COUNTER = 7, 8, 9, 10, 11, 12
+RT_IO_COMPACT, RT_CLOCK_SYNC = 13, 14
 
 IO_FUNCS = [
     "Open", "Open64", "OpenAt", "OpenAt64", "Creat", "Creat64", "Open2", "Open64_2", "OpenAt2",
@@ -64,7 +65,11 @@ PAYLOAD_FMT = {
     RT_EXIT: "<qii",
     RT_DROPPED: "<QII",
     RT_COUNTER: "<qIId",
+    RT_IO_COMPACT: "<iIiiII",  # start delta, duration, result, fd, path, arg
+    RT_CLOCK_SYNC: "<qq",      # tsc, CLOCK_MONOTONIC ns
 }
+# IoCompact's header flags: func, bytes/offset in arg, errno (record_format.h)
+IO_FUNC_MASK, IO_BYTES_IS_RESULT, IO_BYTES_IN_ARG, IO_OFFSET_IN_ARG, IO_ERR_SHIFT = 0x3F, 64, 128, 256, 9
 
 
 
@@ -82,6 +87,7 @@ class TraceFile:
         self.records = []  # (type, tid, values tuple or None)
         self.strings = {0: ""}
         self.torn = 0
+        self.io_sizes = []  # bytes of each I/O record in the file, header included
         with open(path, "rb") as fh:
             data = fh.read()
         self._parse(data)
@@ -107,6 +113,7 @@ class TraceFile:
         self._decode()
 
     def _parse_chunk(self, data, off, end):
+        io_base = 0  # the IoCompact time chain restarts in every chunk
         while off + 16 <= end:
             size, rtype, flags, csum, tid = struct.unpack_from("<IHHII", data, off)
             if size == 0:
@@ -120,8 +127,24 @@ class TraceFile:
                 self.torn += 1
                 self.problems.append(f"checksum mismatch at {off}")
                 return
+            if rtype == RT_IO_COMPACT:
+                payload = self._widen_io(payload, flags, io_base)
+            if rtype in (RT_IO, RT_IO_COMPACT):
+                rtype = RT_IO
+                io_base = struct.unpack_from("<q", payload)[0]
+                self.io_sizes.append(size)
             self.records.append((rtype, tid, payload))
             off += size
+
+    @staticmethod
+    def _widen_io(payload, flags, base):
+        """An IoCompact payload as the wide IoRecord it stands for."""
+        delta, duration, result, fd, path, arg = struct.unpack_from("<iIiiII", payload)
+        start = base + delta
+        offset = arg if flags & IO_OFFSET_IN_ARG else -1
+        nbytes = result if flags & IO_BYTES_IS_RESULT else arg if flags & IO_BYTES_IN_ARG else -1
+        return struct.pack(PAYLOAD_FMT[RT_IO], start, start + duration, nbytes, offset, result, fd,
+                           flags >> IO_ERR_SHIFT, path, flags & IO_FUNC_MASK)
 
     @staticmethod
     def _payload_len(rtype, payload):
@@ -155,17 +178,38 @@ class TraceFile:
                 self.problems.append(f"unknown record type {rtype}")
         self.records = decoded
         self.io = []
+        tsc_to_ns = self._tsc_map() if self.flags & K_IO_CLOCK_TSC else (lambda t: t)
         for rtype, tid, v in self.records:
             if rtype != RT_IO:
                 continue
             r = Io()
             r.start, r.end, r.bytes, r.offset, r.result, r.fd, r.err, path_id, func = v
+            r.start, r.end = tsc_to_ns(r.start), tsc_to_ns(r.end)
             r.tid = tid
             r.func = IO_FUNCS[func] if func < len(IO_FUNCS) else f"?{func}"
             r.path = self.string(path_id)
             if r.end < r.start:
                 self.problems.append("I/O record ends before it starts")
             self.io.append(r)
+
+    def _tsc_map(self):
+        """TSC ticks -> CLOCK_MONOTONIC ns from the ClockSync pairs (record_format.h): piecewise
+        linear, the nearest segment's rate outside; pairs under 10 us after the last kept skipped."""
+        knots = []
+        for tsc, mono in sorted(self.of_type(RT_CLOCK_SYNC)):
+            if not knots or (tsc > knots[-1][0] and mono - knots[-1][1] >= 10_000):
+                knots.append((tsc, mono))
+        if len(knots) < 2:
+            self.problems.append(f"TSC-timed I/O with {len(knots)} usable clock-sync pair(s)")
+            return lambda t: t
+
+        def to_ns(t):
+            i = 1
+            while i < len(knots) - 1 and knots[i][0] <= t:
+                i += 1
+            (t0, m0), (t1, m1) = knots[i - 1], knots[i]
+            return m0 + (t - t0) * (m1 - m0) // (t1 - t0)
+        return to_ns
 
     def string(self, sid):
         if sid not in self.strings:
@@ -311,6 +355,9 @@ def test_reads_counts_bytes_paths_and_modes(ctx):
     expect(f.host == sanitized_host(), f"host {f.host!r}")
     preads = check_preads(f, ctx.data, 1000)
     expect(all(r.fd == preads[0].fd and r.offset >= 0 for r in preads), "pread fd/offset")
+    # Format version 2: every I/O record but the first of its chunk fits the 40-byte form.
+    wide = sum(1 for n in f.io_sizes if n != 40)
+    expect(wide == 1 and len(f.io_sizes) >= 1002, f"{wide} of {len(f.io_sizes)} I/O records not 40 bytes")
     expect(f.funcs(*OPEN_FUNCS) and f.funcs(*OPEN_FUNCS)[0].path == ctx.data, "open record")
     closes = [r for r in f.funcs("Close") if r.path == ctx.data]
     expect(len(closes) == 1 and closes[0].result == 0, "close record with the path")
@@ -324,6 +371,47 @@ def test_reads_counts_bytes_paths_and_modes(ctx):
     host_dir = os.path.dirname(f.path)
     expect(stat.S_IMODE(os.stat(f.path).st_mode) == 0o600, "file mode is not 0600")
     expect(stat.S_IMODE(os.stat(host_dir).st_mode) == 0o700, "host directory mode is not 0700")
+
+
+def test_io_times_on_the_monotonic_clock(ctx):
+    """I/O records timed by the TSC (where it is invariant and the kernel's clocksource) or by
+    CLOCK_MONOTONIC (TRACETUNE_IO_CLOCK=monotonic) land, once mapped, inside the process's own
+    lifetime as its header gives it in CLOCK_MONOTONIC, in call order."""
+    tsc = "constant_tsc" in open("/proc/cpuinfo").read() and open(
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource").read().strip() == "tsc"
+    for mode in ("default", "monotonic"):
+        out = ctx.fresh_dir("clock-" + mode)
+        extra = {"TRACETUNE_IO_CLOCK": "monotonic"} if mode == "monotonic" else None
+        pid, rc, _ = ctx.run(["reads", ctx.data, "3000"], out, extra_env=extra)
+        expect(rc == 0, f"exit status {rc}")
+        f = by_pid(ctx.load(out), pid)
+        uses_tsc = bool(f.flags & K_IO_CLOCK_TSC)
+        expect(uses_tsc == (tsc and mode == "default"), f"{mode}: TSC flag {uses_tsc}, machine TSC {tsc}")
+        expect(len(f.of_type(RT_CLOCK_SYNC)) >= (3 if uses_tsc else 0), f"{mode}: clock-sync pairs")
+        expect(len(f.io) >= 3002, f"{mode}: {len(f.io)} I/O records")
+        for r in f.io:
+            expect(f.start_mono <= r.start <= r.end <= f.end_mono,
+                   f"{mode}: I/O {r.func} [{r.start}, {r.end}] outside the process [{f.start_mono}, {f.end_mono}]")
+        starts = [r.start for r in f.io]
+        expect(starts == sorted(starts), f"{mode}: I/O start times out of call order")
+
+
+def test_io_times_match_the_programs_own_clock(ctx):
+    """Each recorded pread lies between the CLOCK_MONOTONIC reads the program took around it
+    (1 us of slack for the clock-sync pairs' reading error), across the sleeps that put the
+    calls in several calibration segments when the TSC times them."""
+    out = ctx.fresh_dir("brackets")
+    pid, rc, stdout = ctx.run(["bracketed-preads", ctx.data, "2000"], out)
+    expect(rc == 0, f"exit status {rc}")
+    brackets = [tuple(map(int, line.split())) for line in stdout.splitlines()]
+    f = by_pid(ctx.load(out), pid)
+    preads = [r for r in f.funcs(*PREAD_FUNCS) if r.path == ctx.data]
+    expect(len(preads) == len(brackets) == 2000, f"{len(preads)} preads, {len(brackets)} brackets")
+    slack = 1000
+    off = [(r.start, r.end, t0, t1) for r, (t0, t1) in zip(preads, brackets)
+           if not t0 - slack <= r.start <= r.end <= t1 + slack]
+    expect(not off, f"{len(off)} preads outside their brackets, e.g. {off[:3]} "
+                    f"(TSC: {bool(f.flags & K_IO_CLOCK_TSC)}, {len(f.of_type(RT_CLOCK_SYNC))} pairs)")
 
 
 def test_sigkill_keeps_committed_records(ctx):
@@ -710,7 +798,7 @@ def test_file_size_limit_stops_recording_not_the_job(ctx):
     import resource
     out = ctx.fresh_dir("fsize")
     limit = HEADER_SIZE + 2 * CHUNK_SIZE + 100  # room for two chunks only
-    n = 50000                                  # ~3.6 MB of records
+    n = 100000                                 # ~4 MB of 40-byte records
 
     def set_limit():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
@@ -733,6 +821,8 @@ def test_file_size_limit_stops_recording_not_the_job(ctx):
 
 TESTS = [
     test_reads_counts_bytes_paths_and_modes,
+    test_io_times_on_the_monotonic_clock,
+    test_io_times_match_the_programs_own_clock,
     test_sigkill_keeps_committed_records,
     test_fork_tree,
     test_vfork_exec_200,

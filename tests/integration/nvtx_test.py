@@ -25,7 +25,7 @@ PROGRAM_SRC = os.path.join(HERE, "nvtx_program.cpp")
 
 # ---- record_format.h -------------------------------------------------------------------
 MAGIC = b"TTRECORD"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER = struct.Struct("<8sIIIIqqqqqiiiiII64s")  # FileHeader up to and including host
 RECORD_HEADER = struct.Struct("<IHHII")  # size, type, flags, checksum, tid
 T_STRING, T_THREAD_NAME, T_RANGE, T_MARK, T_DROPPED = 1, 3, 5, 6, 11

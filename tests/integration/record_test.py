@@ -313,8 +313,33 @@ def case_killed_rank(tmp):
           f"{rows} {reads}")
 
 
+def case_io_clock(tmp):
+    """The trace's I/O times are on the job's CLOCK_MONOTONIC: each recorded pread lies between
+    the time.monotonic_ns() reads the job took around it, also when the collector timed it with
+    the TSC and the reader mapped it (sleeps spread the calls over several calibration pairs)."""
+    blob = pathlib.Path(tmp) / "blob"
+    blob.write_bytes(os.urandom(4096))
+    script = ("import os, sys, time\n"
+              "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+              "out = []\n"
+              "for i in range(1000):\n"
+              "    t0 = time.monotonic_ns(); os.pread(fd, 64, 0); out.append((t0, time.monotonic_ns()))\n"
+              "    if i % 100 == 99: time.sleep(0.003)\n"
+              "print('\\n'.join(f'{a} {b}' for a, b in out))\n")
+    r, db = record(tmp, PY, "-c", script, str(blob), out="clock.db")
+    check("io clock: job succeeds under record", r.returncode == 0, r.stderr[-1000:])
+    brackets = [tuple(map(int, line.split())) for line in r.stdout.splitlines()]
+    rows = query(db, """SELECT io.start_ns, io.end_ns FROM io_calls io JOIN strings s ON s.id = io.path_id
+                        WHERE s.value = ? AND io.op = 1 ORDER BY io.start_ns""", str(blob))
+    check("io clock: one read per pread", len(rows) == len(brackets) == 1000, f"{len(rows)} rows, {len(brackets)}")
+    slack = 1000  # ns: the clock-sync pairs' own reading error is tens of ns
+    off = [(s, e, a, b) for (s, e), (a, b) in zip(rows, brackets) if not a - slack <= s <= e <= b + slack]
+    check("io clock: every read inside the job's own clock readings around it", not off, f"{len(off)} off: {off[:3]}")
+
+
 CASES = {"dataloader": case_dataloader, "own_tensors": case_own_tensors, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
-         "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose}
+         "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose,
+         "io_clock": case_io_clock}
 
 run_cases(CASES, ONLY)

@@ -17,9 +17,13 @@ def checksum32(data, h=2166136261):
     return (x ^ (x >> 32)) & 0xFFFFFFFF
 
 
-def record_checksum(rtype, flags, tid, payload):
-    """record_format.h's record_checksum: type, flags, tid, payload, chained field by field."""
-    h = checksum32(struct.pack("<H", rtype))
-    h = checksum32(struct.pack("<H", flags), h)
-    h = checksum32(struct.pack("<I", tid), h)
+def record_checksum(rtype, flags, tid, payload, version=2):
+    """record_format.h's record_checksum: type, flags, tid, then the payload. Version 1 chains
+    the three header fields one by one; version 2 takes them as one 8-byte word."""
+    if version == 1:
+        h = checksum32(struct.pack("<H", rtype))
+        h = checksum32(struct.pack("<H", flags), h)
+        h = checksum32(struct.pack("<I", tid), h)
+    else:
+        h = checksum32(struct.pack("<HHI", rtype, flags, tid))
     return checksum32(payload, h)

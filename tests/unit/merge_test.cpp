@@ -325,6 +325,36 @@ TEST(Merge, NegativeDurationsAreClampedAndCounted) {
   EXPECT_EQ(d->count, 2u);
 }
 
+// TSC-timed I/O reaches the trace in CLOCK_MONOTONIC ns; a file without the pairs to map it
+// loses its I/O records, and says so.
+TEST(Merge, TscTimedIoIsMappedOrReportedUnmapped) {
+  TempDir dir;
+  RecordFileWriter w(410, "h");
+  w.header.flags |= kIoClockTsc;
+  w.clock_sync(4'000'000, 1'000'000);  // 4 ticks per ns
+  w.clock_sync(4'400'000, 1'100'000);
+  w.io(410, IoFunc::Read, 4'040'000, 4'040'400, "/x", 8, 3, 8);
+  w.exit(1'200'000, 0);
+  w.write(dir.path() / "a" / "p.ttr");
+  RecordFileWriter u(411, "h");
+  u.header.flags |= kIoClockTsc;
+  u.clock_sync(4'000'000, 1'000'000);
+  u.io(411, IoFunc::Read, 4'040'000, 4'040'400, "/x", 8, 3, 8);
+  u.io(411, IoFunc::Read, 4'080'000, 4'080'400, "/x", 8, 3, 8);
+  u.exit(1'200'000, 0);
+  u.write(dir.path() / "b" / "p.ttr");
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  const trace::Trace& t = r.value();
+  ASSERT_EQ(t.io_calls.size(), 1u);
+  EXPECT_EQ(t.io_calls.start[0], 1'010'000);
+  EXPECT_EQ(t.io_calls.dur[0], 100);
+  const auto* d = find_diag(t, DiagnosticKind::Skipped, "timed by the TSC");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 2u);
+}
+
 // Issue 17 #12: crafted anchors of +-2^63 and a span from INT64_MIN to INT64_MAX saturate
 // (counted) instead of wrapping; a host name of invalid UTF-8 is sanitised; the trace then
 // passes the store's own reader.

@@ -4,6 +4,8 @@
 // on real processes; the reader and the merger are tested here on files built exactly as
 // needed, damage included: torn records, zero-filled tails, files cut inside a chunk.
 // Records go into in-memory chunks; write() lays out header + chunks and can cut the file.
+// Files are of the current kFormatVersion unless `header.version` is set before the first
+// record (version 1: no IoCompact records, the version-1 checksum).
 #pragma once
 
 #include <unistd.h>
@@ -55,6 +57,7 @@ class RecordFileWriter {
   void new_chunk() {
     chunks.emplace_back(header.chunk_size, 0);
     used_.push_back(0);
+    io_base_ = 0;
   }
 
   // Appends one record with the writer's checksum (over the unpadded payload, as emit() is
@@ -65,19 +68,20 @@ class RecordFileWriter {
     return add_raw(static_cast<std::uint16_t>(type), payload, n, tid, checksum_padded);
   }
   RecordPos add_raw(std::uint16_t type, const void* payload, std::size_t n, std::uint32_t tid,
-                    bool checksum_padded = false) {
+                    bool checksum_padded = false, std::uint16_t flags = 0) {
     RecordHeader h{};
     h.size = padded_record_size(n);
     h.type = type;
+    h.flags = flags;
     h.tid = tid;
     std::vector<unsigned char> body(h.size - sizeof h, 0);
     if (n > 0) std::memcpy(body.data(), payload, n);
-    h.checksum = record_checksum(h, body.data(), checksum_padded ? body.size() : n);
+    h.checksum = record_checksum(h, body.data(), checksum_padded ? body.size() : n, header.version);
     auto& chunk = chunks.back();
     std::size_t& used = used_.back();
     if (used + h.size > chunk.size()) {
       new_chunk();
-      return add_raw(type, payload, n, tid, checksum_padded);
+      return add_raw(type, payload, n, tid, checksum_padded, flags);
     }
     const RecordPos pos{chunks.size() - 1, used, h.size};
     std::memcpy(chunk.data() + used, &h, sizeof h);
@@ -117,6 +121,8 @@ class RecordFileWriter {
     ThreadNameRecord r{tid, str(name, tid)};
     add(RecordType::ThreadName, r, tid);
   }
+  // An I/O record as the collector writes it: IoCompact when the values fit (version 2), else
+  // the wide Io record. The IoCompact chain restarts in each chunk, as in the collector.
   RecordPos io(std::uint32_t tid, IoFunc f, std::int64_t start, std::int64_t end, std::string_view path,
                std::int64_t bytes = -1, std::int32_t fd = -1, std::int64_t result = 0, std::int32_t err = 0,
                std::int64_t offset = -1) {
@@ -130,6 +136,16 @@ class RecordFileWriter {
     r.err = err;
     r.path = str(path, tid);
     r.func = f;
+    return io_record(tid, r);
+  }
+  RecordPos io_record(std::uint32_t tid, const IoRecord& r, bool wide = false) {
+    // Room for the wide form first, so the record's chunk (and chain base) is settled.
+    if (used_.back() + padded_record_size(sizeof(IoRecord)) > chunks.back().size()) new_chunk();
+    IoCompactRecord c;
+    std::uint16_t flags = 0;
+    const bool compact = !wide && header.version >= 2 && encode_io_compact(r, io_base_, c, flags);
+    io_base_ = r.start_ns;
+    if (compact) return add_raw(static_cast<std::uint16_t>(RecordType::IoCompact), &c, sizeof c, tid, false, flags);
     return add(RecordType::Io, r, tid);
   }
   // `payload` >= 0 sets the NVTX payload (flags bit 1), as the NVTX handler does.
@@ -172,6 +188,9 @@ class RecordFileWriter {
     r.name = str(name, tid);
     r.value = value;
     add(RecordType::Counter, r, tid);
+  }
+  void clock_sync(std::int64_t tsc, std::int64_t mono_ns) {
+    add(RecordType::ClockSync, ClockSyncRecord{tsc, mono_ns}, main_tid());
   }
   void fork(std::int64_t ts, std::int64_t child) { add(RecordType::Fork, ForkRecord{ts, child}, main_tid()); }
   void exec(std::int64_t ts, std::string_view program) {
@@ -219,6 +238,7 @@ class RecordFileWriter {
 
  private:
   std::vector<std::size_t> used_;
+  std::int64_t io_base_ = 0;  // start of the last I/O record in the current chunk
   std::map<std::string, std::uint32_t> ids_;
 };
 

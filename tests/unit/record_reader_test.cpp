@@ -220,7 +220,8 @@ TEST(RecordReader, BadHeadersAreErrorsNamingTheFile) {
     w.write(p);
     auto r = read_record_file(p);
     ASSERT_FALSE(r);
-    EXPECT_NE(r.error().find("version 99"), std::string::npos) << r.error();
+    EXPECT_NE(r.error().find("record format version 99 is not supported (this tracetune reads versions 1 to 2)"),
+              std::string::npos) << r.error();
   }
   {
     RecordFileWriter w(1);
@@ -331,6 +332,267 @@ TEST(RecordReader, StringLongerThanItsRecordIsMalformed) {
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->malformed_records, 1u);
   EXPECT_EQ(r->find_string(1), nullptr);
+}
+
+IoRecord io_rec(IoFunc f, std::int64_t start, std::int64_t end, std::int64_t bytes, std::int64_t offset,
+               std::int64_t result, std::int32_t fd = 3, std::int32_t err = 0, std::uint32_t path = 0) {
+  IoRecord r{};
+  r.start_ns = start;
+  r.end_ns = end;
+  r.bytes = bytes;
+  r.offset = offset;
+  r.result = result;
+  r.fd = fd;
+  r.err = err;
+  r.path = path;
+  r.func = f;
+  return r;
+}
+
+void expect_same_io(const IoRecord& a, const IoRecord& b, const std::string& what) {
+  EXPECT_EQ(a.start_ns, b.start_ns) << what;
+  EXPECT_EQ(a.end_ns, b.end_ns) << what;
+  EXPECT_EQ(a.bytes, b.bytes) << what;
+  EXPECT_EQ(a.offset, b.offset) << what;
+  EXPECT_EQ(a.result, b.result) << what;
+  EXPECT_EQ(a.fd, b.fd) << what;
+  EXPECT_EQ(a.err, b.err) << what;
+  EXPECT_EQ(a.path, b.path) << what;
+  EXPECT_EQ(a.func, b.func) << what;
+}
+
+// Every I/O record reads back exactly as written, in the 40-byte form when its values fit and
+// in the 72-byte wide form when one does not; the time chain restarts in each chunk.
+TEST(RecordReader, CompactIoRecordsRoundTripAndEscapeToWide) {
+  constexpr std::int64_t t = 5'000'000'000'000;  // boot + 83 min: no start fits 32 bits alone
+  constexpr std::int64_t k4G = 1ll << 32;
+  struct Case {
+    const char* what;
+    IoRecord rec;
+    bool compact;
+  };
+  const Case cases[] = {
+      {"first in the chunk: start relative to 0", io_rec(IoFunc::Read, t, t + 500, 64, -1, 64), false},
+      {"read, bytes == result", io_rec(IoFunc::Read, t + 1000, t + 1500, 64, -1, 64), true},
+      {"pread with an offset", io_rec(IoFunc::Pread64, t + 2000, t + 2600, 4096, 8192, 4096, 5), true},
+      {"short read: bytes in arg", io_rec(IoFunc::Read, t + 3000, t + 3100, 4096, -1, 17), true},
+      {"fread: items != bytes", io_rec(IoFunc::Fread, t + 3200, t + 3300, 40, -1, 10, -1), true},
+      {"open: no bytes, no offset", io_rec(IoFunc::OpenAt, t + 3400, t + 9000, -1, -1, 7, -1, 0, 9), true},
+      {"failed open with errno", io_rec(IoFunc::Open, t + 9100, t + 9200, -1, -1, -1, -1, 2, 9), true},
+      {"failed fopen: result 0 and errno", io_rec(IoFunc::Fopen, t + 9300, t + 9400, -1, -1, 0, -1, 13), true},
+      {"errno 127", io_rec(IoFunc::Close, t + 9500, t + 9600, -1, -1, -1, 3, 127), true},
+      {"errno 133 (EHWPOISON) is wide", io_rec(IoFunc::Read, t + 9700, t + 9800, 8, -1, -1, 3, 133), false},
+      {"start before the previous one", io_rec(IoFunc::Write, t + 9000, t + 9050, 8, -1, 8), true},
+      {"mmap: offset and bytes != result", io_rec(IoFunc::Mmap, t + 9900, t + 9990, 1 << 20, 4096, 1), false},
+      {"mmap at offset 0 of its length", io_rec(IoFunc::Mmap, t + 10'000, t + 10'100, 1 << 20, -1, 1), true},
+      {"offset at 4 GiB - 1", io_rec(IoFunc::Pread, t + 11'000, t + 11'100, 8, k4G - 1, 8), true},
+      {"offset past 4 GiB is wide", io_rec(IoFunc::Pread, t + 12'000, t + 12'100, 8, k4G, 8), false},
+      {"lseek result past 2 GiB is wide", io_rec(IoFunc::Lseek, t + 13'000, t + 13'100, -1, k4G, k4G), false},
+      {"a 4.3 s call is wide", io_rec(IoFunc::Read, t + 14'000, t + 14'000 + k4G, 8, -1, 8), false},
+      {"duration 2^32 - 1", io_rec(IoFunc::Read, t + 15'000, t + 15'000 + k4G - 1, 8, -1, 8), true},
+      {"next call 2.2 s later is wide", io_rec(IoFunc::Read, t + 15'000 + 2'200'000'000, t + 15'000 + 2'200'000'100, 8, -1, 8), false},
+      {"end before start is wide", io_rec(IoFunc::Read, t + 2'200'020'000, t + 2'200'010'000, 8, -1, 8), false},
+      {"fd beyond the fd table", io_rec(IoFunc::Read, t + 2'200'030'000, t + 2'200'030'100, 8, -1, 8, 1 << 20), true},
+  };
+  TempDir dir;
+  RecordFileWriter w(10);
+  for (const Case& c : cases) {
+    const auto pos = w.io_record(10, c.rec);
+    EXPECT_EQ(pos.size, c.compact ? 40u : 72u) << c.what;
+  }
+  w.new_chunk();  // a new thread's chunk: its first record is wide again
+  EXPECT_EQ(w.io_record(11, cases[1].rec).size, 72u);
+  EXPECT_EQ(w.io_record(11, cases[2].rec).size, 40u);
+  w.write(dir.path() / "p.ttr");
+
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->torn_records, 0u);
+  EXPECT_EQ(r->unknown_records, 0u);
+  ASSERT_EQ(r->io.size(), std::size(cases) + 2);
+  for (std::size_t i = 0; i < std::size(cases); ++i) expect_same_io(r->io[i].rec, cases[i].rec, cases[i].what);
+  expect_same_io(r->io[std::size(cases)].rec, cases[1].rec, "second chunk, first record");
+  expect_same_io(r->io[std::size(cases) + 1].rec, cases[2].rec, "second chunk, compact");
+  EXPECT_EQ(r->io.back().tid, 11u);
+}
+
+// A torn compact record ends its chunk like any other; the next chunk's chain is its own.
+TEST(RecordReader, TornCompactRecordStopsOnlyItsChunk) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.io(10, IoFunc::Read, 1'000'000, 1'000'100, "", 8, 3, 8);
+  w.io(10, IoFunc::Read, 1'000'200, 1'000'300, "", 8, 3, 8);
+  const auto torn = w.io(10, IoFunc::Read, 1'000'400, 1'000'500, "", 8, 3, 8);
+  w.io(10, IoFunc::Read, 1'000'600, 1'000'700, "", 8, 3, 8);
+  w.new_chunk();
+  w.io(11, IoFunc::Read, 2'000'000, 2'000'100, "", 8, 3, 8);
+  w.io(11, IoFunc::Read, 2'000'200, 2'000'300, "", 8, 3, 8);
+  ASSERT_EQ(torn.size, 40u);
+  w.tear(torn);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->torn_records, 1u);
+  ASSERT_EQ(r->io.size(), 4u);
+  EXPECT_EQ(r->io[1].rec.start_ns, 1'000'200);
+  EXPECT_EQ(r->io[2].rec.start_ns, 2'000'000);
+  EXPECT_EQ(r->io[3].rec.start_ns, 2'000'200);
+  EXPECT_EQ(r->io[3].rec.end_ns, 2'000'300);
+}
+
+// Files of the previous format (72-byte Io records, the chained header checksum) still read;
+// version 1 knows no IoCompact type, and each version's checksum is its own.
+TEST(RecordReader, Version1FilesStillRead) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.version = 1;
+  w.io(10, IoFunc::OpenAt, 1'000'000, 1'000'100, "/data/a", -1, -1, 5);
+  const auto pread = w.io(10, IoFunc::Pread64, 1'000'200, 1'000'300, "/data/a", 64, 5, 64, 0, 4096);
+  EXPECT_EQ(pread.size, 72u);
+  const unsigned char compact[24] = {};
+  w.add_raw(static_cast<std::uint16_t>(RecordType::IoCompact), compact, sizeof compact, 10);
+  w.exit(1'000'400, 0);
+  w.write(dir.path() / "v1.ttr");
+  auto r = read_record_file(dir.path() / "v1.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->header.version, 1u);
+  EXPECT_EQ(r->torn_records, 0u);
+  EXPECT_EQ(r->unknown_records, 1u);
+  ASSERT_EQ(r->io.size(), 2u);
+  EXPECT_EQ(r->io[1].rec.offset, 4096);
+  EXPECT_EQ(str(r.value(), r->io[1].rec.path), "/data/a");
+  ASSERT_EQ(r->exits.size(), 1u);
+
+  // The same bytes labelled version 2: the checksums no longer match.
+  w.header.version = 2;
+  w.write(dir.path() / "relabelled.ttr");
+  auto bad = read_record_file(dir.path() / "relabelled.ttr");
+  ASSERT_TRUE(bad) << bad.error();
+  EXPECT_EQ(bad->torn_records, 1u);
+  EXPECT_EQ(bad->records, 0u);
+}
+
+// A file written by the version-1 collector itself (the library at 131c64c, running
+// `head -c 100 input.txt` with TRACETUNE_NO_ENV=1), cut after its last record: the rest of
+// its one chunk was zeros. Every record must still read.
+TEST(RecordReader, FileOfTheVersion1CollectorStillReads) {
+  auto r = read_record_file(fs::path(TT_TEST_DATA_DIR) / "collector/v1-head.ttr");
+  ASSERT_TRUE(r) << r.error();
+  const RawProcess& p = r.value();
+  EXPECT_EQ(p.header.version, 1u);
+  EXPECT_EQ(p.records, 14u);
+  EXPECT_EQ(p.torn_records, 0u);
+  EXPECT_EQ(p.unknown_records, 0u);
+  EXPECT_EQ(p.malformed_records, 0u);
+  ASSERT_TRUE(p.process_info);
+  EXPECT_EQ(str(p, p.process_info->command_line), "/usr/bin/head -c 100 input.txt");
+  ASSERT_EQ(p.io.size(), 6u);
+  EXPECT_EQ(p.io[0].rec.func, IoFunc::Open);
+  EXPECT_EQ(str(p, p.io[0].rec.path), "input.txt");
+  EXPECT_EQ(p.io[0].rec.result, 3);
+  EXPECT_EQ(p.io[1].rec.func, IoFunc::Read);
+  EXPECT_EQ(p.io[1].rec.bytes, 100);
+  EXPECT_EQ(p.io[1].rec.result, 9);  // "hello v1\n"
+  EXPECT_EQ(p.io[1].rec.fd, 3);
+  EXPECT_EQ(p.io[3].rec.func, IoFunc::Close);
+  for (const auto& io : p.io) EXPECT_LE(io.rec.start_ns, io.rec.end_ns);
+  ASSERT_EQ(p.exits.size(), 1u);
+  EXPECT_EQ(p.exits[0].rec.status, 0);
+  EXPECT_TRUE(p.header.has(kExited));
+}
+
+// A clock of 2.5 ticks per ns from tick 1,000,000: exact at every multiple of 2 ticks.
+constexpr std::int64_t kTick0 = 1'000'000;
+constexpr std::int64_t ticks(std::int64_t ns) { return kTick0 + ns * 5 / 2; }
+
+TEST(TscMap, InterpolatesBetweenPairsAndExtrapolatesOutside) {
+  // Two segments with different rates (2.5 and 2.0 ticks per ns), given out of order.
+  const TscMap m({{ticks(2'000'000), 2'000'000}, {ticks(0), 0},
+                  {ticks(2'000'000) + 2 * 1'000'000, 3'000'000}});
+  ASSERT_TRUE(m.usable());
+  EXPECT_EQ(m.to_ns(ticks(0)), 0);
+  EXPECT_EQ(m.to_ns(ticks(1'234'568)), 1'234'568);
+  EXPECT_EQ(m.to_ns(ticks(2'000'000)), 2'000'000);
+  EXPECT_EQ(m.to_ns(ticks(2'000'000) + 2 * 500'000), 2'500'000);  // second segment's rate
+  EXPECT_EQ(m.to_ns(ticks(-400)), -400);                            // before the first pair
+  EXPECT_EQ(m.to_ns(ticks(2'000'000) + 2 * 1'500'000), 3'500'000);  // after the last
+  // Monotone across the knot.
+  for (std::int64_t t = ticks(2'000'000) - 10; t < ticks(2'000'000) + 10; ++t)
+    EXPECT_LE(m.to_ns(t), m.to_ns(t + 1));
+}
+
+TEST(TscMap, SkipsPairsTooCloseOrOutOfStepAndNeedsTwo) {
+  EXPECT_FALSE(TscMap({}).usable());
+  EXPECT_FALSE(TscMap({{ticks(0), 0}}).usable());
+  // 9 us after the first: too close for a rate; a pair earlier in ns than its predecessor.
+  EXPECT_FALSE(TscMap({{ticks(0), 0}, {ticks(9'000), 9'000}}).usable());
+  EXPECT_FALSE(TscMap({{ticks(0), 0}, {ticks(50'000), -50'000}}).usable());
+  const TscMap m({{ticks(0), 0}, {ticks(5'000), 5'000}, {ticks(50'000), 50'000}});
+  ASSERT_TRUE(m.usable());
+  EXPECT_EQ(m.to_ns(ticks(20'000)), 20'000);
+  // Damaged values neither overflow (UBSan in the asan preset) nor reverse the order.
+  const TscMap wild({{INT64_MIN, INT64_MIN}, {INT64_MAX, INT64_MAX}});
+  ASSERT_TRUE(wild.usable());
+  EXPECT_LE(wild.to_ns(-1), wild.to_ns(0));
+  EXPECT_GE(m.to_ns(INT64_MAX), m.to_ns(ticks(50'000)));
+  EXPECT_LE(m.to_ns(INT64_MIN), 0);
+}
+
+// A file whose I/O records are timed by the TSC: the reader hands back CLOCK_MONOTONIC ns,
+// wide and compact records alike, whichever chunk the pairs are in.
+TEST(RecordReader, TscTimedIoIsMappedToMonotonic) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.flags |= kIoClockTsc;
+  w.clock_sync(ticks(1'000'000'000), 1'000'000'000);
+  w.io(10, IoFunc::OpenAt, ticks(1'000'100'000), ticks(1'000'100'400), "/d", -1, -1, 3);
+  w.io(10, IoFunc::Read, ticks(1'000'200'000), ticks(1'000'200'800), "/d", 64, 3, 64);
+  w.new_chunk();
+  w.io(11, IoFunc::Read, ticks(1'000'300'000), ticks(1'000'300'800), "/d", 64, 3, 64);
+  w.clock_sync(ticks(1'001'000'000), 1'001'000'000);
+  w.exit(1'001'000'100, 0);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->clock_syncs.size(), 2u);
+  EXPECT_EQ(r->unmapped_io, 0u);
+  ASSERT_EQ(r->io.size(), 3u);
+  EXPECT_EQ(r->io[0].rec.start_ns, 1'000'100'000);
+  EXPECT_EQ(r->io[0].rec.end_ns, 1'000'100'400);
+  EXPECT_EQ(r->io[1].rec.start_ns, 1'000'200'000);
+  EXPECT_EQ(r->io[2].rec.end_ns, 1'000'300'800);
+  EXPECT_EQ(r->last_ts_ns, 1'001'000'100);  // the exit, not a tick count
+}
+
+// Version 1 defines no TSC flag: a version-1 header with that bit (damage) keeps its ns times.
+TEST(RecordReader, TscFlagMeansNothingInVersion1) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.version = 1;
+  w.header.flags |= kIoClockTsc;
+  w.io(10, IoFunc::Read, 5'000, 5'100, "", 8, 3, 8);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->io.size(), 1u);
+  EXPECT_EQ(r->io[0].rec.start_ns, 5'000);
+  EXPECT_EQ(r->unmapped_io, 0u);
+  EXPECT_EQ(r->last_ts_ns, 5'100);
+}
+
+TEST(RecordReader, TscTimedIoWithoutTwoPairsIsDroppedAndCounted) {
+  TempDir dir;
+  RecordFileWriter w(10);
+  w.header.flags |= kIoClockTsc;
+  w.clock_sync(ticks(0), 0);
+  w.io(10, IoFunc::Read, ticks(100), ticks(200), "", 8, 3, 8);
+  w.io(10, IoFunc::Read, ticks(300), ticks(400), "", 8, 3, 8);
+  w.write(dir.path() / "p.ttr");
+  auto r = read_record_file(dir.path() / "p.ttr");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(r->unmapped_io, 2u);
+  EXPECT_TRUE(r->io.empty());
+  EXPECT_EQ(r->last_ts_ns, 0);
 }
 
 TEST(RecordReader, IoFunctionNames) {

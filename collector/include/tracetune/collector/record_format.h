@@ -20,6 +20,11 @@
 // last with release order. A reader sees size == 0 as "no more records in this chunk". A
 // record whose checksum does not match is a torn write (crash mid-record, lost page):
 // the reader stops that chunk there and reports it; nothing before it is lost.
+//
+// Versions. 1: every I/O call is a 72-byte Io record. 2 (this writer): an I/O call is a 40-byte
+// IoCompact record when its values fit (IoCompactRecord below), else the same wide Io record;
+// I/O times may be TSC ticks (kIoClockTsc, ClockSyncRecord); the checksum's (type, flags, tid)
+// prefix is one 8-byte word. Readers read both.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +33,8 @@
 namespace tt::collector {
 
 inline constexpr char kMagic[8] = {'T', 'T', 'R', 'E', 'C', 'O', 'R', 'D'};
-inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFormatVersion = 2;       // what the collector writes
+inline constexpr std::uint32_t kOldestFormatVersion = 1;  // the oldest the reader still reads
 inline constexpr std::uint32_t kHeaderSize = 4096;
 inline constexpr std::uint32_t kChunkSize = 1u << 20;  // 1 MiB per thread at a time
 inline constexpr std::uint32_t kMaxRecordSize = 64u * 1024u;
@@ -62,12 +68,13 @@ enum FileFlags : std::uint32_t {
   kExecReplaced = 1u << 1,   // the process image was replaced by exec (a new file follows)
   kForkChild = 1u << 2,      // started by fork() from a recorded parent (ppid's file)
   kRecordingStopped = 1u << 3,  // an error (e.g. ENOSPC) stopped recording; see kDropped
+  kIoClockTsc = 1u << 4,     // version 2: I/O records' times are TSC ticks (see ClockSyncRecord)
 };
 
 struct RecordHeader {
   std::uint32_t size;      // header + payload, multiple of 8; 0 = end of data in this chunk
   std::uint16_t type;      // RecordType
-  std::uint16_t flags;     // reserved, 0
+  std::uint16_t flags;     // 0, except IoCompact: IoCompactFlags
   std::uint32_t checksum;  // record_checksum(): type, flags, tid, then the payload bytes as
                            // given to the writer (not the zero padding up to `size`)
   std::uint32_t tid;       // kernel thread id of the writer
@@ -87,6 +94,8 @@ enum class RecordType : std::uint16_t {
   Exit = 10,        // ExitRecord: the process is leaving (exit, _exit, fatal signal)
   Dropped = 11,     // DroppedRecord: events not recorded, with the reason
   Counter = 12,     // CounterRecord
+  IoCompact = 13,   // IoCompactRecord (format version 2): an I/O call whose values fit 32 bits
+  ClockSync = 14,   // ClockSyncRecord (format version 2): a TSC reading and CLOCK_MONOTONIC together
   // 100..199: GPU capture. Written by the CUPTI injection library (libtracetune_cupti.so) and
   // the NCCL profiler plugin (libtracetune_nccl_profiler.so) through the collector's exported
   // tracetune_emit_gpu_record(); see docs/collector.md, "GPU capture".
@@ -152,6 +161,105 @@ struct IoRecord {
   std::uint8_t pad[3];
 };
 static_assert(sizeof(IoRecord) == 56, "IoRecord: on-disk layout (a new size needs a new kFormatVersion)");
+
+// The common I/O call in 40 bytes (16 header + 24 payload) instead of 72: the same values as an
+// IoRecord, narrowed. The writer uses it when every value fits (encode_io_compact), else the
+// wide Io record; both decode to an IoRecord. Page population of the record file costs per
+// byte written (bench/collector_profile.md), so the size is the hot path's cost.
+//
+// Times are chained: start_delta is relative to the start of the previous I/O record (Io or
+// IoCompact) in the same chunk, 0 before the first. A chunk is one thread's, written in order,
+// and the reader stops a chunk at its first torn record, so the chain never skips a record.
+// The rest of the IoRecord lives in RecordHeader::flags:
+enum IoCompactFlags : std::uint16_t {
+  kIoFuncMask = 0x3f,          // bits 0-5: IoFunc
+  kIoBytesIsResult = 1u << 6,  // bytes == result
+  kIoBytesInArg = 1u << 7,     // bytes == arg (offset is -1); neither bytes flag: bytes = -1
+  kIoOffsetInArg = 1u << 8,    // offset == arg; otherwise offset = -1
+  kIoErrShift = 9,             // bits 9-15: errno (0..127)
+};
+inline constexpr std::uint32_t kIoMaxCompactErr = 127;
+
+struct IoCompactRecord {
+  std::int32_t start_delta;  // start_ns - the previous I/O record's start_ns in this chunk
+  std::uint32_t duration;    // end_ns - start_ns
+  std::int32_t result;
+  std::int32_t fd;
+  std::uint32_t path;
+  std::uint32_t arg;         // offset or bytes (flags), else 0
+};
+static_assert(sizeof(IoCompactRecord) == 24, "IoCompactRecord: on-disk layout (a new size needs a new kFormatVersion)");
+
+// The compact form of `r` given the chain's `base` (see above); false when a value does not
+// fit (the writer then writes the wide IoRecord). decode_io_compact(encode) == r, pad aside.
+inline bool encode_io_compact(const IoRecord& r, std::int64_t base, IoCompactRecord& out,
+                              std::uint16_t& flags) {
+  constexpr std::int64_t kU32 = 0xffffffffll;
+  const auto fits_i32 = [](std::int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
+  std::int64_t delta = 0;
+  if (__builtin_sub_overflow(r.start_ns, base, &delta) || !fits_i32(delta)) return false;
+  std::int64_t duration = 0;
+  if (__builtin_sub_overflow(r.end_ns, r.start_ns, &duration) || duration < 0 || duration > kU32)
+    return false;
+  const auto func = static_cast<std::uint32_t>(r.func);
+  if (func > kIoFuncMask || !fits_i32(r.result) || r.err < 0 ||
+      static_cast<std::uint32_t>(r.err) > kIoMaxCompactErr)
+    return false;
+  std::uint32_t f = func | (static_cast<std::uint32_t>(r.err) << kIoErrShift);
+  std::int64_t arg = 0;
+  if (r.offset != -1) {
+    if (r.offset < 0 || r.offset > kU32) return false;
+    f |= kIoOffsetInArg;
+    arg = r.offset;
+  }
+  if (r.bytes == r.result && r.bytes != -1) {
+    f |= kIoBytesIsResult;
+  } else if (r.bytes != -1) {
+    if (r.offset != -1 || r.bytes < 0 || r.bytes > kU32) return false;
+    f |= kIoBytesInArg;
+    arg = r.bytes;
+  }
+  out.start_delta = static_cast<std::int32_t>(delta);
+  out.duration = static_cast<std::uint32_t>(duration);
+  out.result = static_cast<std::int32_t>(r.result);
+  out.fd = r.fd;
+  out.path = r.path;
+  out.arg = static_cast<std::uint32_t>(arg);
+  flags = static_cast<std::uint16_t>(f);
+  return true;
+}
+
+inline IoRecord decode_io_compact(const IoCompactRecord& c, std::uint16_t flags, std::int64_t base) {
+  IoRecord r{};
+  // Unsigned arithmetic: a damaged base or delta wraps instead of overflowing.
+  r.start_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(base) +
+                                         static_cast<std::uint64_t>(std::int64_t{c.start_delta}));
+  r.end_ns = static_cast<std::int64_t>(static_cast<std::uint64_t>(r.start_ns) + c.duration);
+  r.result = c.result;
+  r.fd = c.fd;
+  r.path = c.path;
+  r.err = static_cast<std::int32_t>(flags >> kIoErrShift);
+  r.func = static_cast<IoFunc>(flags & kIoFuncMask);
+  r.offset = (flags & kIoOffsetInArg) != 0 ? std::int64_t{c.arg} : -1;
+  r.bytes = (flags & kIoBytesIsResult) != 0 ? r.result
+            : (flags & kIoBytesInArg) != 0 ? std::int64_t{c.arg}
+                                             : -1;
+  return r;
+}
+
+// I/O timestamps from the TSC (format version 2, header flag kIoClockTsc): where the TSC is
+// invariant and is the kernel's clocksource, the I/O hooks read it (rdtsc, ~10 ns) instead of
+// CLOCK_MONOTONIC (~24 ns a read, two per call), and the file carries ClockSync pairs from
+// which the reader maps ticks to CLOCK_MONOTONIC ns, piecewise linearly (extrapolating
+// before the first and after the last pair with the nearest segment's rate). Pairs are
+// written at file start and again at least 50 us later (so every file has a rate), then by the
+// first I/O call past a deadline that doubles from 2^20 to 2^28 ticks (about 0.4 to 100 ms),
+// and at exec and exit. Every other record's times stay CLOCK_MONOTONIC.
+struct ClockSyncRecord {
+  std::int64_t tsc;      // rdtsc
+  std::int64_t mono_ns;  // CLOCK_MONOTONIC at the same instant (the middle of two reads around it)
+};
+static_assert(sizeof(ClockSyncRecord) == 16, "ClockSyncRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 enum class RangeSource : std::uint8_t { Nvtx = 0, Python = 1, User = 2 };
 
@@ -416,10 +524,22 @@ inline std::uint32_t checksum32(const void* data, std::size_t n, std::uint32_t h
 }
 
 // Checksum of a record as the writer computes it: type, flags and tid, then the payload.
-inline std::uint32_t record_checksum(const RecordHeader& h, const void* payload, std::size_t n) {
-  std::uint32_t c = checksum32(&h.type, sizeof h.type);
-  c = checksum32(&h.flags, sizeof h.flags, c);
-  c = checksum32(&h.tid, sizeof h.tid, c);
+// Version 1 chained the three header fields one call each (8 byte-wise steps); version 2 takes
+// them as one little-endian 8-byte word (type | flags << 16 | tid << 32), one step.
+inline std::uint32_t record_checksum_seed(std::uint16_t type, std::uint16_t flags, std::uint32_t tid) {
+  const std::uint64_t w = type | (std::uint64_t{flags} << 16) | (std::uint64_t{tid} << 32);
+  return checksum32(&w, sizeof w);
+}
+inline std::uint32_t record_checksum(const RecordHeader& h, const void* payload, std::size_t n,
+                                     std::uint32_t version = kFormatVersion) {
+  std::uint32_t c;
+  if (version == 1) {
+    c = checksum32(&h.type, sizeof h.type);
+    c = checksum32(&h.flags, sizeof h.flags, c);
+    c = checksum32(&h.tid, sizeof h.tid, c);
+  } else {
+    c = record_checksum_seed(h.type, h.flags, h.tid);
+  }
   return checksum32(payload, n, c);
 }
 

@@ -70,6 +70,9 @@ struct RawProcess {
   std::vector<ThreadRecord<ExitRecord>> exits;
   std::vector<ThreadRecord<DroppedRecord>> dropped;
   std::vector<ThreadRecord<CounterRecord>> counters;
+  // (TSC, CLOCK_MONOTONIC) pairs of a kIoClockTsc file, in file order. `io` is already mapped
+  // to CLOCK_MONOTONIC ns with them when read_record_file returns.
+  std::vector<ClockSyncRecord> clock_syncs;
   // GPU capture (record types 100..199)
   std::vector<ThreadRecord<GpuStatusRecord>> gpu_status;
   std::vector<ThreadRecord<NcclCommRecord>> nccl_comms;
@@ -88,6 +91,8 @@ struct RawProcess {
   std::uint64_t torn_records = 0;       // bad framing or checksum: the rest of that chunk is unread
   std::uint64_t unknown_records = 0;    // valid records of a type this reader does not know
   std::uint64_t malformed_records = 0;  // known type, payload too short for it (skipped)
+  std::uint64_t unmapped_io = 0;        // I/O records of a kIoClockTsc file without a usable
+                                        // pair of ClockSync records (dropped: no time)
   std::uint32_t chunks = 0;             // chunks present on disk (the last one may be partial)
   bool partial_chunk = false;           // the file ends inside a chunk
   bool short_file = false;              // fewer bytes on disk than chunks_reserved promises
@@ -105,6 +110,19 @@ Result<RecordFileHeader> read_record_header(const std::filesystem::path& path);
 
 // Reads the whole file (memory-mapped, walked once, chunk by chunk).
 Result<RawProcess> read_record_file(const std::filesystem::path& path);
+
+// Maps TSC ticks to CLOCK_MONOTONIC ns through ClockSync pairs (record_format.h): piecewise
+// linear between pairs, extrapolated with the nearest segment's rate outside them. Pairs closer
+// than 10 us to the previous kept one, or not later in both clocks, are skipped.
+class TscMap {
+ public:
+  explicit TscMap(std::vector<ClockSyncRecord> pairs);
+  bool usable() const { return knots_.size() >= 2; }  // at least one segment (a rate)
+  std::int64_t to_ns(std::int64_t tsc) const;        // requires usable()
+
+ private:
+  std::vector<ClockSyncRecord> knots_;
+};
 
 // The libc function an I/O record stands for ("openat", "pread64", "fread", ...);
 // "unknown" for a value this build does not know.
