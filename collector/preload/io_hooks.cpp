@@ -180,16 +180,7 @@ int raw_fstat(int fd, void* buf) { return static_cast<int>(::syscall(SYS_fstat, 
 __attribute__((noinline)) void record_io(IoFunc func, std::int64_t start, std::int64_t end, int fd,
                                          std::int64_t bytes, std::int64_t offset,
                                          std::int64_t result, int err, std::uint32_t path) {
-  IoRecord r{};
-  r.start_ns = start;
-  r.end_ns = end;
-  r.bytes = bytes;
-  r.offset = offset;
-  r.result = result;
-  r.fd = fd;
-  r.err = err;
-  r.path = path;
-  r.func = func;
+  const IoRecord r{start, end, bytes, offset, result, fd, err, path, func, {}};
   emit_io(r);
 }
 

@@ -216,6 +216,10 @@ class FileDecoder {
   }
 
   void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
+    if (h.type >= kFirstGpuRecordType) {
+      if (!decode_gpu(h, payload, n)) ++p_.unknown_records;
+      return;
+    }
     switch (static_cast<RecordType>(h.type)) {
       case RecordType::String: {
         StringRecord s;
@@ -280,49 +284,58 @@ class FileDecoder {
       case RecordType::Counter:
         if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
         return;
-      // GPU records. Only host-clock times advance last_ts_ns: NCCL's device-side times are on
-      // the GPU's globaltimer (its observed_ns is on ours).
+      default:  // GPU types are decode_gpu()'s
+        break;
+    }
+    ++p_.unknown_records;
+  }
+
+  // GPU records (false: a type this reader does not know). Only host-clock times advance
+  // last_ts_ns: NCCL's device-side times are on the GPU's globaltimer (its observed_ns is on ours).
+  bool decode_gpu(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
+    switch (static_cast<RecordType>(h.type)) {
       case RecordType::GpuStatus:
         if (push(p_.gpu_status, h, payload, n)) saw_time(p_.gpu_status.back().rec.ts_ns);
-        return;
+        return true;
       case RecordType::NcclComm:
         push(p_.nccl_comms, h, payload, n);
-        return;
+        return true;
       case RecordType::NcclColl:
         if (push(p_.nccl_colls, h, payload, n)) {
           const auto& r = p_.nccl_colls.back().rec;
           saw_time(r.side == NcclSide::Host ? r.end_ns : r.observed_ns);
         }
-        return;
+        return true;
       case RecordType::GpuDevice:
         push(p_.gpu_devices, h, payload, n);
-        return;
+        return true;
       case RecordType::GpuKernel:
         if (push(p_.gpu_kernels, h, payload, n)) saw_time(p_.gpu_kernels.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuMemcpy:
         if (push(p_.gpu_memcpys, h, payload, n)) saw_time(p_.gpu_memcpys.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuMemset:
         if (push(p_.gpu_memsets, h, payload, n)) saw_time(p_.gpu_memsets.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuSync:
         if (push(p_.gpu_syncs, h, payload, n)) saw_time(p_.gpu_syncs.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuApi:
         if (push(p_.gpu_apis, h, payload, n)) saw_time(p_.gpu_apis.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuGraphLaunch:
         if (push(p_.gpu_graph_launches, h, payload, n)) saw_time(p_.gpu_graph_launches.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuOverhead:
         if (push(p_.gpu_overheads, h, payload, n)) saw_time(p_.gpu_overheads.back().rec.end_ns);
-        return;
+        return true;
       case RecordType::GpuMemory:
         if (push(p_.gpu_memory, h, payload, n)) saw_time(p_.gpu_memory.back().rec.ts_ns);
-        return;
+        return true;
+      default:
+        return false;
     }
-    ++p_.unknown_records;
   }
 
   RawProcess& p_;

@@ -126,17 +126,7 @@ class RecordFileWriter {
   RecordPos io(std::uint32_t tid, IoFunc f, std::int64_t start, std::int64_t end, std::string_view path,
                std::int64_t bytes = -1, std::int32_t fd = -1, std::int64_t result = 0, std::int32_t err = 0,
                std::int64_t offset = -1) {
-    IoRecord r{};
-    r.start_ns = start;
-    r.end_ns = end;
-    r.bytes = bytes;
-    r.offset = offset;
-    r.result = result;
-    r.fd = fd;
-    r.err = err;
-    r.path = str(path, tid);
-    r.func = f;
-    return io_record(tid, r);
+    return io_record(tid, IoRecord{start, end, bytes, offset, result, fd, err, str(path, tid), f, {}});
   }
   RecordPos io_record(std::uint32_t tid, const IoRecord& r, bool wide = false) {
     // Room for the wide form first, so the record's chunk (and chain base) is settled.

@@ -336,17 +336,7 @@ TEST(RecordReader, StringLongerThanItsRecordIsMalformed) {
 
 IoRecord io_rec(IoFunc f, std::int64_t start, std::int64_t end, std::int64_t bytes, std::int64_t offset,
                std::int64_t result, std::int32_t fd = 3, std::int32_t err = 0, std::uint32_t path = 0) {
-  IoRecord r{};
-  r.start_ns = start;
-  r.end_ns = end;
-  r.bytes = bytes;
-  r.offset = offset;
-  r.result = result;
-  r.fd = fd;
-  r.err = err;
-  r.path = path;
-  r.func = f;
-  return r;
+  return IoRecord{start, end, bytes, offset, result, fd, err, path, f, {}};
 }
 
 void expect_same_io(const IoRecord& a, const IoRecord& b, const std::string& what) {
