@@ -5,6 +5,9 @@
    timed inside the process. Target <= 75 ns.
 2. wall-time ratio of the DataLoader sample: `tracetune record` vs bare, runs alternated.
    Target <= 1.03.
+3. ns added per NVTX push/pop pair: nvtx_bench bare vs with the collector injected.
+4. ns added per DataLoader fetch and per optimizer step by the Python integration:
+   hook_cost_job.py bare vs under `tracetune record`, timed inside the process.
 
 usage: collector_overhead.py BUILD_DIR [--reps 5] [--steps 60]
 """
@@ -70,4 +73,33 @@ with tempfile.TemporaryDirectory() as tmp:
     print(f"DataLoader sample ({a.steps} steps, 2 workers): bare {b:.2f} s, recorded {r:.2f} s "
           f"(incl. merge), ratio of medians {r / b:.3f}, per-pair ratios {ratios[0]:.3f}.."
           f"{ratios[-1]:.3f} (median {statistics.median(ratios):.3f}; target <= 1.03)")
+
+    def nvtx_run(traced):
+        env = dict(os.environ)
+        if traced:
+            raw = tmp / f"nvtx{time.monotonic_ns()}"
+            raw.mkdir(mode=0o700)
+            env.update(LD_PRELOAD=str(lib), NVTX_INJECTION64_PATH=str(lib), TRACETUNE_OUTPUT_DIR=str(raw))
+        out = subprocess.run([str(a.build / "bench/nvtx_bench"), "1000000"], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        return float(re.search(r"([\d.]+) ns per push/pop", out).group(1))
+
+    if (a.build / "bench/nvtx_bench").exists():
+        pairs = [(nvtx_run(False), nvtx_run(True)) for _ in range(a.reps)]
+        nb, nt = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
+        print(f"NVTX push/pop x 1M: bare {nb:.1f} ns/pair, recorded {nt:.1f} ns/pair, added {nt - nb:.1f} ns/pair")
+
+    def hooks_run(traced):
+        cmd = [py, str(src / "bench/hook_cost_job.py"), "20000"]
+        if traced:
+            cmd = [str(tracetune), "record", "-o", str(tmp / f"h{time.monotonic_ns()}.db"), "--", *cmd]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        m = re.search(r"fetch (\d+) ns, step (\d+) ns", out)
+        return int(m.group(1)), int(m.group(2))
+
+    runs = [(hooks_run(False), hooks_run(True)) for _ in range(a.reps)]
+    fb, ft = statistics.median(r[0][0] for r in runs), statistics.median(r[1][0] for r in runs)
+    sb, st = statistics.median(r[0][1] for r in runs), statistics.median(r[1][1] for r in runs)
+    print(f"Python integration x 20000: DataLoader fetch bare {fb:.0f} ns, recorded {ft:.0f} ns (added {ft - fb:.0f}); "
+          f"optimizer step bare {sb:.0f} ns, recorded {st:.0f} ns (added {st - sb:.0f})")
     print(f"repetitions {a.reps}, medians")

@@ -15,7 +15,7 @@ import tempfile
 
 TRACETUNE = sys.argv[1]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import check, finish  # noqa: E402
+from harness import check, finish, query  # noqa: E402
 
 JOB = """
 import sys, torch, tracetune
@@ -36,6 +36,8 @@ def record_and_analyze(tmp, mode):
     r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/python3", "-c", JOB, mode],
                        capture_output=True, text=True, timeout=300)
     check(f"{mode} job runs under record", r.returncode == 0, r.stderr[-2000:])
+    own = query(db, "SELECT count(*) FROM io_calls i JOIN strings s ON s.id = i.path_id WHERE s.value LIKE '%/statm'")
+    check(f"{mode}: our own RSS samples are not recorded as the job's I/O", own == [(0,)], own)
     a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(db)], capture_output=True, text=True, timeout=300)
     check(f"{mode}: analyze succeeds", a.returncode == 0, a.stderr)
     doc = json.loads(a.stdout)

@@ -21,6 +21,7 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib.tracetune_counter_at.argtypes = [ctypes.c_char_p, ctypes.c_double, ctypes.c_int64]
             _lib.tracetune_intern_string.restype = ctypes.c_uint32
             _lib.tracetune_intern_string.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+            _lib.tracetune_rss_bytes.restype = ctypes.c_int64
             _lib.tracetune_emit_gpu_record.restype = ctypes.c_int
             _lib.tracetune_emit_gpu_record.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]
     except (AttributeError, OSError):
@@ -60,6 +61,15 @@ def counter_at(name: str, value: float, ts_ns: int) -> None:
     """A counter sample at a time measured earlier (tracetune_now_ns / now_ns())."""
     if _lib is not None:
         _lib.tracetune_counter_at(name.encode("utf-8", "replace"), value, ts_ns)
+
+
+def rss_bytes():
+    """The process's resident set in bytes, read by the collector without passing through its
+    own I/O hooks (None when unknown or not recording)."""
+    if _lib is None:
+        return None
+    n = _lib.tracetune_rss_bytes()
+    return n if n >= 0 else None
 
 
 def intern_string(text: str) -> int:

@@ -1,6 +1,7 @@
 """Memory at the end of every step, as counters in the trace (docs/analysis.md, "Memory"):
 
-- "host memory.rss": the process's resident set (/proc/self/statm), always;
+- "host memory.rss": the process's resident set (/proc/self/statm, read by the collector with raw
+  syscalls so that it is neither slow nor recorded as the job's I/O), always;
 - "cuda:N memory.allocated", ".reserved", ".max_allocated", ".alloc_retries", ".ooms": PyTorch's
   caching allocator on the current CUDA device, when the job has initialised CUDA. Read with
   torch.cuda.memory_stats() and friends, which only read host-side counters (no GPU sync); the
@@ -8,21 +9,9 @@
 
 Each sample is stamped with the step's end time, so the analyzer gives it to that step.
 """
-import os
 import sys
 
 from tracetune import _collector
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _rss_bytes():
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except (OSError, ValueError, IndexError):
-        return None
-
 
 def _cuda_stats(torch):
     """[(counter name, value)] for the current CUDA device, or [] when CUDA is not in use."""
@@ -46,7 +35,7 @@ def sample(step_end_ns):
     """Counters for the step that ended at `step_end_ns`."""
     if not _collector.available():
         return
-    rss = _rss_bytes()
+    rss = _collector.rss_bytes()  # not through libc: our own reads would be recorded as the job's I/O
     if rss is not None:
         _collector.counter_at("host memory.rss", rss, step_end_ns)
     torch = sys.modules.get("torch")
