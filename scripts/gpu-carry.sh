@@ -2,7 +2,7 @@
 # Builds the install tree that travels to a GPU machine (CMake preset `gpu-carry`): tracetune,
 # the collector, the CUPTI injection library, both NCCL plugins, the Python integration and the
 # CUDA C++ sample, with the non-system shared libraries tracetune links (fmt, simdjson,
-# toml++, SQLite, libdeflate) copied into gpu-carry/lib and found through an $ORIGIN rpath.
+# toml++, SQLite, libdeflate, zlib) copied into gpu-carry/lib and found through an $ORIGIN rpath.
 # No Qt, no tests. Then checks that nothing but the C/C++ runtime and CUDA is left to find.
 # Usage: scripts/gpu-carry.sh            -> ./gpu-carry (ignored by git; well under 64 MiB)
 set -euo pipefail
