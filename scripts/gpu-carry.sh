@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 cmake --preset gpu-carry >/dev/null
 cmake --build --preset gpu-carry -j "$(nproc)" >/dev/null
 # what the machine must still provide: glibc, libstdc++ and the CUDA libraries it has anyway
-allowed='^(linux-vdso|/lib64/ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl)'
+allowed='^(linux-vdso|(/lib64/)?ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcublasLt|libnccl)'
 missing=0
 # every library tracetune and what it injects need is carried, or is the machine's own
 for f in gpu-carry/bin/tracetune gpu-carry/lib/tracetune/*.so gpu-carry/libexec/tracetune/*; do
