@@ -142,8 +142,8 @@ int emit_report(const std::string& text, const std::string& output) {
 }
 
 struct AnalyzeArgs {
-  std::vector<std::string> inputs;
-  std::string input, format = "text", output, steps, step_range, shard;
+  std::vector<std::string> inputs;  // one trace, or (--combine) the part files
+  std::string format = "text", output, steps, step_range, shard;
   int rank = -1;
   unsigned threads = 0;
   bool hta_compat = false, combine = false;
@@ -157,28 +157,26 @@ std::string render_report(const analyzer::Analysis& a, const AnalyzeArgs& args) 
 }
 
 // --shard K/N (or auto: the launcher's rank and size): this shard's part file.
-int cmd_analyze_shard(const AnalyzeArgs& args, const analyzer::Options& opt) {
+int cmd_analyze_shard(const AnalyzeArgs& args, const std::string& input, const analyzer::Options& opt) {
   if (args.hta_compat) return usage_error("analyze", "--hta-compat compares one trace with HTA: not with --shard");
   if (args.format != "text") return usage_error("analyze", "--shard writes a part file: choose the report's --format with --combine");
-  std::string from = "--shard";
-  auto shard = analyzer::parse_shard(args.shard);
-  if (args.shard == "auto") {
-    auto env = analyzer::shard_from_environment();
-    if (!env) return usage_error("analyze", "--shard auto: no launcher rank and size in the environment (SLURM_PROCID/SLURM_NTASKS, "
-                                            "OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE)");
-    shard = env->first;
-    from = env->second;
-  }
+  const bool from_launcher = args.shard == "auto";
+  const auto env = from_launcher ? analyzer::shard_from_environment() : std::nullopt;
+  if (from_launcher && !env)
+    return usage_error("analyze", "--shard auto: no launcher rank and size in the environment (SLURM_PROCID/SLURM_NTASKS, "
+                                  "OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE)");
+  auto shard = env ? Result<analyzer::Shard>(env->first) : analyzer::parse_shard(args.shard);
   if (!shard) return usage_error("analyze", shard.error());
+  const std::string from = env ? env->second : "--shard";
   std::string out = args.output;
   std::error_code ec;
   if (out.empty()) return usage_error("analyze", "--shard needs -o PART (e.g. parts/part-{shard}.ttpart, or a directory)");
   if (fs::is_directory(out, ec)) out = (fs::path(out) / fmt::format("part-{}.ttpart", shard->index)).string();
   else if (auto at = out.find("{shard}"); at != std::string::npos) out.replace(at, 7, std::to_string(shard->index));
   else if (shard->count > 1) return usage_error("analyze", "with several shards -o needs {shard} in its name or a directory");
-  const fs::path inputs[] = {args.input};
+  const fs::path inputs[] = {input};
   if (auto st = trace::check_output_not_input(inputs, out); !st) return fail(st.error());
-  auto run = analyzer::analyze_shard(args.input, shard.value(), opt, args.step_range, out);
+  auto run = analyzer::analyze_shard(input, shard.value(), opt, args.step_range, out);
   if (!run) return fail(run.error());
   std::fprintf(stderr, "tracetune analyze: shard %u/%u (from %s): %zu file(s), %zu rank(s), %zu events -> %s\n", shard->index,
                shard->count, from.c_str(), run->files, run->ranks, run->events, out.c_str());
@@ -196,14 +194,14 @@ int cmd_analyze_combine(const AnalyzeArgs& args) {
   return emit_report(render_report(a.value(), args), args.output);
 }
 
-int cmd_analyze(AnalyzeArgs args) {
+int cmd_analyze(const AnalyzeArgs& args) {
   if (args.combine) {
     if (!args.shard.empty() || args.rank >= 0 || !args.steps.empty() || !args.step_range.empty() || args.hta_compat)
       return usage_error("analyze", "--combine takes the shards' options from their parts: give only part files, --format, -o, --threads");
     return cmd_analyze_combine(args);
   }
   if (args.inputs.size() != 1) return usage_error("analyze", "one trace (or --combine PART...)");
-  args.input = args.inputs.front();
+  const std::string& input = args.inputs.front();
   analyzer::Options opt;
   opt.hta_compat = args.hta_compat;
   opt.rank = args.rank;
@@ -216,17 +214,17 @@ int cmd_analyze(AnalyzeArgs args) {
     }
     opt.steps = r;
   }
-  if (!args.shard.empty()) return cmd_analyze_shard(args, opt);
-  const fs::path inputs[] = {args.input};
+  if (!args.shard.empty()) return cmd_analyze_shard(args, input, opt);
+  const fs::path inputs[] = {input};
   if (!args.output.empty())
     if (auto st = trace::check_output_not_input(inputs, args.output); !st) return fail(st.error());
-  auto t = trace::load_any(args.input);
+  auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
-  if (!step_note) return fail(args.input + ": " + step_note.error());
-  analyzer::Analysis a = analyzer::analyze(t.value(), opt, args.input);
+  if (!step_note) return fail(input + ": " + step_note.error());
+  analyzer::Analysis a = analyzer::analyze(t.value(), opt, input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
-  if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, args.input));
+  if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, input));
   return emit_report(render_report(a, args), args.output);
 }
 

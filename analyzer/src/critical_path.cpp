@@ -13,14 +13,14 @@
 #include "critical_path.h"
 
 #include <algorithm>
-#include <atomic>
 #include <map>
-#include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/kernel_class.h"
+
+#include "parallel.h"
 
 namespace tt::analyzer {
 
@@ -556,10 +556,9 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
   // per rank, in parallel: a rank's own path never leaves its graph
   std::vector<std::int32_t> rank_numbers;
   for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
+  parallel_items(M.ranks.size(), opt.threads, [&](auto take) {
     PathWalker walker(graphs, rank_numbers, groups, opt);
-    for (std::size_t i; (i = next.fetch_add(1)) < M.ranks.size();) {
+    for (std::size_t i; take(i);) {
       auto& r = M.ranks[i];
       if (r.main_track == kNone) {
         r.notes.push_back("no host thread: the critical path is not determined");
@@ -577,13 +576,7 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
         r.notes.push_back(
             fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
     }
-  };
-  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<std::size_t>(n, M.ranks.size()));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  });
   if (job_path && M.ranks.size() >= 2) add_job_paths(opt, groups, graphs, std::move(rank_numbers), M);
 }
 

@@ -119,6 +119,18 @@ CollectiveGroups cross_rank(const std::vector<std::vector<RankArrival>>& arrival
   return groups;
 }
 
+void keep_rank(const Trace& t, std::vector<std::uint32_t>& ranks, std::int32_t rank) {
+  if (rank < 0) return;
+  std::erase_if(ranks, [&](std::uint32_t p) {
+    const auto& pr = t.processes[p];
+    return (pr.rank >= 0 ? pr.rank : static_cast<std::int32_t>(p)) != rank;
+  });
+}
+
+std::string no_ranks_note(std::int32_t rank) {
+  return rank >= 0 ? fmt::format("no rank {} in this trace", rank) : "the trace has no events to analyse";
+}
+
 void missing_rank_notes(Metrics& M) {
   // Ranks are numbered 0..N-1: a gap means a rank's file or records are missing.
   std::set<std::int32_t> present;

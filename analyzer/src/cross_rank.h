@@ -36,6 +36,12 @@ std::vector<std::uint32_t> pick_ranks(const trace::Trace& t);
 // The same from per-track event counts (a trace outline read without its events).
 std::vector<std::uint32_t> pick_ranks(const trace::Trace& t, const std::vector<trace::TrackEventCounts>& per_track);
 
+// Keeps the ranks numbered `rank` (the job's rank, else the process index; -1 keeps all).
+void keep_rank(const trace::Trace& t, std::vector<std::uint32_t>& ranks, std::int32_t rank);
+
+// The note when no rank is left to analyse: none numbered `rank` (>= 0), or no events at all.
+std::string no_ranks_note(std::int32_t rank);
+
 // A rank's process tree: itself and its descendants that are not ranks themselves.
 std::vector<std::uint32_t> tree_of(const trace::Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks);
 

@@ -3,7 +3,6 @@
 #include "tracetune/analyzer/metrics.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +10,6 @@
 #include <map>
 #include <numeric>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,6 +21,7 @@
 
 #include "critical_path.h"
 #include "cross_rank.h"
+#include "parallel.h"
 
 namespace tt::analyzer {
 
@@ -901,36 +900,23 @@ LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<s
   LocalRanks out;
   out.ranks.resize(processes.size());
   out.arrivals.resize(processes.size());
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < processes.size();) {
+  parallel_items(processes.size(), opt.threads, [&](auto take) {
+    for (std::size_t i; take(i);) {
       RankMetrics& r = out.ranks[i];
       r = RankAnalyzer(t, opt, processes[i], tree_of(t, processes[i], rank_set), hta_step_filter).run();
       r.memory = memory_by_device(t, r);
       r.efficiency = efficiency_of(t, r);
       out.arrivals[i] = rank_arrivals(t, r);
     }
-  };
-  unsigned n = opt.threads ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-  n = static_cast<unsigned>(std::min<std::size_t>(n, processes.size()));
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < n; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  });
   return out;
 }
 
 Metrics compute_metrics(const Trace& t, const Options& opt) {
   Metrics M;
   std::vector<std::uint32_t> ranks = pick_ranks(t);
-  if (opt.rank >= 0) {
-    std::erase_if(ranks, [&](std::uint32_t p) {
-      const auto& pr = t.processes[p];
-      return (pr.rank >= 0 ? pr.rank : static_cast<std::int32_t>(p)) != opt.rank;
-    });
-    if (ranks.empty()) M.notes.push_back(fmt::format("no rank {} in this trace", opt.rank));
-  }
-  if (ranks.empty() && opt.rank < 0) M.notes.push_back("the trace has no events to analyse");
+  keep_rank(t, ranks, opt.rank);
+  if (ranks.empty()) M.notes.push_back(no_ranks_note(opt.rank));
   LocalRanks local = analyze_ranks(t, opt, ranks);
   M.ranks = std::move(local.ranks);
   const CollectiveGroups groups = cross_rank(local.arrivals, M);

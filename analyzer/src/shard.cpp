@@ -18,7 +18,6 @@
 #include <list>
 #include <map>
 #include <mutex>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -229,11 +228,7 @@ struct RankShare {
 };
 RankShare rank_share(const trace::Trace& t, std::vector<std::uint32_t> ranks, const Options& opt,
                      std::pair<std::size_t, std::size_t> part) {
-  if (opt.rank >= 0)
-    std::erase_if(ranks, [&](std::uint32_t p) {
-      const auto& pr = t.processes[p];
-      return (pr.rank >= 0 ? pr.rank : static_cast<std::int32_t>(p)) != opt.rank;
-    });
+  keep_rank(t, ranks, opt.rank);
   const std::size_t lo = ranks.size() * part.first / part.second, hi = ranks.size() * (part.first + 1) / part.second;
   RankShare share{ranks, {}};
   share.mine.assign(ranks.begin() + static_cast<std::ptrdiff_t>(lo), ranks.begin() + static_cast<std::ptrdiff_t>(hi));
@@ -253,17 +248,22 @@ void analyze_unit(const trace::Trace& t, std::uint64_t unit, const Options& opt,
   index.unit_processes.push_back({unit, t.processes.size()});
 }
 
-// A trace DB whose ranks the shards split, when it marks its steps: only this shard's ranks'
-// events are read (their process trees' tracks), so each shard holds its share of the trace.
+// This shard's share of a trace DB whose ranks the shards split, when it marks its steps: only
+// its ranks' events are read (their process trees' tracks).
+struct TraceShare {
+  trace::Trace trace;
+  RankShare ranks;
+  std::uint64_t events = 0;  // the whole trace's
+};
 // Empty when the whole trace must be loaded (steps to be taken from ranges need every range).
-std::optional<std::pair<trace::Trace, RankShare>> read_rank_share(const fs::path& file, const Options& opt,
-                                                                  const std::string& step_range, Shard s,
-                                                                  std::uint64_t& events, std::string& error) {
-  if (trace::detect_format(file) != trace::InputFormat::TracetuneDb || !step_range.empty()) return std::nullopt;
+Result<std::optional<TraceShare>> read_trace_share(const fs::path& file, const Options& opt, const std::string& step_range,
+                                                   Shard s) {
+  using MaybeShare = std::optional<TraceShare>;
+  if (trace::detect_format(file) != trace::InputFormat::TracetuneDb || !step_range.empty()) return MaybeShare();
   auto outline = trace::read_trace_outline(file);
-  if (!outline) { error = outline.error(); return std::nullopt; }
+  if (!outline) return make_error(outline.error());
   const trace::Trace& o = outline->trace;
-  if (o.steps.size() == 0) return std::nullopt;
+  if (o.steps.size() == 0) return MaybeShare();
   RankShare share = rank_share(o, pick_ranks(o, outline->per_track), opt, {s.index, s.count});
   const std::unordered_set<std::uint32_t> ranks(share.all.begin(), share.all.end());
   std::vector<char> mine(o.processes.size(), 0);
@@ -274,32 +274,18 @@ std::optional<std::pair<trace::Trace, RankShare>> read_rank_share(const fs::path
     const auto p = o.process_of_track(tr);
     keep[tr] = p != trace::kNone && mine[p];
   }
-  events = outline->events;
   auto t = trace::read_trace(file, keep);
-  if (!t) { error = t.error(); return std::nullopt; }
-  return std::pair{std::move(t.value()), std::move(share)};
-}
-
-Result<std::vector<fs::path>> input_files(const fs::path& input) {
-  std::error_code ec;
-  if (!fs::is_directory(input, ec)) return std::vector<fs::path>{input};
-  auto files = trace::list_trace_files(input);
-  if (files && files->empty()) return make_error(input.string() + ": no .json or .json.gz files in directory");
-  return files;
+  if (!t) return make_error(t.error());
+  return MaybeShare(TraceShare{std::move(t.value()), std::move(share), outline->events});
 }
 
 }  // namespace
 
 Result<ShardRun> analyze_shard(const fs::path& input, Shard s, const Options& opt, const std::string& step_range,
                                const fs::path& output, const std::function<void(const std::string&)>& progress) {
-  if (!step_range.empty()) {
-    try {
-      std::regex check(step_range, std::regex::ECMAScript | std::regex::icase);
-    } catch (const std::regex_error& e) {
-      return make_error(fmt::format("--step-range '{}': not a valid regular expression ({})", step_range, e.what()));
-    }
-  }
-  auto files = input_files(input);
+  if (!step_range.empty())
+    if (auto st = check_step_range(step_range); !st) return make_error(st.error());
+  auto files = trace::kineto_files(input);
   if (!files) return make_error(files.error());
   auto w = PartWriter::open(output);
   if (!w) return make_error(w.error());
@@ -317,15 +303,15 @@ Result<ShardRun> analyze_shard(const fs::path& input, Shard s, const Options& op
   for (std::size_t u = first; u < last; ++u) {
     const fs::path& file = (*files)[u];
     const std::size_t before = index.ranks.size();
-    std::uint64_t events = 0;
-    std::string error;
-    if (auto share = index.split_ranks ? read_rank_share(file, opt, step_range, s, events, error) : std::nullopt) {
-      analyze_unit(share->first, u, opt, share->second, w.value(), index);
-      if (s.index == 0) index.events += events;
-      run.events += share->first.event_count();
-      if (index.clock_domain.empty()) index.clock_domain = share->first.clock_domain;
+    auto share = index.split_ranks ? read_trace_share(file, opt, step_range, s) : Result(std::optional<TraceShare>());
+    if (!share) return make_error(share.error());
+    if (share.value()) {
+      const TraceShare& sh = *share.value();
+      analyze_unit(sh.trace, u, opt, sh.ranks, w.value(), index);
+      if (s.index == 0) index.events += sh.events;
+      run.events += sh.trace.event_count();
+      if (index.clock_domain.empty()) index.clock_domain = sh.trace.clock_domain;
     } else {
-      if (!error.empty()) return make_error(error);
       auto t = trace::load_any(file);
       if (!t) return make_error(t.error());
       if (auto note = step_source(t.value(), step_range)) index.step_notes.push_back(std::move(*note));
@@ -450,6 +436,8 @@ class PartGraphs : public GraphSource {
     std::lock_guard lock(mu_);
     cache_.remove_if([r](const auto& e) { return e.first == r; });
   }
+  // "PART: rank N's graph is corrupt ..." for each graph that could not be read back
+  const std::vector<std::string>& corrupt_notes() const { return corrupt_; }
 
  private:
   static constexpr std::size_t kCached = 64;
@@ -458,9 +446,6 @@ class PartGraphs : public GraphSource {
   std::mutex mu_;
   std::list<std::pair<std::size_t, std::shared_ptr<const RankGraph>>> cache_;
   std::vector<std::string> corrupt_;
-
- public:
-  std::vector<std::string> corrupt_notes() const { return corrupt_; }
 
   RankGraph load(std::size_t r) {
     const Where& w = where_[r];
@@ -576,14 +561,13 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
     if (a.clock_domain.empty()) a.clock_domain = p.index.clock_domain;
     p.index.ranks.clear();
   }
-  if (M.ranks.empty()) M.notes.push_back(a.options.rank >= 0 ? fmt::format("no rank {} in this trace", a.options.rank)
-                                                             : "the trace has no events to analyse");
+  if (M.ranks.empty()) M.notes.push_back(no_ranks_note(a.options.rank));
   const CollectiveGroups groups = cross_rank(arrivals, M);
   arrivals.clear();
   if (!a.options.hta_compat) {
     PartGraphs graphs(std::move(where), groups);
     compute_critical_paths(a.options, groups, graphs, true, M);
-    for (auto& note : graphs.corrupt_notes()) M.notes.push_back(std::move(note));
+    M.notes.insert(M.notes.end(), graphs.corrupt_notes().begin(), graphs.corrupt_notes().end());
   }
   if (a.options.rank < 0) missing_rank_notes(M);
   if (auto note = combined_step_note(parts)) M.notes.insert(M.notes.begin(), *note);

@@ -121,14 +121,27 @@ std::string step_range_note(const StepRangeResult& r) {
                      "(--step-range REGEX chooses others)", r.steps, r.processes, r.pattern);
 }
 
-Result<StepRangeResult> steps_from_ranges(Trace& t, std::string_view pattern) {
-  std::regex re;
+namespace {
+
+Result<std::regex> step_range_regex(std::string_view pattern) {
   try {
-    re = std::regex(std::string(pattern), std::regex::ECMAScript | std::regex::icase);
+    return std::regex(std::string(pattern), std::regex::ECMAScript | std::regex::icase);
   } catch (const std::regex_error& e) {
     return make_error(fmt::format("--step-range '{}': not a valid regular expression ({})", pattern, e.what()));
   }
-  const auto matches = matching_ranges(t, re, false);
+}
+
+}  // namespace
+
+Status check_step_range(std::string_view pattern) {
+  if (auto re = step_range_regex(pattern); !re) return make_error(re.error());
+  return {};
+}
+
+Result<StepRangeResult> steps_from_ranges(Trace& t, std::string_view pattern) {
+  auto re = step_range_regex(pattern);
+  if (!re) return make_error(re.error());
+  const auto matches = matching_ranges(t, re.value(), false);
   if (matches.empty())
     return make_error(fmt::format("--step-range '{}': no range on a thread of the trace has a matching name", pattern));
   StepRangeResult res = make_steps(t, matches, 1);

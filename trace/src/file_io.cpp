@@ -117,20 +117,6 @@ std::uint64_t available_memory() {
   return pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
 }
 
-// "123", "64K", "512M", "8G" -> bytes; 0 when malformed.
-std::uint64_t parse_byte_count(const char* text) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(text, &end, 10);
-  if (end == text || errno != 0 || text[0] == '-') return 0;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  else if (*end == 'M' || *end == 'm') shift = 20;
-  else if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || n > (~0ull >> shift)) return 0;
-  return static_cast<std::uint64_t>(n) << shift;
-}
 
 constexpr std::uint64_t kMaxJsonBytes = 0xFFFFFFFFull - 64;  // simdjson's document limit, less its padding
 std::atomic<std::uint64_t> g_inflate_limit{0};             // 0: not decided yet
@@ -166,6 +152,20 @@ Result<std::string> read_all(const fs::path& path) {
 }
 
 }  // namespace
+
+std::uint64_t parse_byte_count(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(text, &end, 10);
+  if (end == text || errno != 0 || text[0] == '-') return 0;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  else if (*end == 'M' || *end == 'm') shift = 20;
+  else if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift != 0) ++end;
+  if (*end != '\0' || n > (~0ull >> shift)) return 0;
+  return static_cast<std::uint64_t>(n) << shift;
+}
 
 std::uint64_t inflate_limit() {
   std::uint64_t v = g_inflate_limit.load(std::memory_order_relaxed);

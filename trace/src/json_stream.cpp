@@ -213,13 +213,12 @@ class Splitter {
     saw_events = true;
     if (auto st = expect('[', "'['"); !st) return st;
     std::string batch = "[";
-    std::uint64_t index = 0, first = 0;
+    std::uint64_t index = 0;
     auto flush = [&]() -> Status {
       if (batch.size() == 1) return {};
       batch += ']';
-      auto st = sink_.events(batch, first);
+      auto st = sink_.events(batch);
       batch = "[";
-      first = index;
       return st;
     };
     if (auto st = skip_space(); !st) return st;

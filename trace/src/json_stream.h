@@ -21,8 +21,8 @@ inline constexpr std::size_t kBatchBytes = 8u << 20;
 inline constexpr std::size_t kMaxStreamedValue = 256u << 20;  // one event or one top-level field
 
 struct JsonStreamSink {
-  // a batch of events as one JSON array; `first_index` is the first element's index in traceEvents
-  std::function<Status(std::string_view array, std::uint64_t first_index)> events;
+  // a batch of events (in file order) as one JSON array
+  std::function<Status(std::string_view array)> events;
   // a top-level field other than traceEvents, as the document {"key": value}
   std::function<Status(std::string_view object)> field;
   // bytes of the file read so far, of its total size (for a progress bar)

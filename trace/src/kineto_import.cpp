@@ -321,7 +321,7 @@ class Importer {
   Status read_events(od::array events, std::size_t& index);
   Status read_root_field(std::string_view key, od::value v, std::size_t& index, bool& saw_events);
   Status read_root_fields(od::document& doc, std::size_t& index, bool& saw_events);
-  Status run_piece(std::string_view text, std::size_t& index, bool events, bool& saw_events);
+  Status read_document(simdjson::padded_string_view json, std::size_t& index, bool& saw_events);
 
   std::int64_t id_of(const Id& id);
   void push_collective(Ns ts, Ns dur, std::uint32_t track, StringId name, const Args& a,
@@ -1339,16 +1339,26 @@ Status Importer::run(simdjson::padded_string_view json) {
   // A UTF-8 byte order mark (Windows editors write one) is not JSON: skip it.
   if (json.size() >= 3 && std::memcmp(json.data(), "\xEF\xBB\xBF", 3) == 0)
     json = simdjson::padded_string_view(json.data() + 3, json.size() - 3, json.capacity() - 3);
+  std::size_t index = 0;
+  bool saw_events = false;
+  if (auto st = read_document(json, index, saw_events); !st) return st;
+  if (!saw_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
+  finish();
+  return {};
+}
+
+// One JSON document: an array of events, or an object of top-level fields (the whole file, or
+// one piece of a streamed one). `index` counts the events read so far.
+Status Importer::read_document(simdjson::padded_string_view json, std::size_t& index, bool& saw_events) {
   od::parser parser;
   od::document doc;
   base_ = json.data();
   size_ = json.size();
+  doc_ = nullptr;
   if (auto ec = parser.iterate(json).get(doc)) return fail_json(ec);
   doc_ = &doc;
   od::json_type top;
   if (auto ec = doc.type().get(top)) return fail_json(ec);
-  std::size_t index = 0;
-  bool saw_events = false;
   if (top == od::json_type::array) {
     od::array arr;
     if (auto ec = doc.get_array().get(arr)) return fail_json(ec);
@@ -1359,12 +1369,9 @@ Status Importer::run(simdjson::padded_string_view json) {
   } else {
     return make_error(source_ + ": not a Chrome trace (top level must be an object or an array)");
   }
-  {
-    const char* rest = nullptr;  // anything but the end of input here is trailing garbage
-    if (!doc.current_location().get(rest)) return fail_json(simdjson::TRAILING_CONTENT);
-  }
-  if (!saw_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
-  finish();
+  const char* rest = nullptr;  // anything but the end of input here is trailing garbage
+  if (!doc.current_location().get(rest)) return fail_json(simdjson::TRAILING_CONTENT);
+  doc_ = nullptr;
   return {};
 }
 
@@ -1381,41 +1388,14 @@ Status Importer::read_root_fields(od::document& doc, std::size_t& index, bool& s
   return {};
 }
 
-// One streamed piece (a batch of events as an array, or a {"key": value} field) as its own
-// document; errors name the byte within the piece.
-Status Importer::run_piece(std::string_view text, std::size_t& index, bool events, bool& saw_events) {
-  const simdjson::padded_string padded(text);
-  od::parser parser;
-  od::document doc;
-  base_ = padded.data();
-  size_ = padded.size();
-  doc_ = nullptr;
-  if (auto ec = parser.iterate(padded).get(doc)) return fail_json(ec);
-  doc_ = &doc;
-  Status st;
-  if (events) {
-    od::array arr;
-    if (auto ec = doc.get_array().get(arr)) return fail_json(ec);
-    st = read_events(arr, index);
-  } else {
-    st = read_root_fields(doc, index, saw_events);
-  }
-  if (!st) return st;
-  const char* rest = nullptr;
-  if (!doc.current_location().get(rest)) return fail_json(simdjson::TRAILING_CONTENT);
-  doc_ = nullptr;
-  return {};
-}
-
 Status Importer::run_stream(const fs::path& path, const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   std::size_t index = 0;
-  bool saw_fields_events = false, saw_events = false;
-  JsonStreamSink sink;
-  sink.events = [&](std::string_view batch, std::uint64_t) { return run_piece(batch, index, true, saw_fields_events); };
-  sink.field = [&](std::string_view field) { return run_piece(field, index, false, saw_fields_events); };
-  sink.progress = progress;
+  bool saw_events = false, piece_had_events = false;  // the splitter says whether traceEvents was there
+  // each piece (a batch of events, or one {"key": value} field) is its own document
+  auto piece = [&](std::string_view text) { return read_document(simdjson::padded_string(text), index, piece_had_events); };
+  JsonStreamSink sink{piece, piece, progress};
   if (auto st = stream_trace_json(path, sink, saw_events); !st) return st;
-  if (!saw_events && !saw_fields_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
+  if (!saw_events) return make_error(source_ + ": no 'traceEvents' array: not a Chrome/Kineto trace");
   finish();
   return {};
 }
@@ -1434,9 +1414,8 @@ Status import_kineto_buffer(std::string_view json, std::string_view source, Trac
 // the trace model, not the file. TRACETUNE_STREAM_FROM_BYTES sets another size (0: always).
 std::uint64_t stream_from_bytes() {
   if (const char* v = std::getenv("TRACETUNE_STREAM_FROM_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (end != v && *end == '\0') return n;
+    if (std::string_view(v) == "0") return 0;
+    if (const std::uint64_t n = parse_byte_count(v)) return n;
   }
   return 256ull << 20;
 }
@@ -1448,17 +1427,18 @@ bool should_stream(const fs::path& f) {
   return estimate >= stream_from_bytes();
 }
 
-Status import_kineto(const fs::path& path, Trace& out, const ImportProgress& progress) {
+Result<std::vector<fs::path>> kineto_files(const fs::path& path) {
   std::error_code ec;
-  std::vector<fs::path> files;
-  if (fs::is_directory(path, ec)) {
-    auto listed = list_trace_files(path);
-    if (!listed) return make_error(listed.error());
-    files = std::move(listed.value());
-    if (files.empty()) return make_error(path.string() + ": no .json or .json.gz files in directory");
-  } else {
-    files.push_back(path);
-  }
+  if (!fs::is_directory(path, ec)) return std::vector<fs::path>{path};
+  auto files = list_trace_files(path);
+  if (files && files->empty()) return make_error(path.string() + ": no .json or .json.gz files in directory");
+  return files;
+}
+
+Status import_kineto(const fs::path& path, Trace& out, const ImportProgress& progress) {
+  auto listed = kineto_files(path);
+  if (!listed) return make_error(listed.error());
+  const std::vector<fs::path>& files = listed.value();
   if (out.clock_domain == "unknown") out.clock_domain = "kineto-us";
   for (const auto& f : files) {
     Importer imp(out, f.string(), -1);

@@ -907,16 +907,25 @@ Status check_references(const Trace& t) {
 
 }  // namespace
 
+// The meta table, the strings and the process, thread, device, stream and track tables: what
+// every read of a trace starts with. Returns the file's schema version.
+Result<int> read_trace_entities(sqlite3* db, const std::string& p, Trace& t) {
+  int version = 0;
+  if (auto st = read_meta(db, t, version); !st) return make_error(p + ": " + st.error());
+  for (auto* read : {read_strings, read_process_tables, read_device_tables})
+    if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  return version;
+}
+
 Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep) {
   auto dbr = sql::open_untrusted(path.string());
   if (!dbr) return make_error(dbr.error());
   sqlite3* db = dbr->get();
   const std::string p = path.string();
   Trace t;
-  int version = 0;
-  if (auto st = read_meta(db, t, version); !st) return make_error(p + ": " + st.error());
-  for (auto* read : {read_strings, read_process_tables, read_device_tables})
-    if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  auto read = read_trace_entities(db, p, t);
+  if (!read) return make_error(read.error());
+  const int version = read.value();
   if (auto st = read_point_tables(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = read_event_tables(db, p, version, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
@@ -933,10 +942,9 @@ Result<TraceOutline> read_trace_outline(const fs::path& path) {
   const std::string p = path.string();
   TraceOutline o;
   Trace& t = o.trace;
-  int version = 0;
-  if (auto st = read_meta(db, t, version); !st) return make_error(p + ": " + st.error());
-  for (auto* read : {read_strings, read_process_tables, read_device_tables})
-    if (auto st = read(db, t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  auto read = read_trace_entities(db, p, t);
+  if (!read) return make_error(read.error());
+  const int version = read.value();
   {
     auto q = Stmt::prepare(db, "SELECT coalesce(min(id), 1), coalesce(max(id), 0) FROM steps");
     if (!q || q->step() != SQLITE_ROW) return make_error(p + ": corrupt trace: steps");
@@ -946,9 +954,9 @@ Result<TraceOutline> read_trace_outline(const fs::path& path) {
       return make_error(p + ": corrupt trace: " + st.error());
   }
   o.per_track.resize(t.tracks.size());
-  for (const char* table : {"kernels", "memcpys", "memsets", "ranges", "api_calls", "io_calls"}) {
-    const bool gpu = std::string_view(table) == "kernels" || std::string_view(table) == "memcpys" ||
-                     std::string_view(table) == "memsets";
+  static constexpr std::pair<const char*, bool> kCounted[] = {  // (table, GPU ops)
+      {"kernels", true}, {"memcpys", true}, {"memsets", true}, {"ranges", false}, {"api_calls", false}, {"io_calls", false}};
+  for (const auto& [table, gpu] : kCounted) {
     auto q = Stmt::prepare(db, std::string("SELECT track_id, count(*) FROM ") + table + " GROUP BY track_id");
     if (!q) return make_error(p + ": corrupt trace: " + q.error());
     while (q->step() == SQLITE_ROW) {
@@ -959,8 +967,10 @@ Result<TraceOutline> read_trace_outline(const fs::path& path) {
           static_cast<std::uint64_t>(n);
     }
   }
-  for (const char* table : {"kernels", "memcpys", "memsets", "api_calls", "syncs", "ranges", "steps", "collectives",
-                            "io_calls", "counters", "flows"}) {
+  // every event: the counted tables' rows, the steps read, and the tables not counted per track
+  for (const auto& c : o.per_track) o.events += c.gpu_ops + c.host;
+  o.events += t.steps.size();
+  for (const char* table : {"syncs", "collectives", "counters", "flows"}) {
     auto q = Stmt::prepare(db, std::string("SELECT count(*) FROM ") + table);
     if (q && q->step() == SQLITE_ROW) o.events += static_cast<std::uint64_t>(std::max<std::int64_t>(0, q->i64(0)));
   }

@@ -31,6 +31,9 @@ std::string step_range_note(const StepRangeResult& r);
 // Fails on a bad regex or when nothing matches (the message names the pattern).
 Result<StepRangeResult> steps_from_ranges(trace::Trace& t, std::string_view pattern);
 
+// The error steps_from_ranges() gives for a pattern that is not a valid regular expression.
+Status check_step_range(std::string_view pattern);
+
 // For a trace with no steps: the first common convention (ProfilerStep#N, step N / train_step,
 // iteration N) that at least two ranges of a process match becomes its steps. Ranges of the
 // kinds a user or profiler names (NVTX, user annotations, B/E ranges, profiler spans) only,

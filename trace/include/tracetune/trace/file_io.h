@@ -38,6 +38,9 @@ Status check_output_not_input(std::span<const std::filesystem::path> inputs, con
 // (the GUI's --memory-cap).
 std::uint64_t inflate_limit();
 
+// "123", "64K", "512M", "8G" -> bytes; 0 when malformed (as TRACETUNE_MAX_INFLATE is read).
+std::uint64_t parse_byte_count(const char* text);
+
 // While alive, inflate_limit() on this thread is at most `bytes` (scopes nest).
 class InflateLimitScope {
  public:

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <vector>
 #include <span>
 #include <string_view>
 
@@ -30,6 +31,10 @@ InputFormat detect_format(const std::filesystem::path& path);
 // distributedInfo.rank (-1: unknown).
 Status import_kineto_buffer(std::string_view json, std::string_view source, Trace& out,
                             int rank_hint = -1);
+
+// The files of a Kineto input: a directory's *.json / *.json.gz sorted by name (an error when
+// it has none), or the path itself.
+Result<std::vector<std::filesystem::path>> kineto_files(const std::filesystem::path& path);
 
 // How far a streamed import has read: the file, and bytes of it read of its size.
 using ImportProgress = std::function<void(const std::string& file, std::uint64_t read, std::uint64_t total)>;
