@@ -406,6 +406,20 @@ TEST(RecordReader, CompactIoRecordsRoundTripAndEscapeToWide) {
   EXPECT_EQ(r->io.back().tid, 11u);
 }
 
+// The words the collector stores and checksums for a compact record are the record's bytes,
+// negative fields included.
+TEST(RecordReader, CompactIoWordsAreTheRecordBytes) {
+  const IoCompactRecord cases[] = {{-5, 7, -1, -1, 3, 0xffffffffu}, {INT32_MAX, 0xffffffffu, INT32_MIN, 1 << 20, 0, 0},
+                                   {0, 0, 0, 0, 0, 0}};
+  for (const IoCompactRecord& c : cases) {
+    std::uint64_t words[3];
+    io_compact_words(c, words);
+    EXPECT_EQ(std::memcmp(words, &c, sizeof c), 0) << c.start_delta << " " << c.result << " " << c.fd;
+    EXPECT_EQ(checksum_final(checksum_word(checksum_word(checksum_word(99, words[0]), words[1]), words[2])),
+              checksum32(&c, sizeof c, 99));
+  }
+}
+
 // A torn compact record ends its chunk like any other; the next chunk's chain is its own.
 TEST(RecordReader, TornCompactRecordStopsOnlyItsChunk) {
   TempDir dir;

@@ -190,6 +190,14 @@ struct IoCompactRecord {
 };
 static_assert(sizeof(IoCompactRecord) == 24, "IoCompactRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
+// The record's bytes as three little-endian words, built from its fields: the writer stores
+// and checksums these values without reading back what it just stored.
+inline void io_compact_words(const IoCompactRecord& c, std::uint64_t (&w)[3]) {
+  w[0] = static_cast<std::uint32_t>(c.start_delta) | std::uint64_t{c.duration} << 32;
+  w[1] = static_cast<std::uint32_t>(c.result) | std::uint64_t{static_cast<std::uint32_t>(c.fd)} << 32;
+  w[2] = c.path | std::uint64_t{c.arg} << 32;
+}
+
 // The compact form of `r` given the chain's `base` (see above); false when a value does not
 // fit (the writer then writes the wide IoRecord). decode_io_compact(encode) == r, pad aside.
 inline bool encode_io_compact(const IoRecord& r, std::int64_t base, IoCompactRecord& out,
@@ -509,18 +517,25 @@ static_assert(sizeof(GpuMemoryRecord) == 40, "GpuMemoryRecord: on-disk layout (a
 // 32-bit checksum, 8 bytes per step (a multiply and a shift per word: ~10 ns for a 64-byte
 // record, where a byte-wise hash cost ~60 ns on the I/O hot path); remaining bytes one at a
 // time. It detects torn and zero-filled records, not adversaries. Calls chain through `h`.
+inline constexpr std::uint64_t kChecksumPrime = 0x100000001b3ull;
+// One 8-byte step of checksum32 (the state is 64 bits until checksum_final).
+inline constexpr std::uint64_t checksum_word(std::uint64_t x, std::uint64_t w) {
+  x = (x ^ w) * kChecksumPrime;
+  return x ^ (x >> 32);
+}
+inline constexpr std::uint32_t checksum_final(std::uint64_t x) {
+  return static_cast<std::uint32_t>(x ^ (x >> 32));
+}
 inline std::uint32_t checksum32(const void* data, std::size_t n, std::uint32_t h = 2166136261u) {
-  constexpr std::uint64_t kPrime = 0x100000001b3ull;
   const auto* p = static_cast<const unsigned char*>(data);
   std::uint64_t x = h;
   for (; n >= 8; n -= 8, p += 8) {
     std::uint64_t w;
     __builtin_memcpy(&w, p, 8);  // little-endian hosts only (x86-64, aarch64)
-    x = (x ^ w) * kPrime;
-    x ^= x >> 32;
+    x = checksum_word(x, w);
   }
-  for (; n > 0; --n, ++p) x = (x ^ *p) * kPrime;
-  return static_cast<std::uint32_t>(x ^ (x >> 32));
+  for (; n > 0; --n, ++p) x = (x ^ *p) * kChecksumPrime;
+  return checksum_final(x);
 }
 
 // Checksum of a record as the writer computes it: type, flags and tid, then the payload.
