@@ -185,14 +185,6 @@ const char* errno_text(int err) {
 
 enum Mode : std::uint32_t { kOff = 0, kRecording = 1, kStopped = 2 };
 
-enum DropReason : int { kDropStopped, kDropNested, kDropVforkChild, kDropTooLarge, kDropReasons };
-constexpr const char* kDropText[kDropReasons] = {
-    nullptr,  // kDropStopped uses the recorded stop reason
-    "record written from a signal handler while this thread was writing one",
-    "record from a vfork child when its thread's chunk was full",
-    "record larger than the maximum record size",
-};
-
 // Ceiling on chunks per process file (1 TiB); beyond it recording stops like a full disk.
 constexpr std::uint32_t kMaxChunks = 1u << 20;
 
@@ -203,7 +195,6 @@ struct Process {
   std::uint64_t file_dev = 0;            // identity of the record file, checked on reopen
   std::uint64_t file_ino = 0;
   std::atomic<std::uint32_t> next_chunk{0};
-  std::atomic<std::uint64_t> dropped[kDropReasons]{};
   std::atomic<std::uint32_t> exit_recorded{0};
   std::atomic<std::uint32_t> stop_claimed{0};
   char stop_reason[160]{};
@@ -244,8 +235,11 @@ struct ThreadState {
 static_assert(sizeof(ThreadState) <= 32, "initial-exec TLS must stay tiny (docs/collector.md, section 5)");
 constinit thread_local ThreadState t_state{};
 
+// Counted in the file's header (kDropsInHeader), not in process memory: the count survives
+// a SIGKILL and the calls of threads still running after the exit handler wrote Dropped records.
+// Without a header there is no file for the count to go to.
 void drop(DropReason reason, std::uint64_t n = 1) {
-  g.dropped[reason].fetch_add(n, std::memory_order_relaxed);
+  if (g.header != nullptr) __atomic_fetch_add(&g.header->dropped[reason], n, __ATOMIC_RELAXED);
 }
 
 std::uint32_t thread_id(ThreadState& ts) {
@@ -273,6 +267,7 @@ void stop_recording(const char* what, int err) {
       t.put(')');
     }
     g.stop_reason[t.len] = '\0';
+    if (g.header != nullptr) std::memcpy(g.header->stop_reason, g.stop_reason, t.len + 1);
   }
   header_or_flags(kRecordingStopped);
 }
@@ -741,7 +736,7 @@ void fill_header(FileHeader* h, std::int64_t pid, std::int64_t ppid, std::uint32
   h->version = kFormatVersion;
   h->header_size = kHeaderSize;
   h->chunk_size = kChunkSize;
-  h->flags = flags;
+  h->flags = flags | kDropsInHeader;
   h->pid = pid;
   h->ppid = ppid;
   h->start_mono_ns = mono;
@@ -1131,11 +1126,11 @@ namespace {
 // Dropped records for every reason counted so far (the counters restart at zero, so a
 // failed exec followed by exit does not report the same drops twice).
 void emit_drops() {
+  if (g.header == nullptr) return;
   for (int r = 0; r < kDropReasons; ++r) {
-    const std::uint64_t n = g.dropped[r].exchange(0, std::memory_order_relaxed);
+    const std::uint64_t n = __atomic_exchange_n(&g.header->dropped[r], 0, __ATOMIC_RELAXED);
     if (n == 0) continue;
-    const char* text = r == kDropStopped ? g.stop_reason : kDropText[r];
-    if (r == kDropStopped && g.stop_claimed.load() == 0) text = "recording stopped";
+    const char* text = r == kDropStopped && g.stop_claimed.load() != 0 ? g.stop_reason : kDropText[r];
     DroppedRecord d{};
     d.count = n;
     d.reason = intern_impl(text, std::strlen(text), true);
@@ -1169,7 +1164,6 @@ void restart_in_fork_child() {
   }
   if (g.header != nullptr) sys_munmap(g.header, kHeaderSize);
   g.header = nullptr;
-  for (auto& d : g.dropped) d.store(0, std::memory_order_relaxed);
   g.exit_recorded.store(0, std::memory_order_relaxed);
   g.stop_claimed.store(0, std::memory_order_relaxed);
 

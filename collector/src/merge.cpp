@@ -967,6 +967,13 @@ class ProcessConverter {
           reason.empty() ? std::string_view("records not written (no reason recorded)") : reason, r.count);
       report_.dropped_records += r.count;
     }
+    for (int r = 0; r < kDropReasons; ++r) {  // counts no Dropped record carries (kDropsInHeader)
+      if (p.header.dropped[r] == 0) continue;
+      const bool has_text = r == kDropStopped && !p.header.stop_reason.empty();
+      t_.add_diagnostic(DiagnosticKind::Dropped, source_,
+                        has_text ? std::string_view(p.header.stop_reason) : kDropText[r], p.header.dropped[r]);
+      report_.dropped_records += p.header.dropped[r];
+    }
     if (p.header.has(kRecordingStopped)) {
       t_.add_diagnostic(DiagnosticKind::Note, source_,
                         "recording stopped early (see the dropped-record diagnostics)");

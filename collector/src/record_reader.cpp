@@ -137,6 +137,11 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
   out.local_rank = h.local_rank;
   out.world_size = h.world_size;
   out.chunks_reserved = h.chunks_reserved;
+  if (out.has(kDropsInHeader)) {
+    static_assert(kDropReasons <= std::size(FileHeader{}.dropped));
+    std::copy_n(h.dropped, kDropReasons, out.dropped);
+    out.stop_reason.assign(h.stop_reason, strnlen(h.stop_reason, sizeof h.stop_reason));
+  }
   // NUL-terminated by the writer, but a damaged header must not make us read past the field.
   out.host = trace::valid_utf8(std::string_view(h.host, ::strnlen(h.host, sizeof h.host)));
   out.file_size = file_size;

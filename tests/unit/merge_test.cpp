@@ -466,6 +466,35 @@ TEST(Merge, ExecReplacedFileIsOwnProcessAndNotTruncated) {
   EXPECT_EQ(thread_of(t, t.io_calls.track[0]).process, 1u);
 }
 
+// Drops counted in the header (kDropsInHeader: a killed process, or threads that ran on after
+// the exit handler) add to those of the Dropped records; without the flag the header's counts
+// mean nothing (a file of an older collector).
+TEST(Merge, DropCountsInTheHeaderAddToDroppedRecords) {
+  for (const bool flagged : {true, false}) {
+    TempDir dir;
+    RecordFileWriter w(700, "h");
+    w.io(700, IoFunc::Read, 100, 200, "/x");
+    const std::string reason = "recording stopped: reserving file space for a chunk: file too large (errno 27)";
+    w.dropped(5, reason);
+    w.header.flags |= kRecordingStopped | (flagged ? kDropsInHeader : 0);
+    w.header.dropped[kDropStopped] = 1000;
+    w.header.dropped[kDropNested] = 3;
+    std::snprintf(w.header.stop_reason, sizeof w.header.stop_reason, "%s", reason.c_str());
+    w.write(dir.path() / "p.ttr");
+
+    MergeReport report;
+    auto r = merge_dirs({dir.path()}, report);
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_EQ(report.dropped_records, flagged ? 1008u : 5u);
+    std::uint64_t stopped = 0;
+    for (const auto& d : r->diagnostics)
+      if (d.kind == DiagnosticKind::Dropped && d.reason == reason) stopped += d.count;
+    EXPECT_EQ(stopped, flagged ? 1005u : 5u);
+    const auto* nested = find_diag(*r, DiagnosticKind::Dropped, "signal handler");
+    EXPECT_EQ(nested != nullptr, flagged);
+  }
+}
+
 TEST(Merge, DamageBecomesDiagnosticsAndReportCounts) {
   TempDir dir;
   RecordFileWriter w(700, "h");

@@ -59,7 +59,13 @@ struct FileHeader {
   std::uint32_t chunks_reserved;  // chunks allocated so far (the file may be longer on disk)
   std::uint32_t reserved0;
   char host[64];               // NUL-terminated
-  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64];
+  // kDropsInHeader: events dropped and not yet written as Dropped records, by DropReason,
+  // counted here in the shared mapping so that a SIGKILL (no exit handler) or a thread still
+  // running after the exit handler loses no count; the exit handler moves them into Dropped
+  // records. The reader adds what is left here to those records.
+  std::uint64_t dropped[4];
+  char stop_reason[160];       // kDropsInHeader: why recording stopped (NUL-terminated), or ""
+  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize, "FileHeader must fill the header page");
 
@@ -69,6 +75,18 @@ enum FileFlags : std::uint32_t {
   kForkChild = 1u << 2,      // started by fork() from a recorded parent (ppid's file)
   kRecordingStopped = 1u << 3,  // an error (e.g. ENOSPC) stopped recording; see kDropped
   kIoClockTsc = 1u << 4,     // version 2: I/O records' times are TSC ticks (see ClockSyncRecord)
+  kDropsInHeader = 1u << 5,  // FileHeader::dropped and stop_reason are kept (else zero, unused)
+};
+
+// Why an event was not recorded: FileHeader::dropped's index.
+enum DropReason : int { kDropStopped, kDropNested, kDropVforkChild, kDropTooLarge, kDropReasons };
+// What a DropReason means in the trace's diagnostics. kDropStopped says "recording stopped"
+// when the file has no stop_reason.
+inline constexpr const char* kDropText[kDropReasons] = {
+    "recording stopped",
+    "record written from a signal handler while this thread was writing one",
+    "record from a vfork child when its thread's chunk was full",
+    "record larger than the maximum record size",
 };
 
 struct RecordHeader {

@@ -41,6 +41,10 @@ struct RecordFileHeader {
   std::uint32_t chunks_reserved = 0;
   std::string host;
   std::uint64_t file_size = 0;  // bytes on disk when read
+  // kDropsInHeader: drops not written as Dropped records (a SIGKILL, or threads that ran on
+  // after the exit handler), by DropReason; stop_reason is the text for kDropStopped.
+  std::uint64_t dropped[kDropReasons] = {};
+  std::string stop_reason;
 
   bool has(FileFlags f) const { return (flags & f) != 0; }
 };
