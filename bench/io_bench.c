@@ -8,17 +8,23 @@
  *   io_bench stat FILE N         N stat() calls on FILE
  *   io_bench fread_lines FILE N  N freads of one 64-byte line from a buffered FILE* (the
  *                                first 64 KiB of FILE, rewound every 1024 lines or at its end)
- *   io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose]
+ *   io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose [join|exit|kill]]
  *                                THREADS threads, each with its own descriptor of FILE,
  *                                issue the call as fast as they can for SECONDS: pread of
- *                                1 byte (default), lseek(fd, 0, SEEK_CUR), or close(-1)
+ *                                1 byte (default), lseek(fd, 0, SEEK_CUR), or close(-1); then
+ *                                they are stopped and joined (join, the default), or a forked
+ *                                child that ran them calls exit(0) or raises SIGKILL while
+ *                                they still run (exit, kill: tests of what an ending process
+ *                                leaves; the parent prints "child pid=<pid> status=<s>")
  *   pread_bench FILE N           (the program under its old name) = io_bench pread FILE N
  *
  * The first four print "ns_per_call=<float>" (per open+close pair for openclose). burst
  * prints "thread <i> tid=<tid> calls=<n>" per thread, then "calls=<total> seconds=<s>
- * calls_per_s=<rate>": apart from the loop's calls, each thread makes one open and one close
- * of FILE, and the main thread no recorded I/O call, so a tracer that loses nothing holds
- * calls + 2 * THREADS I/O events, or counts the difference as dropped. */
+ * calls_per_s=<rate>": apart from the loop's calls, each thread makes one open and (join only)
+ * one close of FILE, and the main thread no recorded I/O call, so a tracer that loses nothing
+ * holds calls + 2 * THREADS I/O events (join) or calls + THREADS (exit, kill), or counts the
+ * difference as dropped. With exit and kill a thread may be cut off between a call and
+ * counting it: one call more per thread than printed may have been made. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,8 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,20 +117,28 @@ static int run_timed(const char* mode, const char* path, long n) {
 /* ---- burst ---- */
 
 enum burst_op { kPread1, kLseek, kBadClose };
+enum burst_end { kJoin, kExit, kKill };
+
+/* One thread's figures, on its own cache line of a MAP_SHARED page, so that a parent can read
+ * them after a child ended with its threads still running (exit, kill). */
+struct burst_slot {
+  atomic_long calls;
+  long tid;
+  double seconds;
+  char pad[64 - sizeof(atomic_long) - sizeof(long) - sizeof(double)];
+};
 
 struct burst_thread {
   const char* path;
   enum burst_op op;
   pthread_barrier_t* start;
   atomic_int* stop;
-  long calls;
-  long tid;
-  double seconds;
+  struct burst_slot* slot;
 };
 
 static void* burst_main(void* p) {
   struct burst_thread* t = p;
-  t->tid = syscall(SYS_gettid);
+  t->slot->tid = syscall(SYS_gettid);
   const int fd = open_or_die(t->path);
   char c;
   long calls = 0;
@@ -135,41 +152,74 @@ static void* burst_main(void* p) {
     } else if (close(-1) != -1) {
       exit(3);
     }
-    ++calls;
+    atomic_store_explicit(&t->slot->calls, ++calls, memory_order_relaxed);
   }
-  t->seconds = (now() - t0) / 1e9;
-  t->calls = calls;
+  t->slot->seconds = (now() - t0) / 1e9;
   close(fd);
   return NULL;
 }
 
-static int run_burst(const char* path, double seconds, int threads, const char* opname) {
-  enum burst_op op = kPread1;
-  if (strcmp(opname, "lseek") == 0) op = kLseek;
-  else if (strcmp(opname, "badclose") == 0) op = kBadClose;
-  else if (strcmp(opname, "pread1") != 0) return 2;
-  if (threads < 1 || threads > 256 || seconds <= 0) return 2;
+/* Starts the threads, lets them run for `seconds`, then stops and joins them (kJoin), or
+ * leaves them running and calls exit(0) (kExit) or raises SIGKILL (kKill). */
+static void burst_threads(const char* path, enum burst_op op, double seconds, int threads,
+                          enum burst_end end, struct burst_slot* slots) {
   struct burst_thread t[256];
   pthread_t th[256];
   pthread_barrier_t start;
   atomic_int stop = 0;
   pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
   for (int i = 0; i < threads; ++i) {
-    t[i] = (struct burst_thread){path, op, &start, &stop, 0, 0, 0};
-    if (pthread_create(&th[i], NULL, burst_main, &t[i]) != 0) return 1;
+    t[i] = (struct burst_thread){path, op, &start, &stop, &slots[i]};
+    if (pthread_create(&th[i], NULL, burst_main, &t[i]) != 0) exit(1);
   }
   pthread_barrier_wait(&start);
   const struct timespec nap = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
   nanosleep(&nap, NULL);
+  if (end == kExit) {
+    /* exit() flushes stdout after running the exit handlers (a preloaded tracer's among them):
+     * with 1 MiB still buffered, the threads run on for a while after those handlers, as in a
+     * job that writes its last log lines at exit. The padding lines start with '#'. */
+    static char buf[1 << 20];
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    /* printf, which no tracer here records (fputs of a constant string becomes fwrite) */
+    for (int i = 0; i < (int)(sizeof buf / 80); ++i) printf("# padding flushed by exit() while the threads run %d\n", i);
+    exit(0);
+  }
+  if (end == kKill) raise(SIGKILL);
   atomic_store(&stop, 1);
+  for (int i = 0; i < threads; ++i) pthread_join(th[i], NULL);
+}
+
+static int run_burst(const char* path, double seconds, int threads, const char* opname, const char* endname) {
+  enum burst_op op = kPread1;
+  if (strcmp(opname, "lseek") == 0) op = kLseek;
+  else if (strcmp(opname, "badclose") == 0) op = kBadClose;
+  else if (strcmp(opname, "pread1") != 0) return 2;
+  enum burst_end end = kJoin;
+  if (strcmp(endname, "exit") == 0) end = kExit;
+  else if (strcmp(endname, "kill") == 0) end = kKill;
+  else if (strcmp(endname, "join") != 0) return 2;
+  if (threads < 1 || threads > 256 || seconds <= 0) return 2;
+  struct burst_slot* slots = mmap(NULL, sizeof(struct burst_slot) * 256, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (slots == MAP_FAILED) return 1;
+  if (end == kJoin) {
+    burst_threads(path, op, seconds, threads, end, slots);
+  } else {  /* the burst runs in a child that ends with its threads running */
+    const pid_t child = fork();
+    if (child == 0) burst_threads(path, op, seconds, threads, end, slots);
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child) return 1;
+    printf("child pid=%d status=%d\n", (int)child, status);
+    for (int i = 0; i < threads; ++i) slots[i].seconds = seconds;
+  }
   long total = 0;
   double longest = 0;
   for (int i = 0; i < threads; ++i) {
-    pthread_join(th[i], NULL);
-    total += t[i].calls;
-    if (t[i].seconds > longest) longest = t[i].seconds;
+    total += slots[i].calls;
+    if (slots[i].seconds > longest) longest = slots[i].seconds;
+    printf("thread %d tid=%ld calls=%ld\n", i, slots[i].tid, (long)slots[i].calls);
   }
-  for (int i = 0; i < threads; ++i) printf("thread %d tid=%ld calls=%ld\n", i, t[i].tid, t[i].calls);
   printf("calls=%ld seconds=%.3f calls_per_s=%.0f\n", total, longest, (double)total / longest);
   return 0;
 }
@@ -178,11 +228,12 @@ int main(int argc, char** argv) {
   const char* self = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
   if (strcmp(self, "pread_bench") == 0 && argc == 3) return run_timed("pread", argv[1], atol(argv[2]));
   if (argc >= 5 && strcmp(argv[1], "burst") == 0) {
-    return run_burst(argv[2], atof(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : "pread1");
+    return run_burst(argv[2], atof(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : "pread1",
+                     argc > 6 ? argv[6] : "join");
   }
   if (argc == 4 && run_timed(argv[1], argv[2], atol(argv[3])) == 0) return 0;
   fprintf(stderr,
           "usage: io_bench pread|openclose|stat|fread_lines FILE N\n"
-          "       io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose]\n");
+          "       io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose [join|exit|kill]]\n");
   return 2;
 }

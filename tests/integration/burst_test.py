@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
 """Burst test of the injected collector: every call recorded, or counted as dropped, exactly.
 
-Usage: python3 burst_test.py LIBTRACETUNE_COLLECTOR.so TRACETUNE SOURCE_DIR
+Usage: python3 burst_test.py LIBTRACETUNE_COLLECTOR.so TRACETUNE SOURCE_DIR [--known-gaps]
 
-Compiles bench/io_bench.c with `cc` and runs `io_bench burst FILE SECONDS 8 lseek` under the
-collector: 8 threads, each with its own descriptor of FILE, calling lseek(fd, 0, SEEK_CUR) as
-fast as they can (the cheapest recorded call: millions per second), each thread also opening and
-closing FILE once; io_bench prints each thread's tid and call count. Then, for every case:
+Compiles bench/io_bench.c with `cc` and runs `io_bench burst FILE SECONDS 8 lseek END` under
+the collector: 8 threads, each with its own descriptor of FILE, calling lseek(fd, 0, SEEK_CUR)
+as fast as they can (the cheapest recorded call: millions per second), each also opening FILE
+once (and closing it when joined); io_bench prints each thread's tid and call count. Then:
 - in the raw record file (a header-only walk of the chunks, independent of the merger), the I/O
   records per thread and the counts of the Dropped records;
 - in the merged trace (`tracetune merge`, `tracetune info --json`), io_calls and the dropped
-  diagnostics;
-and both must account for every call: recorded + dropped == calls + 2 per thread, no torn record.
+  diagnostics (and no torn record, no skipped file);
+and both must account for every call: recorded + dropped == calls made.
 
-Cases: no limit (nothing may be dropped: per thread exact); a file-size limit (RLIMIT_FSIZE) that
-stops recording mid-burst, with the TSC clock and with TRACETUNE_IO_CLOCK=monotonic (drops must
-happen, and add up exactly). Asserts exactness only, never speed; prints the rates reached.
-Prints one line per case and "N passed, M failed"; exits non-zero when anything failed.
+Cases: no limit (nothing dropped; per thread exact); killed by SIGKILL mid-burst, and exit()
+while the threads still run (every call made is recorded: at most one per thread more than the
+program counted, cut off in between);
+a file-size limit (RLIMIT_FSIZE) that stops recording mid-burst, with the TSC and with the
+monotonic I/O clock (drops must happen, and add up exactly).
+
+--known-gaps runs instead two cases that fail today, the process ending while its threads still
+make calls after recording stopped: with exit(), the calls made after the collector's exit
+handler wrote its Dropped record are counted but never written (tens per run here); with
+SIGKILL no Dropped record is written at all.
+
+Asserts exactness only, never speed; prints the rates reached. Prints one line per case and
+"N passed, M failed"; exits non-zero when anything failed.
 """
 import json
 import mmap
@@ -79,22 +88,26 @@ class Burst:
         with open(self.file, "wb") as fh:
             fh.write(b"x" * 4096)
 
-    def run(self, name, seconds, fsize=None, extra_env=None):
-        """Runs the burst into a fresh raw directory; returns (raw dir, {tid: calls}, calls/s)."""
-        raw = os.path.join(self.root, name)
+    def run(self, case):
+        """Runs the burst of `case` into a fresh raw directory; returns (raw dir, pid of the
+        process that ran the threads, {tid: calls}, calls/s)."""
+        raw = os.path.join(self.root, case.name)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRACETUNE_")}
-        env.update(LD_PRELOAD=self.lib, TRACETUNE_OUTPUT_DIR=raw, **(extra_env or {}))
-        limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))) if fsize else None
-        proc = subprocess.run([self.bench, "burst", self.file, str(seconds), str(THREADS), "lseek"], env=env,
-                              capture_output=True, text=True, timeout=120, preexec_fn=limit)
-        expect(proc.returncode == 0, f"io_bench exited {proc.returncode}: {proc.stderr.strip()}")
-        calls = {int(t): int(n) for t, n in re.findall(r"tid=(\d+) calls=(\d+)", proc.stdout)}
-        expect(len(calls) == THREADS, f"io_bench printed {len(calls)} threads")
-        rate = float(re.search(r"calls_per_s=(\d+)", proc.stdout).group(1))
-        return raw, calls, rate
+        env.update(LD_PRELOAD=self.lib, TRACETUNE_OUTPUT_DIR=raw, **case.env)
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))) if case.fsize else None
+        cmd = [self.bench, "burst", self.file, str(case.seconds), str(case.threads), "lseek", case.end]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=limit)
+        out, err = proc.communicate(timeout=120)
+        expect(proc.returncode == 0, f"io_bench exited {proc.returncode}: {err.strip()}")
+        child = re.search(r"child pid=(\d+)", out)
+        calls = {int(t): int(n) for t, n in re.findall(r"tid=(\d+) calls=(\d+)", out)}
+        expect(len(calls) == case.threads, f"io_bench printed {len(calls)} threads")
+        rate = float(re.search(r"calls_per_s=(\d+)", out).group(1))
+        return raw, int(child.group(1)) if child else proc.pid, calls, rate
 
     def merged(self, raw):
-        """(io_calls, dropped, other diagnostics) of the merged trace of `raw`."""
+        """(io_calls, dropped, torn or skipped diagnostics) of the merged trace of `raw`."""
         db = raw + ".db"
         subprocess.run([self.tracetune, "merge", raw, "-o", db], check=True, capture_output=True)
         info = json.loads(subprocess.run([self.tracetune, "info", "--json", db], check=True, capture_output=True,
@@ -102,55 +115,87 @@ class Burst:
         os.unlink(db)
         diags = info["diagnostics"]
         dropped = sum(d["count"] for d in diags if d["kind"] == "dropped")
-        bad = [d for d in diags if d["kind"] in ("truncated", "skipped")]
+        bad = [d for d in diags if d["kind"] == "skipped" or "torn" in d["reason"]]
         return info["counts"]["io_calls"], dropped, bad
 
 
-def check_case(b, name, seconds, fsize=None, extra_env=None):
-    raw, calls, rate = b.run(name, seconds, fsize, extra_env)
-    files = [os.path.join(d, f) for d, _, fs in os.walk(raw) for f in fs if f.endswith(".ttr")]
-    expect(len(files) == 1, f"{len(files)} record files")
-    flags, io, raw_dropped = walk_raw(files[0])
-    expected = sum(calls.values()) + 2 * THREADS  # each thread's open and close are recorded too
+class Case:
+    """A burst: `end` join (threads stopped and joined, each closing its fd), exit or kill (the
+    process ends while its threads still run); `fsize` an RLIMIT_FSIZE that stops recording."""
+
+    def __init__(self, name, seconds, end="join", fsize=None, env=None, threads=THREADS, attempts=1):
+        self.name, self.seconds, self.end, self.fsize, self.env = name, seconds, end, fsize, env or {}
+        self.threads, self.attempts = threads, attempts  # attempts: runs, all of which must pass
+
+
+def raw_file_of(raw, pid):
+    for d, _, names in os.walk(raw):
+        for n in names:
+            if n.startswith(f"proc-{pid}-") and n.endswith(".ttr"):
+                return os.path.join(d, n)
+    raise Failure(f"no record file of pid {pid}")
+
+
+def check_case(b, case):
+    raw, pid, calls, rate = b.run(case)
+    path = raw_file_of(raw, pid)
+    flags, io, raw_dropped = walk_raw(path)
+    per_thread = 2 if case.end == "join" else 1  # open (+ close when joined)
+    expected = sum(calls.values()) + per_thread * case.threads
+    # A thread cut off by the process's end may have made one call it did not count yet.
+    slack = 0 if case.end == "join" else case.threads
     recorded = sum(io.get(tid, 0) for tid in calls)
     expect(set(io) <= set(calls), f"I/O records on threads that made no call: {set(io) - set(calls)}")
-    expect(recorded + raw_dropped == expected,
-           f"raw: {recorded} recorded + {raw_dropped} dropped != {expected} calls "
-           f"({expected - recorded - raw_dropped:+d} lost uncounted)")
+    diff = recorded + raw_dropped - expected
+    miss = f"{-diff} lost uncounted" if diff < 0 else f"{diff} more than the calls made"
+    expect(0 <= diff <= slack, f"raw: {recorded} recorded + {raw_dropped} dropped, {expected} calls made: {miss}")
     events, dropped, bad = b.merged(raw)
     expect(not bad, f"merge diagnostics: {bad}")
     expect(events == recorded and dropped == raw_dropped,
            f"merged {events} I/O events + {dropped} dropped, raw {recorded} + {raw_dropped}")
-    if fsize is None:
+    if case.fsize is None:
         expect(raw_dropped == 0 and not flags & K_RECORDING_STOPPED, f"{raw_dropped} dropped without a limit")
         for tid, n in calls.items():
-            expect(io.get(tid, 0) == n + 2, f"thread {tid}: {io.get(tid, 0)} I/O records for {n} + 2 calls")
+            expect(0 <= io.get(tid, 0) - n - per_thread <= slack // case.threads,
+                   f"thread {tid}: {io.get(tid, 0)} I/O records for {n} + {per_thread} calls")
     else:
-        expect(flags & K_RECORDING_STOPPED and raw_dropped > 0 and recorded > 2 * THREADS,
+        expect(flags & K_RECORDING_STOPPED and raw_dropped > 0 and recorded > case.threads,
                f"the limit should stop recording mid-burst: flags {flags:#x}, {recorded} recorded, "
                f"{raw_dropped} dropped")
-        expect(os.path.getsize(files[0]) <= fsize, "record file grew past RLIMIT_FSIZE")
+        expect(os.path.getsize(path) <= case.fsize, "record file grew past RLIMIT_FSIZE")
     shutil.rmtree(raw)
     return (f"{sum(calls.values())} calls at {rate:,.0f}/s: {recorded} recorded + {raw_dropped} dropped "
-            f"= {expected} (calls + {2 * THREADS} open/close)")
+            f"= {recorded + raw_dropped} for {expected} calls ({per_thread * case.threads} of them open/close)")
 
 
 def main():
-    if len(sys.argv) != 4 or not os.path.isfile(sys.argv[1]):
+    known_gaps = "--known-gaps" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--known-gaps"]
+    if len(args) != 3 or not os.path.isfile(args[0]):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 64
     root = tempfile.mkdtemp(prefix="tt-burst-test-")
     # 9 first chunks (the main thread's and one per burst thread) + 15 shared: the limit is hit
     # after about 15 x 26,000 records, a fraction of a second into the burst.
     fsize = HEADER_SIZE + 24 * CHUNK_SIZE
-    cases = [("no_limit", 1, None, None), ("file_size_limit", 0.5, fsize, None),
-             ("file_size_limit_monotonic", 0.5, fsize, {"TRACETUNE_IO_CLOCK": "monotonic"})]
+    cases = [Case("no_limit", 0.5), Case("killed", 0.2, "kill"), Case("exit_while_running", 0.2, "exit"),
+             Case("file_size_limit", 0.5, fsize=fsize),
+             Case("file_size_limit_monotonic", 0.5, fsize=fsize, env={"TRACETUNE_IO_CLOCK": "monotonic"})]
+    if known_gaps:
+        # Not exact today (see the docstring): drops counted after the exit-time Dropped record,
+        # and drops of a killed process, are never written.
+        # Two threads for exit: each may be one call over, far fewer than the calls lost; three
+        # runs, as the threads may not get a CPU while exit() flushes.
+        cases = [Case("stopped_then_exit", 0.3, "exit", fsize=fsize, threads=2, attempts=3),
+                 Case("stopped_then_killed", 0.3, "kill", fsize=fsize)]
     passed = failed = 0
     try:
-        b = Burst(os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3], root)
-        for name, seconds, limit, env in cases:
+        b = Burst(os.path.abspath(args[0]), args[1], args[2], root)
+        for case in cases:
+            name = case.name
             try:
-                summary = check_case(b, name, seconds, limit, env)
+                for _ in range(case.attempts):
+                    summary = check_case(b, case)
             except (Failure, subprocess.SubprocessError, OSError) as e:
                 failed += 1
                 print(f"FAIL burst_{name}: {e}")
