@@ -79,8 +79,9 @@ def run_text(cmd):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True).stdout
 
 
-def find_darshan(src, prefix, cache):
-    """(Darshan, None) or (None, why it is skipped)."""
+def find_darshan(src, prefix, cache, mod_mem=None):
+    """(Darshan, None) or (None, why it is skipped). `mod_mem` (MiB): configure's
+    --with-mod-mem, the memory of Darshan's modules, DXT's trace buffer included (2 MiB)."""
     if prefix is not None:
         d = Darshan(prefix, f"installed at {prefix}")
         return (d, None) if d.lib.exists() else (None, f"{d.lib} not found")
@@ -89,7 +90,8 @@ def find_darshan(src, prefix, cache):
     src = pathlib.Path(src).resolve()
     if not (src / "darshan-runtime").is_dir():
         return None, f"{src} is not a Darshan source tree (no darshan-runtime/)"
-    return build_darshan(src, pathlib.Path(cache))
+    flags = CONFIGURE_FLAGS + ([f"--with-mod-mem={mod_mem}"] if mod_mem else [])
+    return build_darshan(src, pathlib.Path(cache) / (f"mod-mem-{mod_mem}" if mod_mem else "default"), flags)
 
 
 def missing_tools(src):
@@ -100,14 +102,14 @@ def missing_tools(src):
     return missing
 
 
-def build_darshan(src, cache):
+def build_darshan(src, cache, flags):
     """Builds darshan-runtime and darshan-util from `src` into cache/prefix, once per source
     tree and flag set (cache/stamp); the source is copied first, since its bootstrap
     (prepare.sh: autoreconf) writes into the tree."""
     prefix = cache / "prefix"
-    stamp_text = f"{src}\n{' '.join(CONFIGURE_FLAGS)}\n"
+    stamp_text = f"{src}\n{' '.join(flags)}\n"
     stamp = cache / "stamp"
-    d = Darshan(prefix, f"built from {src} into {prefix} ({' '.join(CONFIGURE_FLAGS)})")
+    d = Darshan(prefix, f"built from {src} into {prefix} ({' '.join(flags)})")
     if d.lib.exists() and stamp.exists() and stamp.read_text() == stamp_text:
         return d, None
     missing = missing_tools(src)
@@ -120,7 +122,7 @@ def build_darshan(src, cache):
     shutil.copytree(src, tree, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     obj.mkdir()
     steps = [] if (tree / "configure").exists() else [(["sh", "prepare.sh"], tree)]
-    steps += [([str(tree / "configure"), f"--prefix={prefix}", *CONFIGURE_FLAGS], obj),
+    steps += [([str(tree / "configure"), f"--prefix={prefix}", *flags], obj),
               (["make", f"-j{min(os.cpu_count() or 1, 4)}", "install"], obj)]
     print(f"building Darshan from {src} in {cache} (log: {log}) ...", flush=True)
     with open(log, "w") as fh:
