@@ -27,18 +27,19 @@
  * counting it: one call more per thread than printed may have been made. */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static double now(void) {
   struct timespec ts;
@@ -161,8 +162,8 @@ static void* burst_main(void* p) {
 
 /* Starts the threads, lets them run for `seconds`, then stops and joins them (kJoin), or
  * leaves them running and calls exit(0) (kExit) or raises SIGKILL (kKill). */
-static void burst_threads(const char* path, enum burst_op op, double seconds, int threads,
-                          enum burst_end end, struct burst_slot* slots) {
+static void burst_threads(const char* path, enum burst_op op, double seconds, int threads, enum burst_end end,
+                          struct burst_slot* slots) {
   struct burst_thread t[256];
   pthread_t th[256];
   pthread_barrier_t start;
@@ -182,7 +183,8 @@ static void burst_threads(const char* path, enum burst_op op, double seconds, in
     static char buf[1 << 20];
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
     /* printf, which no tracer here records (fputs of a constant string becomes fwrite) */
-    for (int i = 0; i < (int)(sizeof buf / 80); ++i) printf("# padding flushed by exit() while the threads run %d\n", i);
+    for (int i = 0; i < (int)(sizeof buf / 80); ++i)
+      printf("# padding flushed by exit() while the threads run %d\n", i);
     exit(0);
   }
   if (end == kKill) raise(SIGKILL);
@@ -192,20 +194,26 @@ static void burst_threads(const char* path, enum burst_op op, double seconds, in
 
 static int run_burst(const char* path, double seconds, int threads, const char* opname, const char* endname) {
   enum burst_op op = kPread1;
-  if (strcmp(opname, "lseek") == 0) op = kLseek;
-  else if (strcmp(opname, "badclose") == 0) op = kBadClose;
-  else if (strcmp(opname, "pread1") != 0) return 2;
+  if (strcmp(opname, "lseek") == 0)
+    op = kLseek;
+  else if (strcmp(opname, "badclose") == 0)
+    op = kBadClose;
+  else if (strcmp(opname, "pread1") != 0)
+    return 2;
   enum burst_end end = kJoin;
-  if (strcmp(endname, "exit") == 0) end = kExit;
-  else if (strcmp(endname, "kill") == 0) end = kKill;
-  else if (strcmp(endname, "join") != 0) return 2;
+  if (strcmp(endname, "exit") == 0)
+    end = kExit;
+  else if (strcmp(endname, "kill") == 0)
+    end = kKill;
+  else if (strcmp(endname, "join") != 0)
+    return 2;
   if (threads < 1 || threads > 256 || seconds <= 0) return 2;
-  struct burst_slot* slots = mmap(NULL, sizeof(struct burst_slot) * 256, PROT_READ | PROT_WRITE,
-                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  struct burst_slot* slots =
+      mmap(NULL, sizeof(struct burst_slot) * 256, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (slots == MAP_FAILED) return 1;
   if (end == kJoin) {
     burst_threads(path, op, seconds, threads, end, slots);
-  } else {  /* the burst runs in a child that ends with its threads running */
+  } else { /* the burst runs in a child that ends with its threads running */
     const pid_t child = fork();
     if (child == 0) burst_threads(path, op, seconds, threads, end, slots);
     int status;
