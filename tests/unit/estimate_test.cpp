@@ -36,6 +36,8 @@ TEST(Estimate, RowBytesAreTheColumnsOfOneEvent) {
   // start, dur (8 + 8), track, name (4 + 4), then correlation, external id, config, graph id (4 each)
   EXPECT_EQ(b.kernels, 40u);
   EXPECT_EQ(b.counters, 8u + 4u + 4u + 8u);
+  // start, dur, bytes, offset, result (8 each), track, name, fd, path (4 each), errno (2), op (1)
+  EXPECT_EQ(b.io_calls, 59u);
 }
 
 TEST(Estimate, TracetuneDbCountsEveryEventTable) {
