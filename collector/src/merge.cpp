@@ -582,7 +582,7 @@ class ProcessConverter {
       io.bytes.push_back(r.bytes);
       io.offset.push_back(r.offset);
       io.result.push_back(r.result);
-      io.err.push_back(r.err);
+      io.err.push_back(static_cast<std::int16_t>(r.err));  // an errno: below 4096
     }
   }
 

@@ -62,6 +62,12 @@ def case_dataloader(tmp):
                                    JOIN threads t ON t.id = k.owner_id WHERE io.op = 1 GROUP BY t.process_id""")
     check("dataloader: every worker has reads", worker_pids <= {p for p, n in reads_by_worker if n > 0},
           f"{reads_by_worker}")
+    # issue 15: at most 48 B per event on disk; the I/O rows' share of it, pages of io_calls and
+    # of any index on it (schema 2: 51 B per call; schema 3 clusters the table: 31)
+    io_bytes = query(db, "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'io_calls%'")[0][0]
+    io_rows = query(db, "SELECT count(*) FROM io_calls")[0][0]
+    check("dataloader: an I/O call takes at most 40 bytes of the file", io_rows and io_bytes / io_rows <= 40,
+          f"{io_bytes} bytes for {io_rows} calls")
     steps = query(db, "SELECT count(*) FROM steps")[0][0]
     waits = query(db, "SELECT count(*) FROM ranges r JOIN strings s ON s.id = r.name_id "
                       "WHERE s.value = 'DataLoader: waiting for batch'")[0][0]

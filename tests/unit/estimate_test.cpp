@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io_trace.h"
 #include "temp_dir.h"
 #include "tracetune/trace/estimate.h"
 #include "tracetune/trace/importers.h"
@@ -35,6 +36,8 @@ TEST(Estimate, RowBytesAreTheColumnsOfOneEvent) {
   // start, dur (8 + 8), track, name (4 + 4), then correlation, external id, config, graph id (4 each)
   EXPECT_EQ(b.kernels, 40u);
   EXPECT_EQ(b.counters, 8u + 4u + 4u + 8u);
+  // start, dur, bytes, offset, result (8 each), track, name, fd, path (4 each), errno (2), op (1)
+  EXPECT_EQ(b.io_calls, 59u);
 }
 
 TEST(Estimate, TracetuneDbCountsEveryEventTable) {
@@ -54,6 +57,22 @@ TEST(Estimate, TracetuneDbCountsEveryEventTable) {
   EXPECT_GT(e->model_bytes, read->event_bytes() / 2);
   EXPECT_GT(e->transient_bytes, 0u);
   EXPECT_LE(e->transient_bytes, e->model_bytes);
+}
+
+// io_calls has no rowid from schema 3 on: it is counted by its last key, in either layout.
+TEST(Estimate, CountsIoCallsOfEverySchema) {
+  Trace t;
+  tt::testing::add_dataloader_io(t, 1'000);
+  TempDir dir;
+  const fs::path db = dir.path() / "io.db";
+  ASSERT_TRUE(write_trace(t, db, "estimate_test").ok());
+  auto now = estimate_load(db);
+  ASSERT_TRUE(now.ok()) << now.error();
+  EXPECT_EQ(now->events, 1'000u);
+  EXPECT_EQ(now->model_bytes, 1'000u * row_bytes().io_calls);
+  auto v2 = estimate_load(fs::path(TT_TEST_DATA_DIR) / "store/io-schema2.tracetune.db");
+  ASSERT_TRUE(v2.ok()) << v2.error();
+  EXPECT_EQ(v2->events, 300u);
 }
 
 TEST(Estimate, NsysExportCountsItsEventTables) {

@@ -20,7 +20,10 @@
 // For a tracetune DB, max(id) of each event table is its row count (the writer numbers rows
 // densely from 1) and costs one b-tree descent: 1 ms warm, 8 ms with a cold page cache for
 // five tables of a 10M-event, 608 MB DB, where count(*) took 40 ms warm and 320 ms cold (it
-// reads every page of the table). nsys exports are counted the same way (max(rowid)).
+// reads every page of the table). nsys exports are counted the same way (max(rowid)). io_calls
+// has no rowid from schema 3 on (it is clustered on (track_id, start_ns, id)); the writer
+// numbers its rows in that order, so the id of its last row in that order is the count, one
+// descent in either layout (through io_calls_track_time before schema 3).
 #include "tracetune/trace/estimate.h"
 
 #include <algorithm>
@@ -42,9 +45,14 @@ namespace {
 struct CountedTable {
   std::string_view name;
   std::size_t row_bytes;
+  std::string_view rows_sql = {};  // the query of its row count; empty: max(rowid)
 };
 
-// Rows of each table that exists (max(rowid); 0 for an empty or absent table) times its bytes.
+constexpr std::string_view kIoCallsRows =
+    "SELECT (SELECT id FROM io_calls ORDER BY track_id DESC, start_ns DESC, id DESC LIMIT 1)";  // NULL when empty
+
+// Rows of each table that exists (max(rowid) or its rows_sql; 0 for an empty or absent table)
+// times its bytes.
 // `chunked`: the reader loads each table in parallel chunks and then concatenates them, so it
 // briefly holds the largest table twice (read_trace); the nsys importer appends row by row.
 Result<LoadEstimate> estimate_sqlite(const fs::path& path, std::span<const CountedTable> tables, bool chunked) {
@@ -59,7 +67,8 @@ Result<LoadEstimate> estimate_sqlite(const fs::path& path, std::span<const Count
     exists->bind(1, t.name);
     if (exists->step() != SQLITE_ROW) continue;
     // the name is one of ours, not the file's: no quoting needed
-    auto q = sql::Stmt::prepare(db->get(), fmt::format("SELECT max(rowid) FROM \"{}\"", t.name));
+    const std::string sql = t.rows_sql.empty() ? fmt::format("SELECT max(rowid) FROM \"{}\"", t.name) : std::string(t.rows_sql);
+    auto q = sql::Stmt::prepare(db->get(), sql);
     if (!q) return make_error(fmt::format("{}: {}: {}", path.string(), t.name, q.error()));
     if (q->step() != SQLITE_ROW) return make_error(fmt::format("{}: {}: {}", path.string(), t.name, db->errmsg()));
     const auto rows = static_cast<std::uint64_t>(std::max<std::int64_t>(0, q->i64_or(0, 0)));
@@ -114,7 +123,7 @@ Result<LoadEstimate> estimate_load(const fs::path& path) {
     case InputFormat::TracetuneDb: {
       const CountedTable tables[] = {{"kernels", b.kernels},   {"memcpys", b.memcpys},         {"memsets", b.memsets},
                                      {"api_calls", b.api_calls}, {"syncs", b.syncs},           {"ranges", b.ranges},
-                                     {"steps", b.steps},       {"collectives", b.collectives}, {"io_calls", b.io_calls},
+                                     {"steps", b.steps},       {"collectives", b.collectives}, {"io_calls", b.io_calls, kIoCallsRows},
                                      {"counters", b.counters}, {"flows", b.flows}};
       return estimate_sqlite(path, tables, true);
     }

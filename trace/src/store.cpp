@@ -1,4 +1,4 @@
-// Trace <-> SQLite (schema v1). Each event table is described once, as a tuple of column
+// Trace <-> SQLite (schema v3). Each event table is described once, as a tuple of column
 // descriptors; the DDL, the INSERT, and the SELECT all come from that one description.
 #include "tracetune/trace/store.h"
 
@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -106,16 +107,29 @@ Status load_col(const Stmt& s, int& idx, Table& t, const Col<Table, V>& c, const
   return {};
 }
 
+// A span table's layout. A rowid table has `id INTEGER PRIMARY KEY`, stores end_ns and has a
+// <name>_track_time index. A clustered table is a WITHOUT ROWID table keyed on (track_id,
+// start_ns, id): the table is its own time index, so there is no second copy of each row's
+// key. It stores dur_ns (1 to 3 bytes for most calls, where end_ns takes 6) and has end_ns as a
+// virtual generated column, so SQL sees the columns of a rowid table (end_ns last, after dur_ns).
 template <class Table, class... Cols>
 struct TableDef {
   const char* name;
   bool span;  // span tables store start_ns/end_ns/name_id; point tables ts_ns
   std::tuple<Cols...> cols;
+  int clustered_since = 0;  // the schema version from which the table is clustered; 0: never
+
+  bool clustered(int version) const { return clustered_since != 0 && version >= clustered_since; }
 };
 
 template <class Table, class... Cols>
 constexpr TableDef<Table, Cols...> span_table(const char* name, Cols... cols) {
   return {name, true, std::tuple<Cols...>(cols...)};
+}
+
+template <class Table, class... Cols>
+constexpr TableDef<Table, Cols...> clustered_span_table(int since, const char* name, Cols... cols) {
+  return {name, true, std::tuple<Cols...>(cols...), since};
 }
 
 using K = KernelTable;
@@ -155,7 +169,9 @@ const auto kCollectives = span_table<C>("collectives",
     col("protocol_id", &C::protocol), opt("channels", &C::channels, -1), opt("seq", &C::seq, -1),
     opt("peer", &C::peer, -1), opt("root", &C::root, -1), col("side", &C::side),
     opt("correlation", &C::correlation, 0));
-const auto kIoCalls = span_table<I>("io_calls",
+// Clustered from version 3: an I/O-heavy recording is mostly io_calls rows (issue 15: at most
+// 48 bytes per event on disk; 63 with a rowid table, its index and end_ns).
+const auto kIoCalls = clustered_span_table<I>(3, "io_calls",
     col("op", &I::op), opt("fd", &I::fd, -1), col("path_id", &I::path), opt("bytes", &I::bytes, -1),
     opt("offset", &I::offset, -1), col("result", &I::result), col("errno", &I::err));
 
@@ -170,13 +186,24 @@ void enum_rows(std::string& sql, const char* table, int count) {
   }
 }
 
+// The table of the current schema (see TableDef for the two layouts), in `schema` ("main",
+// "load"). A clustered table's end_ns is added once its rows are in (write_clustered_table).
 template <class Def>
-void span_ddl(std::string& sql, const Def& d) {
-  sql += "CREATE TABLE " + std::string(d.name) +
-         "(id INTEGER PRIMARY KEY, track_id INTEGER NOT NULL REFERENCES tracks(id), "
-         "start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name_id INTEGER NOT NULL REFERENCES strings(id)";
+void span_ddl(std::string& sql, const Def& d, const char* schema = "main") {
+  const bool clustered = d.clustered(kSchemaVersion);
+  sql += "CREATE TABLE " + std::string(schema) + "." + d.name + (clustered ? "(id INTEGER NOT NULL" : "(id INTEGER PRIMARY KEY") +
+         ", track_id INTEGER NOT NULL REFERENCES tracks(id), start_ns INTEGER NOT NULL" +
+         (clustered ? "" : ", end_ns INTEGER NOT NULL") + ", name_id INTEGER NOT NULL REFERENCES strings(id)";
   std::apply([&](const auto&... c) { ((sql += ", " + std::string(c.name) + (c.nullable ? " INTEGER" : " INTEGER NOT NULL")), ...); }, d.cols);
-  sql += ");\n";
+  sql += clustered ? ", dur_ns INTEGER NOT NULL, PRIMARY KEY(track_id, start_ns, id)) WITHOUT ROWID;\n" : ");\n";
+}
+
+// A rowid table's time index, created after the bulk insert (much faster than maintaining it
+// row by row); a clustered table is its own.
+template <class Def>
+void track_time_index(std::string& sql, const Def& d) {
+  if (d.clustered(kSchemaVersion)) return;
+  sql += "CREATE INDEX " + std::string(d.name) + "_track_time ON " + d.name + "(track_id, start_ns);\n";
 }
 
 std::string build_schema() {
@@ -226,57 +253,67 @@ CREATE TABLE diagnostics(id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, source T
   return s;
 }
 
-// Per-track time-range indexes: created after the bulk insert (much faster than maintaining
-// them row by row).
-constexpr const char* kIndexes = R"SQL(
-CREATE INDEX kernels_track_time ON kernels(track_id, start_ns);
-CREATE INDEX memcpys_track_time ON memcpys(track_id, start_ns);
-CREATE INDEX memsets_track_time ON memsets(track_id, start_ns);
-CREATE INDEX api_calls_track_time ON api_calls(track_id, start_ns);
-CREATE INDEX syncs_track_time ON syncs(track_id, start_ns);
-CREATE INDEX ranges_track_time ON ranges(track_id, start_ns);
-CREATE INDEX steps_track_time ON steps(track_id, start_ns);
-CREATE INDEX collectives_track_time ON collectives(track_id, start_ns);
-CREATE INDEX io_calls_track_time ON io_calls(track_id, start_ns);
+// Per-track time-range indexes and the correlation lookups, created after the bulk insert.
+std::string build_indexes() {
+  std::string s;
+  track_time_index(s, kKernels);
+  track_time_index(s, kMemcpys);
+  track_time_index(s, kMemsets);
+  track_time_index(s, kApiCalls);
+  track_time_index(s, kSyncs);
+  track_time_index(s, kRanges);
+  track_time_index(s, kSteps);
+  track_time_index(s, kCollectives);
+  track_time_index(s, kIoCalls);
+  return s + R"SQL(
 CREATE INDEX counters_track_time ON counters(track_id, ts_ns);
 CREATE INDEX flows_track_time ON flows(track_id, ts_ns);
 CREATE INDEX kernels_correlation ON kernels(correlation);
 CREATE INDEX api_calls_correlation ON api_calls(correlation);
 )SQL";
+}
+
+// The time column a span table of schema `version` stores: end_ns, or a clustered table's dur_ns.
+template <class Def>
+const char* stored_time(const Def& d, int version) {
+  return d.clustered(version) ? "dur_ns" : "end_ns";
+}
 
 template <class Def>
-std::string insert_sql(const Def& d) {
-  std::string s = "INSERT INTO " + std::string(d.name) + " VALUES(?,?,?,?,?";
-  std::apply([&](const auto&... c) { ((s += ",?", (void)c), ...); }, d.cols);
-  return s + ")";
+std::string insert_sql(const Def& d, const char* schema) {
+  std::string names = std::string("id, track_id, start_ns, ") + stored_time(d, kSchemaVersion) + ", name_id";
+  std::string values = "?,?,?,?,?";
+  std::apply([&](const auto&... c) { ((names += ", " + std::string(c.name), values += ",?"), ...); }, d.cols);
+  return "INSERT INTO " + std::string(schema) + "." + d.name + "(" + names + ") VALUES(" + values + ")";
 }
 
 // The columns a file of schema `version` has; the ones added later read as NULL.
 template <class Def>
 std::string select_sql(const Def& d, int version) {
-  std::string s = "SELECT track_id, start_ns, end_ns, name_id";
+  std::string s = std::string("SELECT track_id, start_ns, ") + stored_time(d, version) + ", name_id";
   auto column = [&](const auto& c) {
     if (c.derived) return std::string();
     return c.since > version ? ", NULL" : ", " + std::string(c.name);
   };
   std::apply([&](const auto&... c) { ((s += column(c)), ...); }, d.cols);
-  return s + ", id FROM " + d.name + " ORDER BY id";  // id last: for messages
+  return s + ", id FROM " + d.name;  // id last: for messages
 }
 
 bool keeps(const TrackFilter& keep, std::int64_t track) {
   return track >= 0 && static_cast<std::uint64_t>(track) < keep.size() && keep[static_cast<std::size_t>(track)];
 }
 
+// Inserts every row of `t` into the table of `d` in `schema`.
 template <class Table, class Def>
-Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
-  auto st = Stmt::prepare(db, insert_sql(d));
+Status insert_span_rows(sqlite3* db, const Table& t, const Def& d, const char* schema) {
+  auto st = Stmt::prepare(db, insert_sql(d, schema));
   if (!st) return make_error(st.error());
   Stmt& s = st.value();
   for (std::size_t row = 0; row < t.size(); ++row) {
     s.bind(1, static_cast<std::int64_t>(row + 1));
     s.bind(2, static_cast<std::int64_t>(t.track[row]));
     s.bind(3, t.start[row]);
-    s.bind(4, t.start[row] + t.dur[row]);
+    s.bind(4, d.clustered(kSchemaVersion) ? t.dur[row] : t.start[row] + t.dur[row]);
     s.bind(5, static_cast<std::int64_t>(t.name[row]));
     int idx = 6;
     std::apply([&](const auto&... c) { (bind_col(s, idx++, t, c, row), ...); }, d.cols);
@@ -286,48 +323,187 @@ Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
   return {};
 }
 
-// Reads the rows with lo <= id < hi, in id order, appending to `t`.
+// A clustered table is written through a copy in the in-memory database "load" (write_trace
+// attaches it). Rows inserted one by one, even in key order, fill a WITHOUT ROWID table's pages
+// to about 88%; SQLite packs them when it copies a whole table into an empty one of the same
+// schema ("INSERT INTO t SELECT * FROM u", its transfer optimization, which VACUUM uses): 36.2
+// against 31.9 B per I/O call of the DataLoader sample. The transfer does not take a generated
+// column in a table with a primary key, so end_ns is added after it. The copy holds the rows in
+// memory until the file is closed (about their size in the file).
 template <class Table, class Def>
-Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, std::int64_t lo, std::int64_t hi,
-                      const TrackFilter& keep) {
-  std::string sql = select_sql(d, version);
-  sql.insert(sql.size() - std::string(" ORDER BY id").size(), " WHERE id >= ?1 AND id < ?2");
-  auto st = Stmt::prepare(db, sql);
+Status write_clustered_table(sqlite3* db, const Table& t, const Def& d) {
+  const std::string name(d.name);
+  std::string load_ddl;
+  span_ddl(load_ddl, d, "load");
+  Status st = sql::exec(db, load_ddl.c_str());
+  if (st) st = insert_span_rows(db, t, d, "load");
+  if (st) st = sql::exec(db, ("INSERT INTO main." + name + " SELECT * FROM load." + name + "; DROP TABLE load." + name).c_str());
+  if (st) st = sql::exec(db, ("ALTER TABLE main." + name + " ADD COLUMN end_ns INTEGER GENERATED ALWAYS AS (start_ns + dur_ns) VIRTUAL").c_str());
+  if (!st) return make_error(name + ": " + st.error());
+  return {};
+}
+
+template <class Table, class Def>
+Status write_span_table(sqlite3* db, const Table& t, const Def& d) {
+  return d.clustered(kSchemaVersion) ? write_clustered_table(db, t, d) : insert_span_rows(db, t, d, "main");
+}
+
+// The rows one read takes: ids in [from, to) of a rowid table, or the rows of one track of a
+// clustered table whose start_ns is in [from, to). A clustered chunk's missing bound is open, so
+// that every row of the track is read, a start_ns that is not an integer too (and refused).
+struct RowChunk {
+  std::optional<std::int64_t> track;  // set: a clustered table's track
+  std::optional<std::int64_t> from, to;
+  std::size_t rows = 0;  // about how many rows, to reserve
+};
+
+RowChunk id_chunk(std::int64_t from, std::int64_t to) {
+  return {std::nullopt, from, to, static_cast<std::size_t>(to - from)};  // ids are dense: the exact count
+}
+
+std::string chunk_where(const RowChunk& c) {
+  if (!c.track) return " WHERE id >= ?1 AND id < ?2 ORDER BY id";
+  std::string w = " WHERE track_id = ?3";
+  if (c.from) w += " AND start_ns >= ?1";
+  if (c.to) w += " AND start_ns < ?2";
+  return w + " ORDER BY track_id, start_ns, id";
+}
+
+// A span's duration from its stored time column (end_ns, or a clustered table's dur_ns).
+Result<Ns> span_duration(const char* table, std::int64_t row, Ns start, std::int64_t stored, bool stored_is_dur) {
+  Ns dur = stored, end = stored;
+  if (stored_is_dur) {
+    if (dur < 0) return make_error(fmt::format("{} row {}: dur_ns {} is negative", table, row, dur));
+    if (__builtin_add_overflow(start, dur, &end)) return make_error(fmt::format("{} row {}: end_ns overflows 64 bits", table, row));
+    return dur;
+  }
+  if (end < start) return make_error(fmt::format("{} row {}: end_ns {} is before start_ns {}", table, row, end, start));
+  if (__builtin_sub_overflow(end, start, &dur))
+    return make_error(fmt::format("{} row {}: the duration overflows 64 bits", table, row));
+  return dur;
+}
+
+// Reads the rows of chunk `c`, in id order (a clustered table's key order: the same for files
+// this writer wrote), appending to `t`.
+template <class Table, class Def>
+Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, const RowChunk& c, const TrackFilter& keep) {
+  auto st = Stmt::prepare(db, select_sql(d, version) + chunk_where(c));
   if (!st) return make_error(std::string(d.name) + ": " + st.error());
   Stmt& s = st.value();
-  s.bind(1, lo);
-  s.bind(2, hi);
-  const auto n = keep.empty() ? static_cast<std::size_t>(hi - lo) : 0;  // ids are dense: the exact row count
+  if (c.from) s.bind(1, *c.from);
+  if (c.to) s.bind(2, *c.to);
+  if (c.track) s.bind(3, *c.track);
+  const auto n = keep.empty() || c.track ? c.rows : 0;
   t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
-  std::apply([&](const auto&... c) { ((t.*c.member).reserve(n), ...); }, d.cols);
-  const int id_column = 4 + static_cast<int>(std::apply([](const auto&... c) { return (0 + ... + (c.derived ? 0 : 1)); }, d.cols));
+  std::apply([&](const auto&... col) { ((t.*col.member).reserve(n), ...); }, d.cols);
+  const int id_column = 4 + static_cast<int>(std::apply([](const auto&... col) { return (0 + ... + (col.derived ? 0 : 1)); }, d.cols));
+  const bool clustered = d.clustered(version);
+  const char* fixed[] = {"track_id", "start_ns", stored_time(d, version), "name_id"};
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     const std::int64_t row = s.i64(id_column);
     if (!keep.empty() && !keeps(keep, s.i64(0))) continue;
-    static constexpr const char* kFixed[] = {"track_id", "start_ns", "end_ns", "name_id"};
-    for (int c = 0; c < 4; ++c)
-      if (auto bad = integer_cell(s, c, d.name, kFixed[c], false, row); !bad) return bad;
-    Ns start = s.i64(1), end = s.i64(2);
-    if (end < start) return make_error(fmt::format("{} row {}: end_ns {} is before start_ns {}", d.name, row, end, start));
-    if (__builtin_sub_overflow(end, start, &end))
-      return make_error(fmt::format("{} row {}: the duration overflows 64 bits", d.name, row));
+    for (int col = 0; col < 4; ++col)
+      if (auto bad = integer_cell(s, col, d.name, fixed[col], false, row); !bad) return bad;
+    const Ns start = s.i64(1);
+    auto dur = span_duration(d.name, row, start, s.i64(2), clustered);
+    if (!dur) return make_error(dur.error());
     t.track.push_back(static_cast<std::uint32_t>(s.i64(0)));
     t.start.push_back(start);
-    t.dur.push_back(end);
+    t.dur.push_back(dur.value());
     t.name.push_back(static_cast<StringId>(s.i64(3)));
     int idx = 4;
     Status loaded;
-    std::apply([&](const auto&... c) { ((loaded ? (void)(loaded = load_col(s, idx, t, c, d.name, row)) : (void)0), ...); }, d.cols);
+    std::apply([&](const auto&... col) { ((loaded ? (void)(loaded = load_col(s, idx, t, col, d.name, row)) : (void)0), ...); }, d.cols);
     if (!loaded) return loaded;
   }
   if (rc != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
   return {};
 }
 
-// One event table read as id-range chunks on parallel connections, then concatenated in
-// order: the per-row cost of SQLite, not I/O, bounds loading, so a big table must be split
-// across cores too.
+// A rowid table's chunks: id ranges of `rows_per_chunk`.
+Status id_chunks(sqlite3* db, const std::string& table, std::size_t rows_per_chunk, std::vector<RowChunk>& out) {
+  // two subqueries: each is one b-tree descent, while "min(id), max(id)" together scan
+  auto q = Stmt::prepare(db, "SELECT (SELECT min(id) FROM " + table + "), (SELECT max(id) FROM " + table + ")");
+  if (!q) return make_error(q.error());
+  if (q->step() != SQLITE_ROW || q->type(0) == SQLITE_NULL) return {};
+  const std::int64_t lo = q->i64(0);
+  std::int64_t hi = 0;
+  if (__builtin_add_overflow(q->i64(1), 1, &hi)) return make_error(table + ": implausible row ids");
+  const auto step = static_cast<std::int64_t>(rows_per_chunk);
+  for (std::int64_t a = lo; a < hi; a += step) out.push_back(id_chunk(a, std::min(hi, a + step)));
+  return {};
+}
+
+// One track's rows (start times first..last, about `rows`) as pieces of equal time spans,
+// `rows_per_chunk` rows each as far as the calls are spread evenly in time.
+void split_track(std::int64_t track, Ns first, Ns last, std::uint64_t rows, std::size_t rows_per_chunk,
+                 std::vector<RowChunk>& out) {
+  const std::uint64_t pieces = std::clamp<std::uint64_t>(rows / rows_per_chunk + 1, 1, 256);
+  const std::size_t reserve = static_cast<std::size_t>(std::min<std::uint64_t>(rows / pieces + 1, rows_per_chunk));
+  std::optional<Ns> from;
+  for (std::uint64_t i = 1; i <= pieces; ++i) {
+    std::optional<Ns> to;
+    if (i < pieces) to = first + static_cast<Ns>((static_cast<__int128>(last) - first) * i / pieces);
+    out.push_back({track, from, to, reserve});
+    from = to;
+  }
+}
+
+struct RowKey {
+  std::int64_t track, id;
+  Ns start;
+};
+
+// The key (track_id, start_ns, id) of the row `q` selects, then resets `q`; nullopt when there
+// is none. A cell that is not an integer is refused: the walk over tracks relies on integers.
+Result<std::optional<RowKey>> step_key(sqlite3* db, Stmt& q, const std::string& table) {
+  const int rc = q.step();
+  if (rc == SQLITE_DONE) {
+    q.reset();
+    return std::optional<RowKey>();
+  }
+  if (rc != SQLITE_ROW) return make_error(table + ": " + sqlite3_errmsg(db));
+  const std::int64_t row = q.type(2) == SQLITE_INTEGER ? q.i64(2) : 0;
+  for (int c = 0; c < 3; ++c)
+    if (auto bad = integer_cell(q, c, table.c_str(), q.column_name(c), false, row); !bad) return make_error(bad.error());
+  const RowKey key{q.i64(0), q.i64(2), q.i64(1)};
+  q.reset();
+  return std::optional<RowKey>(key);
+}
+
+// A clustered table's chunks: its tracks (those `keep` leaves out skipped), each split by
+// split_track. Two b-tree descents per track: the keys of its first and of its last row. The
+// writer numbers a track's rows consecutively, so their ids give its row count, where count(*)
+// would read every row; that count only balances the chunks, which cover every row whatever
+// the ids say.
+Status track_chunks(sqlite3* db, const std::string& table, std::size_t rows_per_chunk, const TrackFilter& keep,
+                    std::vector<RowChunk>& out) {
+  const std::string select_key = "SELECT track_id, start_ns, id FROM " + table;
+  auto first = Stmt::prepare(db, select_key + " ORDER BY track_id, start_ns, id LIMIT 1");
+  auto next = Stmt::prepare(db, select_key + " WHERE track_id > ?1 ORDER BY track_id, start_ns, id LIMIT 1");
+  auto last = Stmt::prepare(db, select_key + " WHERE track_id = ?1 ORDER BY start_ns DESC, id DESC LIMIT 1");
+  for (auto* q : {&first, &next, &last})
+    if (!*q) return make_error(table + ": " + q->error());
+  for (Stmt* q = &first.value();; q = &next.value()) {
+    auto head = step_key(db, *q, table);
+    if (!head) return make_error(head.error());
+    if (!head.value()) return {};
+    const RowKey a = *head.value();
+    if (keep.empty() || keeps(keep, a.track)) {
+      last->bind(1, a.track);
+      auto tail = step_key(db, last.value(), table);
+      if (!tail) return make_error(tail.error());
+      const RowKey b = tail.value().value_or(a);
+      const std::uint64_t rows = b.id >= a.id ? static_cast<std::uint64_t>(b.id) - static_cast<std::uint64_t>(a.id) + 1 : 1;
+      split_track(a.track, a.start, std::max(a.start, b.start), rows, rows_per_chunk, out);
+    }
+    next->bind(1, a.track);
+  }
+}
+
+// One event table read as chunks on parallel connections, then concatenated in order: the
+// per-row cost of SQLite, not I/O, bounds loading, so a big table must be split across cores too.
 template <class Table, class Def>
 struct ChunkedRead {
   Table* dst;
@@ -337,18 +513,14 @@ struct ChunkedRead {
   std::vector<Table> parts;
 
   Status plan(sqlite3* db, std::size_t rows_per_chunk, std::vector<std::function<Status(sqlite3*)>>& jobs) {
-    // two subqueries: each is one b-tree descent, while "min(id), max(id)" together scan
+    std::vector<RowChunk> chunks;
     const std::string name(def->name);
-    auto q = Stmt::prepare(db, "SELECT (SELECT min(id) FROM " + name + "), (SELECT max(id) FROM " + name + ")");
-    if (!q) return make_error(q.error());
-    if (q->step() != SQLITE_ROW || sqlite3_column_type(q->get(), 0) == SQLITE_NULL) return {};
-    const std::int64_t lo = q->i64(0), hi = q->i64(1) + 1;
-    const auto step = static_cast<std::int64_t>(rows_per_chunk);
-    parts.resize(static_cast<std::size_t>((hi - lo + step - 1) / step));
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      const std::int64_t a = lo + static_cast<std::int64_t>(i) * step, b = std::min(hi, a + step);
-      jobs.emplace_back([this, i, a, b](sqlite3* c) { return read_span_rows(c, parts[i], *def, version, a, b, *keep); });
-    }
+    auto st = def->clustered(version) ? track_chunks(db, name, rows_per_chunk, *keep, chunks)
+                                      : id_chunks(db, name, rows_per_chunk, chunks);
+    if (!st) return st;
+    parts.resize(chunks.size());
+    for (std::size_t i = 0; i < chunks.size(); ++i)
+      jobs.emplace_back([this, i, c = chunks[i]](sqlite3* conn) { return read_span_rows(conn, parts[i], *def, version, c, *keep); });
     return {};
   }
 
@@ -606,10 +778,12 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
                               "; PRAGMA cache_size=-65536; PRAGMA application_id=1953784948;";
   if (auto st = sql::exec(db.get(), pragmas.c_str()); !st)
     return fail(st.error());
+  // where clustered tables are staged (write_clustered_table); it cannot be attached in a transaction
+  if (auto st = sql::exec(db.get(), "ATTACH DATABASE ':memory:' AS load"); !st) return fail(st.error());
   if (auto st = sql::exec(db.get(), "BEGIN"); !st) return fail(st.error());
   if (auto st = sql::exec(db.get(), std::string(schema_sql()).c_str()); !st) return fail("schema: " + st.error());
   if (auto st = write_all(db.get(), t, created_by); !st) return fail(st.error());
-  if (auto st = sql::exec(db.get(), kIndexes); !st) return fail("indexes: " + st.error());
+  if (auto st = sql::exec(db.get(), build_indexes().c_str()); !st) return fail("indexes: " + st.error());
   if (auto st = sql::exec(db.get(), "COMMIT"); !st) return fail(st.error());
   if (sqlite3_close_v2(db.get()) != SQLITE_OK) return fail("close failed");
   db = sql::Db();  // released
@@ -950,7 +1124,7 @@ Result<TraceOutline> read_trace_outline(const fs::path& path) {
     if (!q || q->step() != SQLITE_ROW) return make_error(p + ": corrupt trace: steps");
     const std::int64_t lo = q->i64(0), hi = q->i64(1) + 1;
     if (hi - lo > 100'000'000) return make_error(p + ": corrupt trace: steps: implausible row ids");
-    if (auto st = read_span_rows(db, t.steps, kSteps, version, lo, std::max(lo, hi), TrackFilter{}); !st)
+    if (auto st = read_span_rows(db, t.steps, kSteps, version, id_chunk(lo, std::max(lo, hi)), TrackFilter{}); !st)
       return make_error(p + ": corrupt trace: " + st.error());
   }
   o.per_track.resize(t.tracks.size());

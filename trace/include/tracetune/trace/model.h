@@ -241,7 +241,7 @@ struct IoTable : SpanColumns {  // name = the libc function
   std::vector<std::int64_t> bytes;
   std::vector<std::int64_t> offset;
   std::vector<std::int64_t> result;
-  std::vector<std::int32_t> err;  // errno, 0 = success
+  std::vector<std::int16_t> err;  // errno, 0 = success (Linux's are below 4096, its MAX_ERRNO)
 };
 
 struct CounterTable {  // a sample: value at time on a track, name = counter name

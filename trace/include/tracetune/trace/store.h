@@ -1,4 +1,4 @@
-// The trace file: SQLite, schema v1 (docs/trace-format.md). write_trace() stores a Trace,
+// The trace file: SQLite, schema v3 (docs/trace-format.md). write_trace() stores a Trace,
 // read_trace() loads one back into the columnar model. Both sides list the columns once,
 // in store.cpp, so they cannot drift apart.
 #pragma once
@@ -12,12 +12,15 @@
 
 namespace tt::trace {
 
-// Version 2 added ranges.args_id. Files of every version from kOldestSchemaVersion on are
-// read: a column newer than the file reads as its "none" value.
-inline constexpr int kSchemaVersion = 2;
+// Version 2 added ranges.args_id; version 3 clusters io_calls on (track_id, start_ns, id) and
+// stores its dur_ns, end_ns becoming a generated column (store.cpp, TableDef). Files of every
+// version from kOldestSchemaVersion on are read: a column newer than the file reads as its
+// "none" value, a table in an older layout is read in that layout.
+inline constexpr int kSchemaVersion = 3;
 inline constexpr int kOldestSchemaVersion = 1;
 
-// The DDL of the current schema (tables, enum tables, no indexes).
+// The DDL the writer starts from: the current schema's tables and enum tables, no indexes, and
+// io_calls without its generated end_ns, which is added once its rows are in (store.cpp).
 std::string_view schema_sql();
 
 // Writes `t` (finalized on the way) to `path` atomically: a 0600 temporary in the same
