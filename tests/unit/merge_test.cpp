@@ -476,7 +476,7 @@ TEST(Merge, DropCountsInTheHeaderAddToDroppedRecords) {
     w.io(700, IoFunc::Read, 100, 200, "/x");
     const std::string reason = "recording stopped: reserving file space for a chunk: file too large (errno 27)";
     w.dropped(5, reason);
-    w.header.flags |= kRecordingStopped | (flagged ? kDropsInHeader : 0);
+    w.header.flags |= kRecordingStopped | (flagged ? std::uint32_t{kDropsInHeader} : 0u);
     w.header.dropped[kDropStopped] = 1000;
     w.header.dropped[kDropNested] = 3;
     std::snprintf(w.header.stop_reason, sizeof w.header.stop_reason, "%s", reason.c_str());
