@@ -7,9 +7,11 @@
 //    runs first among child handlers because we register from the library constructor);
 //    the parent records Fork{child pid} from the wrapper, the only place that knows the pid.
 //    _Fork() (glibc >= 2.34, runs no atfork handlers) is wrapped for the same reason.
-//  - vfork(): deliberately not interposed (a C wrapper cannot return twice on one stack).
-//    A vfork child shares our memory, so exec*/_exit wrappers and the exit handler detect it
-//    (getpid() differs from the pid that owns the file) and then only call the real function.
+//  - vfork(): no C wrapper (it cannot return twice on one stack). On x86-64 vfork_hook.S marks
+//    the calling thread and jumps to the real vfork; elsewhere vfork is not interposed. A vfork
+//    child shares our memory, so exec*/_exit wrappers, open/close/dup and the exit handler detect
+//    it (getpid() differs from the pid that owns the file, asked only while the thread is marked
+//    where the hook exists) and then only call the real function.
 //  - exec family: Exec record and kExecReplaced before the call, undone if exec returns;
 //    the new image re-initializes through LD_PRELOAD and writes its own file (same pid).
 //    posix_spawn needs no hook: its child runs only libc-internal code, then a new image.
@@ -112,6 +114,9 @@ void at_exit(int status, void*) { record_exit(status, 0); }
 void resolve_process_functions() {
   r_fork.get(), r_Fork.get(), r_execve.get(), r_execv.get(), r_execvp.get(), r_execvpe.get();
   r_fexecve.get(), r_exit.get(), r_Exit.get(), r_setname.get();
+#if defined(TT_VFORK_HOOK)
+  tracetune_real_vfork = resolve_next("vfork");
+#endif
 }
 
 void install_process_handlers() {
@@ -161,6 +166,11 @@ TT_EXPORT pid_t _Fork(void) noexcept {
   errno = err;
   return pid;
 }
+#endif
+
+#if defined(TT_VFORK_HOOK)
+// vfork_hook.S jumps here while the real vfork is unresolved: a fork is a valid vfork.
+extern "C" __attribute__((visibility("hidden"))) pid_t tracetune_vfork_fallback() { return fork(); }
 #endif
 
 // ---- exec family ----

@@ -15,6 +15,13 @@
 
 #include "tracetune/collector/record_format.h"
 
+#if defined(TT_VFORK_HOOK)
+// vfork_hook.S: the real vfork (resolved by the constructor), and the calling thread's mark,
+// set before the real vfork runs and seen by the child, which runs on that thread's TLS.
+extern "C" __attribute__((visibility("hidden"))) void* tracetune_real_vfork;
+extern "C" __attribute__((visibility("hidden"))) thread_local unsigned char tracetune_vfork_pending;
+#endif
+
 namespace tt::collector {
 
 // CLOCK_MONOTONIC in ns: the clock of every record (and of the trace).
