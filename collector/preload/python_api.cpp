@@ -7,7 +7,6 @@
 // recording, so the Python side can call them unconditionally. Times are CLOCK_MONOTONIC ns
 // (tracetune_now_ns), the trace clock.
 #include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -84,17 +83,17 @@ TT_EXPORT void tracetune_counter(const char* name, double value) { tracetune_cou
 TT_EXPORT std::int64_t tracetune_rss_bytes(void) {
   static SpinLock lock;
   static int fd = -1;
-  static long owner = -1;
+  static std::int64_t owner = -1;
   std::lock_guard<SpinLock> held(lock);
-  const long pid = ::syscall(SYS_getpid);
+  const std::int64_t pid = sys_getpid();
   if (pid != owner) {
-    if (fd >= 0) ::syscall(SYS_close, fd);  // the parent's, inherited
-    fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC));
+    if (fd >= 0) sys_close(fd);  // the parent's, inherited
+    fd = sys_openat(AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC);
     owner = pid;
   }
   if (fd < 0) return -1;
   char buf[128];
-  const long n = ::syscall(SYS_pread64, fd, buf, sizeof buf - 1, 0);
+  const long n = sys_pread(fd, buf, sizeof buf - 1, 0);
   if (n <= 0) return -1;
   buf[n] = '\0';
   // "size resident shared ...", in pages

@@ -1,5 +1,5 @@
 // Raw system calls and the rare-path lock the collector's in-job units share (writer.cpp,
-// interner.cpp). Raw syscalls, not libc: the collector never calls the entry points it
+// interner.cpp, python_api.cpp). Raw syscalls, not libc: the collector never calls the entry points it
 // interposes, and these stay async-signal-safe for the fork-child path.
 #pragma once
 
@@ -45,6 +45,14 @@ class SpinLock {
  private:
   std::atomic<std::uint32_t> state_{0};
 };
+
+inline int sys_openat(int dirfd, const char* path, int flags, int mode = 0) {
+  return static_cast<int>(::syscall(SYS_openat, dirfd, path, flags, mode));
+}
+inline int sys_close(int fd) { return static_cast<int>(::syscall(SYS_close, fd)); }
+inline long sys_read(int fd, void* buf, std::size_t n) { return ::syscall(SYS_read, fd, buf, n); }
+inline long sys_pread(int fd, void* buf, std::size_t n, off_t off) { return ::syscall(SYS_pread64, fd, buf, n, off); }
+inline std::int64_t sys_getpid() { return ::syscall(SYS_getpid); }
 
 inline void* sys_mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t off) {
   return reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, off));

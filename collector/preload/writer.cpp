@@ -78,11 +78,6 @@ class ErrnoSaver {
 };
 
 // Raw system calls: see the header comment for why libc wrappers are avoided.
-int sys_openat(int dirfd, const char* path, int flags, int mode = 0) {
-  return static_cast<int>(::syscall(SYS_openat, dirfd, path, flags, mode));
-}
-int sys_close(int fd) { return static_cast<int>(::syscall(SYS_close, fd)); }
-long sys_read(int fd, void* buf, std::size_t n) { return ::syscall(SYS_read, fd, buf, n); }
 long sys_pwrite(int fd, const void* buf, std::size_t n, off_t off) {
   return ::syscall(SYS_pwrite64, fd, buf, n, off);
 }
@@ -98,7 +93,6 @@ int sys_unlinkat(int dirfd, const char* path) {
 int sys_fallocate(int fd, off_t off, off_t len) {
   return static_cast<int>(::syscall(SYS_fallocate, fd, 0, off, len));
 }
-std::int64_t sys_getpid() { return ::syscall(SYS_getpid); }
 std::int64_t sys_getppid() { return ::syscall(SYS_getppid); }
 std::uint32_t sys_gettid() { return static_cast<std::uint32_t>(::syscall(SYS_gettid)); }
 std::uint32_t sys_geteuid() { return static_cast<std::uint32_t>(::syscall(SYS_geteuid)); }
@@ -203,7 +197,6 @@ struct Process {
   std::atomic<std::uint32_t> next_chunk{0};
   std::atomic<std::uint32_t> exit_recorded{0};
   std::atomic<std::uint32_t> stop_claimed{0};
-  char stop_reason[160]{};
   // TSC calibration (io_tsc only): the file's first pair, and the tick after which the next
   // I/O call writes a ClockSync pair.
   std::int64_t sync_first_tsc = 0;
@@ -257,12 +250,13 @@ void header_or_flags(std::uint32_t bits) {
   if (g.header != nullptr) __atomic_fetch_or(&g.header->flags, bits, __ATOMIC_SEQ_CST);
 }
 
-// First error wins: it becomes the reason text of the Dropped record.
+// First error wins: it becomes the reason text of the Dropped record (FileHeader::stop_reason).
 void stop_recording(const char* what, int err) {
   std::uint32_t expected = kRecording;
   if (!g.mode.compare_exchange_strong(expected, kStopped)) return;
-  if (g.stop_claimed.exchange(1) == 0) {
-    Text t{g.stop_reason, sizeof g.stop_reason - 1};
+  if (g.stop_claimed.exchange(1) == 0 && g.header != nullptr) {
+    char* reason = g.header->stop_reason;  // in the file: a killed process keeps it too
+    Text t{reason, sizeof g.header->stop_reason - 1};
     t.put("recording stopped: ");
     t.put(what);
     if (err != 0) {
@@ -272,8 +266,7 @@ void stop_recording(const char* what, int err) {
       t.put_int(err);
       t.put(')');
     }
-    g.stop_reason[t.len] = '\0';
-    if (g.header != nullptr) std::memcpy(g.header->stop_reason, g.stop_reason, t.len + 1);
+    reason[t.len] = '\0';
   }
   header_or_flags(kRecordingStopped);
 }
@@ -1144,7 +1137,7 @@ void emit_drops() {
   for (int r = 0; r < kDropReasons; ++r) {
     const std::uint64_t n = __atomic_exchange_n(&g.header->dropped[r], 0, __ATOMIC_RELAXED);
     if (n == 0) continue;
-    const char* text = r == kDropStopped && g.stop_claimed.load() != 0 ? g.stop_reason : kDropText[r];
+    const char* text = r == kDropStopped && g.header->stop_reason[0] != '\0' ? g.header->stop_reason : kDropText[r];
     DroppedRecord d{};
     d.count = n;
     d.reason = intern_impl(text, std::strlen(text), true);

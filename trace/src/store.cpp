@@ -299,7 +299,9 @@ std::string select_sql(const Def& d, int version) {
   return s + ", id FROM " + d.name;  // id last: for messages
 }
 
+// True when `keep` takes the rows of `track` (an empty filter takes every track).
 bool keeps(const TrackFilter& keep, std::int64_t track) {
+  if (keep.empty()) return true;
   return track >= 0 && static_cast<std::uint64_t>(track) < keep.size() && keep[static_cast<std::size_t>(track)];
 }
 
@@ -402,7 +404,7 @@ Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, const Ro
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     const std::int64_t row = s.i64(id_column);
-    if (!keep.empty() && !keeps(keep, s.i64(0))) continue;
+    if (!keeps(keep, s.i64(0))) continue;
     for (int col = 0; col < 4; ++col)
       if (auto bad = integer_cell(s, col, d.name, fixed[col], false, row); !bad) return bad;
     const Ns start = s.i64(1);
@@ -490,7 +492,7 @@ Status track_chunks(sqlite3* db, const std::string& table, std::size_t rows_per_
     if (!head) return make_error(head.error());
     if (!head.value()) return {};
     const RowKey a = *head.value();
-    if (keep.empty() || keeps(keep, a.track)) {
+    if (keeps(keep, a.track)) {
       last->bind(1, a.track);
       auto tail = step_key(db, last.value(), table);
       if (!tail) return make_error(tail.error());
@@ -961,7 +963,7 @@ Status read_device_tables(sqlite3* db, Trace& t) {
 Status read_point_tables(sqlite3* db, Trace& t, const TrackFilter& keep) {
   auto st = read_entities(db, "counters", "SELECT track_id, ts_ns, name_id, value FROM counters ORDER BY id",
                           [&](EntityRow& r) {
-                            if (!keep.empty() && !keeps(keep, r.i64(0))) return;
+                            if (!keeps(keep, r.i64(0))) return;
                             t.counters.track.push_back(r.u32(0));
                             t.counters.ts.push_back(r.i64(1));
                             t.counters.name.push_back(r.u32(2));
@@ -970,7 +972,7 @@ Status read_point_tables(sqlite3* db, Trace& t, const TrackFilter& keep) {
   if (!st) return st;
   st = read_entities(db, "flows", "SELECT track_id, ts_ns, category_id, flow_id, phase FROM flows ORDER BY id",
                      [&](EntityRow& r) {
-                       if (!keep.empty() && !keeps(keep, r.i64(0))) return;
+                       if (!keeps(keep, r.i64(0))) return;
                        t.flows.track.push_back(r.u32(0));
                        t.flows.ts.push_back(r.i64(1));
                        t.flows.category.push_back(r.u32(2));
