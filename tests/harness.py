@@ -5,10 +5,26 @@ a runner error), read-only queries of a trace DB, and a free TCP port for torchr
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
     from harness import check, query, free_port, run_cases, finish
 """
+import os
 import socket
 import sqlite3
 import sys
 import tempfile
+
+# The Python (with its PyTorch) that runs the jobs of the tests: Debian's python3 with
+# python3-torch 1.13 by default; ctest's torch2 tests set TT_TORCH_PYTHON to the PyTorch 2.x
+# virtual environment that scripts/setup.sh makes (tests/CMakeLists.txt).
+TORCH_PYTHON = os.environ.get("TT_TORCH_PYTHON") or "/usr/bin/python3"
+
+
+def run_under_torch_python():
+    """Re-executes this test script under TORCH_PYTHON unless it already runs there (ctest's
+    Python may have no torch, or another one)."""
+    if os.environ.pop("_TT_REEXEC", None):
+        return
+    if os.path.abspath(sys.executable) != os.path.abspath(TORCH_PYTHON):
+        os.environ["_TT_REEXEC"] = "1"
+        os.execv(TORCH_PYTHON, [TORCH_PYTHON, *sys.argv])
 
 results = []  # (name, passed, detail)
 

@@ -1,34 +1,39 @@
 #!/usr/bin/env python3
-"""The kernel pack inside PyTorch (Debian's CPU torch 1.13), through the Python integration:
+"""The kernel pack inside PyTorch (Debian's CPU torch 1.13, or TT_TORCH_PYTHON's), through the Python integration:
 
 - functions: LayerNorm and softmax + cross-entropy (outputs and gradients) and the Adam,
   AdamW and SGD steps (parameters after several steps) match PyTorch's within the fp32
   tolerances of the substitution catalogue.
+- guard: the numerics guard of the fused optimizer step, on the job's own configurations:
+  each is either swapped (the kernels ran) with parameters after 20 steps within 1e-5
+  (relative) of PyTorch's, or refused (PyTorch's step, one warning) — AdamW, Adam with
+  decoupled_weight_decay (2.x), amsgrad, maximize, per-group options, subclasses, options the
+  guard does not know.
 - swaps: the kernels.* settings swap torch.nn.LayerNorm, F.cross_entropy and the optimizers'
   step, each logged once; calls the kernels cannot serve (float64, label smoothing, amsgrad)
   keep PyTorch's op with one warning each; restore() puts every original back.
 
 usage: kernels_parity_test.py KERNELS_LIB SOURCE_DIR CASE
 """
+import inspect
 import io
 import os
 import pathlib
 import sys
 from contextlib import redirect_stderr
 
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
-try:
-    import torch  # noqa: F401
-except ImportError:  # ctest's Python has no torch: run under the one that has
-    os.execv(PY, [PY, *sys.argv])
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON, check, run_cases, run_under_torch_python  # noqa: E402,F401
+
+run_under_torch_python()
 LIB, SRC, CASE = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
 os.environ["TRACETUNE_KERNELS_LIB"] = LIB
 sys.path.insert(0, str(SRC / "plugins/python"))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import check, run_cases  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+TORCH_MAJOR = int(torch.__version__.split(".")[0])
 
 from tracetune import _kernels  # noqa: E402
 
@@ -102,6 +107,89 @@ def case_optimizers(tmp):
         check(f"{name}: optimizer state keeps PyTorch's layout", ok)
 
 
+def _guard_configs():
+    """name -> (make(params), expected: "swap" or "refuse"); a 2.x option only where it exists."""
+    Adam, AdamW, SGD = torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD
+
+    class StepOverride(Adam):
+        def step(self, closure=None):
+            return super().step(closure)
+
+    class InitGroupOverride(Adam):
+        def _init_group(self, *args, **kwargs):
+            return super()._init_group(*args, **kwargs)
+
+    class OwnDefaults(AdamW):  # only __init__: computes AdamW with its own options
+        def __init__(self, params):
+            super().__init__(params, lr=5e-3, weight_decay=0.2, betas=(0.85, 0.995))
+
+    def unknown_option(p):
+        opt = Adam(p, lr=1e-2)
+        opt.param_groups[0]["lookahead_k"] = 5  # what a newer PyTorch or a job could add
+        return opt
+
+    configs = {
+        "AdamW": (lambda p: AdamW(p, lr=1e-2, weight_decay=0.1), "swap"),
+        "Adam": (lambda p: Adam(p, lr=1e-2, weight_decay=0.1), "swap"),
+        "Adam amsgrad": (lambda p: Adam(p, lr=1e-2, amsgrad=True), "refuse"),
+        "Adam maximize": (lambda p: Adam(p, lr=1e-2, maximize=True), "refuse"),
+        "Adam per-group options": (lambda p: Adam([{"params": p[:2]}, {"params": p[2:], "lr": 3e-3, "weight_decay": 0.05,
+                                                                         "betas": (0.8, 0.99), "eps": 1e-6}], lr=1e-2),
+                                   "swap"),
+        "SGD per-group nesterov": (lambda p: SGD([{"params": p[:2]}, {"params": p[2:], "nesterov": True, "dampening": 0}],
+                                                 lr=0.05, momentum=0.9, weight_decay=1e-3), "swap"),
+        "SGD maximize": (lambda p: SGD(p, lr=0.05, maximize=True), "refuse"),
+        "option unknown to the guard": (unknown_option, "refuse"),
+        "subclass overriding step": (lambda p: StepOverride(p, lr=1e-2), "refuse"),
+        "subclass overriding _init_group": (lambda p: InitGroupOverride(p, lr=1e-2), "refuse"),
+        "subclass setting only its options": (OwnDefaults, "swap"),
+    }
+    params = inspect.signature(Adam.__init__).parameters
+    if "decoupled_weight_decay" in params:
+        configs["Adam decoupled_weight_decay"] = (
+            lambda p: Adam(p, lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True), "swap")
+    if "fused" in params and TORCH_MAJOR >= 2:
+        configs["Adam fused=True (PyTorch's own fused step)"] = (lambda p: Adam(p, lr=1e-2, fused=True), "refuse")
+        configs["Adam tensor lr"] = (lambda p: Adam(p, lr=torch.tensor(1e-2), foreach=False), "refuse")
+    return configs
+
+
+def _run_steps(make, steps=20):
+    torch.manual_seed(3)
+    params = [torch.randn(n, requires_grad=True) for n in (5, 257, 1024, 33)]
+    opt = make(params)
+    for s in range(steps):
+        for i, p in enumerate(params):
+            p.grad = torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (s + 1) + i) * (1 + s % 3)
+        opt.step()
+    return [p.detach().clone() for p in params]
+
+
+def case_guard(tmp):
+    from tracetune import _fused_optim
+    calls = []
+    real_call = _kernels._call
+    _kernels._call = lambda device, name, *a: (calls.append(name), real_call(device, name, *a))[1]
+    for name, (make, expected) in _guard_configs().items():
+        ref = _run_steps(make)
+        err = io.StringIO()
+        with redirect_stderr(err):
+            _fused_optim.install(torch)
+            calls.clear()
+            ours = _run_steps(make)
+            _kernels.restore()
+        ran = bool(calls)
+        rel = max(float((a - b).abs().max() / b.abs().max().clamp_min(1e-12)) for a, b in zip(ours, ref))
+        warned = "PyTorch's step is used" in err.getvalue()
+        if expected == "swap":
+            check(f"guard: {name}: swapped (the kernels ran)", ran and not warned, err.getvalue())
+        else:
+            check(f"guard: {name}: refused with one warning", not ran and err.getvalue().count("PyTorch's step is used") == 1,
+                  err.getvalue())
+        check(f"guard: {name}: parameters after 20 steps within 1e-5 relative of PyTorch's", rel <= 1e-5, f"{rel:.3g}")
+    _kernels._call = real_call
+
+
 def case_swaps(tmp):
     from tracetune import _apply
     err = io.StringIO()
@@ -119,20 +207,27 @@ def case_swaps(tmp):
         p.grad = torch.ones(5)
         torch.optim.Adam([p], amsgrad=True).step()
         torch.optim.Adam([p], amsgrad=True).step()
+        adamw_calls, real_call = [], _kernels._call
+        _kernels._call = lambda device, name, *a: (adamw_calls.append(name), real_call(device, name, *a))[1]
+        torch.optim.AdamW([p], lr=1e-3).step()
+        _kernels._call = real_call
     log = err.getvalue()
     print(log)
     check("LayerNorm swap logged once", log.count("torch.nn.LayerNorm -> tracetune") == 1, log)
     check("cross_entropy swap logged once", log.count("cross_entropy -> tracetune") == 1, log)
-    check("AdamW step swap logged once", log.count("torch.optim.AdamW.step -> tracetune") == 1, log)
+    own_steps = [c for c in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD) if "step" in c.__dict__]
+    adamw_swap = "torch.optim.AdamW.step -> tracetune" if torch.optim.AdamW in own_steps else "(and AdamW: Adam's step"
+    check("the swap that covers AdamW logged once", log.count(adamw_swap) == 1, log)
+    check("an AdamW made after the swap steps through the kernels", adamw_calls == ["adam_step_f32"], str(adamw_calls))
     check("float64 LayerNorm keeps PyTorch's kernel, one warning", log.count("dtype torch.float64") == 1, log)
     check("label smoothing keeps PyTorch's cross_entropy", "label smoothing" in log, log)
     check("amsgrad keeps PyTorch's step, one warning", log.count("amsgrad=True") == 1, log)
     check("swapped LayerNorm computes", torch.allclose(y, F.layer_norm(x, (16,), ln.weight, ln.bias), atol=1e-5))
     check("float64 result is PyTorch's", y64.dtype == torch.float64)
     check("swapped cross_entropy computes", loss.dim() == 0 and torch.isfinite(loss))
-    check("three kinds of swaps in effect", len(_kernels.swapped()) == 5, str(_kernels.swapped()))
+    check("three kinds of swaps in effect", len(_kernels.swapped()) == 2 + len(own_steps), str(_kernels.swapped()))
     undone = _kernels.restore()
-    check("restore() undoes every swap", undone == 5 and not _kernels.swapped(), str(undone))
+    check("restore() undoes every swap", undone == 2 + len(own_steps) and not _kernels.swapped(), str(undone))
     check("originals are back", not getattr(torch.nn.LayerNorm.forward, "_tracetune_swapped", False)
           and not getattr(F.cross_entropy, "_tracetune_swapped", False)
           and not getattr(torch.optim.AdamW.step, "_tracetune_swapped", False))
@@ -181,5 +276,5 @@ def case_cuda(tmp):
 
 
 if __name__ == "__main__":
-    run_cases({"functions": case_functions, "optimizers": case_optimizers, "swaps": case_swaps, "cuda": case_cuda},
+    run_cases({"functions": case_functions, "optimizers": case_optimizers, "swaps": case_swaps, "guard": case_guard, "cuda": case_cuda},
               only=[CASE])

@@ -170,12 +170,12 @@ def _apply_kernels(torch):
               if settings.get(k, "stock") != "stock"}
     if not wanted:
         return
-    from tracetune import _kernels
+    from tracetune import _fused_optim, _kernels
     if "tracetune" in wanted.values() and _kernels.library("cpu") is None:
         _once("kernels-lib", f"kernels.*: {_kernels.unavailable('cpu')}; PyTorch's operators are kept")
         wanted = {k: v for k, v in wanted.items() if v != "tracetune"}
     install = {"kernels.layernorm": _kernels.install_layernorm, "kernels.cross_entropy": _kernels.install_cross_entropy,
-               "kernels.optimizer": lambda torch, impl: _kernels.install_optimizers(torch)}
+               "kernels.optimizer": lambda torch, impl: _fused_optim.install(torch)}
     for knob, impl in wanted.items():
         install[knob](torch, impl)
 

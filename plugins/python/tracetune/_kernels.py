@@ -5,7 +5,7 @@ knobs ask for (docs/tuning.md, "Substitutions and the kernel pack").
 The libraries are plain C over data pointers (plugins/kernels/include/tracetune_kernels.h):
 nothing here depends on PyTorch's C++ ABI. Each swap replaces one attribute of torch
 (torch.nn.LayerNorm.forward, torch.nn.functional.cross_entropy, the step method of
-torch.optim.Adam/AdamW/SGD), is logged once, and is undone by restore(). A call the kernels
+torch.optim.Adam/AdamW/SGD: _fused_optim.py), is logged once, and is undone by restore(). A call the kernels
 cannot serve (dtype, device, shape, options) runs the original op, with one warning per
 reason.
 """
@@ -346,9 +346,3 @@ def install_cross_entropy(torch, impl="tracetune"):
     name = "tracetune fused softmax + cross-entropy" if impl == "tracetune" else f"{_IMPL_NAMES.get(impl, impl)} cross-entropy"
     swap(F, "cross_entropy", cross_entropy_swapped, f"kernels.cross_entropy: torch.nn.functional.cross_entropy -> {name} "
                                                      "(tuned config)")
-
-
-def install_optimizers(torch):
-    from tracetune import _fused_optim
-    for cls in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD):
-        _fused_optim.install(cls)
