@@ -15,6 +15,7 @@ import tempfile
 # python3-torch 1.13 by default; ctest's torch2 tests set TT_TORCH_PYTHON to the PyTorch 2.x
 # virtual environment that scripts/setup.sh makes (tests/CMakeLists.txt).
 TORCH_PYTHON = os.environ.get("TT_TORCH_PYTHON") or "/usr/bin/python3"
+TORCHRUN = os.path.join(os.path.dirname(TORCH_PYTHON), "torchrun")  # beside it (/usr/bin, the venv's bin)
 
 
 def run_under_torch_python():

@@ -19,7 +19,7 @@ import tempfile
 
 TRACETUNE = sys.argv[1]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import check, finish  # noqa: E402
+from harness import TORCH_PYTHON, check, finish  # noqa: E402
 
 JOB = """
 import sys, time, torch
@@ -41,7 +41,7 @@ for x in loader:
 
 with tempfile.TemporaryDirectory() as tmp:
     db = pathlib.Path(tmp) / "trace.db"
-    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/python3", "-c", JOB, "0.015"],
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", TORCH_PYTHON, "-c", JOB, "0.015"],
                        capture_output=True, text=True, timeout=300)
     check("planted job runs under record", r.returncode == 0, r.stderr[-2000:])
     a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(db)], capture_output=True, text=True, timeout=300)
@@ -86,7 +86,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # the prediction against the job with the loader fixed
     fixed_db = pathlib.Path(tmp) / "fixed.db"
-    r = subprocess.run([TRACETUNE, "record", "-o", str(fixed_db), "--", "/usr/bin/python3", "-c", JOB, "0"],
+    r = subprocess.run([TRACETUNE, "record", "-o", str(fixed_db), "--", TORCH_PYTHON, "-c", JOB, "0"],
                        capture_output=True, text=True, timeout=300)
     check("the fixed job runs under record", r.returncode == 0, r.stderr[-2000:])
     a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(fixed_db)], capture_output=True, text=True,

@@ -16,7 +16,8 @@ import sys
 import tempfile
 
 TRACETUNE, SRC = sys.argv[1], pathlib.Path(sys.argv[2])
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON as PY  # noqa: E402  (Debian's torch 1.13, or TT_TORCH_PYTHON's)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, finish  # noqa: E402
 

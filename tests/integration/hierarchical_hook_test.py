@@ -10,13 +10,10 @@ import os
 import pathlib
 import sys
 
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch; ctest's Python3_EXECUTABLE may lack torch
-try:
-    import torch  # noqa: F401
-except ImportError:
-    if os.path.realpath(sys.executable) != os.path.realpath(PY):
-        os.execv(PY, [PY, *sys.argv])
-    raise
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON as PY, run_under_torch_python  # noqa: E402
+
+run_under_torch_python()  # the job's Python: Debian's (torch 1.13) or TT_TORCH_PYTHON's
 SRC = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(SRC / "plugins/python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py

@@ -16,11 +16,10 @@ import sys
 import tempfile
 from contextlib import redirect_stderr
 
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
-try:
-    import torch  # noqa: F401
-except ImportError:  # ctest's Python has no torch: run under the one that has
-    os.execv(PY, [PY, *sys.argv])
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON as PY, run_under_torch_python  # noqa: E402
+
+run_under_torch_python()  # the job's Python: Debian's (torch 1.13) or TT_TORCH_PYTHON's
 SRC, CASE = pathlib.Path(sys.argv[1]), sys.argv[2]
 sys.path.insert(0, str(SRC / "plugins/python"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py

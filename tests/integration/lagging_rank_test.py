@@ -19,7 +19,7 @@ import tempfile
 
 TRACETUNE = sys.argv[1]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import check, finish, free_port, query  # noqa: E402
+from harness import check, finish, free_port, query, TORCHRUN  # noqa: E402
 
 LAG_S = 0.03
 JOB = """
@@ -49,7 +49,7 @@ with tempfile.TemporaryDirectory() as tmp:
     job.write_text(JOB)
     db = pathlib.Path(tmp) / "trace.db"
     # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
-    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/torchrun", "--nproc_per_node", "2",
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", TORCHRUN, "--nproc_per_node", "2",
                         "--master_port", free_port(), "--redirects", "2", "--tee", "2", str(job), str(LAG_S)],
                        capture_output=True, text=True, timeout=300)
     check("the two-rank job runs under record", r.returncode == 0 and db.exists(), r.stdout[-1000:] + r.stderr[-2000:])

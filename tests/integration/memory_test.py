@@ -15,7 +15,7 @@ import tempfile
 
 TRACETUNE = sys.argv[1]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import check, finish, query  # noqa: E402
+from harness import TORCH_PYTHON, check, finish, query  # noqa: E402
 
 JOB = """
 import sys, torch, tracetune
@@ -33,7 +33,7 @@ MIB = 1 << 20
 
 def record_and_analyze(tmp, mode):
     db = pathlib.Path(tmp) / f"{mode}.db"
-    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", "/usr/bin/python3", "-c", JOB, mode],
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--", TORCH_PYTHON, "-c", JOB, mode],
                        capture_output=True, text=True, timeout=300)
     check(f"{mode} job runs under record", r.returncode == 0, r.stderr[-2000:])
     own = query(db, "SELECT count(*) FROM io_calls i JOIN strings s ON s.id = i.path_id WHERE s.value LIKE '%/statm'")

@@ -16,7 +16,8 @@ import time
 TRACETUNE = sys.argv[1]
 SRC = pathlib.Path(sys.argv[2])
 ONLY = set(sys.argv[3:])
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON as PY, TORCHRUN  # noqa: E402  (Debian's torch 1.13, or TT_TORCH_PYTHON's)
 SAMPLES = SRC / "samples"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, free_port, query, run_cases  # noqa: E402
@@ -208,7 +209,7 @@ def case_subprocesses(tmp):
 def case_ddp(tmp):
     data = dataset(tmp, files=64)
     # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
-    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
+    r, db = record(tmp, TORCHRUN, "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
                    "--log_dir", str(pathlib.Path(tmp) / "logs"), str(SAMPLES / "ddp/train_ddp.py"), str(data),
                    "--steps", "6", "--batch-size", "8", out="ddp.db")
     check("ddp: torchrun job succeeds", r.returncode == 0, r.stderr[-2000:])
@@ -302,7 +303,7 @@ def case_killed_rank(tmp):
         "        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    dist.all_reduce(torch.ones(4))\n"
         "    time.sleep(0.01)\n")
-    r, db = record(tmp, "/usr/bin/torchrun", "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
+    r, db = record(tmp, TORCHRUN, "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
                    "--log_dir", str(pathlib.Path(tmp) / "logs"), str(script), out="killed.db", timeout=300)
     check("killed rank: the job fails as it would without us", r.returncode != 0, f"rc={r.returncode}")
     check("killed rank: trace written", db.exists(), r.stderr[-1000:])
@@ -343,9 +344,52 @@ def case_io_clock(tmp):
     check("io clock: every read inside the job's own clock readings around it", not off, f"{len(off)} off: {off[:3]}")
 
 
+COMPILED_JOB = """
+import json, warnings
+import torch, torch.nn.functional as F
+warnings.simplefilter("always")
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.LayerNorm(64), torch.nn.GELU(), torch.nn.Linear(64, 10))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+compiled = torch.compile(model, backend="eager")  # Dynamo's guards and recompiles; no C++ compile
+for step in range(8):
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    loss = F.cross_entropy(compiled(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+c = torch._dynamo.utils.counters
+print("DYNAMO " + json.dumps({"frames": dict(c["frames"]), "stats": dict(c["stats"]),
+                              "graph_breaks": dict(c["graph_break"]), "recompiles": dict(c.get("recompiles", {}))}))
+"""
+
+
+def case_compiled(tmp):
+    """Recording never changes a torch.compile'd model: Dynamo's frame, graph, graph-break and
+    recompile counts are those of the bare run, and no warning appears under record that the
+    bare run does not print; the op shapes are still sampled (outside the compiled region)."""
+    version = subprocess.run([PY, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if not version.stdout.strip() or int(version.stdout.split(".")[0]) < 2:
+        print(f"skipped: torch.compile needs PyTorch 2 (this is {version.stdout.strip() or version.stderr[-200:]})")
+        sys.exit(77)
+    bare = subprocess.run([PY, "-c", COMPILED_JOB], capture_output=True, text=True, timeout=600)
+    r, db = record(tmp, PY, "-c", COMPILED_JOB, out="compiled.db")
+    check("compiled: bare and recorded jobs succeed", bare.returncode == 0 and r.returncode == 0,
+          bare.stderr[-1000:] + r.stderr[-1000:])
+    counts = [next((l for l in out.splitlines() if l.startswith("DYNAMO ")), "") for out in (bare.stdout, r.stdout)]
+    check("compiled: Dynamo counters equal bare and under record", counts[0] and counts[0] == counts[1], counts)
+    warnings = [{l.split(":", 2)[-1].strip() for l in out.splitlines() if "Warning" in l} for out in (bare.stderr, r.stderr)]
+    check("compiled: no torch warning under record that the bare run lacks", warnings[1] <= warnings[0],
+          warnings[1] - warnings[0])
+    shapes = query(db, """SELECT DISTINCT s.value FROM counters c JOIN strings s ON s.id = c.name_id
+                          WHERE s.value LIKE 'shape.%'""")
+    check("compiled: LayerNorm and cross-entropy shapes sampled",
+          sorted(v for v, in shapes) == ["shape.aten::cross_entropy_loss.16x10", "shape.aten::layer_norm.16x64"], shapes)
+
+
 CASES = {"dataloader": case_dataloader, "own_tensors": case_own_tensors, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
          "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose,
-         "io_clock": case_io_clock}
+         "io_clock": case_io_clock, "compiled": case_compiled}
 
 run_cases(CASES, ONLY)

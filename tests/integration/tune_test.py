@@ -26,7 +26,8 @@ import time
 TRACETUNE = sys.argv[1]
 SRC = pathlib.Path(sys.argv[2])
 CASE = sys.argv[3]
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON as PY  # noqa: E402  (Debian's torch 1.13, or TT_TORCH_PYTHON's)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, run_cases  # noqa: E402
 

@@ -16,7 +16,8 @@ import sys
 TRACETUNE = sys.argv[1]
 SRC = pathlib.Path(sys.argv[2])
 ONLY = set(sys.argv[3:])
-PY = "/usr/bin/python3"  # Debian's python3 with python3-torch
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import TORCH_PYTHON as PY, TORCHRUN  # noqa: E402  (Debian's torch 1.13, or TT_TORCH_PYTHON's)
 SAMPLES = SRC / "samples"
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, free_port, run_cases  # noqa: E402
@@ -211,7 +212,7 @@ def case_ddp(tmp):
     data = dataset(tmp)
     cfg = config(tmp, '[settings]\nddp.bucket_cap_mb = 3\n"ddp.gradient_as_bucket_view" = true\n')
     # Debian's torch 1.13 torchrun fails on Python 3.11 with its default --redirects/--tee of 0
-    r = run(cfg, "/usr/bin/torchrun", "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
+    r = run(cfg, TORCHRUN, "--nproc_per_node", "2", "--master_port", free_port(), "--redirects", "2", "--tee", "2",
             "--log_dir", str(pathlib.Path(tmp) / "logs"), str(SAMPLES / "ddp/train_ddp.py"), str(data),
             "--steps", "3", "--batch-size", "8", timeout=600)
     caps = re.findall(r"rank (\d)/2 backend=gloo bucket_cap_bytes=(\d+)", r.stdout)
@@ -229,7 +230,7 @@ def case_ddp_hierarchical(tmp):
     logs = pathlib.Path(tmp) / "logs"
 
     def job(nproc, env):
-        return run(cfg, "/usr/bin/torchrun", "--nproc_per_node", str(nproc), "--master_port", free_port(), "--redirects",
+        return run(cfg, TORCHRUN, "--nproc_per_node", str(nproc), "--master_port", free_port(), "--redirects",
                    "2", "--tee", "2", "--log_dir", str(logs / str(nproc)), str(SAMPLES / "ddp/train_ddp.py"), str(data),
                    "--steps", "2", "--batch-size", "4", env=env, timeout=300)
     r = job(4, {**os.environ, "TRACETUNE_RANKS_PER_NODE": "2"})
@@ -241,6 +242,33 @@ def case_ddp_hierarchical(tmp):
     one = re.findall(r"ddp\.comm_hook = hierarchical: all 2 ranks are on one node; plain all-reduce", r.stdout + r.stderr)
     check("hierarchical on one node: plain all-reduce, one warning per process", r.returncode == 0 and len(one) == 2,
           (r.stdout + r.stderr)[-3000:])
+
+
+def case_optimizer_flags(tmp):
+    """optimizer.fused / optimizer.foreach in-process: fused runs on CPU where PyTorch has CPU
+    fused kernels (2.x) and is refused with one line where it has not (1.13: CUDA only); an
+    AdamW (whose __init__ calls Adam's) says so once, not twice."""
+    probe = (f"import sys; sys.path.insert(0, {str(SRC / 'plugins/python')!r})\n"
+             "import tracetune\n"
+             "tracetune.apply({'optimizer.fused': True})\n"
+             "import torch\n"
+             "try:\n    from torch.utils._foreach_utils import _get_fused_kernels_supported_devices as devices\n"
+             "except ImportError:\n    devices = lambda: ['cuda']\n"
+             "cpu = 'cpu' in devices()\n"
+             "p = torch.nn.Parameter(torch.randn(8)); p.grad = torch.randn(8)\n"
+             "opt = torch.optim.AdamW([p], lr=1e-3); opt.step()\n"
+             "print('cpu_fused', cpu, 'fused', opt.param_groups[0].get('fused'))\n")
+    r = subprocess.run([PY, "-c", probe], capture_output=True, text=True, timeout=300)
+    out = r.stdout.strip()
+    lines = [l for l in r.stderr.splitlines() if "fused" in l]
+    check("optimizer.fused: the job runs", r.returncode == 0, r.stderr[-1500:])
+    if "cpu_fused True" in out:
+        check("optimizer.fused on CPU (PyTorch 2.x): AdamW fused=True", out.endswith("fused True"), out)
+        check("optimizer.fused on CPU: said once", len(lines) == 1 and "AdamW fused=True (tuned config)" in lines[0], lines)
+    else:
+        check("optimizer.fused on CPU (PyTorch 1.x, CUDA only): not applied", not out.endswith("fused True"), out)
+        check("optimizer.fused on CPU: refused once, saying why", len(lines) == 1 and (
+            "parameters on cpu" in lines[0] or "AdamW has no fused implementation" in lines[0]), lines)
 
 
 def case_python_api(tmp):
@@ -285,6 +313,6 @@ def case_python_api(tmp):
 
 CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
          "dataloader": case_dataloader, "ddp": case_ddp, "ddp_hierarchical": case_ddp_hierarchical,
-         "python_api": case_python_api}
+         "python_api": case_python_api, "optimizer_flags": case_optimizer_flags}
 
 run_cases(CASES, ONLY)

@@ -356,11 +356,24 @@ def _patch_optimizers(optim):
             _patch_optimizer_class(cls)
 
 
-def _all_cuda(params):
+def _fused_unsupported(params):
+    """'' when PyTorch has fused optimizer kernels for every parameter's device, else why not:
+    CUDA only before 2.x; 2.x asks torch (CPU, CUDA, MPS, XPU, ...)."""
     tensors = []
     for p in params:
         tensors.extend(p["params"] if isinstance(p, dict) else [p])
-    return bool(tensors) and all(getattr(t, "is_cuda", False) for t in tensors)
+    if not tensors:
+        return "the optimizer has no parameters"
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices as supported_devices
+        devices = set(supported_devices())
+    except ImportError:  # PyTorch 1.x: CUDA only
+        devices = {"cuda"}
+    missing = sorted({t.device.type for t in tensors if getattr(t, "device", None) is not None} - devices)
+    return f"parameters on {', '.join(missing)} (fused kernels here: {', '.join(sorted(devices))})" if missing else ""
+
+
+_init_depth = threading.local()  # optimizer __init__s running in this thread (AdamW's calls Adam's)
 
 
 def _patch_optimizer_class(cls):
@@ -374,29 +387,41 @@ def _patch_optimizer_class(cls):
 
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
+        depth = getattr(_init_depth, "n", 0)
+        if depth:  # a base class's __init__ under a subclass's: the outermost one applied the settings
+            return original(self, *args, **kwargs)
         try:
             bound = sig.bind(self, *args, **kwargs)
         except TypeError:
             return original(self, *args, **kwargs)
-        a = bound.arguments
-        if settings.get("optimizer.fused") and not has_fused:
-            _once(f"fused:{cls.__name__}", f"optimizer.fused: {cls.__name__} has no fused implementation in this PyTorch; not applied")
-        if settings.get("optimizer.fused") is not None and has_fused:
-            params = [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in a.get("params", ())]
-            a["params"] = params
-            want = settings["optimizer.fused"]
-            if want and not _all_cuda(params):
-                _once(f"fused:{cls.__name__}", f"optimizer.fused: {cls.__name__} parameters are not all on CUDA; not applied")
-            else:
-                a["fused"] = want
-                if want and has_foreach:
-                    a["foreach"] = None  # fused and foreach exclude each other
-                _once(f"fused-on:{cls.__name__}", f"{cls.__name__} fused={want!r} (tuned config)")
-        if "optimizer.foreach" in settings and has_foreach and not a.get("fused"):
-            if a.get("foreach", sig.parameters["foreach"].default) != settings["optimizer.foreach"]:
-                _once(f"foreach:{cls.__name__}", f"{cls.__name__} foreach={settings['optimizer.foreach']!r} (tuned config)")
-            a["foreach"] = settings["optimizer.foreach"]
-        return original(*bound.args, **bound.kwargs)
+        _override_optimizer_arguments(cls, bound.arguments, sig, has_foreach, has_fused)
+        _init_depth.n = depth + 1
+        try:
+            return original(*bound.args, **bound.kwargs)
+        finally:
+            _init_depth.n = depth
 
     __init__._tracetune_wrapped = True
     cls.__init__ = __init__
+
+
+def _override_optimizer_arguments(cls, a, sig, has_foreach, has_fused):
+    """optimizer.fused / optimizer.foreach over the arguments the job's code passed."""
+    if settings.get("optimizer.fused") and not has_fused:
+        _once(f"fused:{cls.__name__}", f"optimizer.fused: {cls.__name__} has no fused implementation in this PyTorch; not applied")
+    if settings.get("optimizer.fused") is not None and has_fused:
+        params = [dict(g, params=list(g["params"])) if isinstance(g, dict) else g for g in a.get("params", ())]
+        a["params"] = params
+        want = settings["optimizer.fused"]
+        why = _fused_unsupported(params) if want else ""
+        if why:
+            _once(f"fused:{cls.__name__}", f"optimizer.fused: {cls.__name__} {why}; not applied")
+        else:
+            a["fused"] = want
+            if want and has_foreach:
+                a["foreach"] = None  # fused and foreach exclude each other
+            _once(f"fused-on:{cls.__name__}", f"{cls.__name__} fused={want!r} (tuned config)")
+    if "optimizer.foreach" in settings and has_foreach and not a.get("fused"):
+        if a.get("foreach", sig.parameters["foreach"].default) != settings["optimizer.foreach"]:
+            _once(f"foreach:{cls.__name__}", f"{cls.__name__} foreach={settings['optimizer.foreach']!r} (tuned config)")
+        a["foreach"] = settings["optimizer.foreach"]

@@ -240,6 +240,8 @@ def _patch_autograd(module) -> None:
         return
 
     def backward(*args, **kwargs):
+        if not _shapes.is_compiling() and _shapes.sampling():  # Dynamo sees no read of the sampling state
+            _shapes.count_graph(args[0] if args else kwargs.get("tensors"))
         result = original(*args, **kwargs)
         if threading.current_thread() is threading.main_thread():
             _low_source_boundary(_BACKWARD, _collector.now_ns())

@@ -1,105 +1,105 @@
 """The shapes of the ops the substitution catalogue can replace, as counters in the trace
 (docs/tuning.md, "Shapes from the trace").
 
-During the job's first SAMPLED_STEPS steps, each torch.nn.LayerNorm call and each
-torch.nn.functional.cross_entropy call is counted by its shape; at each step's end the counts
-go into the trace as counters named after the PyTorch profiler's ops, whose "Input Dims" give
-the same counters when a Kineto trace is imported:
+During the job's first SAMPLED_STEPS steps, the autograd graph of each backward pass the job
+starts is walked once, before it runs, and its LayerNorm and cross-entropy nodes are counted by
+shape; at each step's end the counts go into the trace as counters named after the PyTorch
+profiler's ops, whose "Input Dims" give the same counters when a Kineto trace is imported:
 
-- "shape.aten::layer_norm.<rows>x<cols>" (cols: the normalised size, rows: the rest),
-- "shape.aten::cross_entropy_loss.<rows>x<classes>".
+- "shape.aten::layer_norm.<rows>x<cols>" (NativeLayerNormBackward0: cols is the normalised
+  size, rows the rest),
+- "shape.aten::cross_entropy_loss.<rows>x<classes>" (NllLossBackward0 over LogSoftmaxBackward0,
+  what F.cross_entropy records).
 
 `tracetune tune --kernels` benchmarks each substitution at its most frequent shape.
 
-LayerNorm calls are seen through a global forward pre-hook, which TorchScript never compiles;
-F.cross_entropy is wrapped for the sampled steps only and put back after them (unless something
-else has replaced it since). After the window nothing is counted, so its cost ends with it.
+Why the graph and not hooks: recording must never change the job. A global module hook makes
+torch.compile warn and fire hooks twice, and Dynamo guards on any state a hook reads in a
+compiled region (the sampling countdown made a compiled model recompile at every sampled step);
+replacing LayerNorm.forward or F.cross_entropy breaks torch.jit.script. The graph is read from
+the backward wrapper of the step markers (_autostep), outside any compiled region, and nothing
+is installed in torch. What runs inside a compiled region is one CompiledFunctionBackward node:
+its ops are not counted, and no substitution could reach them either. Calls made without
+gradients (inference) are not seen.
 """
-import functools
-
 from tracetune import _collector
 
 SAMPLED_STEPS = 3
 
-_counts = {}                               # counter name -> calls in the step so far
-_state = {"steps_left": 0, "undo": []}     # undo: callables that remove what install() added
+_counts = {}                        # counter name -> nodes in the step so far
+_state = {"steps_left": 0}
 
 
-def _count(name):
-    if _state["steps_left"] > 0:
-        _counts[name] = _counts.get(name, 0) + 1
-
-
-def _layer_norm_shape(module, x):
-    cols = 1
-    for n in module.normalized_shape:
-        cols *= int(n)
-    if cols <= 0:
-        return None
-    return f"shape.aten::layer_norm.{x.numel() // cols}x{cols}"
-
-
-def _cross_entropy_shape(logits):
-    if logits.dim() == 1:
-        return f"shape.aten::cross_entropy_loss.1x{logits.shape[0]}"
-    classes = int(logits.shape[1])
-    return f"shape.aten::cross_entropy_loss.{logits.numel() // max(classes, 1)}x{classes}" if classes > 0 else None
+def is_compiling():
+    """torch.compiler.is_compiling once torch is imported (Dynamo folds it to True while it
+    traces, so a caller that tests it first has no guard on our state)."""
+    return False
 
 
 def install(torch):
-    """Start counting (called when torch is imported in a recorded process)."""
-    if not _collector.available() or _state["undo"]:
+    """Start the sampling window (called when torch is imported in a recorded process)."""
+    global is_compiling
+    compiler = getattr(torch, "compiler", None)
+    is_compiling = getattr(compiler, "is_compiling", None) or getattr(getattr(torch, "_dynamo", None), "is_compiling",
+                                                                      None) or is_compiling
+    if _collector.available():
+        _state["steps_left"] = SAMPLED_STEPS
+
+
+def sampling():
+    return _state["steps_left"] > 0
+
+
+def _layer_norm_shape(node):
+    cols = 1
+    for n in node._saved_normalized_shape:
+        cols *= int(n)
+    rows = node._saved_input.numel() // cols if cols > 0 else 0
+    return f"shape.aten::layer_norm.{rows}x{cols}" if rows > 0 else None
+
+
+def _cross_entropy_shape(node):
+    inputs = [f for f, _ in node.next_functions if f is not None]
+    if not inputs or type(inputs[0]).__name__ != "LogSoftmaxBackward0":
+        return None  # nll_loss of something else: not what F.cross_entropy records
+    logits = node._saved_self
+    if logits.dim() == 1:
+        return f"shape.aten::cross_entropy_loss.1x{logits.shape[0]}"
+    classes = int(logits.shape[1])
+    return f"shape.aten::cross_entropy_loss.{logits.numel() // classes}x{classes}" if classes > 0 else None
+
+
+_SHAPES = {"NativeLayerNormBackward0": _layer_norm_shape, "NllLossBackward0": _cross_entropy_shape}
+
+
+def count_graph(tensors):
+    """Count the LayerNorm and cross-entropy nodes of the graph behind `tensors` (what
+    torch.autograd.backward is about to run). Never raises."""
+    if not sampling():
         return
     try:
-        layer_norm = torch.nn.LayerNorm
-        register = torch.nn.modules.module.register_module_forward_pre_hook
-        functional = torch.nn.functional
-    except AttributeError:  # an old or partial torch: record no shapes
+        roots = tensors if isinstance(tensors, (list, tuple)) else [tensors]
+        pending = [getattr(t, "grad_fn", None) for t in roots]
+        seen = set()
+        while pending:
+            node = pending.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            shape_of = _SHAPES.get(type(node).__name__)
+            name = shape_of(node) if shape_of is not None else None
+            if name:
+                _counts[name] = _counts.get(name, 0) + 1
+            pending.extend(f for f, _ in node.next_functions)
+    except Exception:  # noqa: BLE001  (a graph we cannot read: record no shapes, never break the job)
         return
-    _state["steps_left"] = SAMPLED_STEPS
-
-    def pre_hook(module, args):
-        if type(module) is layer_norm and args and _state["steps_left"] > 0:
-            try:
-                name = _layer_norm_shape(module, args[0])
-            except Exception:  # noqa: BLE001  (never break the job)
-                return None
-            if name:
-                _count(name)
-        return None
-
-    handle = register(pre_hook)
-    _state["undo"].append(handle.remove)
-    original = functional.cross_entropy
-
-    @functools.wraps(original)
-    def cross_entropy_counted(input, target, *args, **kwargs):
-        if _state["steps_left"] > 0:
-            try:
-                name = _cross_entropy_shape(input)
-            except Exception:  # noqa: BLE001
-                name = None
-            if name:
-                _count(name)
-        return original(input, target, *args, **kwargs)
-
-    functional.cross_entropy = cross_entropy_counted
-
-    def put_back():
-        if functional.cross_entropy is cross_entropy_counted:
-            functional.cross_entropy = original
-
-    _state["undo"].append(put_back)
 
 
 def on_step_end(now_ns):
     """Write the step's counts, stamped with its end; stop after SAMPLED_STEPS steps."""
-    if _state["steps_left"] <= 0:
+    if not sampling():
         return
     for name, calls in _counts.items():
         _collector.counter_at(name, calls, now_ns)
     _counts.clear()
     _state["steps_left"] -= 1
-    if _state["steps_left"] == 0:
-        for undo in _state["undo"]:
-            undo()
