@@ -495,7 +495,7 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
 void add_tune_candidate_options(CLI::App& cmd, TuneArgs& a) {
   cmd.add_flag("--kernels", a.opt.kernels, "Also try kernel substitutions (kernels.*): micro-benchmarked and parity-\n"
                                            "checked by `bench kernels` first, then trialled on the job");
-  cmd.add_option("--kernels-python", a.opt.kernels_python, "Python with the job's PyTorch, for --kernels (default python3)");
+  cmd.add_option("--kernels-python", a.opt.kernels_python, "Python with the job's PyTorch, for --kernels (default: the job's own interpreter)");
   cmd.add_option("--kernel-shapes", a.kernel_shapes, "Shapes for --kernels' micro-benchmarks (as bench kernels --shapes)");
   cmd.add_option("--kernel-threads", a.kernel_threads, "torch threads for --kernels' micro-benchmarks (the job's)")
       ->check(CLI::Range(0, 1024));

@@ -235,21 +235,6 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
 }
 
 
-// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
-fs::path resolve_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string_view dir = dirs.substr(0, colon);
-    const fs::path candidate = fs::path(dir.empty() ? "." : std::string(dir)) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return {};
-    dirs.remove_prefix(colon + 1);
-  }
-}
-
 // Why LD_PRELOAD cannot reach `program`, or "" when it can (or we cannot tell): a static
 // executable has no dynamic loader, and the loader ignores LD_PRELOAD for setuid/setgid
 // programs. Their dynamically linked children are still recorded.
@@ -283,6 +268,20 @@ std::string preload_blocker(const fs::path& program) {
 }
 
 }  // namespace
+
+fs::path resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    const std::string_view dir = dirs.substr(0, colon);
+    const fs::path candidate = fs::path(dir.empty() ? "." : std::string(dir)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) return {};
+    dirs.remove_prefix(colon + 1);
+  }
+}
 
 std::string trace_source_ids(std::string_view sep) {
   std::string ids;

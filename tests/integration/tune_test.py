@@ -233,11 +233,20 @@ def case_kernels(tmp):
     printed, never judged (bench/kernels_e2e.py measures)."""
     tmp = pathlib.Path(tmp)
     job = [PY, str(SRC / "samples/transformer/train.py"), "--vocab", "4000", "--steps", "100000"]
-    r = tune(["--kernels", "--kernels-python", PY, "--kernel-shapes", "layernorm=256x16,cross_entropy=256x4000,optimizer=17x4000",
+    # another python3, without torch, first on PATH: the benchmarks must run in the job's own
+    # interpreter (no --kernels-python), as every Python piece started for the job
+    decoy = tmp / "decoy-bin"
+    decoy.mkdir()
+    (decoy / "python3").write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    (decoy / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{decoy}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    r = tune(["--kernels", "--kernel-shapes", "layernorm=256x16,cross_entropy=256x4000,optimizer=17x4000",
               "--kernel-threads", "1", "--steps", "6", "--warmup", "2", "--max-trials", "4",
-              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp)
+              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp, env=env)
     print(r.stdout + r.stderr)
     check("tune --kernels exits 0", r.returncode == 0, f"rc={r.returncode}")
+    check("bench kernels ran in the job's interpreter", f"run in the job's Python: {PY}" in r.stderr and
+          "No module named 'torch'" not in r.stderr)
     check("bench kernels ran before the search", "tracetune bench kernels:" in r.stderr and "cross_entropy" in r.stderr)
     # the Python integration recorded the ops' shapes in the reference run (8 x 32 tokens, dim 16)
     check("the trace's op shapes are read", "(the trace's: layernorm=256x16,cross_entropy=256x4000)" in r.stderr,
@@ -260,8 +269,11 @@ def case_kernels(tmp):
     swapped = subprocess.run([TRACETUNE, "run", "--config", str(cfg), "--", *job[:-1], "12"], capture_output=True,
                              text=True, cwd=tmp)
     check("run --config with every substitution exits 0", swapped.returncode == 0, swapped.stderr)
-    for what in ("torch.nn.LayerNorm -> tracetune", "cross_entropy -> tracetune", "AdamW.step -> tracetune"):
+    # PyTorch 2.x's AdamW runs Adam's step: the swap of Adam.step covers it
+    adamw = "AdamW.step -> tracetune" if "AdamW.step -> tracetune" in swapped.stderr else "(and AdamW: Adam's step"
+    for what in ("torch.nn.LayerNorm -> tracetune", "cross_entropy -> tracetune", adamw):
         check(f"swap in effect: {what}", swapped.stderr.count(what) == 1, swapped.stderr)
+    check("the AdamW steps went through the kernel pack", "PyTorch's step is used" not in swapped.stderr, swapped.stderr)
     a, b = losses(swapped.stdout), losses(plain.stdout)
     worst = max((abs(x - y) / abs(y) for x, y in zip(a, b)), default=float("inf"))
     check("12 steps' losses match the job as written (fp32 class, 1e-4 relative)", len(a) == len(b) == 12 and worst < 1e-4,

@@ -121,7 +121,13 @@ KernelMatch match_kernels(const trace::Trace& t) {
 void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const fs::path& work, const KernelMatch& match,
                            std::vector<KnobPlan>& plan) {
   KernelBenchOptions kb;
-  kb.python = opt.kernels_python;
+  kb.python = opt.kernels_python.empty() ? job_python(opt.command) : opt.kernels_python;
+  if (kb.python.empty()) {
+    say("tune: kernel substitutions not tried: the job's Python interpreter was not found from its command (give it "
+        "with --kernels-python)");
+    return;
+  }
+  if (!opt.quiet) say("tune: kernel micro-benchmarks run in the job's Python: " + kb.python);
   kb.args = opt.kernels_args;
   if (match.has_op_data) {
     std::string only;

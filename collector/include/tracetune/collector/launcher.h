@@ -68,6 +68,9 @@ struct RecordOutcome {
 
 // Where the pieces injected into the job live: next to the executable when installed
 // (../lib/tracetune, ../share/tracetune/python), else the build and source trees.
+// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
+std::filesystem::path resolve_program(const std::string& name);
+
 std::filesystem::path collector_library_path();
 std::filesystem::path python_integration_dir();
 // The GPU libraries: CUPTI injection (CUDA_INJECTION64_PATH; empty when this build has no

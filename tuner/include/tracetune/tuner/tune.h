@@ -27,10 +27,11 @@ struct TuneOptions {
   std::string exhaustive;                 // a knob id: afterwards, try each of its values alone
   bool quiet = false;                     // no live table
   std::string version;                    // tracetune's, for [meta]
-  // Kernel substitutions: before the search, `bench kernels` runs in `kernels_python`; each
-  // candidate that passes parity and beats stock beyond noise is then trialled on the job.
+  // Kernel substitutions: before the search, `bench kernels` runs in `kernels_python` (empty:
+  // the job's own interpreter, job_python()); each candidate that passes parity and beats stock
+  // beyond noise is then trialled on the job.
   bool kernels = false;
-  std::string kernels_python = "python3";
+  std::string kernels_python;
   std::vector<std::string> kernels_args;  // passed to the benchmark (--shapes, --threads, --only)
 };
 
