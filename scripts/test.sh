@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Runs every test: the unit, golden and integration suites in a normal build and under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target briefly.
+# Python-side tests run twice in the default build: on Debian's PyTorch 1.13 and on PyTorch 2.x
+# (the environment setup.sh makes; ctest label torch2).
 # Usage: scripts/test.sh            (installs missing packages first; needs ../shared beside the repo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
+# ccache (installed by setup.sh) with paths relative to the checkout: a fresh clone in another
+# folder reuses what an earlier build on this machine compiled
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+fi
 
 echo "== default build"
 cmake --preset default >/dev/null
