@@ -271,6 +271,43 @@ def case_optimizer_flags(tmp):
             "parameters on cpu" in lines[0] or "AdamW has no fused implementation" in lines[0]), lines)
 
 
+FIRST_MODEL_JOB = """
+import sys, torch
+model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+x = torch.randn(4, 8)
+first = model(x)
+if sys.argv[1] == "compile":  # the second call would compile (minutes of C++ on a small CPU): stop here
+    print("compiled_in_place", getattr(model, "_compiled_call_impl", None) is not None)
+else:
+    print("dtypes", first.dtype, model(x).dtype)
+"""
+
+
+def case_first_model(tmp):
+    """amp.dtype = bf16 and compile.mode in a job without DDP: applied to the first module the
+    job calls (its model), in place, from its second call on; on torch 1.13 compile.mode is
+    refused with one line and bf16 autocast applies."""
+    amp = run(config(tmp, '[meta]\nnumerics = true\n[settings]\n"amp.dtype" = "bf16"\n', name="amp.toml"), PY, "-c", FIRST_MODEL_JOB, "amp",
+              )
+    check("amp.dtype = bf16 without DDP: the job runs", amp.returncode == 0, amp.stderr[-1500:])
+    check("amp.dtype = bf16: the model's second call runs under bf16 autocast",
+          "dtypes torch.float32 torch.bfloat16" in amp.stdout and "the job's model (Sequential" in amp.stderr,
+          amp.stdout + amp.stderr[-1000:])
+    comp = run(config(tmp, '[settings]\n"compile.mode" = "default"\n', name="compile.toml"), PY, "-c", FIRST_MODEL_JOB,
+               "compile")
+    check("compile.mode without DDP: the job runs", comp.returncode == 0, comp.stderr[-1500:])
+    has_compile = subprocess.run([PY, "-c", "import torch, sys; sys.exit(0 if hasattr(torch.nn.Module, 'compile') else 1)"]
+                                 ).returncode == 0
+    if has_compile:
+        check("compile.mode: the job's model is compiled in place after its first call",
+              "compiled_in_place True" in comp.stdout and comp.stderr.count("compiled in place") == 1,
+              comp.stdout + comp.stderr[-1000:])
+    else:
+        check("compile.mode on a PyTorch without module compile: one line, not applied",
+              "compiled_in_place False" in comp.stdout and comp.stderr.count("not applied") == 1,
+              comp.stdout + comp.stderr[-1000:])
+
+
 def case_python_api(tmp):
     """tracetune.apply() in-process, no `tracetune run`: a dict, a tuned.toml, refusals, and the
     Python table of knobs against the catalogue."""
@@ -313,6 +350,7 @@ def case_python_api(tmp):
 
 CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
          "dataloader": case_dataloader, "ddp": case_ddp, "ddp_hierarchical": case_ddp_hierarchical,
-         "python_api": case_python_api, "optimizer_flags": case_optimizer_flags}
+         "python_api": case_python_api, "optimizer_flags": case_optimizer_flags,
+         "first_model": case_first_model}
 
 run_cases(CASES, ONLY)

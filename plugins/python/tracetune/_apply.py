@@ -158,6 +158,8 @@ def _apply_torch(torch):
         _patch_set_num_threads(torch)
     if settings.get("compile.mode", "none") != "none" and not hasattr(torch, "compile"):
         _once("compile", f"compile.mode: torch.compile needs PyTorch 2.0 or newer (this is {torch.__version__}); not applied")
+    if _model_settings():
+        _patch_first_model(torch)
     _apply_kernels(torch)
     if settings.get("amp.dtype") == "fp16":
         _once("amp-fp16", "amp.dtype = fp16: not applied (fp16 needs a GradScaler in the training loop); use bf16 or add autocast in code")
@@ -321,27 +323,81 @@ def _register_comm_hook(ddp, name, register):
     _once("comm-hook-on", f"DistributedDataParallel communication hook: {name} (tuned config)")
 
 
+def _model_settings():
+    return settings.get("amp.dtype") == "bf16" or settings.get("compile.mode", "none") != "none"
+
+
+def _autocast_forward(torch, model, who):
+    param = next(model.parameters(), None)
+    device = param.device.type if param is not None else "cpu"
+    forward = model.forward
+
+    @functools.wraps(forward)
+    def autocast_forward(*args, **kwargs):
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            return forward(*args, **kwargs)
+
+    model.forward = autocast_forward
+    _once("amp", f"amp.dtype = bf16: {who}'s forward runs under torch.autocast({device!r}, bfloat16)")
+
+
 def _wrap_model(model):
-    """amp.dtype = bf16 and compile.mode, for the model DDP wraps (the one model we can find
-    without code changes)."""
+    """amp.dtype = bf16 and compile.mode, for the model DDP wraps."""
     import torch
     if settings.get("amp.dtype") == "bf16":
-        param = next(model.parameters(), None)
-        device = param.device.type if param is not None else "cpu"
-        forward = model.forward
-
-        @functools.wraps(forward)
-        def autocast_forward(*args, **kwargs):
-            with torch.autocast(device_type=device, dtype=torch.bfloat16):
-                return forward(*args, **kwargs)
-
-        model.forward = autocast_forward
-        _once("amp", f"amp.dtype = bf16: the DDP model's forward runs under torch.autocast({device!r}, bfloat16)")
+        _autocast_forward(torch, model, "the DDP model")
     mode = settings.get("compile.mode", "none")
     if mode != "none" and hasattr(torch, "compile"):
         model = torch.compile(model, mode=mode)
         _once("compile-on", f"compile.mode = {mode}: the DDP model is torch.compile'd")
     return model
+
+
+def _patch_first_model(torch):
+    """amp.dtype = bf16 and compile.mode for a job without DDP: the model is the first module
+    the main thread of this process calls (its outermost: a forward pre-hook sees the outer
+    module before its children). A one-shot global pre-hook finds it and removes itself at once;
+    the settings take effect from the model's second call (module.compile compiles in place,
+    so the job's own reference to the model is what runs compiled). A model DDP wraps is left
+    to the DDP path; one the job compiled itself is not compiled again."""
+    register = getattr(getattr(torch.nn.modules, "module", None), "register_module_forward_pre_hook", None)
+    if register is None:
+        return
+    installer = (os.getpid(), threading.get_ident())
+    handle = []
+
+    def first_call(module, args):
+        if (os.getpid(), threading.get_ident()) != installer:
+            return None  # a DataLoader worker (forked) or another thread: not the training loop
+        handle.pop().remove()
+        try:
+            _apply_to_first_model(torch, module)
+        except Exception as e:  # noqa: BLE001  (never break the job)
+            _once("model-settings", f"amp.dtype/compile.mode: not applied ({type(e).__name__}: {e})")
+        return None
+
+    handle.append(register(first_call))
+
+
+def _apply_to_first_model(torch, model):
+    name = type(model).__name__
+    if getattr(model, "_tracetune_model", False) or "DistributedDataParallel" in name:
+        return  # the DDP path applied them (or will)
+    model._tracetune_model = True
+    who = f"the job's model ({name}, the first module it calls)"
+    if settings.get("amp.dtype") == "bf16":
+        _autocast_forward(torch, model, who)
+    mode = settings.get("compile.mode", "none")
+    if mode == "none" or not hasattr(torch, "compile"):
+        return
+    if name == "OptimizedModule":
+        _once("compile-own", f"compile.mode = {mode}: the job compiles its model itself; left as it is")
+    elif not hasattr(model, "compile"):
+        _once("compile", f"compile.mode = {mode}: this PyTorch ({torch.__version__}) cannot compile a module in place "
+                         "(nn.Module.compile, 2.2+): only DDP models are compiled")
+    else:
+        model.compile(mode=mode)
+        _once("compile-on", f"compile.mode = {mode}: {who} is compiled in place (its next calls run compiled)")
 
 
 # ---------------------------------------------------------------- optimizers
