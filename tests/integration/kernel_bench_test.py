@@ -145,5 +145,33 @@ def case_usage(tmp):
     check("missing interpreter: exit 2 with one line", r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr)
 
 
+def case_job_optimizer(tmp):
+    """The optimizer entry on the job's own optimizer (the description the trace records):
+    a configuration the fused step implements is measured with parity; one the numerics guard
+    refuses (amsgrad, an option it does not know) is refused without measuring."""
+    import torch
+    os.environ.setdefault("TRACETUNE_KERNELS_LIB", str(pathlib.Path(TRACETUNE).parents[1] / "plugins/kernels/libtracetune_kernels.so"))
+    from tracetune import _fused_optim
+    from tracetune import _kernel_bench as kb
+    cat = kb.load_catalogue(CATALOGUE, KNOBS)
+    p = [torch.nn.Parameter(torch.randn(4)) for _ in range(3)]
+    two_groups = _fused_optim.describe(torch.optim.AdamW([{"params": p[:1]}, {"params": p[1:], "lr": 3e-3,
+                                                           "weight_decay": 0.05}], lr=1e-2, betas=(0.8, 0.99)))
+    amsgrad = _fused_optim.describe(torch.optim.Adam(p, lr=1e-2, amsgrad=True))
+    unknown = dict(two_groups, groups=[dict(g, lookahead_k=5) for g in two_groups["groups"]])
+    for name, desc, refused in (("AdamW, two groups", two_groups, False), ("Adam amsgrad", amsgrad, True),
+                                ("an option the guard does not know", unknown, True)):
+        res = [r for r in kb.run(cat, only=["optimizer"], shapes={"optimizer": "6x500"}, warmup=0, repeats=3,
+                                 optimizer=json.loads(json.dumps(desc))) if r["impl"] == "tracetune"]
+        verdict = res[0]["verdict"] if res else "missing"
+        if refused:
+            check(f"job optimizer {name}: the fused step is refused by the guard, not measured",
+                  verdict.startswith("refused: the numerics guard") and "ratio" not in res[0], res)
+        else:
+            check(f"job optimizer {name}: measured with parity", res and res[0].get("parity", {}).get("pass")
+                  and "ratio" in res[0], res)
+
+
 if __name__ == "__main__":
-    run_cases({"cli": case_cli, "wrong": case_wrong, "catalogue": case_catalogue, "usage": case_usage}, only=[CASE])
+    run_cases({"cli": case_cli, "wrong": case_wrong, "catalogue": case_catalogue, "usage": case_usage,
+               "job_optimizer": case_job_optimizer}, only=[CASE])

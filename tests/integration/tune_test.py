@@ -248,6 +248,9 @@ def case_kernels(tmp):
     check("bench kernels ran in the job's interpreter", f"run in the job's Python: {PY}" in r.stderr and
           "No module named 'torch'" not in r.stderr)
     check("bench kernels ran before the search", "tracetune bench kernels:" in r.stderr and "cross_entropy" in r.stderr)
+    check("the optimizer entry runs on the job's own optimizer (recorded in the trace)",
+          "on the job's optimizer: {" in r.stderr and "optimizer entry on the job's AdamW" in r.stderr,
+          [l for l in r.stderr.splitlines() if "optimizer" in l][:5])
     # the Python integration recorded the ops' shapes in the reference run (8 x 32 tokens, dim 16)
     check("the trace's op shapes are read", "(the trace's: layernorm=256x16,cross_entropy=256x4000)" in r.stderr,
           [l for l in r.stderr.splitlines() if "shapes" in l])

@@ -102,8 +102,20 @@ class LiveTable {
 struct KernelMatch {
   bool has_op_data = false;
   std::vector<SubstitutionShare> shares;
-  std::string shapes;  // "id=ROWSxCOLS,..." seen in the trace (bench kernels --shapes)
+  std::string shapes;            // "id=ROWSxCOLS,..." seen in the trace (bench kernels --shapes)
+  std::string optimizer_config;  // the job's optimizer as the Python integration recorded it (JSON)
 };
+
+// The JSON of the first "tracetune.optimizer <JSON>" mark (the optimizer whose steps mark the
+// job's steps, recorded at its first step); empty when the trace has none.
+std::string recorded_optimizer(const trace::Trace& t) {
+  constexpr std::string_view kPrefix = "tracetune.optimizer ";
+  for (std::size_t i = 0; i < t.ranges.size(); ++i) {
+    const std::string_view name = t.strings.get(t.ranges.name[i]);
+    if (name.substr(0, kPrefix.size()) == kPrefix) return std::string(name.substr(kPrefix.size()));
+  }
+  return {};
+}
 
 KernelMatch match_kernels(const trace::Trace& t) {
   KernelMatch m;
@@ -115,6 +127,7 @@ KernelMatch match_kernels(const trace::Trace& t) {
   m.shares = substitution_shares(t, subs.value(), &m.has_op_data);
   for (const auto& [id, shape] : substitution_shapes(t, subs.value()))
     m.shapes += (m.shapes.empty() ? "" : ",") + id + "=" + shape;
+  m.optimizer_config = recorded_optimizer(t);
   return m;
 }
 
@@ -147,6 +160,12 @@ void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const f
   } else if (!match.shapes.empty()) {
     if (!opt.quiet) say("tune: micro-benchmarks at the shapes the trace shows: " + match.shapes);
     kb.args.insert(kb.args.end(), {"--shapes", match.shapes});
+  }
+  if (!match.optimizer_config.empty() &&
+      std::find(kb.args.begin(), kb.args.end(), "--optimizer-config") == kb.args.end()) {
+    if (!opt.quiet) say("tune: the optimizer entry is measured and parity-checked on the job's optimizer: " +
+                        match.optimizer_config);
+    kb.args.insert(kb.args.end(), {"--optimizer-config", match.optimizer_config});
   }
   if (opt.allow_numerics) kb.args.push_back("--allow-numerics");
   const fs::path kept = work / "kernels-kept.txt";

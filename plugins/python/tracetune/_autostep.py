@@ -164,11 +164,23 @@ def _low_source_boundary(source: int, now: int) -> None:
 _step_clock = []  # the optimizer whose step() marks steps: the first one that stepped
 
 
+def _record_optimizer(optimizer) -> None:
+    """The training optimizer's configuration, once, as a mark "tracetune.optimizer <JSON>":
+    `tune --kernels` benchmarks and parity-checks the optimizer substitutions on it."""
+    try:
+        import json
+        from tracetune import _fused_optim
+        _collector.mark("tracetune.optimizer " + json.dumps(_fused_optim.describe(optimizer), sort_keys=True), "tracetune")
+    except Exception:  # noqa: BLE001  (never break the job)
+        pass
+
+
 def _optimizer_step_ended(optimizer, now: int) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     if not _step_clock:
         _step_clock.append(id(optimizer))
+        _record_optimizer(optimizer)
     if _step_clock[0] == id(optimizer):
         _low_source_boundary(_OPTIMIZER, now)
 

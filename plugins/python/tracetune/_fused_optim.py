@@ -165,6 +165,50 @@ def unsupported(opt):
     return ""
 
 
+def _json_value(v):
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if hasattr(v, "dim"):  # a tensor-valued option: kept as such, so the guard refuses it again
+        return {"tensor": float(v.detach().float().mean()) if v.numel() else 0.0}
+    return repr(v)
+
+
+def describe(opt):
+    """The optimizer's configuration as plain data: its class, the algorithm the guard finds
+    (None: refused, with why), and per param group every option and the tensors it holds."""
+    algo, why = algorithm(opt)
+    groups = []
+    for group in opt.param_groups:
+        g = {k: _json_value(v) for k, v in group.items() if k not in ("params", "param_names")}
+        g["tensors"] = len(group["params"])
+        g["elements"] = sum(p.numel() for p in group["params"])
+        groups.append(g)
+    return {"class": type(opt).__name__, "algorithm": algo, "refused": why, "groups": groups}
+
+
+def from_description(desc, params):
+    """An optimizer of the described configuration over `params` (split over its groups in
+    proportion to the tensors each held): the job's own, for bench kernels. Its class is the
+    torch.optim class of the algorithm (a job's subclass was refused when it was described)."""
+    import torch
+    classes = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
+    cls = getattr(torch.optim, desc.get("class", ""), None) or classes.get(desc.get("algorithm"))
+    if cls is None:
+        raise ValueError(f"optimizer {desc.get('class')!r} is not one torch.optim has")
+    groups, left = [], list(params)
+    total = sum(max(g.get("tensors", 1), 1) for g in desc["groups"]) or 1
+    for i, g in enumerate(desc["groups"]):
+        share = len(params) if i == len(desc["groups"]) - 1 else max(1, round(len(params) * g.get("tensors", 1) / total))
+        take, left = left[:share], left[share:]
+        options = {k: (tuple(v) if k == "betas" else torch.tensor(v["tensor"]) if isinstance(v, dict) else v)
+                   for k, v in g.items() if k not in ("tensors", "elements")}
+        groups.append({"params": take, **options})
+    groups = [g for g in groups if g["params"]]
+    return cls(groups)
+
+
 def _pointers(tensors):
     return (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
 

@@ -144,9 +144,11 @@ def _cross_entropy_case(impl, shape, device):
     return run
 
 
-def _optimizer_case(impl, shape, device, steps=8):
-    """AdamW over `count` tensors of `numel` elements; run() = one step; outputs = parameters
-    after `steps` steps from fixed gradients (compared with stock's)."""
+def _optimizer_case(impl, shape, device, steps=8, config=None):
+    """The job's optimizer (`config`: its recorded description, tracetune.optimizer in the
+    trace) or else AdamW(lr=1e-3, weight_decay=0.01), over `count` tensors of `numel` elements;
+    run() = one step; outputs = parameters after `steps` steps from fixed gradients (compared
+    with stock's, the same configuration stepped by PyTorch)."""
     import torch
     from tracetune import _fused_optim
     count, numel = shape
@@ -156,14 +158,23 @@ def _optimizer_case(impl, shape, device, steps=8):
     params = [p.clone().requires_grad_() for p in init]
     for p, gr in zip(params, grads):
         p.grad = gr.clone()
-    kwargs = dict(lr=1e-3, weight_decay=0.01)
-    if impl == "optimizer.foreach=true":
-        opt = torch.optim.AdamW(params, foreach=True, **kwargs)
-    elif impl == "optimizer.fused=true":
-        opt = torch.optim.AdamW(params, fused=True, **kwargs)
+    if config is not None:
+        opt = _fused_optim.from_description(config, params)
+        overrides = {"optimizer.foreach=true": {"foreach": True}, "optimizer.fused=true": {"fused": True, "foreach": None}}
+        for group in opt.param_groups:
+            group.update(overrides.get(impl, {}))
     else:
-        opt = torch.optim.AdamW(params, **({"foreach": False} if impl == "stock" else {}), **kwargs)
+        kwargs = dict(lr=1e-3, weight_decay=0.01)
+        if impl == "optimizer.foreach=true":
+            opt = torch.optim.AdamW(params, foreach=True, **kwargs)
+        elif impl == "optimizer.fused=true":
+            opt = torch.optim.AdamW(params, fused=True, **kwargs)
+        else:
+            opt = torch.optim.AdamW(params, **({"foreach": False} if impl == "stock" else {}), **kwargs)
     if impl == "tracetune":
+        why = _fused_optim.unsupported(opt)
+        if why:  # the numerics guard keeps PyTorch's step for this configuration: nothing to measure
+            raise _Refused(f"the numerics guard keeps PyTorch's step ({why})")
         def step():
             _fused_optim.fused_step(opt, type(opt).step)
     elif callable(impl):
@@ -186,6 +197,10 @@ def _optimizer_case(impl, shape, device, steps=8):
         return [p.detach().clone() for p in params]
     run.outputs = outputs
     return run
+
+
+class _Refused(Exception):
+    """A candidate that cannot serve the configuration it is asked to serve."""
 
 
 CASES = {"layernorm": _layernorm_case, "cross_entropy": _cross_entropy_case, "optimizer": _optimizer_case}
@@ -238,14 +253,21 @@ def _time_pair(stock, cand, warmup, repeats):
     return statistics.median(ts), statistics.median(tc), max(spread(ts), spread(tc))
 
 
-def evaluate(sub, impl, shape, device, cls, warmup=3, repeats=15):
+def evaluate(sub, impl, shape, device, cls, warmup=3, repeats=15, optimizer=None):
     """One candidate against stock: timings, parity and the verdict. `impl` is an impl name
-    of the catalogue or, in tests, a callable standing in for the candidate op."""
+    of the catalogue or, in tests, a callable standing in for the candidate op; `optimizer`
+    the job's optimizer configuration (describe()) for the optimizer entry."""
     make = CASES[sub["id"]]
-    stock, cand = make("stock", shape, device), make(impl, shape, device)
-    par = parity(_outputs(stock), _outputs(cand), cls, grads_after_first=not hasattr(stock, "outputs"))
+    extra = {"config": optimizer} if sub["id"] == "optimizer" and optimizer is not None else {}
     res = {"substitution": sub["id"], "impl": impl if isinstance(impl, str) else getattr(impl, "__name__", "custom"),
-           "shape": "x".join(map(str, shape)), "device": str(device), "parity": par}
+           "shape": "x".join(map(str, shape)), "device": str(device)}
+    try:
+        stock, cand = make("stock", shape, device, **extra), make(impl, shape, device, **extra)
+        par = parity(_outputs(stock), _outputs(cand), cls, grads_after_first=not hasattr(stock, "outputs"))
+    except (_Refused, ValueError, RuntimeError) as e:  # the job's configuration is one the candidate cannot run
+        res["verdict"] = f"refused: {e}"
+        return res
+    res["parity"] = par
     if not par["pass"]:
         res["verdict"] = "refused: parity"
         return res
@@ -276,7 +298,7 @@ def unavailable(impl, device):
     return "" if importlib.util.find_spec(req) else f"{req} is not installed in this environment"
 
 
-def run(catalogue, only=(), shapes=None, device="cpu", allow_numerics=False, warmup=3, repeats=15):
+def run(catalogue, only=(), shapes=None, device="cpu", allow_numerics=False, warmup=3, repeats=15, optimizer=None):
     results = []
     for sub in catalogue["substitutions"]:
         if only and sub["id"] not in only:
@@ -290,7 +312,7 @@ def run(catalogue, only=(), shapes=None, device="cpu", allow_numerics=False, war
             if why:
                 results.append({"substitution": sub["id"], "impl": impl["name"], "verdict": f"skipped: {why}"})
                 continue
-            results.append(evaluate(sub, impl["name"], shape, device, cls, warmup, repeats))
+            results.append(evaluate(sub, impl["name"], shape, device, cls, warmup, repeats, optimizer))
             knob, value = impl_setting(sub, impl)
             results[-1]["setting"] = {knob: value}
     return results
@@ -324,6 +346,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--allow-numerics", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--optimizer-config", default="",
+                    help="the job's optimizer as JSON (the trace's tracetune.optimizer mark): the optimizer entry is "
+                         "benchmarked and parity-checked on it instead of AdamW(lr=1e-3, weight_decay=0.01)")
     ap.add_argument("--kept", help="also write the kept candidates here, one knob=value per line (for `tune --kernels`)")
     a = ap.parse_args(argv)
     try:
@@ -339,13 +364,17 @@ def main(argv=None):
             raise ValueError(f"--only: {', '.join(unknown)} is not a substitution ({', '.join(CASES)})")
         if a.repeats < 3 or a.warmup < 0:
             raise ValueError("--repeats must be at least 3 and --warmup not negative")
+        optimizer = json.loads(a.optimizer_config) if a.optimizer_config else None
+        if optimizer is not None and not (isinstance(optimizer, dict) and isinstance(optimizer.get("groups"), list)
+                                          and optimizer["groups"]):
+            raise ValueError("--optimizer-config: expected {\"class\": ..., \"groups\": [{option: value, ...}, ...]}")
     except (ValueError, OSError) as e:
         sys.stderr.write(f"tracetune: bench kernels: {e}\n")
         return 2
     import torch
     if a.threads:
         torch.set_num_threads(a.threads)
-    results = run(catalogue, only, shapes, a.device, a.allow_numerics, a.warmup, a.repeats)
+    results = run(catalogue, only, shapes, a.device, a.allow_numerics, a.warmup, a.repeats, optimizer)
     if a.kept:
         with open(a.kept, "w") as f:
             for r in results:
@@ -361,6 +390,8 @@ def main(argv=None):
     else:
         out.write(text(results, f"tracetune bench kernels: torch {info['torch']}, {info['threads']} thread(s), "
                                        f"{a.device}, {a.repeats} repeats after {a.warmup} warm-up (medians)\n"
+                                       + (f"optimizer entry on the job's {optimizer['class']} ({len(optimizer['groups'])} "
+                                          "param group(s), as recorded)\n" if optimizer else "")
                                        + _libraries.describe()))
     return 0
 
