@@ -215,10 +215,11 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
                         "was recorded",
                         dur(cost), dur(r.step_median), pct(f.share));
   f.detail = "The step is compute on the host: check the intra-op thread count (torch.set_num_threads, OMP_NUM_THREADS) "
-             "against the cores the job may use, or move the model to an accelerator.";
+             "against the cores the job may use, compile the model (torch.compile fuses its ops on the CPU too), use "
+             "PyTorch's fused or multi-tensor optimizer step, or move the model to an accelerator.";
   f.gain_model = "not estimated: the saving depends on how the host compute scales with threads";
   add_worst(f, r, busy, "of host compute");
-  f.knobs = {"torch.num_threads", "cpu.omp_num_threads"};
+  f.knobs = {"torch.num_threads", "cpu.omp_num_threads", "compile.mode", "optimizer.fused", "optimizer.foreach"};
   return {f};
 }
 
