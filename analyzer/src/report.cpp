@@ -611,7 +611,7 @@ std::string text_efficiency(const Efficiency& e) {
   if (e.ops)
     o += fmt::format("  {} FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n", kinds,
                      e.flops_per_step / 1e9, e.ops, e.achieved_tflops,
-                     e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, e.peak)
+                     e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, visible(e.peak))
                                 : std::string("; MFU unknown (no peak for this device)"));
   for (const auto& op : e.roofline)
     o += fmt::format(

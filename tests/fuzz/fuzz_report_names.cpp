@@ -1,6 +1,7 @@
 // libFuzzer target: hostile names through the reports (issue 32). The input is cut into names
 // (at each "\xff\xff") that fill every trace-derived field an analysis and a diff show: the
-// source, rank labels, devices, kernel, process and file names, finding text, settings, notes.
+// source, rank labels, devices (also as quoted in the MFU peak), kernel, op, process and file
+// names, critical-path segments, finding text, settings, notes.
 // Whatever they hold, the text, Markdown and HTML reports must
 //   - carry no character a terminal or viewer acts on: C0 controls but the newline, DEL, C1, bidi
 //     embeddings/overrides/isolates, line separators, bytes that are not UTF-8;
@@ -51,6 +52,16 @@ Analysis analysis_of(const std::vector<std::string>& n) {
   m.device = n[7];
   m.peak = 1 << 20;
   r.memory.push_back(m);
+  r.efficiency.ops = 1;  // the MFU line quotes the device in `peak`; the roofline names ops and dtypes
+  r.efficiency.mfu = 0.5;
+  r.efficiency.peak = n[3];
+  r.efficiency.flops_by_kind = {{"gemm", 1e9}};
+  r.efficiency.roofline.push_back({n[9], n[10], 1, 1e9, 1e6, 1000, 1.0, 2.0});
+  StepPath path;  // its longest segment names a kernel
+  path.length = path.end = 1000;
+  path.by_kind[0] = 1000;
+  path.top.push_back({0, 1000, PathKind::HostCompute, 0, n[11]});
+  r.paths.push_back(path);
   r.notes.push_back(n[8]);
   a.metrics.ranks.push_back(r);
   a.metrics.notes.push_back(n[9]);
