@@ -103,7 +103,7 @@ std::string_view file_kind(mode_t mode) {
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISSOCK(mode)) return "a socket";
-  return "not a file";
+  return "a special file";
 }
 
 // Opens an input for reading without blocking (a FIFO's open() waits for a writer) and

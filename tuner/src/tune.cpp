@@ -228,10 +228,11 @@ JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::str
   return f;
 }
 
-// The options checked against the catalogue and the file system: 2 (said) when refused, else 0.
 // tuned.toml -> tuned.trials.json: every trial, beside the config.
 fs::path trials_path_of(fs::path output) { return output.replace_extension(".trials.json"); }
 
+// The options checked against the catalogue and the file system: 2 (said) when refused, 1 (said)
+// when an output names a FIFO, device or directory, else 0.
 int check_options(const TuneOptions& opt, const Catalogue& cat) {
   if (!opt.exhaustive.empty() && cat.find(opt.exhaustive) == nullptr) {
     say(fmt::format("tune: --exhaustive: unknown knob \"{}\" (tracetune knobs lists them)", opt.exhaustive));
