@@ -273,10 +273,10 @@ Verb add_model(CLI::App& bench) {
   cmd->add_option("sweep", a->sweep, "The sweep JSON file")->required();
   cmd->add_option("--nodes", a->nodes, "Nodes to predict for (default 2)")->check(CLI::Range(1, 100000));
   cmd->add_option("--gpus-per-node", a->gpus, "GPUs per node (default: the sweep's rank count)")->check(CLI::Range(1, 1024));
-  cmd->add_option("--inter-alpha-us", a->inter_alpha_us, "Node-to-node latency per hop, us (default 20)")->check(CLI::PositiveNumber);
-  cmd->add_option("--inter-gbps", a->inter_gbps, "Node-to-node bandwidth per NIC, GB/s (default 12.5)")->check(CLI::PositiveNumber);
-  cmd->add_option("--gradient-mb", a->gradient_mb, "Gradient size, MiB (default 100)")->check(CLI::PositiveNumber);
-  cmd->add_option("--backward-ms", a->backward_ms, "Backward pass time, ms (default 50)")->check(CLI::PositiveNumber);
+  cmd->add_option("--inter-alpha-us", a->inter_alpha_us, "Node-to-node latency per hop, us (default 20)")->check(cli::positive_number());
+  cmd->add_option("--inter-gbps", a->inter_gbps, "Node-to-node bandwidth per NIC, GB/s (default 12.5)")->check(cli::positive_number());
+  cmd->add_option("--gradient-mb", a->gradient_mb, "Gradient size, MiB (default 100)")->check(cli::positive_number());
+  cmd->add_option("--backward-ms", a->backward_ms, "Backward pass time, ms (default 50)")->check(cli::positive_number());
   cmd->add_option("--buckets", a->buckets, "Bucket sizes to compare, MiB (default 1,5,10,25,50,100,200)");
   return {cmd, [a] { return cmd_bench_model(*a); }};
 }

@@ -3,12 +3,15 @@
 // 2 (usage).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -41,10 +44,26 @@ using tt::cli::Verb;
 
 namespace {
 
+// `-o -`: the report or export goes to stdout (text, json, md and html reports; the chrome export).
+constexpr std::string_view kStdout = "-";
+
+// Before any work: an output that would destroy an input, or replace a device, FIFO, socket or
+// directory with a file, is refused (AtomicOutput checks the target again before its rename).
+Status check_output(std::span<const fs::path> inputs, const std::string& output) {
+  if (auto st = trace::check_output_target(output); !st) return st;
+  return trace::check_output_not_input(inputs, output);
+}
+
+// A verb whose output is a database, part file or config refuses `-o -` (a pipe cannot hold one).
+int refuse_stdout(std::string_view verb, std::string_view what) {
+  return usage_error(verb, fmt::format("-o -: {} cannot be written to stdout; name a file", what));
+}
+
 int cmd_import(const std::vector<std::string>& inputs, const std::string& output, bool quiet) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (output == kStdout) return refuse_stdout("import", "a trace database");
   std::vector<fs::path> paths(inputs.begin(), inputs.end());
-  if (auto st = trace::check_output_not_input(paths, output); !st) return fail(st.error());
+  if (auto st = check_output(paths, output); !st) return fail(st.error());
   trace::Trace t;
   // a progress line for inputs large enough to be streamed, when stderr is a terminal
   int shown = -1;
@@ -77,9 +96,15 @@ int cmd_info(const std::string& input, bool json) {
 int cmd_export(const std::string& input, const std::string& format, const std::string& output) {
   if (format != "chrome") return fail("unknown export format '" + format + "' (supported: chrome)");
   const fs::path inputs[] = {input};
-  if (auto st = trace::check_output_not_input(inputs, output); !st) return fail(st.error());
+  if (output != kStdout)
+    if (auto st = check_output(inputs, output); !st) return fail(st.error());
   auto t = trace::load_any(input);
   if (!t) return fail(t.error());
+  if (output == kStdout) {
+    const std::string json = trace::to_chrome_json(t.value());
+    return std::fwrite(json.data(), 1, json.size(), stdout) == json.size() && std::fflush(stdout) == 0
+               ? 0 : fail("stdout: cannot write the export");
+  }
   if (auto st = trace::export_chrome(t.value(), output); !st) return fail(st.error());
   std::printf("wrote %s (%zu events; open it in the Perfetto UI or chrome://tracing)\n", output.c_str(),
               t->event_count());
@@ -116,26 +141,31 @@ std::string no_such_rank(const trace::Trace& t, analyzer::Options opt, const std
   return fmt::format("{}: no rank {} in this trace (ranks present: {})", input, wanted, present.empty() ? "none" : present);
 }
 
-// "90", "90s", "10m", "1h", "1.5h" -> seconds (> 0).
+// "90", "90s", "10m", "1h", "1.5h" -> seconds (finite, > 0).
 Result<double> parse_duration(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  const std::string_view unit(end);
-  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-  if (end == text.c_str() || scale < 0 || !(v > 0))
+  std::string_view number(text);
+  double scale = 1;
+  if (number.ends_with('m') || number.ends_with('h') || number.ends_with('s')) {
+    scale = number.back() == 'm' ? 60 : number.back() == 'h' ? 3600 : 1;
+    number.remove_suffix(1);
+  }
+  auto v = trace::parse_finite(number, "");
+  if (!v || !(v.value() > 0) || !std::isfinite(v.value() * scale))
     return make_error("'" + text + "' is not a duration (e.g. 90s, 10m, 1h)");
-  return v * scale;
+  return v.value() * scale;
 }
+
+bool to_stdout(const std::string& output) { return output.empty() || output == kStdout; }
 
 bool color_for(const std::string& output) {
-  return output.empty() && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  return to_stdout(output) && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
 }
 
-// A report to stdout, or to FILE written atomically (0600).
+// A report to stdout (no -o, or -o -), or to FILE written atomically (0600).
 int emit_report(const std::string& text, const std::string& output) {
-  if (output.empty()) {
-    std::fputs(text.c_str(), stdout);
-    return 0;
+  if (to_stdout(output)) {
+    return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0
+               ? 0 : fail("stdout: cannot write the report");
   }
   if (auto st = trace::write_file_atomic(output, text); !st) return fail(st.error());
   return 0;
@@ -156,26 +186,35 @@ std::string render_report(const analyzer::Analysis& a, const AnalyzeArgs& args) 
   return analyzer::render_text(a, color_for(args.output));
 }
 
+// Every `from` in `text` replaced by `to` (a part-file name may say {shard} more than once).
+std::string replace_all(std::string text, std::string_view from, std::string_view to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
+  return text;
+}
+
 // --shard K/N (or auto: the launcher's rank and size): this shard's part file.
 int cmd_analyze_shard(const AnalyzeArgs& args, const std::string& input, const analyzer::Options& opt) {
   if (args.hta_compat) return usage_error("analyze", "--hta-compat compares one trace with HTA: not with --shard");
   if (args.format != "text") return usage_error("analyze", "--shard writes a part file: choose the report's --format with --combine");
+  if (args.output == kStdout) return refuse_stdout("analyze", "--shard's part file");
   const bool from_launcher = args.shard == "auto";
-  const auto env = from_launcher ? analyzer::shard_from_environment() : std::nullopt;
-  if (from_launcher && !env)
+  auto env = from_launcher ? analyzer::shard_from_environment() : Result<std::optional<analyzer::LauncherShard>>(std::nullopt);
+  if (!env) return usage_error("analyze", "--shard auto: " + env.error());
+  if (from_launcher && !env.value())
     return usage_error("analyze", "--shard auto: no launcher rank and size in the environment (SLURM_PROCID/SLURM_NTASKS, "
                                   "OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE)");
-  auto shard = env ? Result<analyzer::Shard>(env->first) : analyzer::parse_shard(args.shard);
+  const auto& launcher = env.value();
+  auto shard = launcher ? Result<analyzer::Shard>(launcher->shard) : analyzer::parse_shard(args.shard);
   if (!shard) return usage_error("analyze", shard.error());
-  const std::string from = env ? env->second : "--shard";
+  const std::string from = launcher ? launcher->variables : "--shard";
   std::string out = args.output;
   std::error_code ec;
   if (out.empty()) return usage_error("analyze", "--shard needs -o PART (e.g. parts/part-{shard}.ttpart, or a directory)");
   if (fs::is_directory(out, ec)) out = (fs::path(out) / fmt::format("part-{}.ttpart", shard->index)).string();
-  else if (auto at = out.find("{shard}"); at != std::string::npos) out.replace(at, 7, std::to_string(shard->index));
+  else if (out.find("{shard}") != std::string::npos) out = replace_all(std::move(out), "{shard}", std::to_string(shard->index));
   else if (shard->count > 1) return usage_error("analyze", "with several shards -o needs {shard} in its name or a directory");
   const fs::path inputs[] = {input};
-  if (auto st = trace::check_output_not_input(inputs, out); !st) return fail(st.error());
+  if (auto st = check_output(inputs, out); !st) return fail(st.error());
   auto run = analyzer::analyze_shard(input, shard.value(), opt, args.step_range, out);
   if (!run) return fail(run.error());
   std::fprintf(stderr, "tracetune analyze: shard %u/%u (from %s): %zu file(s), %zu rank(s), %zu events -> %s\n", shard->index,
@@ -185,8 +224,8 @@ int cmd_analyze_shard(const AnalyzeArgs& args, const std::string& input, const a
 
 int cmd_analyze_combine(const AnalyzeArgs& args) {
   std::vector<fs::path> parts(args.inputs.begin(), args.inputs.end());
-  if (!args.output.empty())
-    if (auto st = trace::check_output_not_input(parts, args.output); !st) return fail(st.error());
+  if (!to_stdout(args.output))
+    if (auto st = check_output(parts, args.output); !st) return fail(st.error());
   auto a = analyzer::combine_shards(parts, args.threads);
   if (!a) return fail(a.error());
   if (a->options.rank >= 0 && a->metrics.ranks.empty())
@@ -216,8 +255,8 @@ int cmd_analyze(const AnalyzeArgs& args) {
   }
   if (!args.shard.empty()) return cmd_analyze_shard(args, input, opt);
   const fs::path inputs[] = {input};
-  if (!args.output.empty())
-    if (auto st = trace::check_output_not_input(inputs, args.output); !st) return fail(st.error());
+  if (!to_stdout(args.output))
+    if (auto st = check_output(inputs, args.output); !st) return fail(st.error());
   auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
@@ -235,8 +274,8 @@ struct DiffArgs {
 
 int cmd_diff(const DiffArgs& args) {
   const fs::path inputs[] = {args.base, args.next};
-  if (!args.output.empty())
-    if (auto st = trace::check_output_not_input(inputs, args.output); !st) return fail(st.error());
+  if (!to_stdout(args.output))
+    if (auto st = check_output(inputs, args.output); !st) return fail(st.error());
   auto base = trace::load_any(args.base);
   if (!base) return fail(base.error());
   auto next = trace::load_any(args.next);
@@ -256,8 +295,9 @@ int cmd_diff(const DiffArgs& args) {
 }
 
 int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
+  if (output == kStdout) return refuse_stdout("merge", "a trace database");
   std::vector<fs::path> paths(dirs.begin(), dirs.end());
-  if (auto st = trace::check_output_not_input(paths, output); !st) return fail(st.error());
+  if (auto st = check_output(paths, output); !st) return fail(st.error());
   collector::MergeReport report;
   collector::MergeOptions mopt;
   auto t = collector::merge_raw(paths, mopt, report);
@@ -328,7 +368,7 @@ Verb add_export(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", "Write a trace in another format (Chrome trace JSON for Perfetto / chrome://tracing)");
   cmd->add_option("trace", a->input, "A tracetune trace, or any importable input")->required();
   cmd->add_option("--format", a->format, "Output format")->check(CLI::IsMember({"chrome"}));
-  cmd->add_option("-o,--output", a->output, "Output file")->required();
+  cmd->add_option("-o,--output", a->output, "Output file (written atomically, mode 0600; '-': stdout)")->required();
   return {cmd, [a] { return cmd_export(a->input, a->format, a->output); }};
 }
 
@@ -340,6 +380,9 @@ struct RecordArgs {
 };
 
 int cmd_record(RecordArgs a) {
+  if (a.output == kStdout) return refuse_stdout("record", "a trace database");
+  // before the job runs, not after: its trace would have nowhere to go
+  if (auto st = trace::check_output_target(a.output); !st) return fail(st.error());
   a.opt.output = a.output;
   a.opt.raw_dir = a.raw_dir;
   a.opt.record_env = !a.no_env;
@@ -383,7 +426,8 @@ Verb add_analyze(CLI::App& app) {
                   "Report format: text (terminal), json (versioned schema), md (Markdown), html (one self-contained page "
                   "with charts)")
       ->check(CLI::IsMember({"text", "json", "md", "html"}));
-  cmd->add_option("-o,--output", a->output, "Write the report to this file instead of stdout (mode 0600)");
+  cmd->add_option("-o,--output", a->output, "Write the report to this file instead of stdout (mode 0600; '-': stdout). "
+                                            "A FIFO, device or directory is refused");
   cmd->add_option("--rank", a->rank, "Analyse only this rank");
   cmd->add_option("--steps", a->steps, "Analyse only these step numbers: A:B, A:, :B or A");
   cmd->add_option("--step-range", a->step_range,
@@ -409,7 +453,8 @@ Verb add_diff(CLI::App& app) {
   cmd->add_option("new", a->next, "The trace after")->required();
   cmd->add_option("--format", a->format, "Report format: text (terminal), json (versioned schema), md (Markdown)")
       ->check(CLI::IsMember({"text", "json", "md"}));
-  cmd->add_option("-o,--output", a->output, "Write the report to this file instead of stdout (mode 0600)");
+  cmd->add_option("-o,--output", a->output, "Write the report to this file instead of stdout (mode 0600; '-': stdout). "
+                                            "A FIFO, device or directory is refused");
   cmd->add_option("--warmup", a->warmup, "First steps of each rank left out before aligning steps by index (default 1)")
       ->check(CLI::Range(0, 1000000));
   return {cmd, [a] { return cmd_diff(*a); }};
@@ -449,16 +494,20 @@ struct TuneArgs {
 };
 
 // CLI11 puts everything after -- into the positional list; a trace, if any, comes before.
-// `after_dashdash` counts the arguments that followed --.
+// `after_dashdash` counts the arguments that followed --. When a positional came before --,
+// CLI11 (2.1) also keeps that -- itself in the list: it is not a second argument.
 int cmd_tune(TuneArgs a, std::size_t after_dashdash) {
   if (!a.kernel_shapes.empty()) a.opt.kernels_args.insert(a.opt.kernels_args.end(), {"--shapes", a.kernel_shapes});
   if (a.kernel_threads > 0) a.opt.kernels_args.insert(a.opt.kernels_args.end(), {"--threads", std::to_string(a.kernel_threads)});
   if (after_dashdash == 0 || a.args.size() < after_dashdash)
     return usage_error("tune", std::string("no command given (usage: ") + tuner::kTuneUsage + ")");
-  const std::size_t lead = a.args.size() - after_dashdash;
-  if (lead > 1) return usage_error("tune", fmt::format("at most one trace before -- (got {} arguments)", lead));
-  if (lead == 1) a.opt.trace = a.args[0];
-  a.opt.command.assign(a.args.begin() + static_cast<std::ptrdiff_t>(lead), a.args.end());
+  const auto command_begin = a.args.end() - static_cast<std::ptrdiff_t>(after_dashdash);
+  std::vector<std::string> lead(a.args.begin(), command_begin);
+  if (!lead.empty() && lead.back() == "--") lead.pop_back();
+  if (lead.size() > 1) return usage_error("tune", fmt::format("at most one trace before -- (got {} arguments)", lead.size()));
+  if (lead.size() == 1) a.opt.trace = lead.front();
+  a.opt.command.assign(command_begin, a.args.end());
+  if (a.output == kStdout) return refuse_stdout("tune", "the tuned config");
   a.opt.output = a.output;
   if (!a.budget.empty()) {
     auto b = parse_duration(a.budget);
@@ -476,9 +525,9 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
   cmd.add_option("--steps", a.opt.steps, "Steps per trial, warm-up included (default 15)")->check(CLI::Range(2, 1000000));
   cmd.add_option("--warmup", a.opt.warmup, "First steps of each trial not measured (default 3)")->check(CLI::Range(0, 1000000));
   cmd.add_option("--trial-timeout", a.opt.timeout_s, "Seconds per trial before it is killed (SIGTERM, then SIGKILL; default 120)")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::positive_number());
   cmd.add_option("--min-gain", a.opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(cli::finite_number(0.0, 1.0));
   cmd.add_option("--confirm", a.opt.confirm,
                  "Interleaved baseline/choice pairs measured after the search; the choice is applied only when\n"
                  "the 95% interval of its speedup is above 1 (default 5; 0: no confirmation)")
@@ -488,7 +537,7 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
   cmd.add_option("--early-stop", a.opt.early_stop,
                  "A search trial ends after its warm-up and 3 steps when their median is this many times the best\n"
                  "median so far (default 1.5; 0: off)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(cli::finite_number(0.0, 100.0));
 }
 
 // tune's flags for what is tried beyond the settings the findings name.
@@ -570,6 +619,8 @@ static int run_cli(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // sizes set in the environment are checked before any verb reads them: a bad one is named
+  if (auto st = trace::check_environment(); !st) return fail(st.error());
   for (const auto& verb : verbs)
     if (*verb.cmd) return verb.run();
   return 2;

@@ -7,6 +7,7 @@
 
 #include "tracetune/analyzer/diff.h"
 
+#include "escape.h"
 #include "format.h"
 #include "json_writer.h"
 
@@ -96,8 +97,6 @@ std::string pct_change(const Delta& d) {
 
 std::string ms(double ns) { return fmt::format("{:.2f}", ns / 1e6); }
 
-std::string clip(const std::string& s, std::size_t n) { return s.size() > n ? s.substr(0, n - 3) + "..." : s; }
-
 // A setting's value as shown: whole when short; else around where the two values first differ
 // (a long command line differs in one argument).
 std::string setting_value(const SettingDelta& s, bool next) {
@@ -165,8 +164,8 @@ std::string render_diff_json(const Diff& d) {
 
 std::string render_diff_text(const Diff& d, bool color) {
   auto bold = [&](std::string_view s) { return color ? fmt::format("\x1b[1m{}\x1b[0m", s) : std::string(s); };
-  std::string o = bold(fmt::format("tracetune diff: {} -> {}", d.base_source, d.new_source)) + "\n";
-  o += d.summary + "\n";
+  std::string o = bold(fmt::format("tracetune diff: {} -> {}", visible(d.base_source), visible(d.new_source))) + "\n";
+  o += visible(d.summary) + "\n";
   const std::size_t resolved = static_cast<std::size_t>(std::count_if(d.findings.begin(), d.findings.end(), [](const auto& f) {
     return f.status == FindingDelta::Status::Resolved; }));
   const std::size_t added = static_cast<std::size_t>(std::count_if(d.findings.begin(), d.findings.end(), [](const auto& f) {
@@ -174,7 +173,7 @@ std::string render_diff_text(const Diff& d, bool color) {
   o += fmt::format("findings: {} resolved, {} new, {} remaining; {} setting(s) differ\n", resolved, added,
                    d.findings.size() - resolved - added, d.settings.size());
   for (const auto& r : d.ranks) {
-    o += "\n" + bold(r.base_label == r.new_label ? r.base_label : fmt::format("{} -> {}", r.base_label, r.new_label)) + "\n";
+    o += "\n" + bold(visible(r.base_label == r.new_label ? r.base_label : fmt::format("{} -> {}", r.base_label, r.new_label))) + "\n";
     o += fmt::format("  {} aligned steps (warm-up {} left out; {} and {} analysed)\n", r.steps.size(),
                      r.warmup == r.new_warmup ? fmt::format("{}", r.warmup) : fmt::format("{} and {}", r.warmup, r.new_warmup),
                      r.base_steps, r.new_steps);
@@ -194,7 +193,7 @@ std::string render_diff_text(const Diff& d, bool color) {
       for (std::size_t i = 0; i < std::min(kRows, r.kernels.size()); ++i) {
         const auto& k = r.kernels[i];
         o += fmt::format("    {:<9} {:>7.1f} -> {:<7.1f} calls {:>10} -> {:<10} {}\n", to_string(k.status), k.count.base,
-                         k.count.next, dur(std::llround(k.time.base)), dur(std::llround(k.time.next)), clip(k.name, 60));
+                         k.count.next, dur(std::llround(k.time.base)), dur(std::llround(k.time.next)), visible(clip(k.name, 60)));
       }
     }
     if (!r.files.empty()) {
@@ -203,33 +202,36 @@ std::string render_diff_text(const Diff& d, bool color) {
         const auto& f = r.files[i];
         o += fmt::format("    {:>10} -> {:<10} {:>8.1f} -> {:<8.1f} calls {:>9.2f} -> {:<9.2f} MB read  {}\n",
                          dur(std::llround(f.time.base)), dur(std::llround(f.time.next)), f.calls.base, f.calls.next,
-                         f.bytes_read.base / 1e6, f.bytes_read.next / 1e6, f.path.empty() ? "(no path)" : clip(f.path, 60));
+                         f.bytes_read.base / 1e6, f.bytes_read.next / 1e6, f.path.empty() ? "(no path)" : visible(clip(f.path, 60)));
       }
     }
   }
   if (!d.settings.empty()) {
     o += "\n" + bold("Settings that differ") + "\n";
     for (const auto& s : d.settings)
-      o += fmt::format("  {}: {} -> {}\n", s.key, setting_value(s, false), setting_value(s, true));
+      o += fmt::format("  {}: {} -> {}\n", visible(s.key), visible(setting_value(s, false)), visible(setting_value(s, true)));
   }
   if (!d.findings.empty()) {
     o += "\n" + bold("Findings") + "\n";
     for (const auto& f : d.findings)
       o += fmt::format("  {:<9} {} · {} (est. gain {} -> {}): {}\n", to_string(f.status), to_string(f.category),
-                       rank_of(f.rank), dur(f.base_gain), dur(f.new_gain), f.title);
+                       rank_of(f.rank), dur(f.base_gain), dur(f.new_gain), visible(f.title));
   }
-  for (const auto& n : d.notes) o += fmt::format("note: {}\n", n);
+  for (const auto& n : d.notes) o += fmt::format("note: {}\n", visible(n));
   return o;
 }
 
+// Every trace-derived string goes through md_text or md_code (escape.h); the rest is ours.
 std::string render_diff_markdown(const Diff& d) {
-  std::string o = fmt::format("# tracetune diff: `{}` → `{}`\n\n{}\n", d.base_source, d.new_source, d.summary);
+  std::string o = fmt::format("# tracetune diff: {} → {}\n\n{}\n", md_code(d.base_source, MdPlace::Inline),
+                              md_code(d.new_source, MdPlace::Inline), md_text(d.summary));
   for (const auto& r : d.ranks) {
     o += fmt::format("\n## {}\n\n{} aligned steps (warm-up {} left out).\n\n| per step (ms) | base | new | change |\n|---|---|---|---|\n",
-                     r.base_label == r.new_label ? r.base_label : fmt::format("{} → {}", r.base_label, r.new_label),
+                     r.base_label == r.new_label ? md_text(r.base_label)
+                                                 : fmt::format("{} → {}", md_text(r.base_label), md_text(r.new_label)),
                      r.steps.size(), r.warmup);
     auto row = [&](std::string_view name, const Delta& v) {
-      o += fmt::format("| {} | {} | {} | {} |\n", name, ms(v.base), ms(v.next), pct_change(v));
+      o += fmt::format("| {} | {} | {} | {} |\n", md_text(name), ms(v.base), ms(v.next), pct_change(v));
     };
     row("step time (median)", r.step_median);
     row("step time (p90)", r.step_p90);
@@ -239,34 +241,37 @@ std::string render_diff_markdown(const Diff& d) {
       o += "\n| kernel | status | count/step | time/step |\n|---|---|---|---|\n";
       for (std::size_t i = 0; i < std::min(kRows, r.kernels.size()); ++i) {
         const auto& k = r.kernels[i];
-        o += fmt::format("| `{}` | {} | {:.1f} → {:.1f} | {} → {} |\n", clip(k.name, 80), to_string(k.status), k.count.base,
-                         k.count.next, dur(std::llround(k.time.base)), dur(std::llround(k.time.next)));
+        o += fmt::format("| {} | {} | {:.1f} → {:.1f} | {} → {} |\n", md_code(clip(k.name, 80), MdPlace::TableCell),
+                         to_string(k.status), k.count.base, k.count.next, dur(std::llround(k.time.base)),
+                         dur(std::llround(k.time.next)));
       }
     }
     if (!r.files.empty()) {
       o += "\n| file | calls/step | MB read/step | time/step |\n|---|---|---|---|\n";
       for (std::size_t i = 0; i < std::min(kRows, r.files.size()); ++i) {
         const auto& f = r.files[i];
-        o += fmt::format("| `{}` | {:.1f} → {:.1f} | {:.2f} → {:.2f} | {} → {} |\n", f.path.empty() ? "(no path)" : f.path,
-                         f.calls.base, f.calls.next, f.bytes_read.base / 1e6, f.bytes_read.next / 1e6,
-                         dur(std::llround(f.time.base)), dur(std::llround(f.time.next)));
+        o += fmt::format("| {} | {:.1f} → {:.1f} | {:.2f} → {:.2f} | {} → {} |\n",
+                         f.path.empty() ? std::string("(no path)") : md_code(f.path, MdPlace::TableCell), f.calls.base,
+                         f.calls.next, f.bytes_read.base / 1e6, f.bytes_read.next / 1e6, dur(std::llround(f.time.base)),
+                         dur(std::llround(f.time.next)));
       }
     }
   }
   if (!d.settings.empty()) {
     o += "\n## Settings that differ\n\n| setting | base | new |\n|---|---|---|\n";
     for (const auto& s : d.settings)
-      o += fmt::format("| `{}` | {} | {} |\n", s.key, setting_value(s, false), setting_value(s, true));
+      o += fmt::format("| {} | {} | {} |\n", md_code(s.key, MdPlace::TableCell), md_text(setting_value(s, false)),
+                       md_text(setting_value(s, true)));
   }
   if (!d.findings.empty()) {
     o += "\n## Findings\n\n| status | category | rank | est. gain (base → new) | title |\n|---|---|---|---|---|\n";
     for (const auto& f : d.findings)
       o += fmt::format("| {} | {} | {} | {} → {} | {} |\n", to_string(f.status), to_string(f.category), rank_of(f.rank),
-                       dur(f.base_gain), dur(f.new_gain), f.title);
+                       dur(f.base_gain), dur(f.new_gain), md_text(f.title));
   }
   if (!d.notes.empty()) {
     o += "\n## Notes\n\n";
-    for (const auto& n : d.notes) o += fmt::format("- {}\n", n);
+    for (const auto& n : d.notes) o += fmt::format("- {}\n", md_text(n));
   }
   return o;
 }

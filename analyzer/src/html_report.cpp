@@ -11,38 +11,20 @@
 
 #include "tracetune/analyzer/analyze.h"
 
+#include "escape.h"
 #include "format.h"
 
 namespace tt::analyzer {
 namespace {
 
-// Names come from the traced job (kernel names of any length, anything in them): escaped and
-// cut to a display length so that a 100 MB name cannot blow up the page.
+// Names come from the traced job (kernel names of any length, anything in them): cut to a
+// display length so that a 100 MB name cannot blow up the page, then escaped (escape.h).
 constexpr std::size_t kNameChars = 120;
 constexpr std::size_t kLabelChars = 36;  // chart labels: what fits left of the bars
 
 std::string esc(std::string_view s, std::size_t max_bytes = kNameChars) {
-  bool elided = false;
-  if (s.size() > max_bytes) {
-    std::size_t cut = max_bytes;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 characters
-    s = s.substr(0, cut);
-    elided = true;
-  }
-  std::string o;
-  o.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  if (elided) o += "…";
-  return o;
+  const std::string_view shown = utf8_prefix(s, max_bytes);
+  return html_text(shown) + (shown.size() < s.size() ? "…" : "");
 }
 
 struct Series {

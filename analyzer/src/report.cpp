@@ -9,6 +9,7 @@
 #include "tracetune/analyzer/kernel_class.h"
 #include "tracetune/trace/summary.h"
 
+#include "escape.h"
 #include "format.h"
 #include "json_writer.h"
 
@@ -444,7 +445,7 @@ std::string path_summary(std::string_view title, const std::vector<StepPath>& pa
   }
   std::string o = fmt::format("{} ({} step{}, {:.1f} ms): {}\n", title, paths.size(), paths.size() == 1 ? "" : "s", ms(total), parts);
   if (longest) {
-    std::string what = longest->what.size() > 60 ? longest->what.substr(0, 57) + "..." : longest->what;
+    const std::string what = visible(clip(longest->what, 60));
     o += fmt::format("    longest segment: {:.2f} ms {} on rank {} ({})\n", ms(longest->end - longest->start),
                      to_string(longest->kind), longest->rank, what);
   }
@@ -501,9 +502,9 @@ std::size_t total_steps(const Analysis& a) {
 // "tracetune analyze: SOURCE" and what was analysed
 std::string text_header(const Analysis& a, const Style& st) {
   const auto& M = a.metrics;
-  std::string o = st.bold(fmt::format("tracetune analyze: {}", a.source)) + "\n";
+  std::string o = st.bold(fmt::format("tracetune analyze: {}", visible(a.source))) + "\n";
   o += fmt::format("{} rank{}, {} steps analysed, {} events, clock {}{}\n\n", M.ranks.size(),
-                   M.ranks.size() == 1 ? "" : "s", total_steps(a), a.events, a.clock_domain,
+                   M.ranks.size() == 1 ? "" : "s", total_steps(a), a.events, visible(a.clock_domain),
                    a.options.hta_compat ? " (HTA-compatible definitions)" : "");
   return o;
 }
@@ -515,18 +516,18 @@ std::string text_findings(const Analysis& a, const Style& st) {
   int n = 0;
   for (const auto& g : group_findings(a.findings)) {
     const Finding& f = a.findings[g.worst];
-    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), f.title);
+    o += fmt::format("{:>3}. [{}] {} · {}\n", ++n, st.sev(f.severity), group_name(g, f), visible(f.title));
     if (g.ranks.size() > 1)
       o += fmt::format(
           "       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
           dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
     if (f.gain_estimated)
       o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f),
-                       100 * f.gain_share, f.gain_model);
+                       100 * f.gain_share, visible(f.gain_model));
     else
-      o += fmt::format("       est. gain: {}\n", f.gain_model);
-    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", e.what);
-    o += fmt::format("       fix: {}\n", f.detail);
+      o += fmt::format("       est. gain: {}\n", visible(f.gain_model));
+    for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", visible(e.what));
+    o += fmt::format("       fix: {}\n", visible(f.detail));
     if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
   }
   return o;
@@ -559,7 +560,7 @@ std::string text_rank_gpu(const RankMetrics& r) {
   std::string o;
   const auto& g = r.gpu;
   if (!r.device.empty())
-    o += fmt::format("  device: {}{}\n", r.device,
+    o += fmt::format("  device: {}{}\n", visible(r.device),
                      r.compute_major >= 0
                          ? fmt::format(" (compute capability {}.{})", r.compute_major, r.compute_minor)
                          : std::string());
@@ -595,8 +596,7 @@ std::string text_rank_gpu(const RankMetrics& r) {
     o += "  top kernels:\n";
     for (std::size_t i = 0; i < std::min<std::size_t>(5, r.top_kernels.size()); ++i) {
       const auto& k = r.top_kernels[i];
-      std::string name = k.name.size() > 70 ? k.name.substr(0, 67) + "..." : k.name;
-      o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, name);
+      o += fmt::format("    {:>9.2f} ms {:>7}× {:<13} {}\n", ms(k.total), k.count, k.kernel_class, visible(clip(k.name, 70)));
     }
   }
   return o;
@@ -611,13 +611,13 @@ std::string text_efficiency(const Efficiency& e) {
   if (e.ops)
     o += fmt::format("  {} FLOPs: {:.3g} GFLOP per step ({} ops with shapes), {:.2f} TFLOP/s achieved{}\n", kinds,
                      e.flops_per_step / 1e9, e.ops, e.achieved_tflops,
-                     e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, e.peak)
+                     e.mfu >= 0 ? fmt::format("; MFU {:.1f}% of {}", 100 * e.mfu, visible(e.peak))
                                 : std::string("; MFU unknown (no peak for this device)"));
   for (const auto& op : e.roofline)
     o += fmt::format(
         "    roofline: {} {} x{} ({:.3g} GFLOP, {:.1f} FLOP/B): {:.2f} of {:.2f} TFLOP/s bound ({:.0f}%{}), "
         "{} on the GPU\n",
-        op.op, op.dtype, op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops, op.bound_tflops,
+        visible(op.op), visible(op.dtype), op.calls, op.flops / 1e9, op.flops / op.bytes, op.achieved_tflops, op.bound_tflops,
         100 * op.efficiency(), op.efficiency() < 0.5 ? ", far under" : "", dur(op.gpu_time));
   return o;
 }
@@ -633,7 +633,7 @@ std::string text_io(const IoStats& io) {
         dur(io.time), dur(io.main_thread));
   if (io.per_process.size() > 1)
     for (const auto& p : io.per_process)
-      o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, p.name,
+      o += fmt::format("    pid {:<8} {:<16} {:>7} calls {:>9.1f} MB read {:>9.1f} ms\n", p.pid, visible(p.name),
                        p.calls, static_cast<double>(p.bytes_read) / 1e6, ms(p.time));
   return o;
 }
@@ -658,7 +658,7 @@ std::string text_collectives(const CollectiveStats& c) {
 std::string text_memory(const std::vector<MemoryDevice>& memory) {
   std::string o;
   for (const auto& m : memory) {
-    o += fmt::format("  memory: {} peak {}", m.device, bytes(m.peak));
+    o += fmt::format("  memory: {} peak {}", visible(m.device), bytes(m.peak));
     if (m.capacity > 0) o += fmt::format(" of {} ({:.0f}%)", bytes(m.capacity), pct(m.peak, m.capacity));
     if (m.reserved_peak > 0) o += fmt::format(", reserved peak {}", bytes(m.reserved_peak));
     if (m.step_peak.size() >= 2)
@@ -671,7 +671,7 @@ std::string text_memory(const std::vector<MemoryDevice>& memory) {
 }
 
 std::string text_rank(const RankMetrics& r, const Style& st) {
-  std::string o = "\n" + st.bold(r.label) + "\n";
+  std::string o = "\n" + st.bold(visible(r.label)) + "\n";
   if (r.has_gpu) o += text_rank_gpu(r);
   o += text_efficiency(r.efficiency);
   o += text_memory(r.memory);
@@ -679,7 +679,7 @@ std::string text_rank(const RankMetrics& r, const Style& st) {
   o += text_collectives(r.collectives);
   if (!r.paths.empty()) o += path_summary("  critical path", r.paths);
   o += what_if_summary(r);
-  for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", note)) + "\n";
+  for (const auto& note : r.notes) o += st.dim(fmt::format("  note: {}", visible(note))) + "\n";
   return o;
 }
 
@@ -714,33 +714,39 @@ std::string render_text(const Analysis& a, bool color) {
   std::string o = text_header(a, st) + text_findings(a, st) + text_rank_table(M, st);
   for (const auto& r : M.ranks) o += text_rank(r, st);
   if (M.cross.ranks >= 2) o += text_across_ranks(M, st);
-  for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", note)) + "\n";
+  for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", visible(note))) + "\n";
   return o;
 }
 
+// Every trace-derived string goes through md_text or md_code (escape.h); the rest is ours.
 std::string render_markdown(const Analysis& a) {
   std::string o;
   const auto& M = a.metrics;
-  o += fmt::format("# tracetune analysis: `{}`\n\n", a.source);
-  o += fmt::format("{} rank(s), {} steps analysed, {} events, clock `{}`{}.\n\n", M.ranks.size(), total_steps(a), a.events,
-                   a.clock_domain, a.options.hta_compat ? ", HTA-compatible definitions" : "");
+  o += fmt::format("# tracetune analysis: {}\n\n", md_code(a.source, MdPlace::Inline));
+  o += fmt::format("{} rank(s), {} steps analysed, {} events, clock {}{}.\n\n", M.ranks.size(), total_steps(a), a.events,
+                   md_code(a.clock_domain, MdPlace::Inline), a.options.hta_compat ? ", HTA-compatible definitions" : "");
   o += "## Findings\n\n";
   if (a.findings.empty()) o += "No rule passed its threshold.\n\n";
   int n = 0;
   for (const auto& g : group_findings(a.findings)) {
     const Finding& f = a.findings[g.worst];
-    o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), group_name(g, f), f.title);
+    o += fmt::format("{}. **{}** ({}, {}): {}\n", ++n, to_string(f.category), to_string(f.severity), group_name(g, f),
+                     md_text(f.title));
     if (g.ranks.size() > 1)
       o += fmt::format("   - Costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
                        dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
     if (f.gain_estimated)
       o += fmt::format("   - Estimated gain: {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f), 100 * f.gain_share,
-                       f.gain_model);
+                       md_text(f.gain_model));
     else
-      o += fmt::format("   - Estimated gain: {}\n", f.gain_model);
-    for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", e.what);
-    o += fmt::format("   - Fix: {}\n", f.detail);
-    if (!f.knobs.empty()) o += fmt::format("   - Knobs: `{}`\n", fmt::join(f.knobs, "`, `"));
+      o += fmt::format("   - Estimated gain: {}\n", md_text(f.gain_model));
+    for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", md_text(e.what));
+    o += fmt::format("   - Fix: {}\n", md_text(f.detail));
+    if (!f.knobs.empty()) {
+      std::string knobs;
+      for (const auto& k : f.knobs) knobs += (knobs.empty() ? "" : ", ") + md_code(k, MdPlace::Inline);
+      o += fmt::format("   - Knobs: {}\n", knobs);
+    }
   }
   o += "\n## Per rank\n\n| rank | steps | median step (ms) | GPU busy % | idle % | compute % | exposed comm % | data wait (ms/step) | "
        "sync (ms/step) |\n|---|---|---|---|---|---|---|---|---|\n";
@@ -755,9 +761,9 @@ std::string render_markdown(const Analysis& a) {
   for (const auto& r : M.ranks) any_notes = any_notes || !r.notes.empty();
   if (any_notes) {
     o += "\n## Notes\n\n";
-    for (const auto& note : M.notes) o += fmt::format("- {}\n", note);
+    for (const auto& note : M.notes) o += fmt::format("- {}\n", md_text(note));
     for (const auto& r : M.ranks)
-      for (const auto& note : r.notes) o += fmt::format("- {}: {}\n", r.label, note);
+      for (const auto& note : r.notes) o += fmt::format("- {}: {}\n", md_text(r.label), md_text(note));
   }
   return o;
 }

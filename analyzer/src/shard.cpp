@@ -28,6 +28,7 @@
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
+#include "tracetune/trace/units.h"
 
 namespace tt::analyzer {
 
@@ -132,16 +133,17 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
 
 }  // namespace
 
-Result<Shard> parse_shard(std::string_view spec) {
-  unsigned k = 0, n = 0;
-  char extra = 0;
-  const std::string s(spec);
-  if (std::sscanf(s.c_str(), "%u/%u%c", &k, &n, &extra) != 2 || n == 0 || k >= n || n > 1'000'000)
-    return make_error(fmt::format("--shard wants K/N with 0 <= K < N, got '{}'", spec));
-  return Shard{k, n};
+Result<Shard> parse_shard(std::string_view spec, std::string_view what) {
+  constexpr std::uint64_t kMaxShards = 1'000'000;
+  const auto slash = spec.find('/');
+  auto k = trace::parse_unsigned(spec.substr(0, slash), what, kMaxShards);
+  auto n = trace::parse_unsigned(slash == std::string_view::npos ? std::string_view() : spec.substr(slash + 1), what, kMaxShards);
+  if (!k || !n || n.value() == 0 || k.value() >= n.value())
+    return make_error(fmt::format("{}: '{}' is not K/N with 0 <= K < N <= {}", what, spec, kMaxShards));
+  return Shard{static_cast<unsigned>(k.value()), static_cast<unsigned>(n.value())};
 }
 
-std::optional<std::pair<Shard, std::string>> shard_from_environment() {
+Result<std::optional<LauncherShard>> shard_from_environment() {
   static constexpr std::pair<const char*, const char*> kVars[] = {
       {"SLURM_PROCID", "SLURM_NTASKS"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
       {"PMI_RANK", "PMI_SIZE"}, {"RANK", "WORLD_SIZE"}};
@@ -149,10 +151,12 @@ std::optional<std::pair<Shard, std::string>> shard_from_environment() {
     const char* k = std::getenv(rank);
     const char* n = std::getenv(size);
     if (!k || !n) continue;
-    auto s = parse_shard(fmt::format("{}/{}", k, n));
-    if (s) return std::pair{s.value(), fmt::format("{}/{}", rank, size)};
+    const std::string variables = fmt::format("{}/{}", rank, size);
+    auto s = parse_shard(fmt::format("{}/{}", k, n), variables);
+    if (!s) return make_error(s.error());
+    return std::optional<LauncherShard>(LauncherShard{s.value(), variables});
   }
-  return std::nullopt;
+  return std::optional<LauncherShard>();
 }
 
 
@@ -164,8 +168,13 @@ class PartWriter {
   static Result<PartWriter> open(const fs::path& path) {
     auto out = trace::AtomicOutput::create(path);
     if (!out) return make_error(out.error());
-    std::FILE* f = std::fopen(out->temp_path().c_str(), "r+b");
-    if (!f) return make_error(fmt::format("{}: cannot write", path.string()));
+    // a stream over our own descriptor of the temporary: never reopened by name
+    const int fd = ::fcntl(out->fd(), F_DUPFD_CLOEXEC, 0);
+    std::FILE* f = fd >= 0 ? ::fdopen(fd, "r+b") : nullptr;
+    if (!f) {
+      if (fd >= 0) ::close(fd);
+      return make_error(fmt::format("{}: cannot write", path.string()));
+    }
     PartWriter w(path, std::move(out.value()), f);
     const std::uint64_t no_index = 0;
     w.write(kMagic, sizeof kMagic);

@@ -1,6 +1,7 @@
 // tracetune-gui [FILE]: the desktop timeline and analysis viewer. With --screenshot it renders
 // the main window offscreen to a PNG and exits (tests and docs use it). --compare BASE NEW opens
 // the compare view (compare_view.h) instead.
+#include <cstdint>
 #include <cstdio>
 
 #include <QApplication>
@@ -13,6 +14,8 @@
 
 #include "compare_view.h"
 #include "main_window.h"
+#include "tracetune/trace/file_io.h"
+#include "tracetune/trace/units.h"
 
 using namespace tt::gui;
 
@@ -101,11 +104,12 @@ int main(int argc, char** argv) {
 
   LoadOptions opt;
   opt.memory_cap_bytes = default_memory_cap();
+  // the CLI's strict parsers and environment check (trace/units.h, file_io.h): a bad number is named
+  if (auto st = tt::trace::check_environment(); !st) return fail(QString::fromStdString(st.error()), 2);
   if (cli.isSet(cap)) {
-    bool ok = false;
-    const qulonglong mib = cli.value(cap).toULongLong(&ok);
-    if (!ok) return fail("--memory-cap wants a number of MiB", 2);
-    opt.memory_cap_bytes = static_cast<std::uint64_t>(mib) << 20;
+    auto mib = tt::trace::parse_unsigned(cli.value(cap).toStdString(), "--memory-cap (MiB)", UINT64_MAX >> 20);
+    if (!mib) return fail(QString::fromStdString(mib.error()), 2);
+    opt.memory_cap_bytes = mib.value() << 20;
   }
   const QStringList files = cli.positionalArguments();
   if (cli.isSet(compare)) {

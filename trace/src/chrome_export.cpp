@@ -1,9 +1,3 @@
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include <fmt/format.h>
 
 #include "tracetune/trace/exporters.h"
@@ -228,21 +222,7 @@ std::string to_chrome_json(const Trace& t) { return ChromeWriter(t).run(); }
 Status export_chrome(const Trace& t, const std::filesystem::path& path) {
   auto out = AtomicOutput::create(path);
   if (!out) return make_error(out.error());
-  const std::string json = to_chrome_json(t);
-  const int fd = ::open(out->temp_path().c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return make_error(path.string() + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < json.size()) {
-    const ssize_t n = ::write(fd, json.data() + done, json.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return make_error(path.string() + ": " + std::strerror(e));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::close(fd) != 0) return make_error(path.string() + ": " + std::strerror(errno));
+  if (auto st = out->write(to_chrome_json(t)); !st) return st;
   return out->commit();
 }
 

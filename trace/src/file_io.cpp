@@ -1,4 +1,5 @@
 #include "tracetune/trace/file_io.h"
+#include "tracetune/trace/units.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 #include <libdeflate.h>
@@ -94,6 +96,16 @@ Result<void> gunzip_into(std::string_view in, std::string& out, std::uint64_t ma
   return {};
 }
 
+// "a FIFO", "a character device", ...: what a path names when it is not a regular file.
+std::string_view file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
 // Opens an input for reading without blocking (a FIFO's open() waits for a writer) and
 // refuses anything but a regular file. Returns the descriptor and its size.
 Result<std::pair<int, std::uint64_t>> open_regular(const fs::path& path) {
@@ -102,7 +114,8 @@ Result<std::pair<int, std::uint64_t>> open_regular(const fs::path& path) {
   struct stat st{};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return io_error(path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file (a FIFO, socket or device): refused");
+    return io_error(path, S_ISDIR(st.st_mode) ? std::string("is a directory")
+                                              : fmt::format("not a regular file ({}): refused", file_kind(st.st_mode)));
   }
   return std::pair{fd, static_cast<std::uint64_t>(st.st_size)};
 }
@@ -122,11 +135,9 @@ constexpr std::uint64_t kMaxJsonBytes = 0xFFFFFFFFull - 64;  // simdjson's docum
 std::atomic<std::uint64_t> g_inflate_limit{0};             // 0: not decided yet
 thread_local std::uint64_t t_inflate_scope = 0;            // 0: no InflateLimitScope
 
+// A malformed TRACETUNE_MAX_INFLATE was refused by check_environment() before any load.
 std::uint64_t default_inflate_limit() {
-  if (const char* env = std::getenv("TRACETUNE_MAX_INFLATE"); env != nullptr && *env != '\0') {
-    if (const std::uint64_t n = parse_byte_count(env)) return n;
-    std::fprintf(stderr, "tracetune: TRACETUNE_MAX_INFLATE='%s' is not a size (like 512M or 8G); using the default\n", env);
-  }
+  if (auto n = env_byte_count(kMaxInflateVariable, 0); n && n.value() > 0) return n.value();
   return std::clamp<std::uint64_t>(available_memory() / 8, std::uint64_t{256} << 20, kMaxJsonBytes);
 }
 
@@ -153,18 +164,12 @@ Result<std::string> read_all(const fs::path& path) {
 
 }  // namespace
 
-std::uint64_t parse_byte_count(const char* text) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(text, &end, 10);
-  if (end == text || errno != 0 || text[0] == '-') return 0;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  else if (*end == 'M' || *end == 'm') shift = 20;
-  else if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || n > (~0ull >> shift)) return 0;
-  return static_cast<std::uint64_t>(n) << shift;
+Status check_environment() {
+  for (const char* name : {kMaxInflateVariable, kStreamFromBytesVariable})
+    if (auto n = env_byte_count(name, 0); !n) return make_error(n.error());
+  if (auto n = env_byte_count(kMaxInflateVariable, 1); n && n.value() == 0)
+    return make_error(fmt::format("{}: must be more than 0 bytes", kMaxInflateVariable));
+  return {};
 }
 
 std::uint64_t inflate_limit() {
@@ -190,7 +195,7 @@ Status check_input_path(const fs::path& path) {
     return io_error(path, std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-    return io_error(path, "not a regular file (a FIFO, socket or device): refused");
+    return io_error(path, fmt::format("not a regular file ({}): refused", file_kind(st.st_mode)));
   return {};
 }
 
@@ -291,45 +296,81 @@ Result<simdjson::padded_string> read_maybe_gzip(const fs::path& path) {
   return simdjson::padded_string(plain);
 }
 
+Status check_output_target(const fs::path& path) {
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) {  // follows a symlink: one to a device is refused too
+    if (errno == ENOENT) return {};       // nothing there, or a dangling symlink the rename replaces
+    if (errno == ELOOP) return io_error(path, "too many levels of symbolic links (a symlink loop)");
+    return io_error(path, std::strerror(errno));
+  }
+  if (S_ISREG(st.st_mode)) return {};
+  return io_error(path, fmt::format("not a regular file ({}): refused as an output, which would replace it with a "
+                                    "file; name a regular file{}",
+                                    file_kind(st.st_mode), S_ISDIR(st.st_mode) ? "" : " (-o - writes to stdout where the format allows)"));
+}
+
 Result<AtomicOutput> AtomicOutput::create(const fs::path& final_path) {
   fs::path dir = final_path.parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return io_error(final_path, "directory does not exist");
+  if (auto st = check_output_target(final_path); !st) return make_error(st.error());
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, ".tmp-%08x", rd());
     fs::path tmp = final_path;
     tmp += suffix;
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ::close(fd);
-      return AtomicOutput(final_path, tmp);
-    }
+    // O_EXCL | O_NOFOLLOW: a name planted in advance (a symlink, a file) is never opened.
+    const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) return AtomicOutput(final_path, tmp, fd);
     if (errno != EEXIST) return io_error(final_path, std::strerror(errno));
   }
   return io_error(final_path, "cannot create a temporary file");
 }
 
 AtomicOutput::AtomicOutput(AtomicOutput&& o) noexcept
-    : final_(std::move(o.final_)), temp_(std::move(o.temp_)), committed_(o.committed_) {
+    : final_(std::move(o.final_)), temp_(std::move(o.temp_)), fd_(std::exchange(o.fd_, -1)), committed_(o.committed_) {
   o.committed_ = true;  // the moved-from object owns nothing
 }
 
 AtomicOutput::~AtomicOutput() {
-  if (committed_) return;
-  std::error_code ec;
-  fs::remove(temp_, ec);
-  for (const char* side : {"-journal", "-wal", "-shm"}) {
-    fs::path p = temp_;
-    p += side;
-    fs::remove(p, ec);
+  if (!committed_) {
+    std::error_code ec;
+    // only our own file: never remove one swapped in under the temporary's name
+    if (check_temp()) fs::remove(temp_, ec);
+    for (const char* side : {"-journal", "-wal", "-shm"}) {
+      fs::path p = temp_;
+      p += side;
+      fs::remove(p, ec);
+    }
   }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status AtomicOutput::write(std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd_, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return io_error(final_, fmt::format("cannot write: {}", n < 0 ? std::strerror(errno) : "no progress"));
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+Status AtomicOutput::check_temp() const {
+  struct stat ours{}, named{};
+  if (fd_ < 0 || ::fstat(fd_, &ours) != 0 || ::lstat(temp_.c_str(), &named) != 0 || ours.st_dev != named.st_dev ||
+      ours.st_ino != named.st_ino)
+    return io_error(final_, "the temporary " + temp_.string() + " was replaced while it was written: not committed");
+  return {};
 }
 
 Status AtomicOutput::commit() {
-  if (::chmod(temp_.c_str(), 0600) != 0) return io_error(temp_, std::strerror(errno));
+  if (::fchmod(fd_, 0600) != 0) return io_error(temp_, std::strerror(errno));
+  if (auto st = check_temp(); !st) return st;
+  // again at the end: the target may have become a device or FIFO while we worked
+  if (auto st = check_output_target(final_); !st) return st;
   if (::rename(temp_.c_str(), final_.c_str()) != 0) return io_error(final_, std::strerror(errno));
   committed_ = true;
   return {};
@@ -338,10 +379,7 @@ Status AtomicOutput::commit() {
 Status write_file_atomic(const fs::path& path, std::string_view text) {
   auto out = AtomicOutput::create(path);
   if (!out) return make_error(out.error());
-  std::FILE* f = std::fopen(out->temp_path().c_str(), "wb");
-  if (f == nullptr) return make_error(path.string() + ": cannot write");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) return make_error(path.string() + ": cannot write (disk full?)");
+  if (auto st = out->write(text); !st) return st;
   return out->commit();
 }
 

@@ -29,6 +29,7 @@
 #include <simdjson.h>
 
 #include "tracetune/trace/file_io.h"
+#include "tracetune/trace/units.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/strings.h"
 #include "json_stream.h"
@@ -1411,13 +1412,12 @@ Status import_kineto_buffer(std::string_view json, std::string_view source, Trac
 }
 
 // Files from this size on (gzip: compressed size x 8) are read as a stream: memory bounded by
-// the trace model, not the file. TRACETUNE_STREAM_FROM_BYTES sets another size (0: always).
+// the trace model, not the file. TRACETUNE_STREAM_FROM_BYTES sets another size (0: always); a
+// malformed value was refused by check_environment() before any import.
 std::uint64_t stream_from_bytes() {
-  if (const char* v = std::getenv("TRACETUNE_STREAM_FROM_BYTES")) {
-    if (std::string_view(v) == "0") return 0;
-    if (const std::uint64_t n = parse_byte_count(v)) return n;
-  }
-  return 256ull << 20;
+  constexpr std::uint64_t kDefault = 256ull << 20;
+  auto n = env_byte_count(kStreamFromBytesVariable, kDefault);
+  return n ? n.value() : kDefault;
 }
 
 bool should_stream(const fs::path& f) {

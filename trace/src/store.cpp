@@ -773,6 +773,12 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
     return make_error(path.string() + ": " + what);
   };
   if (rc != SQLITE_OK) return fail("cannot create: " + db.errmsg());
+  // SQLite opens files only by name. The name is our O_EXCL temporary (AtomicOutput keeps its
+  // descriptor), SQLITE_OPEN_NOFOLLOW refuses a symlink anywhere in the path, and SQLite has
+  // written nothing yet: if the name no longer names the file we created (swapped in a directory
+  // others can write), stop here before a byte goes into someone else's file. commit() checks
+  // the name again before the rename.
+  if (auto st = out->check_temp(); !st) return st;
   // The temporary is private and renamed only when complete, so no journal is needed; a
   // crash leaves a temporary, never a half-written trace under the real name.
   const std::string pragmas = "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
@@ -789,8 +795,7 @@ Status write_trace(Trace& t, const fs::path& path, std::string_view created_by) 
   if (auto st = sql::exec(db.get(), "COMMIT"); !st) return fail(st.error());
   if (sqlite3_close_v2(db.get()) != SQLITE_OK) return fail("close failed");
   db = sql::Db();  // released
-  ::chmod(out->temp_path().c_str(), 0600);
-  return out->commit();
+  return out->commit();  // 0600 through the descriptor, not the name
 }
 
 namespace {

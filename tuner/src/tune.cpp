@@ -253,7 +253,11 @@ JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::str
   return f;
 }
 
-// The options checked against the catalogue and the file system: 2 (said) when refused, else 0.
+// tuned.toml -> tuned.trials.json: every trial, beside the config.
+fs::path trials_path_of(fs::path output) { return output.replace_extension(".trials.json"); }
+
+// The options checked against the catalogue and the file system: 2 (said) when refused, 1 (said)
+// when an output names a FIFO, device or directory, else 0.
 int check_options(const TuneOptions& opt, const Catalogue& cat) {
   if (!opt.exhaustive.empty() && cat.find(opt.exhaustive) == nullptr) {
     say(fmt::format("tune: --exhaustive: unknown knob \"{}\" (tracetune knobs lists them)", opt.exhaustive));
@@ -266,6 +270,12 @@ int check_options(const TuneOptions& opt, const Catalogue& cat) {
     say(fmt::format("tune: {}: directory does not exist", opt.output.string()));
     return 2;
   }
+  // before the first trial, not after the last: a FIFO or device is never replaced by the config
+  for (const fs::path& out : {opt.output, trials_path_of(opt.output)})
+    if (auto st = trace::check_output_target(out); !st) {
+      say("tune: " + st.error());
+      return 1;
+    }
   return 0;
 }
 
@@ -432,8 +442,7 @@ int run_tune(const TuneOptions& opt) {
     return 2;
   }
   if (const int rc = check_options(opt, cat.value()); rc != 0) return rc;
-  fs::path trials_path = opt.output;
-  trials_path.replace_extension(".trials.json");
+  const fs::path trials_path = trials_path_of(opt.output);
 
   // The NCCL sweep and the findings of a given trace first: bad input is refused before any trial runs.
   std::vector<NcclTableEntry> sweep_table;

@@ -18,12 +18,19 @@ struct Shard {
   unsigned index = 0, count = 1;  // K of N, 0 <= K < N
 };
 
-// "K/N" -> Shard.
-Result<Shard> parse_shard(std::string_view spec);
+// "K/N" -> Shard, both whole numbers (strictly: 4294967297/3 is refused, not read as 1/3);
+// errors name `what`, where the text came from ("--shard", "RANK/WORLD_SIZE").
+Result<Shard> parse_shard(std::string_view spec, std::string_view what = "--shard");
 
 // The shard a launcher gave this process (SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE,
-// PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE, in that order), with the variables it came from.
-std::optional<std::pair<Shard, std::string>> shard_from_environment();
+// PMI_RANK/PMI_SIZE, RANK/WORLD_SIZE: the first pair that is set), with the variables it came
+// from; none when no pair is set. A set pair that is not a shard is an error naming it, never
+// skipped for the next launcher's.
+struct LauncherShard {
+  Shard shard;
+  std::string variables;  // "RANK/WORLD_SIZE"
+};
+Result<std::optional<LauncherShard>> shard_from_environment();
 
 struct ShardRun {
   std::size_t files = 0, ranks = 0, events = 0;  // what this shard read and analysed
