@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""A small language model trained on synthetic tokens, written the plain way: nn.LayerNorm
-before each MLP block, a large vocabulary projected by the output head and scored with
-F.cross_entropy, and torch.optim.AdamW in its default per-parameter loop. On CPU PyTorch a
+"""A small language model trained on synthetic tokens, written the plain way: pre-norm
+blocks of causal self-attention (F.scaled_dot_product_attention on PyTorch 2.x, written out
+as softmax(QK^T)V on 1.x) and a GELU MLP, each after an nn.LayerNorm, a large vocabulary
+projected by the output head and scored with F.cross_entropy, and torch.optim.AdamW in its
+default per-parameter loop. On CPU PyTorch a
 good part of each step goes to the cross-entropy over the vocabulary (log_softmax + nll_loss
 write two (tokens x vocabulary) matrices), the optimizer's passes over every parameter, and
 the LayerNorms: the ops `tracetune bench kernels` and the kernels.* knobs address.
@@ -23,22 +25,44 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class Block(nn.Module):
-    def __init__(self, dim):
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
         super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in self.qkv(x).chunk(3, dim=-1))
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch 1.x
+            scores = q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5
+            causal = torch.ones(t, t, dtype=torch.bool).triu(1)
+            y = scores.masked_fill(causal, float("-inf")).softmax(-1) @ v
+        return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm_attn = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
         self.norm = nn.LayerNorm(dim)
         self.up = nn.Linear(dim, 4 * dim)
         self.down = nn.Linear(4 * dim, dim)
 
     def forward(self, x):
+        x = x + self.attn(self.norm_attn(x))
         return x + self.down(F.gelu(self.up(self.norm(x))))
 
 
 class TinyLM(nn.Module):
-    def __init__(self, vocab, dim, layers):
+    def __init__(self, vocab, dim, layers, heads):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
-        self.blocks = nn.ModuleList(Block(dim) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
         self.norm = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab)
 
@@ -73,6 +97,7 @@ def main():
     ap.add_argument("--vocab", type=int, default=16000)
     ap.add_argument("--dim", type=int, default=16)
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=32)
     ap.add_argument("--lr", type=float, default=3e-3)
@@ -81,7 +106,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = TinyLM(a.vocab, a.dim, a.layers)
+    model = TinyLM(a.vocab, a.dim, a.layers, a.heads)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
     loader = torch.utils.data.DataLoader(Batches(a.vocab, a.batch, a.seq, seed=1), batch_size=None)
     times, losses = [], []
