@@ -10,6 +10,7 @@
 // merging, say) is reported on stderr but never changes that exit code.
 #include "tracetune/collector/launcher.h"
 
+#include "job_python.h"
 #include "raw_dir_watch.h"
 #include "tracetune/trace/strings.h"
 
@@ -234,21 +235,6 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
   std::fputs(s.c_str(), stderr);
 }
 
-
-// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
-fs::path resolve_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string_view dir = dirs.substr(0, colon);
-    const fs::path candidate = fs::path(dir.empty() ? "." : std::string(dir)) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return {};
-    dirs.remove_prefix(colon + 1);
-  }
-}
 
 // Why LD_PRELOAD cannot reach `program`, or "" when it can (or we cannot tell): a static
 // executable has no dynamic loader, and the loader ignores LD_PRELOAD for setuid/setgid
@@ -476,7 +462,11 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   }
   // Set explicitly: without it NCCL would look for libnccl-profiler.so and then take a
   // profiler from the net plugin library.
-  if (has(opt.trace, "cuda") && !cupti.empty()) env.push_back("CUDA_INJECTION64_PATH=" + cupti);
+  if (has(opt.trace, "cuda") && !cupti.empty()) {
+    env.push_back("CUDA_INJECTION64_PATH=" + cupti);
+    // for the injection library, when the loader cannot find libcupti (collector/cupti/injection.cpp)
+    if (const fs::path wheel = find_wheel_cupti(opt.command); !wheel.empty()) env.push_back("TRACETUNE_CUPTI_LIB=" + wheel.string());
+  }
   if (has(opt.trace, "nccl") && !nccl.empty()) env.push_back("NCCL_PROFILER_PLUGIN=" + nccl);
   env.push_back("LD_PRELOAD=" + ld_preload);
   env.push_back("TRACETUNE_OUTPUT_DIR=" + raw_dir.string());
