@@ -805,7 +805,9 @@ def main(argv):
               f"{', skipped: ' + result['skipped'] if 'skipped' in result else ''} ({result['seconds']} s)", flush=True)
     passed = sum(st["passed"] for st in summary["stages"].values())
     failed = sum(st["failed"] for st in summary["stages"].values())
-    print(f"gpu-check: {passed} passed, {failed} failed; summary in {summary_path}")
+    skipped = [name for name, st in summary["stages"].items() if "skipped" in st]
+    print(f"gpu-check: {passed} passed, {failed} failed{'; skipped (budget): ' + ', '.join(skipped) if skipped else ''}; "
+          f"summary in {summary_path}")
     if a.pack:
         import gpu_pack
         if not gpu_pack.pack(e.out, pathlib.Path(a.pack).resolve(), e.tracetune):
