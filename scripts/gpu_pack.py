@@ -22,33 +22,42 @@ MAX_ARCHIVE = 16 * 1024 * 1024
 
 
 def event_tables(con):
-    """Tables with a start_ns column: the ones whose rows are events in time."""
-    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return [t for t in names if any(c[1] == "start_ns" for c in con.execute(f'PRAGMA table_info("{t}")'))]
+    """(table, time column) of the tables whose rows are events on a track (not processes,
+    threads, strings, ...): the ones a trim may cut."""
+    out = []
+    for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+        cols = {c[1] for c in con.execute(f'PRAGMA table_info("{t}")')}
+        if "track_id" in cols and cols & {"start_ns", "ts_ns"}:
+            out.append((t, "start_ns" if "start_ns" in cols else "ts_ns"))
+    return out
 
 
 def trim_db(src, dst, limit=MAX_TRIMMED):
-    """Copies trace `src` to `dst` keeping only its first events (the time window halved until
-    the file is at most `limit` bytes); the cut is noted in its meta table. True when it fits."""
+    """Copies trace `src` to `dst` keeping the set-up and the first GPU activity: events that start
+    more than a window after the first kernel (the first event without kernels) are removed, the
+    window halved until the file is at most `limit` bytes; the cut is noted in its meta table.
+    True when it fits."""
     shutil.copy(src, dst)
     if dst.stat().st_size <= limit:
         return True
     con = sqlite3.connect(dst)
     try:
         tables = event_tables(con)
-        spans = [con.execute(f'SELECT min(start_ns), max(start_ns) FROM "{t}"').fetchone() for t in tables]
+        spans = [con.execute(f'SELECT min("{c}"), max("{c}") FROM "{t}"').fetchone() for t, c in tables]
         spans = [x for x in spans if x[0] is not None]
         if not spans:
             return False
-        lo, window = min(x[0] for x in spans), max(x[1] for x in spans) - min(x[0] for x in spans)
+        first_kernel = con.execute("SELECT min(start_ns) FROM kernels").fetchone()[0]
+        lo = first_kernel if first_kernel is not None else min(x[0] for x in spans)
+        window = max(x[1] for x in spans) - lo
         while dst.stat().st_size > limit and window > 1_000:
             window //= 2
-            for t in tables:
-                con.execute(f'DELETE FROM "{t}" WHERE start_ns > ?', (lo + window,))
+            for t, c in tables:
+                con.execute(f'DELETE FROM "{t}" WHERE "{c}" > ?', (lo + window,))
             con.commit()
             con.execute("VACUUM")
         con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('gpu_check.trimmed', ?)",
-                    (f"events starting more than {window} ns after the first removed (scripts/gpu_pack.py)",))
+                    (f"events starting more than {window} ns after the first kernel removed (scripts/gpu_pack.py)",))
         con.commit()
     finally:
         con.close()
