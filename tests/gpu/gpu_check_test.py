@@ -159,6 +159,17 @@ def case_budget(tmp):
     e.remaining = lambda: None
     gc.run_stage(e, "capture", {"capture": lambda e, s: ran.append(1)})
     check("without a budget it runs", ran == [1])
+    # tune run alone (no --budget) stays inside one 10-minute device command
+    e = types.SimpleNamespace(deadline=None, stage_dir=lambda name: pathlib.Path(tmp))
+    e.remaining = lambda: None if e.deadline is None else e.deadline - gc.time.monotonic()
+    seen = []
+    real, gc.tune_one = gc.tune_one, lambda e, s, d, case, knobs: seen.append(e.remaining())
+    try:
+        gc.stage_tune(e, gc.Stage("tune"))
+    finally:
+        gc.tune_one = real
+    check("tune alone: every case started within 540 s, the budget restored after",
+          len(seen) == 3 and all(x <= gc.TUNE_STAGE_SECONDS for x in seen) and e.deadline is None, (seen, e.deadline))
 
 
 def case_pack(tmp):
