@@ -27,7 +27,9 @@ fs::path resolve_program(const std::string& name) {
 
 namespace {
 
-bool is_python(const fs::path& p) { return p.filename().string().starts_with("python"); }
+bool is_python(const fs::path& p) {
+  return p.filename().string().starts_with("python");
+}
 
 // The interpreter a script's first line names: "#!/venv/bin/python3" or "#!/usr/bin/env python3".
 fs::path shebang_python(const fs::path& script) {
@@ -37,10 +39,12 @@ fs::path shebang_python(const fs::path& script) {
   const ssize_t n = ::read(fd, head, sizeof head - 1);
   ::close(fd);
   if (n < 2 || head[0] != '#' || head[1] != '!') return {};
-  std::istringstream line(std::string(head + 2, static_cast<std::size_t>(n) - 2).substr(0, std::string_view(head + 2).find('\n')));
+  const std::string_view text(head + 2, static_cast<std::size_t>(n) - 2);
+  std::istringstream line{std::string(text.substr(0, text.find('\n')))};
   std::string interpreter, argument;
   line >> interpreter >> argument;
-  if (fs::path(interpreter).filename() == "env" && !argument.empty()) return is_python(argument) ? resolve_program(argument) : fs::path();
+  if (fs::path(interpreter).filename() == "env")
+    return is_python(argument) ? resolve_program(argument) : fs::path();
   return is_python(interpreter) ? fs::path(interpreter) : fs::path();
 }
 
@@ -49,11 +53,14 @@ std::vector<fs::path> job_pythons(const std::vector<std::string>& command) {
   std::vector<fs::path> out;
   if (!command.empty()) {
     const fs::path program = resolve_program(command[0]);
-    if (is_python(command[0])) out.push_back(program);
-    else if (!program.empty()) out.push_back(shebang_python(program));
+    if (is_python(command[0]))
+      out.push_back(program);
+    else if (!program.empty())
+      out.push_back(shebang_python(program));
   }
   for (std::size_t i = 1; i < command.size(); ++i)
-    if (command[i].find('=') == std::string::npos && is_python(command[i])) out.push_back(resolve_program(command[i]));
+    if (command[i].find('=') == std::string::npos && is_python(command[i]))
+      out.push_back(resolve_program(command[i]));
   out.push_back(resolve_program("python3"));
   std::erase_if(out, [](const fs::path& p) { return p.empty(); });
   return out;
@@ -66,9 +73,11 @@ std::vector<fs::path> job_pythons(const std::vector<std::string>& command) {
 std::vector<fs::path> site_dirs(const fs::path& python) {
   std::vector<fs::path> prefixes = {python.parent_path().parent_path()};
   std::error_code ec;
-  if (const fs::path real = fs::canonical(python, ec); !ec) prefixes.push_back(real.parent_path().parent_path());
+  if (const fs::path real = fs::canonical(python, ec); !ec)
+    prefixes.push_back(real.parent_path().parent_path());
   if (prefixes.back() == "/usr") prefixes.emplace_back("/usr/local");
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/') prefixes.push_back(fs::path(home) / ".local");
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home == '/')
+    prefixes.push_back(fs::path(home) / ".local");
   std::vector<fs::path> out;
   for (const fs::path& prefix : prefixes)
     for (const char* lib : {"lib", "lib64"})
@@ -85,7 +94,8 @@ fs::path cupti_in(const fs::path& site) {
   for (const char* sub : {"nvidia/cu13/lib", "nvidia/cuda_cupti/lib"})
     if (fs::exists(site / sub / "libcupti.so.13", ec)) return site / sub / "libcupti.so.13";
   for (const auto& entry : fs::directory_iterator(site / "nvidia", ec))
-    if (fs::exists(entry.path() / "lib" / "libcupti.so.13", ec)) return entry.path() / "lib" / "libcupti.so.13";
+    if (fs::exists(entry.path() / "lib" / "libcupti.so.13", ec))
+      return entry.path() / "lib" / "libcupti.so.13";
   return {};
 }
 

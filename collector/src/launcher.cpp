@@ -476,13 +476,14 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
       env.emplace_back(kv);
     }
   }
-  // Set explicitly: without it NCCL would look for libnccl-profiler.so and then take a
-  // profiler from the net plugin library.
   if (has(opt.trace, "cuda") && !cupti.empty()) {
     env.push_back("CUDA_INJECTION64_PATH=" + cupti);
     // for the injection library, when the loader cannot find libcupti (collector/cupti/injection.cpp)
-    if (const fs::path wheel = find_wheel_cupti(opt.command); !wheel.empty()) env.push_back("TRACETUNE_CUPTI_LIB=" + wheel.string());
+    if (const fs::path wheel = find_wheel_cupti(opt.command); !wheel.empty())
+      env.push_back("TRACETUNE_CUPTI_LIB=" + wheel.string());
   }
+  // Set explicitly: without it NCCL would look for libnccl-profiler.so and then take a
+  // profiler from the net plugin library.
   if (has(opt.trace, "nccl") && !nccl.empty()) env.push_back("NCCL_PROFILER_PLUGIN=" + nccl);
   env.push_back("LD_PRELOAD=" + ld_preload);
   env.push_back("TRACETUNE_OUTPUT_DIR=" + raw_dir.string());
