@@ -714,7 +714,7 @@ def versions(e, tracetune_version):
     r = subprocess.run([e.python, "-c", code], capture_output=True, text=True, env=e.env)
     py, torch_v, cuda = (r.stdout.split() + [None] * 3)[:3]
     return {"python": py, "torch": torch_v, "torch_cuda": cuda, "tracetune": tracetune_version,
-            "ld_library_path": e.env.get("LD_LIBRARY_PATH", "")}
+            "ld_library_path": e.env.get("LD_LIBRARY_PATH", ""), "wheel_lib_dirs": e.wheel_dirs}
 
 
 # Seconds a stage takes on one H100 (its smallest useful run): with --budget a stage is only
