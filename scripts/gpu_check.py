@@ -219,8 +219,9 @@ class Env:
         self.gpus = 0
         self.deadline = time.monotonic() + a.budget if a.budget else None
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
-        if pathlib.Path(a.python).parent != pathlib.Path("."):  # its python3 and torchrun first on PATH, for
-            self.env["PATH"] = f"{pathlib.Path(a.python).parent}:{self.env.get('PATH', '')}"  # record's CUPTI search too
+        # the Python's own python3 and torchrun first on PATH (record also looks for CUPTI there)
+        if pathlib.Path(a.python).parent != pathlib.Path("."):
+            self.env["PATH"] = f"{pathlib.Path(a.python).parent}:{self.env.get('PATH', '')}"
         cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
         self.wheel_dirs = python_package_lib_dirs(a.python)
         dirs = [f"{cuda}/extras/CUPTI/lib64", f"{cuda}/lib64", *self.wheel_dirs]
