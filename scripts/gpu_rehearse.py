@@ -5,7 +5,8 @@ typo, a wrong path or a flag the CLI refuses.
 Against the carried install tree and the job's Python (PyTorch 2.11 with its CUDA 13 wheels):
   - the library discovery from the nvidia-* wheels, as gpu-check and `tracetune record` do it;
   - every path `record` injects lying inside the carried tree;
-  - the samples' --help and their no-GPU refusal, recorded; the capture run list;
+  - the samples' --help, and every capture command up to the sample's no-GPU exit (one of each
+    sample under record);
   - every check function run on real GPU traces as stand-ins (a Kineto trace of AlexNet, an NCCL
     Kineto trace, the committed Nsight Systems export), their GPU truths reported, not counted;
   - `run --config` applying the NCCL table through `tracetune record` (what the tuned NCCL run needs);
@@ -20,8 +21,9 @@ import sqlite3
 
 import gpu_check as gc
 
-# Real GPU traces standing in for the ones a GPU run records: name -> (file under the shared data
-# folder or the repository, planted case its checks are run as, fixed).
+# Real GPU traces standing in for the ones a GPU run records (Kineto: name -> file under the
+# shared data folder; the nsys export is SQL in the repository), and the planted cases whose
+# capture checks are run on each of them.
 KINETO_STAND_INS = {"alexnet": "kineto/hta/alexnet.json.gz", "nccl": "kineto/hta/nccl_data.json.gz"}
 NSYS_EXPORT = gc.REPO / "tests" / "data" / "nsys" / "small_export.sql"
 CAPTURE_VARIANTS = (("h2d", False), ("h2d", True), ("tiny", False), ("tiny", True), ("tiny_graph", True),
