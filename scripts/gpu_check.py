@@ -4,24 +4,32 @@
 Run through scripts/gpu-check.sh on a GPU machine, from the repository root, with the install
 tree of the `gpu-carry` preset (scripts/gpu-carry.sh builds it; default ./gpu-carry):
 
-  scripts/gpu-check.sh [--stage NAME|all] [--out DIR] [--prefix CARRY] [--steps N]
+  scripts/gpu-check.sh [--stage NAME[,NAME...]|all] [--out DIR] [--prefix CARRY] [--steps N]
+                       [--budget SECONDS] [--rounds N] [--pack FILE.tar.gz]
   scripts/gpu-check.sh --facts TRACE.db     # the capture facts of any trace, as JSON
+  scripts/gpu-check.sh --rehearse --python PY [--shared-data DIR]   # on a CPU: everything up to the GPU
 
-Stages (each well inside 9 minutes on one H100; `all` runs them in this order):
+Stages (`all` runs them in this order; docs/gpu-check.md has the 15-minute plan):
   capture   each planted bottleneck of samples/gpu (PyTorch and CUDA C++), bad and --fixed, under
             `tracetune record`: kernels, copies by direction and memory kind, memsets, syncs, API
             calls, API->kernel correlation, NVTX (PyTorch emit_nvtx and user), GPU times after
             their launch calls, CUPTI drops, exit codes
   diagnose  `tracetune analyze` ranks each planted bottleneck first on the bad run, not on the fixed
-  nccl      a one-rank NCCL job with the profiler and tuner plugins: collectives with algorithm,
-            protocol, channels, bytes (or the reason none came)
+  nccl      NCCL with the profiler and tuner plugins: on one GPU a self send/recv (a one-rank
+            collective never reaches either plugin), on several the all-reduces with algorithm,
+            protocol, channels, bytes, and the tuner's table in effect
   coexist   torch.profiler started mid-run inside a recorded job
   kill      SIGKILL of a recorded GPU job mid-run: GPU records up to the last flush are kept
-  overhead  step time bare vs `tracetune record` vs torch.profiler, interleaved, medians
+  overhead  step time bare vs `tracetune record` vs torch.profiler, interleaved, medians, for a
+            small MLP (launch-bound: the worst case) and a transformer (realistic kernel sizes)
   bench     `tracetune bench h2d|gemm|launch|nccl`
   kernels   the kernel pack's CUDA kernels against stock PyTorch (`bench kernels --device cuda`):
             parity of outputs and gradients, and the speed ratio at the default shapes
   tune      `tracetune tune --allow-numerics` finds the planted fixes; `run --config` reproduces them
+
+--budget bounds the whole call: a stage that no longer fits is skipped (said in the summary),
+and no command runs past the deadline. --pack writes one archive of everything but the trace
+DBs (summaries, facts, logs) plus a few DBs trimmed to 5 MB.
 
 Writes OUT/summary.json (environment, each stage's checks and figures), OUT/<stage>/ (traces,
 logs) and prints a line per check. Exit status: 0 all checks passed, 1 some failed, 2 usage or
@@ -49,16 +57,28 @@ PLANTED = {"h2d": "h2d_copy", "tiny": "launch_bound", "gemm": "precision", "sync
 
 
 class Stage:
-    """One stage's named checks, figures and notes, as they go into the summary."""
+    """One stage's named checks, figures and notes, as they go into the summary.
 
-    def __init__(self, name):
+    check(): what must hold wherever the stage runs. truth(): what only a GPU run can show (a
+    kernel count, a speedup); in a rehearsal it runs on stand-in traces and CPU runs, so its
+    outcome is reported as a figure and counts neither way."""
+
+    def __init__(self, name, rehearsal=False):
         self.name, self.checks, self.figures, self.notes = name, [], {}, []
+        self.rehearsal, self.truths, self.skipped = rehearsal, [], None
         self.t0 = time.monotonic()
 
     def check(self, name, cond, detail=""):
         self.checks.append({"name": name, "ok": bool(cond), "detail": "" if cond else str(detail)[:2000]})
         print(("ok   " if cond else "FAIL ") + f"{self.name}: {name}" + ("" if cond else f": {str(detail)[:300]}"),
               flush=True)
+        return bool(cond)
+
+    def truth(self, name, cond, detail=""):
+        if not self.rehearsal:
+            return self.check(name, cond, detail)
+        self.truths.append({"name": name, "on_stand_in": bool(cond)})
+        print(f"     {self.name}: (GPU truth, rehearsed) {name}: {'holds' if cond else 'does not hold'}", flush=True)
         return bool(cond)
 
     def figure(self, key, value):
@@ -69,10 +89,19 @@ class Stage:
         self.notes.append(text)
         print(f"     {self.name}: {text}", flush=True)
 
+    def skip(self, why):
+        self.skipped = why
+        print(f"SKIP {self.name}: {why}", flush=True)
+
     def result(self):
-        return {"checks": self.checks, "figures": self.figures, "notes": self.notes,
-                "passed": sum(c["ok"] for c in self.checks), "failed": sum(not c["ok"] for c in self.checks),
-                "seconds": round(time.monotonic() - self.t0, 1)}
+        r = {"checks": self.checks, "figures": self.figures, "notes": self.notes,
+             "passed": sum(c["ok"] for c in self.checks), "failed": sum(not c["ok"] for c in self.checks),
+             "seconds": round(time.monotonic() - self.t0, 1)}
+        if self.truths:
+            r["truths_on_stand_ins"] = self.truths
+        if self.skipped:
+            r["skipped"] = self.skipped
+        return r
 
 
 # ---- the trace facts every capture check reads -------------------------------------------------
@@ -144,45 +173,65 @@ def sum_memcpys(facts, prefix):
 
 # ---- running things ---------------------------------------------------------------------------
 
-def find_library(soname, extra_dirs):
-    """The directory holding `soname`, or None when the dynamic loader finds it already."""
+def loader_finds(soname):
+    """Whether the dynamic loader's cache (ldconfig) has `soname`."""
     r = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True)
-    if soname in r.stdout:
-        return None
-    for d in extra_dirs:
-        if d and (pathlib.Path(d) / soname).exists():
-            return str(d)
-    return None
+    return soname in r.stdout
+
+
+def library_dir(soname, dirs):
+    """The first of `dirs` holding `soname`, or None."""
+    return next((str(d) for d in dirs if d and (pathlib.Path(d) / soname).exists()), None)
+
+
+WHEEL_PACKAGES = ("nvidia.cuda_cupti", "nvidia.nccl", "nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13")
+CUDA_SONAMES = ("libcupti.so.13", "libnccl.so.2", "libcublas.so.13", "libcudart.so.13")
 
 
 def python_package_lib_dirs(python):
-    """lib/ folders of the nvidia-* wheels PyTorch ships (CUPTI, NCCL, cuBLAS live there on pip installs)."""
-    code = ("import importlib.util, pathlib\n"
-            "for n in ('nvidia.cuda_cupti', 'nvidia.nccl', 'nvidia.cublas', 'nvidia.cuda_runtime', 'nvidia.cu13'):\n"
-            "    s = importlib.util.find_spec(n)\n"
+    """lib/ folders of the nvidia-* wheels PyTorch ships (CUPTI, NCCL, cuBLAS live there on pip
+    installs): CUDA 13's one nvidia/cu13 tree, NCCL's nvidia/nccl, CUDA 12's per-library ones."""
+    code = ("import importlib.util, pathlib, sys\n"
+            "for n in sys.argv[1:]:\n"
+            "    try:\n"
+            "        s = importlib.util.find_spec(n)\n"
+            "    except ImportError:\n"
+            "        continue\n"
             "    if s and s.submodule_search_locations:\n"
             "        for p in s.submodule_search_locations: print(pathlib.Path(p) / 'lib')\n")
-    r = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    r = subprocess.run([python, "-c", code, *WHEEL_PACKAGES], capture_output=True, text=True)
     return r.stdout.split() if r.returncode == 0 else []
 
 
 class Env:
-    """Paths and the environment every stage runs its commands with."""
+    """Paths and the environment every stage runs its commands with; the deadline of --budget."""
 
-    def __init__(self, a):
+    def __init__(self, a, rehearsal=False):
         self.prefix = pathlib.Path(a.prefix).resolve()
         self.tracetune = str(self.prefix / "bin" / "tracetune")
         self.sample_cpp = str(self.prefix / "libexec" / "tracetune" / "gpu_training_loop")
         self.python = a.python
         self.out = pathlib.Path(a.out).resolve()
         self.steps = a.steps
+        self.rounds = a.rounds
+        self.rehearsal = rehearsal
+        self.device = "cpu" if rehearsal else "cuda"
+        self.gpus = 0
+        self.deadline = time.monotonic() + a.budget if a.budget else None
         self.env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # the Python's own python3 and torchrun first on PATH (record also looks for CUPTI there)
+        if pathlib.Path(a.python).parent != pathlib.Path("."):
+            self.env["PATH"] = f"{pathlib.Path(a.python).parent}:{self.env.get('PATH', '')}"
         cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-        dirs = [f"{cuda}/extras/CUPTI/lib64", f"{cuda}/lib64", *python_package_lib_dirs(a.python)]
-        extra = [d for so in ("libcupti.so.13", "libnccl.so.2", "libcublas.so.13", "libcudart.so.13")
-                 if (d := find_library(so, dirs))]
+        self.wheel_dirs = python_package_lib_dirs(a.python)
+        dirs = [f"{cuda}/extras/CUPTI/lib64", f"{cuda}/lib64", *self.wheel_dirs]
+        extra = [d for so in CUDA_SONAMES if not loader_finds(so) and (d := library_dir(so, dirs))]
         if extra:
             self.env["LD_LIBRARY_PATH"] = ":".join(dict.fromkeys(extra + [self.env.get("LD_LIBRARY_PATH", "")])).strip(":")
+
+    def remaining(self):
+        """Seconds left of --budget (None: no budget)."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
 
     def stage_dir(self, name):
         d = self.out / name
@@ -190,7 +239,10 @@ class Env:
         return d
 
     def run(self, args, log, timeout=300, env=None, **kw):
-        """Runs `args`, writes its command line, output and exit status to `log`."""
+        """Runs `args`, writes its command line, output and exit status to `log`. The timeout is
+        cut to what is left of the budget, so one hung command cannot eat the next stages."""
+        if (left := self.remaining()) is not None:
+            timeout = max(1, min(timeout, int(left)))
         t0 = time.monotonic()
         try:
             r = subprocess.run([str(x) for x in args], capture_output=True, text=True, timeout=timeout,
@@ -207,7 +259,8 @@ class Env:
         return self.run([self.tracetune, "record", "-o", db, *extra, "--", *cmd], log, timeout, env)
 
     def sample(self, case, *flags, steps=None):
-        return [self.python, SAMPLE_PY, "--case", case, "--steps", str(steps or self.steps), *flags]
+        device = ["--device", "cpu"] if self.device == "cpu" and case == "train" else []  # the one CPU case
+        return [self.python, SAMPLE_PY, "--case", case, "--steps", str(steps or self.steps), *device, *flags]
 
 
 def ms_per_step(stdout):
@@ -235,28 +288,28 @@ def capture_runs(e):
 
 def check_capture(s, name, case, fixed, facts, steps):
     """The facts every recorded GPU run must show, and those of its planted case."""
-    s.check(f"{name}: kernels recorded", facts["kernels"] > 0, facts)
-    s.check(f"{name}: runtime API calls recorded", facts["api_calls"].get("runtime", 0) > 0, facts["api_calls"])
-    s.check(f"{name}: >= 99% of kernels matched to their launch call", (facts["launch_match_share"] or 0) >= 0.99,
+    s.truth(f"{name}: kernels recorded", facts["kernels"] > 0, facts)
+    s.truth(f"{name}: runtime API calls recorded", facts["api_calls"].get("runtime", 0) > 0, facts["api_calls"])
+    s.truth(f"{name}: >= 99% of kernels matched to their launch call", (facts["launch_match_share"] or 0) >= 0.99,
             facts["launch_match_share"])
-    s.check(f"{name}: no kernel starts before its launch call (GPU times on the host clock)",
+    s.truth(f"{name}: no kernel starts before its launch call (GPU times on the host clock)",
             facts["kernels_before_launch"] == 0, facts["kernels_before_launch"])
-    s.check(f"{name}: no CUPTI records dropped", facts["dropped"] == 0, facts["diagnostics"])
+    s.truth(f"{name}: no CUPTI records dropped", facts["dropped"] == 0, facts["diagnostics"])
     h2d_pageable, h2d_pinned = sum_memcpys(facts, "HtoD pageable"), sum_memcpys(facts, "HtoD pinned")
     if case == "h2d":
         if fixed:
-            s.check(f"{name}: pinned async HtoD copies every step", facts["memcpys"].get("HtoD pinned async", 0) >= steps,
+            s.truth(f"{name}: pinned async HtoD copies every step", facts["memcpys"].get("HtoD pinned async", 0) >= steps,
                     facts["memcpys"])
         else:
-            s.check(f"{name}: pageable HtoD copies every step", h2d_pageable >= steps and h2d_pinned == 0, facts["memcpys"])
+            s.truth(f"{name}: pageable HtoD copies every step", h2d_pageable >= steps and h2d_pinned == 0, facts["memcpys"])
     if case == "tiny":
-        s.check(f"{name}: thousands of kernels per step" if not fixed else f"{name}: a few kernels per step",
+        s.truth(f"{name}: thousands of kernels per step" if not fixed else f"{name}: a few kernels per step",
                 facts["kernels"] >= 1000 * steps if not fixed else facts["kernels"] < 50 * steps, facts["kernels"])
     if case == "tiny_graph":
-        s.check(f"{name}: kernels launched from a CUDA graph", facts["kernels_in_graphs"] >= 1000, facts["kernels_in_graphs"])
+        s.truth(f"{name}: kernels launched from a CUDA graph", facts["kernels_in_graphs"] >= 1000, facts["kernels_in_graphs"])
     if case == "sync" and not fixed:
-        s.check(f"{name}: a synchronisation every step", facts["syncs"] >= steps, facts["syncs"])
-    s.check(f"{name}: device memory samples (CUPTI MEMORY2 or PyTorch's allocator)", facts["cupti_memory_samples"] > 0,
+        s.truth(f"{name}: a synchronisation every step", facts["syncs"] >= steps, facts["syncs"])
+    s.truth(f"{name}: device memory samples (CUPTI MEMORY2 or PyTorch's allocator)", facts["cupti_memory_samples"] > 0,
             facts["cupti_memory_samples"])
 
 
@@ -275,12 +328,12 @@ def stage_capture(e, s):
         check_capture(s, name, case, fixed, facts, e.steps)
         if name.startswith("py_"):
             python_steps[name] = facts
-            s.check(f"{name}: a user NVTX range per step", facts["user_step_ranges"] == e.steps, facts["user_step_ranges"])
-            s.check(f"{name}: steps from tracetune.step()", facts["steps"] >= e.steps - 1, facts["steps"])
+            s.truth(f"{name}: a user NVTX range per step", facts["user_step_ranges"] == e.steps, facts["user_step_ranges"])
+            s.truth(f"{name}: steps from tracetune.step()", facts["steps"] >= e.steps - 1, facts["steps"])
     nvtx = python_steps.get("py_sync_emit_nvtx")
     if nvtx:
-        s.check("py_sync_emit_nvtx: PyTorch's aten:: NVTX ranges recorded", nvtx["nvtx_aten_ranges"] > 0, nvtx["nvtx_aten_ranges"])
-        s.check("py_sync_emit_nvtx: their per-call suffixes (seq = N, ...) moved to args",
+        s.truth("py_sync_emit_nvtx: PyTorch's aten:: NVTX ranges recorded", nvtx["nvtx_aten_ranges"] > 0, nvtx["nvtx_aten_ranges"])
+        s.truth("py_sync_emit_nvtx: their per-call suffixes (seq = N, ...) moved to args",
                 nvtx["nvtx_aten_ranges_with_args"] > 0, nvtx["nvtx_aten_ranges_with_args"])
     s.figure("memsets_seen", {n: f["memsets"] for n, f in python_steps.items()})
 
@@ -291,6 +344,20 @@ def top_category(report):
     return (cats[0] if cats else None), cats
 
 
+def diagnose_one(e, s, d, name, db, category, fixed):
+    """`analyze --format json` on one trace: the planted category first on the bad run, absent
+    on the fixed one."""
+    r = e.run([e.tracetune, "analyze", db, "--format", "json", "-o", d / f"{name}.analysis.json"], d / f"{name}.log")
+    if not s.check(f"{name}: analyze exits 0", r.returncode == 0, r.stderr[-500:]):
+        return
+    top, cats = top_category(json.loads((d / f"{name}.analysis.json").read_text()))
+    s.figure(f"{name}.findings", cats)
+    if fixed:
+        s.truth(f"{name}: {category} not reported on the fixed run", category not in cats, cats)
+    else:
+        s.truth(f"{name}: {category} ranked first", top == category, cats)
+
+
 def stage_diagnose(e, s):
     cap, d = e.out / "capture", e.stage_dir("diagnose")
     for lang in ("py", "cpp"):
@@ -298,19 +365,9 @@ def stage_diagnose(e, s):
             for fixed in (False, True):
                 name = f"{lang}_{case}" + ("_fixed" if fixed else "")
                 db = cap / f"{name}.db"
-                if not db.exists():
-                    s.check(f"{name}: trace from the capture stage present", False, f"{db} missing: run --stage capture first")
-                    continue
-                r = e.run([e.tracetune, "analyze", db, "--format", "json", "-o", d / f"{name}.analysis.json"],
-                          d / f"{name}.log")
-                if not s.check(f"{name}: analyze exits 0", r.returncode == 0, r.stderr[-500:]):
-                    continue
-                top, cats = top_category(json.loads((d / f"{name}.analysis.json").read_text()))
-                s.figure(f"{name}.findings", cats)
-                if fixed:
-                    s.check(f"{name}: {category} not reported on the fixed run", category not in cats, cats)
-                else:
-                    s.check(f"{name}: {category} ranked first", top == category, cats)
+                if s.check(f"{name}: trace from the capture stage present", db.exists(),
+                           f"{db} missing: run --stage capture first"):
+                    diagnose_one(e, s, d, name, db, category, fixed)
 
 
 def collective_rows(db):
@@ -319,18 +376,31 @@ def collective_rows(db):
                         LEFT JOIN strings a ON a.id = c.algorithm_id LEFT JOIN strings p ON p.id = c.protocol_id""")
 
 
-def check_collectives(s, name, r, db, log):
-    """Collectives with algorithm, protocol, channels and bytes; or the reason none came, from
-    the trace's diagnostics and NCCL's own log lines."""
-    if not s.check(f"{name}: job and record exit 0", r.returncode == 0, r.stderr[-800:]):
-        return []
+P2P_OPS = ("send", "recv")
+RING_SIMPLE = ('[meta]\ntracetune = "gpu-check"\n\n[[nccl.table]]\ncollective = "allreduce"\nmin_bytes = 0\n'
+               'max_bytes = 1099511627776\nalgorithm = "ring"\nprotocol = "simple"\nchannels = 0\n')
+
+
+def check_nccl_trace(e, s, name, db, log, p2p):
+    """What the profiler plugin left in a trace. At one rank NCCL 2.28 runs a collective as a
+    local copy (ncclLaunchOneRank) without a task: no profiler event and no tuner call, so only
+    the communicator and a send/recv to oneself (a task: p2pTaskAppend) can show there."""
     rows = collective_rows(db)
-    host = [x for x in rows if x[1] == 0]
-    dev = [x for x in rows if x[1] == 1]
-    s.figure(f"{name}.collectives", {"host": len(host), "device": len(dev),
+    comms = query(db, "SELECT count(*) FROM meta WHERE key LIKE 'nccl_comm:%'")[0][0]
+    s.truth(f"{name}: NCCL loaded our profiler plugin (its communicators are in the trace)", comms > 0, comms)
+    host, dev = [x for x in rows if x[1] == 0], [x for x in rows if x[1] == 1]
+    s.figure(f"{name}.collectives", {"host": len(host), "device": len(dev), "communicators": comms,
                                      "algorithms": sorted({f"{x[3]}/{x[4]}/{x[5]}ch" for x in rows if x[3]})})
-    described = [x for x in host if x[2] > 0 and x[3] and x[4] and x[5] is not None]
-    if not s.check(f"{name}: collectives with bytes, algorithm, protocol and channels", described,
+    if p2p:
+        s.truth(f"{name}: the send/recv to itself recorded, with bytes", [x for x in host if x[0] in P2P_OPS and x[2] > 0],
+                rows[:5])
+        s.truth(f"{name}: ... and its GPU span from the kernel channels", [x for x in dev if x[0] in P2P_OPS], rows[:5])
+    if e.gpus < 2:
+        s.note(f"{name}: one GPU: collectives never reach the profiler or tuner plugin (ncclLaunchOneRank); "
+               "algorithm, protocol, channels and the tuner's effect need >= 2 GPUs")
+        return rows
+    described = [x for x in host if x[0] not in P2P_OPS and x[2] > 0 and x[3] and x[4] and x[5] is not None]
+    if not s.truth(f"{name}: collectives with bytes, algorithm, protocol and channels", described,
                    f"{len(rows)} rows, none described: {rows[:5]}"):
         diags = query(db, "SELECT kind, reason, count FROM diagnostics")
         nccl_lines = [ln for ln in pathlib.Path(log).read_text(errors="replace").splitlines() if "NCCL" in ln][-30:]
@@ -338,31 +408,42 @@ def check_collectives(s, name, r, db, log):
     return rows
 
 
+def check_tuner_log(e, s, name, log, rows):
+    """The tuner plugin got its table under `run --config -- tracetune record` (the inner record
+    keeps TRACETUNE_NCCL_TABLE) and, with >= 2 ranks, every all-reduce ran as the table says."""
+    text = pathlib.Path(log).read_text(errors="replace")
+    s.figure(f"{name}.tuner_log_lines", [ln for ln in text.splitlines() if "tuner" in ln.lower()][:10])
+    s.truth(f"{name}: the tuner plugin read the table (no 'not set' warning)", "TRACETUNE_NCCL_TABLE is not set" not in text)
+    s.truth(f"{name}: the tuner plugin loaded 1 table entry", "tracetune tuner: 1 table entries" in text)
+    if e.gpus >= 2:
+        allreduce = [x for x in rows if x[0] == "allreduce" and x[1] == 0 and x[3]]
+        s.truth(f"{name}: every all-reduce ran ring/simple as the table says",
+                allreduce and all(x[3].upper() == "RING" and x[4].upper() == "SIMPLE" for x in allreduce),
+                sorted({(x[3], x[4]) for x in allreduce}))
+
+
 def stage_nccl(e, s):
     d = e.stage_dir("nccl")
     env = dict(e.env, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,TUNING,PROFILE")
-    r = e.record(d / "cpp_nccl.db", [e.sample_cpp, "--case", "nccl", "--bucket-mb", "1", "--steps", str(e.steps)],
-                 d / "cpp_nccl.log", env=env)
-    check_collectives(s, "cpp_nccl", r, d / "cpp_nccl.db", d / "cpp_nccl.log")
-    # DDP at one rank through torchrun (NCCL refuses two ranks on one GPU)
-    r = e.record(d / "ddp.db", [e.python, "-m", "torch.distributed.run", "--nproc_per_node", "1",
+    sample = [e.sample_cpp, "--case", "nccl", "--bucket-mb", "1", "--steps", str(e.steps)]
+    r = e.record(d / "cpp_nccl.db", sample, d / "cpp_nccl.log", env=env)
+    if s.check("cpp_nccl: job and record exit 0", r.returncode == 0, r.stderr[-800:]):
+        check_nccl_trace(e, s, "cpp_nccl", d / "cpp_nccl.db", d / "cpp_nccl.log", p2p=True)
+    # DDP under torchrun, one rank per GPU (NCCL refuses two ranks on one GPU)
+    r = e.record(d / "ddp.db", [e.python, "-m", "torch.distributed.run", "--nproc_per_node", str(max(1, e.gpus)),
                                 "--master_port", free_port(), SAMPLE_PY, "--case", "ddp", "--bucket-mb", "1",
                                 "--steps", str(e.steps)], d / "ddp.log", env=env)
-    check_collectives(s, "ddp_1rank", r, d / "ddp.db", d / "ddp.log")
+    if s.check("ddp: job and record exit 0", r.returncode == 0, r.stderr[-800:]):
+        check_nccl_trace(e, s, "ddp", d / "ddp.db", d / "ddp.log", p2p=False)
     # the tuner plugin: a table forcing ring/simple for every all-reduce, applied by `run --config`
     cfg = d / "ring_simple.toml"
-    cfg.write_text('[meta]\ntracetune = "gpu-check"\n\n[[nccl.table]]\ncollective = "allreduce"\nmin_bytes = 0\n'
-                   'max_bytes = 1099511627776\nalgorithm = "ring"\nprotocol = "simple"\nchannels = 0\n')
+    cfg.write_text(RING_SIMPLE)
     cfg.chmod(0o600)
-    r = e.run([e.tracetune, "run", "--config", cfg, "--", e.tracetune, "record", "-o", d / "tuned.db", "--",
-               e.sample_cpp, "--case", "nccl", "--bucket-mb", "1", "--steps", str(e.steps)], d / "tuned.log", env=env)
-    rows = check_collectives(s, "cpp_nccl_tuned", r, d / "tuned.db", d / "tuned.log")
-    log = (d / "tuned.log").read_text(errors="replace")
-    s.figure("tuner_plugin_log_lines", [ln for ln in log.splitlines() if "tuner" in ln.lower()][:10])
-    allreduce = [x for x in rows if x[0] == "allreduce" and x[1] == 0 and x[3]]
-    s.check("cpp_nccl_tuned: every all-reduce ran ring/simple as the table says",
-            allreduce and all(x[3].upper() == "RING" and x[4].upper() == "SIMPLE" for x in allreduce),
-            sorted({(x[3], x[4]) for x in allreduce}))
+    r = e.run([e.tracetune, "run", "--config", cfg, "--", e.tracetune, "record", "-o", d / "tuned.db", "--", *sample],
+              d / "tuned.log", env=env)
+    if s.check("cpp_nccl_tuned: job and record exit 0", r.returncode == 0, r.stderr[-800:]):
+        rows = check_nccl_trace(e, s, "cpp_nccl_tuned", d / "tuned.db", d / "tuned.log", p2p=True)
+        check_tuner_log(e, s, "cpp_nccl_tuned", d / "tuned.log", rows)
 
 
 def stage_coexist(e, s):
@@ -376,12 +457,13 @@ def stage_coexist(e, s):
         doc = json.loads(traces[0].read_text())
         kernels = [ev for ev in doc.get("traceEvents", []) if ev.get("cat") == "kernel"]
         s.figure("torch_profiler_kernels", len(kernels))
-        s.check("torch.profiler's own trace has its GPU kernels (intact)", kernels, "no kernel events")
-    if (d / "coexist.db").exists():
+        s.truth("torch.profiler's own trace has its GPU kernels (our CUPTI session left it the subscriber slot)",
+                kernels, "no kernel events")
+    if s.check("our trace was written", (d / "coexist.db").exists()):
         notes = query(d / "coexist.db", "SELECT kind, reason FROM diagnostics")
         s.figure("diagnostics", notes)
-        s.check("our trace notes the takeover of CUPTI", any("took over" in x[1] for x in notes), notes)
-        s.check("our trace kept the kernels before the takeover", trace_facts(d / "coexist.db")["kernels"] > 0)
+        s.truth("our trace notes the takeover of CUPTI", any("took over" in x[1] for x in notes), notes)
+        s.truth("our trace kept the kernels before the takeover", trace_facts(d / "coexist.db")["kernels"] > 0)
 
 
 def process_children(pid):
@@ -398,24 +480,35 @@ def process_children(pid):
 
 
 def stage_kill(e, s):
+    """A recorded job SIGKILLed mid-run. 12 s: CUDA up and ~100 flushes done; the trace of a
+    launch-bound job is then hundreds of MB, so it stays on the GPU machine (facts come back)."""
     d = e.stage_dir("kill")
     db, log = d / "killed.db", d / "killed.log"
     db.unlink(missing_ok=True)
+    seconds = 3 if e.rehearsal else 12
+    job = e.sample("train" if e.rehearsal else "tiny", steps=1_000_000)
     with open(log, "w") as out:
-        proc = subprocess.Popen([e.tracetune, "record", "-o", db, "--", *map(str, e.sample("tiny", steps=1_000_000))],
+        proc = subprocess.Popen([e.tracetune, "record", "-o", db, "--", *map(str, job)],
                                 stdout=out, stderr=subprocess.STDOUT, env=e.env)
-        time.sleep(20)  # CUDA up, many flushes (every 100 ms) done
+        time.sleep(seconds)
         jobs = process_children(proc.pid)
-        s.check("the job is running under record after 20 s", jobs and proc.poll() is None, jobs)
+        s.check(f"the job is running under record after {seconds} s", jobs and proc.poll() is None, jobs)
         for pid in jobs:
             os.kill(pid, signal.SIGKILL)
-        rc = proc.wait(timeout=240)
+        try:
+            rc = proc.wait(timeout=max(10, min(240, int(e.remaining() or 240))))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+            s.note("record did not finish merging in time: killed")
     s.figure("record_exit_status", rc)
     s.check("record reports the job's death by SIGKILL (exit 137)", rc == 128 + signal.SIGKILL, rc)
     if s.check("a trace was written", db.exists(), log.read_text()[-800:]):
         facts = trace_facts(db)
+        (d / "killed.facts.json").write_text(json.dumps(facts, indent=1))
         s.figure("kernels_kept", facts["kernels"])
-        s.check("GPU records up to the last flush kept", facts["kernels"] > 10_000, facts["kernels"])
+        s.figure("trace_bytes", db.stat().st_size)
+        s.truth("GPU records up to the last flush kept (> 10,000 kernels)", facts["kernels"] > 10_000, facts["kernels"])
         s.figure("process_rows", query(db, "SELECT pid, exit_status, truncated FROM processes"))
 
 
@@ -424,33 +517,58 @@ def step_times(path, lo, hi):
     return json.loads(pathlib.Path(path).read_text())[lo:hi]
 
 
-def stage_overhead(e, s, rounds=5, steps=80):
-    """Step time bare vs recorded vs torch.profiler, runs interleaved round by round; times of the
-    steps torch.profiler covers ([steps/4, 3 steps/4)), pooled over the rounds, medians."""
-    d = e.stage_dir("overhead")
+# The overhead stage's jobs: the MLP is launch-bound (~35 launches of a few us per step: the worst
+# case for per-launch API records), the transformer has kernels of realistic size.
+OVERHEAD_JOBS = {"mlp": ("--model", "mlp"), "transformer": ("--model", "transformer")}
+OVERHEAD_CONFIGS = ("bare", "tracetune", "torch_profiler")
+
+
+def overhead_round(e, s, d, job, i, steps, times):
+    """One round of one job: bare, under record, under torch.profiler, back to back."""
     lo, hi = steps // 4, 3 * steps // 4
-    times = {"bare": [], "tracetune": [], "torch_profiler": []}
+    for cfg in OVERHEAD_CONFIGS:
+        st = d / f"{job}_{cfg}_{i}.json"
+        flags = [*OVERHEAD_JOBS[job], "--step-times", st]
+        if cfg == "torch_profiler":
+            flags += ["--torch-profiler", d / f"{job}_tp_{i}"]
+        cmd = e.sample("train", *flags, steps=steps)
+        log = d / f"{job}_{cfg}_{i}.log"
+        r = e.record(d / f"{job}_rec_{i}.db", cmd, log) if cfg == "tracetune" else e.run(cmd, log)
+        if s.check(f"{job} round {i} {cfg}: exit 0", r.returncode == 0, r.stderr[-500:]):
+            times[cfg] += step_times(st, lo, hi)
+    (d / f"{job}_rec_{i}.db").unlink(missing_ok=True)  # only its step times matter here
+
+
+def stage_overhead(e, s):
+    """Step time bare vs recorded vs torch.profiler, per job, runs interleaved round by round; times
+    of the steps torch.profiler covers ([steps/4, 3 steps/4)), pooled over the rounds, medians."""
+    d = e.stage_dir("overhead")
+    rounds, steps = (1, 4) if e.rehearsal else (e.rounds, 80)
+    times = {job: {cfg: [] for cfg in OVERHEAD_CONFIGS} for job in OVERHEAD_JOBS}
     for i in range(rounds):
-        for cfg in times:
-            st = d / f"{cfg}_{i}.json"
-            flags = ["--step-times", st] + (["--torch-profiler", d / f"tp_{i}"] if cfg == "torch_profiler" else [])
-            cmd = e.sample("train", *flags, steps=steps)
-            r = (e.record(d / f"rec_{i}.db", cmd, d / f"{cfg}_{i}.log") if cfg == "tracetune"
-                 else e.run(cmd, d / f"{cfg}_{i}.log"))
-            if s.check(f"round {i} {cfg}: exit 0", r.returncode == 0, r.stderr[-500:]):
-                times[cfg] += step_times(st, lo, hi)
-    med = {cfg: statistics.median(t) for cfg, t in times.items() if t}
-    if len(med) < 3:
-        return
-    s.figure("median_step_ms", {k: round(v, 4) for k, v in med.items()})
-    ours, tp = med["tracetune"] / med["bare"], med["torch_profiler"] / med["bare"]
-    s.figure("ratio_vs_bare", {"tracetune": round(ours, 4), "torch_profiler": round(tp, 4)})
-    s.check("tracetune record costs <= 2% step time (target)", ours <= 1.02, f"{(ours - 1) * 100:.2f}%")
-    s.check("tracetune record costs less than torch.profiler", ours < tp, f"ours {ours:.4f} vs {tp:.4f}")
+        if i > 0 and (left := e.remaining()) is not None and left < STAGE_SECONDS["overhead"]:
+            s.note(f"{i} of {rounds} rounds run: {left:.0f} s of the budget left")
+            break
+        for job in OVERHEAD_JOBS:
+            overhead_round(e, s, d, job, i, steps, times[job])
+    for job, t in times.items():
+        med = {cfg: statistics.median(v) for cfg, v in t.items() if v}
+        if len(med) < 3:
+            continue
+        s.figure(f"{job}.median_step_ms", {k: round(v, 4) for k, v in med.items()})
+        ours, tp = med["tracetune"] / med["bare"], med["torch_profiler"] / med["bare"]
+        s.figure(f"{job}.ratio_vs_bare", {"tracetune": round(ours, 4), "torch_profiler": round(tp, 4)})
+        s.truth(f"{job}: tracetune record costs <= 2% step time (target)", ours <= 1.02, f"{(ours - 1) * 100:.2f}%")
+        s.truth(f"{job}: tracetune record costs less than torch.profiler", ours < tp, f"ours {ours:.4f} vs {tp:.4f}")
 
 
-def bench_json(e, s, d, name, *args):
-    r = e.run([e.tracetune, "bench", name, *args, "--json"], d / f"{name}.log")
+# Each GPU bench and its arguments (nccl: two sizes, so one rank's sweep stays short).
+BENCH_ARGS = {"h2d": ("--sizes", "1M,64M"), "gemm": ("--sizes", "4096,8192"), "launch": (),
+              "nccl": ("--sizes", "1M,64M", "--iters", "10")}
+
+
+def bench_json(e, s, d, name):
+    r = e.run([e.tracetune, "bench", name, *BENCH_ARGS[name], "--json"], d / f"{name}.log")
     if not s.check(f"bench {name}: exit 0", r.returncode == 0, r.stderr[-500:]):
         return None
     (d / f"{name}.json").write_text(r.stdout)
@@ -459,41 +577,53 @@ def bench_json(e, s, d, name, *args):
 
 def stage_bench(e, s):
     d = e.stage_dir("bench")
-    h2d = bench_json(e, s, d, "h2d", "--sizes", "1M,64M")
+    h2d = bench_json(e, s, d, "h2d")
     if h2d:
         big = max(t["bytes"] for t in h2d["trials"])
         gbs = {(t["direction"], t["pinned"]): t["gbs"] for t in h2d["trials"] if t["bytes"] == big}
         s.figure("h2d_gbs_largest", {f"{k[0]} {'pinned' if k[1] else 'pageable'}": v for k, v in gbs.items()})
         for direction in {k[0] for k in gbs}:
-            s.check(f"bench h2d {direction}: pinned beats pageable",
+            s.truth(f"bench h2d {direction}: pinned beats pageable",
                     gbs.get((direction, True), 0) > gbs.get((direction, False), 0), gbs)
-    gemm = bench_json(e, s, d, "gemm", "--sizes", "4096,8192")
+    gemm = bench_json(e, s, d, "gemm")
     if gemm:
         at = {t["format"].lower(): t["tflops"] for t in gemm["trials"] if t["m"] == 8192}
         s.figure("gemm_tflops_8192", at)
         for fmt_ in ("tf32", "bf16"):
-            s.check(f"bench gemm: {fmt_} beats fp32", at.get(fmt_, 0) > at.get("fp32", float("inf")), at)
+            s.truth(f"bench gemm: {fmt_} beats fp32", at.get(fmt_, 0) > at.get("fp32", float("inf")), at)
     launch = bench_json(e, s, d, "launch")
     if launch:
         s.figure("launch", launch)
-        s.check("bench launch: graph replay beats launches", launch["graph_speedup"] > 1, launch["graph_speedup"])
+        s.truth("bench launch: graph replay beats launches", launch["graph_speedup"] > 1, launch["graph_speedup"])
     nccl = bench_json(e, s, d, "nccl")
     if nccl:
         s.figure("nccl_points", len(nccl["points"]))
         s.figure("nccl_skipped", nccl["skipped"][:5])
-        s.check("bench nccl at one rank: points measured", nccl["points"], nccl["skipped"][:5])
+        s.truth("bench nccl at one rank: points measured", nccl["points"], nccl["skipped"][:5])
+
+
+def kernels_args(e):
+    """`bench kernels` at the default shapes on the GPU; on a CPU rehearsal, toy shapes, 3 repeats."""
+    args = ["--python", e.python, "--device", e.device, "--json"]
+    if e.rehearsal:
+        args += ["--shapes", "layernorm=64x32,cross_entropy=16x128,optimizer=2x256", "--warmup", "0", "--repeats", "3"]
+    return args
 
 
 def stage_kernels(e, s):
     d = e.stage_dir("kernels")
-    r = e.run([e.tracetune, "bench", "kernels", "--python", e.python, "--device", "cuda", "--json"], d / "bench.log",
-              timeout=480)
-    if not s.check("bench kernels --device cuda: exit 0", r.returncode == 0, r.stderr[-800:]):
+    r = e.run([e.tracetune, "bench", "kernels", *kernels_args(e)], d / "bench.log", timeout=480)
+    if not s.check(f"bench kernels --device {e.device}: exit 0", r.returncode == 0, r.stderr[-800:]):
         return
     (d / "bench.json").write_text(r.stdout)
-    for res in json.loads(r.stdout)["results"]:
+    results = json.loads(r.stdout)["results"]
+    s.check("bench kernels: results for every substitution", results, r.stdout[:500])
+    for res in results:
+        if "parity" not in res:  # an implementation not run here ("skipped: not installed", "not for cpu")
+            s.figure(f"{res['substitution']}/{res['impl']}", res.get("verdict"))
+            continue
         name = f"{res['substitution']}/{res['impl']} {res['shape']}"
-        s.check(f"{name}: parity of outputs and gradients", res["parity"]["pass"], res["parity"])
+        s.truth(f"{name}: parity of outputs and gradients", res["parity"]["pass"], res["parity"])
         s.figure(f"{name}", {k: res.get(k) for k in ("stock_ms", "candidate_ms", "ratio", "noise", "verdict")})
 
 
@@ -516,35 +646,55 @@ def reproduce(e, s, d, case, cfg, rounds=3):
     """ms per step of the sample as written vs under `run --config`, interleaved; the ratio."""
     bare, tuned = [], []
     for i in range(rounds):
-        r = e.run(e.sample(case), d / f"{case}_bare_{i}.log")
+        r = e.run(e.sample(case), d / f"{case}_bare_{i}.log", timeout=60)
         bare.append(ms_per_step(r.stdout))
-        r = e.run([e.tracetune, "run", "--config", cfg, "--", *e.sample(case)], d / f"{case}_run_{i}.log")
+        r = e.run([e.tracetune, "run", "--config", cfg, "--", *e.sample(case)], d / f"{case}_run_{i}.log", timeout=60)
         tuned.append(ms_per_step(r.stdout))
-    if None in bare or None in tuned:
-        s.check(f"{case}: run --config and the bare sample print their step time", False, (bare, tuned))
+    if not s.check(f"{case}: run --config and the bare sample print their step time", None not in bare + tuned,
+                   (bare, tuned)):
         return
     ratio = statistics.median(bare) / statistics.median(tuned)
     s.figure(f"{case}.reproduced", {"bare_ms": bare, "run_config_ms": tuned, "speedup": round(ratio, 3)})
-    s.check(f"{case}: run --config reproduces a speedup", ratio > 1.05, f"{ratio:.3f}x")
+    s.truth(f"{case}: run --config reproduces a speedup", ratio > 1.05, f"{ratio:.3f}x")
+
+
+# tune, per case: the knobs that fix it. A case is `tune` (6 trials of 15 + 3 steps, cut at
+# TUNE_SECONDS) then 3 rounds of bare vs run --config: ~TUNE_CASE_SECONDS on one H100; a case that
+# no longer fits the budget is not started, and the stage run alone stops at TUNE_STAGE_SECONDS,
+# inside one 10-minute device command.
+TUNE_CASES = {"h2d": {"dataloader.pin_memory"}, "gemm": {"torch.tf32_matmul", "amp.dtype"}, "tiny": set()}
+TUNE_SECONDS, TUNE_CASE_SECONDS, TUNE_STAGE_SECONDS = 150, 210, 540
+
+
+def tune_one(e, s, d, case, knobs):
+    cfg = d / f"{case}.toml"
+    r = e.run([e.tracetune, "tune", "--allow-numerics", "-o", cfg, "--steps", "15", "--warmup", "3",
+               "--max-trials", "6", "--", *e.sample(case, steps=60)], d / f"{case}.log", timeout=TUNE_SECONDS)
+    if not s.check(f"{case}: tune exits 0 and writes tuned.toml", r.returncode == 0 and cfg.exists(), r.stderr[-800:]):
+        return
+    settings, meta = tuned_settings(cfg)
+    s.figure(f"{case}.chosen", {"settings": settings, "speedup": meta.get("speedup")})
+    if not knobs:
+        s.note(f"{case}: no knob reaches a model-less loop of tiny ops (CUDA graphs need a code change); chose {settings}")
+        return
+    s.truth(f"{case}: tune chose the planted fix ({' or '.join(sorted(knobs))})", knobs & settings.keys(), settings)
+    s.truth(f"{case}: tune measured a speedup", (meta.get("speedup") or 0) > 1.0, meta.get("speedup"))
+    reproduce(e, s, d, case, cfg)
 
 
 def stage_tune(e, s):
     d = e.stage_dir("tune")
-    expected = {"h2d": {"dataloader.pin_memory"}, "gemm": {"torch.tf32_matmul", "amp.dtype"}, "tiny": set()}
-    for case, knobs in expected.items():
-        cfg = d / f"{case}.toml"
-        r = e.run([e.tracetune, "tune", "--allow-numerics", "-o", cfg, "--steps", "15", "--warmup", "3",
-                   "--max-trials", "6", "--", *e.sample(case, steps=60)], d / f"{case}.log", timeout=420)
-        if not s.check(f"{case}: tune exits 0 and writes tuned.toml", r.returncode == 0 and cfg.exists(), r.stderr[-800:]):
-            continue
-        settings, meta = tuned_settings(cfg)
-        s.figure(f"{case}.chosen", {"settings": settings, "speedup": meta.get("speedup")})
-        if not knobs:
-            s.note(f"{case}: no knob reaches a model-less loop of tiny ops (CUDA graphs need a code change); chose {settings}")
-            continue
-        s.check(f"{case}: tune chose the planted fix ({' or '.join(sorted(knobs))})", knobs & settings.keys(), settings)
-        s.check(f"{case}: tune measured a speedup", (meta.get("speedup") or 0) > 1.0, meta.get("speedup"))
-        reproduce(e, s, d, case, cfg)
+    outer = e.deadline
+    if outer is None:  # no --budget: still within one device command
+        e.deadline = time.monotonic() + TUNE_STAGE_SECONDS
+    try:
+        for case, knobs in TUNE_CASES.items():
+            if (left := e.remaining()) < TUNE_CASE_SECONDS:
+                s.note(f"{case}: not run, {left:.0f} s of the budget left (a case takes ~{TUNE_CASE_SECONDS} s)")
+                continue
+            tune_one(e, s, d, case, knobs)
+    finally:
+        e.deadline = outer
 
 
 # ---- driver -----------------------------------------------------------------------------------
@@ -565,19 +715,79 @@ def versions(e, tracetune_version):
     r = subprocess.run([e.python, "-c", code], capture_output=True, text=True, env=e.env)
     py, torch_v, cuda = (r.stdout.split() + [None] * 3)[:3]
     return {"python": py, "torch": torch_v, "torch_cuda": cuda, "tracetune": tracetune_version,
-            "ld_library_path": e.env.get("LD_LIBRARY_PATH", "")}
+            "ld_library_path": e.env.get("LD_LIBRARY_PATH", ""), "wheel_lib_dirs": e.wheel_dirs}
+
+
+# Seconds a stage takes on one H100 (its smallest useful run): with --budget a stage is only
+# started when this much is left. overhead: per round of its two jobs.
+STAGE_SECONDS = {"capture": 200, "diagnose": 30, "nccl": 60, "coexist": 30, "kill": 60, "overhead": 60, "bench": 90,
+                 "kernels": 90, "tune": TUNE_CASE_SECONDS}
+
+
+def stage_list(text):
+    names = STAGES if text == "all" else tuple(x.strip() for x in text.split(",") if x.strip())
+    unknown = [x for x in names if x not in STAGES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown stage {', '.join(unknown) or '(none)'}; stages: all, {', '.join(STAGES)}")
+    return names
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="scripts/gpu-check.sh", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stage", default="all", choices=("all",) + STAGES)
+    p.add_argument("--stage", default=STAGES, type=stage_list, help="all, or stages separated by commas (default all)")
     p.add_argument("--out", default="out/gpu-check", help="output folder (default: out/gpu-check)")
     p.add_argument("--prefix", default=str(REPO / "gpu-carry"), help="the gpu-carry install tree (default: ./gpu-carry)")
     p.add_argument("--python", default=shutil.which("python3") or "python3", help="the Python with PyTorch (CUDA)")
     p.add_argument("--steps", type=int, default=20, help="steps per capture run (default 20)")
+    p.add_argument("--rounds", type=int, default=5, help="overhead: rounds of each job (default 5)")
+    p.add_argument("--budget", type=int, metavar="SECONDS",
+                   help="finish within this many seconds: stages that no longer fit are skipped, commands cut short")
+    p.add_argument("--pack", metavar="FILE", help="afterwards, pack OUT (no trace DBs; a few trimmed to 5 MB) into FILE "
+                                                  "(.tar.gz, at most 16 MiB)")
     p.add_argument("--facts", metavar="TRACE_DB", help="print the capture facts of a trace DB as JSON and exit")
+    p.add_argument("--rehearse", action="store_true",
+                   help="no GPU needed: every stage up to the first thing that needs one, its checks on real GPU "
+                        "traces (--shared-data) as stand-ins")
+    p.add_argument("--shared-data", default=str(REPO.parent / "shared" / "data"),
+                   help="rehearsal: the folder holding kineto/hta/alexnet.json.gz (default ../shared/data)")
     return p.parse_args(argv)
+
+
+def start_env(a):
+    """The environment, or (None, exit status) after saying in one line why the stages cannot run."""
+    gpu = {"gpus": [], "rehearsal": True} if a.rehearse else gpu_environment()
+    if gpu is None:
+        print("gpu-check: no NVIDIA GPU visible (nvidia-smi lists none): nothing to check on this machine", file=sys.stderr)
+        return None, 3
+    e = Env(a, rehearsal=a.rehearse)
+    e.gpus = len(gpu["gpus"])
+    if not os.access(e.tracetune, os.X_OK):
+        print(f"gpu-check: {e.tracetune} not found: build the carry tree first (scripts/gpu-carry.sh)", file=sys.stderr)
+        return None, 2
+    t = subprocess.run([e.tracetune, "--version"], capture_output=True, text=True, env=e.env)
+    if t.returncode != 0:  # e.g. a glibc older than the carry tree needs (scripts/gpu-carry.sh prints it)
+        print(f"gpu-check: {e.tracetune} does not run here: {(t.stderr.strip().splitlines() or ['?'])[-1]}", file=sys.stderr)
+        return None, 2
+    e.environment = {**gpu, **versions(e, t.stdout.strip())}
+    if e.environment["torch"] is None:
+        print(f"gpu-check: {e.python} cannot import torch: give the Python with PyTorch (--python)", file=sys.stderr)
+        return None, 2
+    return e, 0
+
+
+def run_stage(e, name, functions):
+    """One stage into its summary entry; a stage that does not fit the budget is skipped."""
+    s = Stage(name, rehearsal=e.rehearsal)
+    need = STAGE_SECONDS[name]
+    if (left := e.remaining()) is not None and left < need:
+        s.skip(f"{left:.0f} s of the budget left, the stage needs ~{need} s")
+        return s.result()
+    try:
+        functions[name](e, s)
+    except Exception as ex:  # a broken stage is a failed check, and the next stage still runs
+        s.check(f"stage ran to the end (raised {type(ex).__name__})", False, repr(ex))
+    return s.result()
 
 
 def main(argv):
@@ -585,35 +795,31 @@ def main(argv):
     if a.facts:
         print(json.dumps(trace_facts(a.facts), indent=1))
         return 0
-    gpu = gpu_environment()
-    if gpu is None:
-        print("gpu-check: no NVIDIA GPU visible (nvidia-smi lists none): nothing to check on this machine", file=sys.stderr)
-        return 3
-    e = Env(a)
-    if not os.access(e.tracetune, os.X_OK):
-        print(f"gpu-check: {e.tracetune} not found: build the carry tree first (scripts/gpu-carry.sh)", file=sys.stderr)
-        return 2
-    t = subprocess.run([e.tracetune, "--version"], capture_output=True, text=True, env=e.env)
-    if t.returncode != 0:  # e.g. a glibc older than the carry tree needs (scripts/gpu-carry.sh prints it)
-        print(f"gpu-check: {e.tracetune} does not run here: {(t.stderr.strip().splitlines() or ['?'])[-1]}", file=sys.stderr)
-        return 2
+    e, status = start_env(a)
+    if e is None:
+        return status
+    functions = {name: globals()[f"stage_{name}"] for name in STAGES}
+    if e.rehearsal:
+        import gpu_rehearse
+        functions.update(gpu_rehearse.stages(pathlib.Path(a.shared_data)))
     e.out.mkdir(parents=True, exist_ok=True)
     summary_path = e.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"stages": {}}
-    summary["environment"] = {**gpu, **versions(e, t.stdout.strip())}
-    for name in STAGES if a.stage == "all" else (a.stage,):
-        s = Stage(name)
-        try:
-            globals()[f"stage_{name}"](e, s)
-        except Exception as ex:  # a broken stage is a failed check, and the next stage still runs
-            s.check(f"stage ran to the end (raised {type(ex).__name__})", False, repr(ex))
-        summary["stages"][name] = s.result()
+    summary["environment"] = e.environment
+    for name in a.stage:
+        result = summary["stages"][name] = run_stage(e, name, functions)
         summary_path.write_text(json.dumps(summary, indent=1))
-        print(f"== {name}: {summary['stages'][name]['passed']} passed, {summary['stages'][name]['failed']} failed "
-              f"({summary['stages'][name]['seconds']} s)", flush=True)
+        print(f"== {name}: {result['passed']} passed, {result['failed']} failed"
+              f"{', skipped: ' + result['skipped'] if 'skipped' in result else ''} ({result['seconds']} s)", flush=True)
     passed = sum(st["passed"] for st in summary["stages"].values())
     failed = sum(st["failed"] for st in summary["stages"].values())
-    print(f"gpu-check: {passed} passed, {failed} failed; summary in {summary_path}")
+    skipped = [name for name, st in summary["stages"].items() if "skipped" in st]
+    print(f"gpu-check: {passed} passed, {failed} failed{'; skipped (budget): ' + ', '.join(skipped) if skipped else ''}; "
+          f"summary in {summary_path}")
+    if a.pack:
+        import gpu_pack
+        if not gpu_pack.pack(e.out, pathlib.Path(a.pack).resolve(), e.tracetune):
+            failed += 1
     return 0 if failed == 0 and passed > 0 else 1
 
 

@@ -23,12 +23,14 @@ struct CuptiApi {
   CUptiResult (*register_timestamp_callback)(CUpti_TimestampCallbackFunc) = nullptr;
   CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = nullptr;
   CUptiResult (*enable)(CUpti_ActivityKind) = nullptr;
+  CUptiResult (*disable)(CUpti_ActivityKind) = nullptr;  // optional
   CUptiResult (*get_next_record)(uint8_t*, size_t, CUpti_Activity**) = nullptr;
   CUptiResult (*flush_all)(uint32_t) = nullptr;
   CUptiResult (*get_num_dropped_records)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult (*get_callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
   CUptiResult (*get_result_string)(CUptiResult, const char**) = nullptr;
   CUptiResult (*finalize)() = nullptr;  // optional
+  CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t*, void*) = nullptr;  // optional
 
   bool complete() const {
     return subscribe && unsubscribe && set_thread_id_type && register_timestamp_callback && register_callbacks &&

@@ -29,13 +29,25 @@
 
 namespace tt::cupti {
 
-bool load_cupti(CuptiApi& api, const char*& why) {
-  void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);  // e.g. the copy PyTorch loaded
+// The libcupti to use, in order: the copy already loaded (PyTorch's wheel, so the process has
+// one CUPTI), the loader's search, the job's own wheel copy that `tracetune record` found
+// (TRACETUNE_CUPTI_LIB: site-packages/nvidia/cu13/lib on CUDA 13 pip installs, which no search
+// path names), and last the toolkit this library was built against (often absent on the GPU
+// machine).
+void* open_cupti() {
+  void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
   if (lib == nullptr) lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) lib = dlopen("libcupti.so", RTLD_NOW | RTLD_LOCAL);
+  if (const char* found = std::getenv("TRACETUNE_CUPTI_LIB"); lib == nullptr && found != nullptr && *found == '/')
+    lib = dlopen(found, RTLD_NOW | RTLD_LOCAL);
 #ifdef TT_CUPTI_FALLBACK_PATH
   if (lib == nullptr) lib = dlopen(TT_CUPTI_FALLBACK_PATH, RTLD_NOW | RTLD_LOCAL);
 #endif
+  return lib;
+}
+
+bool load_cupti(CuptiApi& api, const char*& why) {
+  void* lib = open_cupti();
   if (lib == nullptr) {
     why = "libcupti.so.13 not found: GPU activity not recorded (install the CUDA toolkit's CUPTI or set "
           "LD_LIBRARY_PATH)";
@@ -48,12 +60,14 @@ bool load_cupti(CuptiApi& api, const char*& why) {
   get(api.register_timestamp_callback, "cuptiActivityRegisterTimestampCallback");
   get(api.register_callbacks, "cuptiActivityRegisterCallbacks");
   get(api.enable, "cuptiActivityEnable");
+  get(api.disable, "cuptiActivityDisable");
   get(api.get_next_record, "cuptiActivityGetNextRecord");
   get(api.flush_all, "cuptiActivityFlushAll");
   get(api.get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
   get(api.get_callback_name, "cuptiGetCallbackName");
   get(api.get_result_string, "cuptiGetResultString");
   get(api.finalize, "cuptiFinalize");
+  get(api.set_attribute, "cuptiActivitySetAttribute");
   dlerror();
   if (!api.complete()) {
     why = "libcupti lacks functions this build needs (older than CUDA 13?): GPU activity not recorded";

@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,7 +25,57 @@ Session& session() {
 
 namespace {
 void CUPTIAPI ignore_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// Whether another profiler owns CUPTI: nsys, ncu, cuda-gdb or a tool started before us hold
+// its one subscriber slot. The slot is given back at once: the activity API needs no
+// subscriber, and torch.profiler (Kineto) subscribes when profiling starts and falls back to
+// CPU-only tracing if the slot is taken (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED).
+CUptiResult probe_subscriber(const CuptiApi& api) {
+  CUpti_SubscriberHandle handle = nullptr;
+  const CUptiResult r = api.subscribe(&handle, ignore_callback, nullptr);
+  if (r == CUPTI_SUCCESS) api.unsubscribe(handle);
+  return r;
+}
+
+// Buffers arrive zeroed (BufferPool), so CUPTI need not zero them on the job's thread. A CUPTI
+// that refuses the attribute zeroes them itself: slower, still correct.
+void declare_zeroed_buffers(const CuptiApi& api) {
+  if (api.set_attribute == nullptr) return;
+  std::uint8_t on = 1;
+  std::size_t size = sizeof on;
+  (void)api.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &on);
+}
 }  // namespace
+
+void BufferPool::lock() {
+  while (busy_.test_and_set(std::memory_order_acquire)) {
+  }
+}
+
+std::uint8_t* BufferPool::take(std::size_t size) {
+  std::uint8_t* b = nullptr;
+  lock();
+  if (const std::size_t n = kept_.load(std::memory_order_relaxed); n > 0) {
+    b = free_[n - 1];
+    kept_.store(n - 1, std::memory_order_relaxed);
+  }
+  unlock();
+  // calloc: fresh pages from mmap are zero without being touched; 16-byte aligned (CUPTI needs 8)
+  return b != nullptr ? b : static_cast<std::uint8_t*>(std::calloc(1, size));
+}
+
+void BufferPool::give_back(std::uint8_t* buffer, std::size_t used) {
+  std::memset(buffer, 0, std::min(used, Session::kBufferSize));
+  lock();
+  const std::size_t n = kept_.load(std::memory_order_relaxed);
+  const bool keep = n < kKeep;
+  if (keep) {
+    free_[n] = buffer;
+    kept_.store(n + 1, std::memory_order_relaxed);
+  }
+  unlock();
+  if (!keep) std::free(buffer);
+}
 
 void Session::status(GpuStatus s, int error, const char* message) {
   collector::GpuStatusRecord r{};
@@ -49,14 +100,12 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   };
   if (!api.complete()) return fail(GpuStatus::CuptiUnavailable, 0, "CUPTI is missing functions: GPU activity not recorded");
 
-  // One subscriber per process: nsys, ncu, cuda-gdb or a profiler started before us own it.
-  const CUptiResult sub = api.subscribe(&subscriber_, ignore_callback, nullptr);
+  const CUptiResult sub = probe_subscriber(api);
   if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
     return fail(GpuStatus::CuptiInUse, sub,
                 "CUPTI is in use by another profiler (nsys, ncu, cuda-gdb, torch.profiler): GPU activity not "
                 "recorded, everything else is");
   if (sub != CUPTI_SUCCESS) {
-    subscriber_ = nullptr;
     const char* text = nullptr;
     if (api.get_result_string == nullptr || api.get_result_string(sub, &text) != CUPTI_SUCCESS || text == nullptr)
       text = "unknown";
@@ -68,14 +117,15 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   // in API records, then the buffers.
   CUptiResult r = api.register_timestamp_callback(&monotonic_ns);
   if (r == CUPTI_SUCCESS) r = api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  if (r == CUPTI_SUCCESS) declare_zeroed_buffers(api);
   if (r == CUPTI_SUCCESS) r = api.register_callbacks(&Session::buffer_requested, &Session::buffer_completed);
   for (std::size_t i = 0; r == CUPTI_SUCCESS && i < std::size(kSessionKinds); ++i) r = api.enable(kSessionKinds[i]);
   if (r == CUPTI_SUCCESS && options.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   if (r == CUPTI_SUCCESS)
     for (CUpti_ActivityKind kind : kOptionalSessionKinds) (void)api.enable(kind);  // e.g. device memory: nice to have
   if (r != CUPTI_SUCCESS) {
-    api.unsubscribe(subscriber_);
-    subscriber_ = nullptr;
+    if (api.disable != nullptr)  // nothing stays on that we enabled
+      for (CUpti_ActivityKind kind : kSessionKinds) (void)api.disable(kind);
     char what[160];
     std::snprintf(what, sizeof what, "CUPTI activity tracing could not be enabled (error %d): GPU activity not recorded",
                   r);
@@ -112,13 +162,13 @@ void CUPTIAPI Session::buffer_requested(std::uint8_t** buffer, std::size_t* size
     s.refused_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  void* p = std::aligned_alloc(8, kBufferSize);
+  std::uint8_t* p = s.pool_.take(kBufferSize);
   if (p == nullptr) {
     s.buffers_.fetch_sub(1, std::memory_order_acq_rel);
     s.refused_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  *buffer = static_cast<std::uint8_t*>(p);
+  *buffer = p;
   *size = kBufferSize;
 }
 
@@ -140,7 +190,7 @@ void CUPTIAPI Session::buffer_completed(CUcontext ctx, std::uint32_t stream, std
       s.sink_->emit(RecordType::Dropped, &d, sizeof d);
     }
   }
-  std::free(buffer);
+  s.pool_.give_back(buffer, valid);
   s.buffers_.fetch_sub(1, std::memory_order_acq_rel);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "cupti_api.h"
@@ -31,6 +32,33 @@ inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KI
 // CLOCK_MONOTONIC ns: the timestamp callback given to CUPTI (the clock of every record).
 std::uint64_t monotonic_ns();
 
+// The activity buffers handed to CUPTI. The periodic flush returns partly filled buffers, so
+// CUPTI asks for a fresh one about every 100 ms; allocating 4 MiB each time, and CUPTI zeroing
+// it on the application thread that needed it (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
+// is 0 by default), puts a stall on the job's critical path. Instead completed buffers are
+// kept (at most kKeep) and handed out again, zeroed by us where CUPTI wrote them, on the
+// thread that completes them (CUPTI's worker or our flush thread); the session tells CUPTI
+// buffers arrive zeroed. Lock-free enough for CUPTI's callbacks: a spin lock around a few
+// pointer moves. Trivially destructible (lives in a static; leaks at exit by design).
+class BufferPool {
+ public:
+  static constexpr std::size_t kKeep = 8;  // 32 MiB kept at most
+
+  // A zeroed buffer of `size` bytes: a kept one, else a new one; nullptr when out of memory.
+  std::uint8_t* take(std::size_t size);
+  // A buffer CUPTI gave back with `used` bytes written: zeroed there and kept, or freed.
+  void give_back(std::uint8_t* buffer, std::size_t used);
+  std::size_t kept() const { return kept_.load(std::memory_order_relaxed); }
+
+ private:
+  void lock();
+  void unlock() { busy_.clear(std::memory_order_release); }
+
+  std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
+  std::uint8_t* free_[kKeep] = {};
+  std::atomic<std::size_t> kept_{0};
+};
+
 class Session {
  public:
   // Starts tracing. Emits one GpuStatus record saying what happened; returns that status.
@@ -41,7 +69,8 @@ class Session {
   // records. Safe to call when not started.
   void flush(bool forced);
 
-  // Buffer callbacks (static: CUPTI passes no user data). Public for the tests.
+  // Buffer callbacks (static: CUPTI passes no user data; they use session()). Public for the
+  // tests.
   static void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
   static void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer, std::size_t size,
                                         std::size_t valid);
@@ -49,6 +78,7 @@ class Session {
   bool active() const { return active_.load(std::memory_order_acquire); }
   std::uint64_t records() const { return records_.load(std::memory_order_relaxed); }
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  const BufferPool& pool() const { return pool_; }
 
   static constexpr std::size_t kBufferSize = 4u << 20;     // Kineto's size; CUPTI recommends 1-10 MB
   static constexpr std::uint32_t kMaxBuffers = 64;          // 256 MiB in flight at most
@@ -58,7 +88,7 @@ class Session {
 
   const CuptiApi* api_ = nullptr;
   RecordSink* sink_ = nullptr;
-  CUpti_SubscriberHandle subscriber_ = nullptr;
+  BufferPool pool_;
   std::atomic<bool> active_{false};
   std::atomic<std::uint64_t> records_{0};
   std::atomic<std::uint64_t> skipped_{0};

@@ -7,6 +7,8 @@
 // NCCL into every process we preload into. They find these two functions with
 // dlsym(RTLD_DEFAULT, ...) in the preloaded collector and do nothing when they are absent
 // (a job not started by `tracetune record`).
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -45,15 +47,44 @@ TT_EXPORT std::uint32_t tracetune_intern_string(const char* s, std::size_t n) {
 // dlsym'd pointers; everybody else's call resolves here first (we are preloaded), so a call
 // arriving here is another profiler's: it is passed through unchanged and noted as a
 // GpuStatus TakenOver record, so the trace says from when on its GPU records are missing.
+//
+// Finding the real function: dlsym(RTLD_NEXT) searches the global scope after us, which holds
+// libcupti only when someone loaded it RTLD_GLOBAL. PyTorch's libcupti.so.13 is a dependency of
+// torch/_C, which Python loads RTLD_LOCAL: it is in that group's scope, not the global one.
+// Asked by soname with RTLD_NOLOAD, the loader hands back the copy already loaded whatever
+// scope it is in (it matches the soname of a library loaded by path too), and dlsym on that
+// handle searches libcupti itself, never us.
 namespace {
 using RegisterCallbacksFn = int (*)(void*, void*);
 RealFunction<RegisterCallbacksFn> real_register_callbacks("cuptiActivityRegisterCallbacks");
+std::atomic<RegisterCallbacksFn> g_loaded_register_callbacks{nullptr};
 std::atomic<std::uint32_t> g_takeovers{0};
 constexpr int kCuptiErrorNotInitialized = 15;  // CUPTI_ERROR_NOT_INITIALIZED
+
+RegisterCallbacksFn loaded_cupti_register_callbacks() {
+  if (RegisterCallbacksFn f = g_loaded_register_callbacks.load(std::memory_order_acquire)) return f;
+  for (const char* soname : {"libcupti.so.13", "libcupti.so"}) {
+    void* lib = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) continue;
+    auto f = reinterpret_cast<RegisterCallbacksFn>(dlsym(lib, "cuptiActivityRegisterCallbacks"));
+    dlclose(lib);  // gives back the reference RTLD_NOLOAD took; the library stays loaded
+    if (f != nullptr) {
+      g_loaded_register_callbacks.store(f, std::memory_order_release);
+      return f;
+    }
+  }
+  dlerror();
+  return nullptr;
+}
+
+RegisterCallbacksFn real_register() {
+  const RegisterCallbacksFn global = real_register_callbacks.get();
+  return global != nullptr ? global : loaded_cupti_register_callbacks();
+}
 }  // namespace
 
 TT_EXPORT int cuptiActivityRegisterCallbacks(void* request, void* complete) {
-  const RegisterCallbacksFn real = real_register_callbacks.get();
+  const RegisterCallbacksFn real = real_register();
   const int result = real != nullptr ? real(request, complete) : kCuptiErrorNotInitialized;
   if (recording() && g_takeovers.fetch_add(1, std::memory_order_relaxed) == 0) {
     ReentryGuard guard;

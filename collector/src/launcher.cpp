@@ -10,6 +10,7 @@
 // merging, say) is reported on stderr but never changes that exit code.
 #include "tracetune/collector/launcher.h"
 
+#include "job_python.h"
 #include "raw_dir_watch.h"
 #include "tracetune/trace/strings.h"
 
@@ -449,6 +450,22 @@ fs::path nccl_profiler_path() {
   });
 }
 
+namespace {
+// Inherited TRACETUNE_* variables that are settings for the job rather than the state of an
+// outer recording: what `tracetune run --config` sets for the job to apply (so
+// `run --config cfg -- tracetune record -- JOB` applies cfg to JOB), and switches the user sets
+// for the job's libraries. Every other inherited TRACETUNE_* (an outer record's output
+// directory, trace list, CUPTI path; a tuner trial's step limits) is dropped.
+constexpr std::string_view kInheritedSettings[] = {
+    "TRACETUNE_APPLY",          "TRACETUNE_NCCL_TABLE",     "TRACETUNE_KERNELS_LIB", "TRACETUNE_KERNELS_CUDA_LIB",
+    "TRACETUNE_RANKS_PER_NODE", "TRACETUNE_CUDA_GRAPHS",    "TRACETUNE_IO_CLOCK",
+};
+
+bool inherited_setting(std::string_view name) {
+  return std::find(std::begin(kInheritedSettings), std::end(kInheritedSettings), name) != std::end(kInheritedSettings);
+}
+}  // namespace
+
 std::vector<std::string> job_environment(const RecordOptions& opt, const fs::path& raw_dir, char** base) {
   const std::string lib = collector_library_path().string();
   const std::string py = python_integration_dir().string();
@@ -469,13 +486,18 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
       // ours replaces theirs: the driver loads one injection library
     } else if (name == "NCCL_PROFILER_PLUGIN" && has(opt.trace, "nccl") && !nccl.empty()) {
       // ours replaces theirs: NCCL loads one profiler plugin
-    } else if (!name.starts_with("TRACETUNE_") && name != "NVTX_INJECTION64_PATH") {
+    } else if ((!name.starts_with("TRACETUNE_") || inherited_setting(name)) && name != "NVTX_INJECTION64_PATH") {
       env.emplace_back(kv);
     }
   }
+  if (has(opt.trace, "cuda") && !cupti.empty()) {
+    env.push_back("CUDA_INJECTION64_PATH=" + cupti);
+    // for the injection library, when the loader cannot find libcupti (collector/cupti/injection.cpp)
+    if (const fs::path wheel = find_wheel_cupti(opt.command); !wheel.empty())
+      env.push_back("TRACETUNE_CUPTI_LIB=" + wheel.string());
+  }
   // Set explicitly: without it NCCL would look for libnccl-profiler.so and then take a
   // profiler from the net plugin library.
-  if (has(opt.trace, "cuda") && !cupti.empty()) env.push_back("CUDA_INJECTION64_PATH=" + cupti);
   if (has(opt.trace, "nccl") && !nccl.empty()) env.push_back("NCCL_PROFILER_PLUGIN=" + nccl);
   env.push_back("LD_PRELOAD=" + ld_preload);
   env.push_back("TRACETUNE_OUTPUT_DIR=" + raw_dir.string());

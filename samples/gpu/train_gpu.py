@@ -9,8 +9,11 @@ recording with `tracetune record` on a GPU machine (see README.md).
   --case sync   loss.item() every step                       (--fixed: one .item() at the end)
   --case ddp    DDP all-reduce (NCCL) with --bucket-mb buckets; run under torchrun
                 (e.g. --bucket-mb 1 vs the default 25)
-  --case train  a small MLP training loop with no planted bottleneck (the collector-overhead
-                workload of scripts/gpu-check.sh); --torch-profiler runs it under torch.profiler
+  --case train  a training loop with no planted bottleneck (the collector-overhead workload of
+                scripts/gpu-check.sh); --torch-profiler runs it under torch.profiler.
+                --model mlp (default): a small MLP, ~35 kernel launches of a few us per step, the
+                worst case for per-launch costs; --model transformer: a 4-layer transformer
+                encoder (d_model 1024, 8 x 512 tokens, AdamW), kernels of realistic size
 
 Every step is a user NVTX range `train_gpu step` and, when the job runs under tracetune, a
 step boundary (tracetune.step()); --emit-nvtx adds PyTorch's own NVTX ranges per op
@@ -19,6 +22,8 @@ after a device synchronisation) as JSON. The h2d case feeds its batches through 
 so `tracetune tune` can fix it with the dataloader.pin_memory knob.
 
 Prints one line: case, fixed, steps, ms per step. Exits 2 when no CUDA device is visible.
+`--device cpu` (train case only) runs the loop on the CPU at toy sizes: for rehearsing the
+scripts that drive this sample (scripts/gpu-check.sh --rehearse), never for figures.
 """
 import argparse
 import contextlib
@@ -47,7 +52,13 @@ def parse():
     p.add_argument("--torch-profiler", metavar="DIR",
                    help="train: torch.profiler (CPU + CUDA) over steps [steps/4, 3 steps/4), trace to DIR")
     p.add_argument("--step-times", metavar="FILE", help="write each step's wall time (ms) as JSON")
-    return p.parse_args()
+    p.add_argument("--model", choices=["mlp", "transformer"], default="mlp", help="train: the model (default mlp)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
+                   help="cpu: the train case at toy sizes, to rehearse the scripts without a GPU")
+    a = p.parse_args()
+    if a.device == "cpu" and a.case != "train":
+        p.error("--device cpu runs only --case train")
+    return a
 
 
 class Steps:
@@ -57,16 +68,18 @@ class Steps:
     def __init__(self, a):
         self.times_path = a.step_times
         self.times = []
+        self.cuda = a.device == "cuda"
 
     def __call__(self, n):
         for i in range(n):
             if tracetune is not None:
                 tracetune.step()
             t0 = time.perf_counter()
-            with torch.cuda.nvtx.range("train_gpu step"):
+            with torch.cuda.nvtx.range("train_gpu step") if self.cuda else contextlib.nullcontext():
                 yield i
             if self.times_path:
-                torch.cuda.synchronize()
+                if self.cuda:
+                    torch.cuda.synchronize()
                 self.times.append((time.perf_counter() - t0) * 1000)
         if tracetune is not None:
             tracetune.step()  # closes the last step
@@ -170,14 +183,28 @@ def case_ddp(a, dev, steps):
     dist.destroy_process_group()
 
 
+def train_model(a, dev):
+    """The train case's model and input batch. On the CPU (rehearsals) at toy sizes."""
+    cpu = dev.type == "cpu"
+    if a.model == "mlp":
+        width = 64 if cpu else 1024
+        model = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(), torch.nn.Linear(4 * width, width))
+        return model.to(dev), torch.randn(32 if cpu else 512, width, device=dev)
+    d_model, tokens, batch = (64, 16, 2) if cpu else (1024, 512, 8)
+    layer = torch.nn.TransformerEncoderLayer(d_model, nhead=16 if not cpu else 4, dim_feedforward=4 * d_model,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+    return model.to(dev), torch.randn(batch, tokens, d_model, device=dev)
+
+
 def case_train(a, dev, steps):
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).to(dev)
+    model, x = train_model(a, dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randn(512, 1024, device=dev)
     prof = None
     if a.torch_profiler:  # profiles steps [steps/4, 3 steps/4): started mid-run, as users do
         from torch.profiler import ProfilerActivity, profile, tensorboard_trace_handler
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        prof = profile(activities=activities,
                        on_trace_ready=tensorboard_trace_handler(str(a.torch_profiler)))
     for i in steps(a.steps):
         if prof is not None and i == a.steps // 4:
@@ -190,13 +217,21 @@ def case_train(a, dev, steps):
         opt.step()
 
 
+def synchronize(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def main():
     a = parse()
-    if not torch.cuda.is_available():
+    if a.device == "cpu":
+        dev = torch.device("cpu")
+    elif not torch.cuda.is_available():
         print("train_gpu.py: no CUDA device visible (this sample needs a GPU)", file=sys.stderr)
         return 2
-    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    torch.cuda.set_device(dev)
+    else:
+        dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(dev)
     cases = {"h2d": case_h2d, "tiny": case_tiny, "gemm": case_gemm, "sync": case_sync, "ddp": case_ddp,
              "train": case_train}
     steps = Steps(a)
@@ -204,7 +239,7 @@ def main():
     t0 = time.perf_counter()
     with nvtx:
         cases[a.case](a, dev, steps)
-    torch.cuda.synchronize()
+    synchronize(dev)
     ms = (time.perf_counter() - t0) * 1000 / a.steps
     steps.write()
     print(f"case={a.case} fixed={int(a.fixed)} steps={a.steps} ms_per_step={ms:.3f}")

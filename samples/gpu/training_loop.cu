@@ -7,7 +7,8 @@
 //   --case gemm     FP32 GEMMs                                (--fixed: TF32 tensor-core GEMMs)
 //   --case sync     a device->host read of the loss each step (--fixed: read once at the end)
 //   --case nccl     all-reduce of the gradients in buckets of --bucket-mb MiB over all visible
-//                   GPUs (one process, ncclCommInitAll); small buckets = many small all-reduces
+//                   GPUs (one process, ncclCommInitAll); small buckets = many small all-reduces;
+//                   then one bucket sent by each rank to itself (what one GPU can show)
 //
 // Prints one line: the case, whether fixed, steps and the wall time per step.
 #include <cublas_v2.h>
@@ -59,18 +60,25 @@ struct Options {
   int bucket_mb = 1;
 };
 
+void usage(const char* argv0, FILE* out) {
+  std::fprintf(out, "usage: %s --case h2d|tiny|gemm|sync|nccl [--fixed] [--graph] [--steps N] [--bucket-mb N]\n", argv0);
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      usage(argv[0], stdout);
+      std::exit(0);
+    }
     if (a == "--case" && i + 1 < argc) o.which = argv[++i];
     else if (a == "--fixed") o.fixed = true;
     else if (a == "--graph") o.graph = true;
     else if (a == "--steps" && i + 1 < argc) o.steps = std::atoi(argv[++i]);
     else if (a == "--bucket-mb" && i + 1 < argc) o.bucket_mb = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: %s --case h2d|tiny|gemm|sync|nccl [--fixed] [--graph] [--steps N] [--bucket-mb N]\n",
-                   argv[0]);
+      usage(argv[0], stderr);
       std::exit(2);
     }
   }
@@ -167,6 +175,22 @@ void run_sync(const Options& o, cudaStream_t s) {
   CHECK(cudaFree(loss));
 }
 
+// Each rank sends one bucket to itself and receives it, in a group. At one rank (one GPU)
+// NCCL 2.28 runs a collective as a local copy (ncclLaunchOneRank) without creating a task, so
+// neither the profiler plugin nor the tuner sees it; a send/recv to oneself does become a task
+// (p2pTaskAppend), so one GPU still shows the plugin's operation records.
+void self_send_recv(const std::vector<ncclComm_t>& comms, const std::vector<float*>& from,
+                    const std::vector<float*>& to, size_t count, const std::vector<cudaStream_t>& streams) {
+  CHECK(ncclGroupStart());
+  for (size_t d = 0; d < comms.size(); ++d) {
+    int rank = 0;
+    CHECK(ncclCommUserRank(comms[d], &rank));
+    CHECK(ncclSend(from[d], count, ncclFloat, rank, comms[d], streams[d]));
+    CHECK(ncclRecv(to[d], count, ncclFloat, rank, comms[d], streams[d]));
+  }
+  CHECK(ncclGroupEnd());
+}
+
 void run_nccl(const Options& o) {
   int ndev = 0;
   CHECK(cudaGetDeviceCount(&ndev));
@@ -174,11 +198,12 @@ void run_nccl(const Options& o) {
   const size_t bucket = std::max<size_t>(size_t(o.bucket_mb) << 20, 4096);
   std::vector<ncclComm_t> comms(ndev);
   CHECK(ncclCommInitAll(comms.data(), ndev, nullptr));
-  std::vector<float*> grads(ndev);
+  std::vector<float*> grads(ndev), received(ndev);
   std::vector<cudaStream_t> streams(ndev);
   for (int d = 0; d < ndev; ++d) {
     CHECK(cudaSetDevice(d));
     CHECK(cudaMalloc(&grads[d], grad_bytes));
+    CHECK(cudaMalloc(&received[d], bucket));
     CHECK(cudaStreamCreate(&streams[d]));
   }
   for (int step = 0; step < o.steps; ++step) {
@@ -190,11 +215,13 @@ void run_nccl(const Options& o) {
                             comms[d], streams[d]));
       CHECK(ncclGroupEnd());
     }
+    self_send_recv(comms, grads, received, bucket / sizeof(float), streams);
   }
   for (int d = 0; d < ndev; ++d) {
     CHECK(cudaSetDevice(d));
     CHECK(cudaStreamSynchronize(streams[d]));
     CHECK(cudaFree(grads[d]));
+    CHECK(cudaFree(received[d]));
     CHECK(cudaStreamDestroy(streams[d]));
     ncclCommDestroy(comms[d]);
   }

@@ -57,6 +57,8 @@ struct Fake {
   std::vector<CUpti_Activity*> buffer_records;  // what get_next_record walks
   std::size_t dropped = 0;
   std::vector<std::uint32_t> flushes;
+  int subscribers = 0;                                  // CUPTI allows one
+  std::vector<std::pair<int, int>> attributes;          // (attribute, first byte of the value) set
 };
 Fake g_fake;
 
@@ -64,11 +66,24 @@ cu::CuptiApi fake_api() {
   cu::CuptiApi a;
   a.subscribe = [](CUpti_SubscriberHandle* h, CUpti_CallbackFunc, void*) {
     g_fake.calls.push_back("subscribe");
+    if (g_fake.subscribe_result != CUPTI_SUCCESS) return g_fake.subscribe_result;
+    if (g_fake.subscribers > 0) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    ++g_fake.subscribers;
     *h = reinterpret_cast<CUpti_SubscriberHandle>(0x10);
-    return g_fake.subscribe_result;
+    return CUPTI_SUCCESS;
   };
   a.unsubscribe = [](CUpti_SubscriberHandle) {
     g_fake.calls.push_back("unsubscribe");
+    --g_fake.subscribers;
+    return CUPTI_SUCCESS;
+  };
+  a.set_attribute = [](CUpti_ActivityAttribute attr, size_t* size, void* value) {
+    g_fake.calls.push_back("attribute " + std::to_string(static_cast<int>(attr)));
+    g_fake.attributes.emplace_back(static_cast<int>(attr), *size > 0 ? *static_cast<std::uint8_t*>(value) : -1);
+    return CUPTI_SUCCESS;
+  };
+  a.disable = [](CUpti_ActivityKind k) {
+    g_fake.calls.push_back("disable " + std::to_string(static_cast<int>(k)));
     return CUPTI_SUCCESS;
   };
   a.set_thread_id_type = [](CUpti_ActivityThreadIdType t) {
@@ -256,7 +271,7 @@ TEST(CuptiSession, AnotherProfilerOwnsCuptiNothingEnabledOneWarningAndANote) {
   EXPECT_TRUE(noted);
 }
 
-TEST(CuptiSession, EnableFailureUnsubscribes) {
+TEST(CuptiSession, EnableFailureLeavesNoKindOnAndNoSubscriber) {
   g_fake = Fake{};
   g_fake.enable_result = CUPTI_ERROR_NOT_INITIALIZED;
   RecordFileWriter w(77);
@@ -266,8 +281,28 @@ TEST(CuptiSession, EnableFailureUnsubscribes) {
   cu::SessionOptions quiet;
   quiet.warn = false;
   EXPECT_EQ(s.start(api, sink, quiet), GpuStatus::CuptiError);
-  EXPECT_EQ(g_fake.calls.back(), "unsubscribe");
+  EXPECT_EQ(g_fake.calls.back(), "disable " + std::to_string(std::end(cu::kSessionKinds)[-1]));
+  EXPECT_EQ(g_fake.subscribers, 0);
   EXPECT_FALSE(s.active());
+}
+
+// torch.profiler (Kineto, PyTorch 2.11) calls cuptiSubscribe when profiling starts and falls
+// back to CPU-only tracing if that fails: the session must not hold CUPTI's one subscriber slot
+// once it is tracing (the activity API needs none).
+TEST(CuptiSession, GivesTheSubscriberSlotBackForTorchProfiler) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::Session s;
+  const cu::CuptiApi api = fake_api();
+  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  EXPECT_EQ(g_fake.subscribers, 0) << "the probe's subscription is still held";
+  CUpti_SubscriberHandle kineto = nullptr;
+  EXPECT_EQ(api.subscribe(&kineto, nullptr, nullptr), CUPTI_SUCCESS) << "a later client could not subscribe";
+  // ... and the probe still sees a profiler that holds the slot when we start.
+  cu::Session late;
+  EXPECT_EQ(late.start(api, sink, quiet_options()), GpuStatus::CuptiInUse);
+  EXPECT_EQ(g_fake.subscribers, 1);
 }
 
 TEST(CuptiSession, IncompleteApiIsUnavailable) {
@@ -548,4 +583,50 @@ TEST(CuptiDecode, BufferCapRefusesAndCounts) {
   sink.types.clear();
   s.flush(true);
   EXPECT_NE(std::find(sink.types.begin(), sink.types.end(), RecordType::Dropped), sink.types.end());
+}
+
+// Completed buffers are handed out again (zeroed where CUPTI wrote) instead of allocating a
+// fresh 4 MiB at every flush, and CUPTI is told that buffers arrive zeroed, so it does not
+// zero them on the job's thread.
+TEST(CuptiBuffers, ReusedZeroedAndDeclaredZeroed) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  cu::Session& s = cu::session();
+  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  const auto& c = g_fake.calls;
+  const auto attr = std::find(c.begin(), c.end(), "attribute " + std::to_string(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER));
+  ASSERT_NE(attr, c.end()) << "CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER not set";
+  EXPECT_LT(attr, std::find(c.begin(), c.end(), "callbacks")) << "set before CUPTI asks for a buffer";
+  EXPECT_EQ(g_fake.attributes.back(), (std::pair<int, int>{CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 1}));
+
+  auto request = [] {
+    std::uint8_t* b = nullptr;
+    std::size_t size = 0, max_records = 0;
+    cu::Session::buffer_requested(&b, &size, &max_records);
+    EXPECT_EQ(size, cu::Session::kBufferSize);
+    return b;
+  };
+  std::vector<std::uint8_t*> earlier;  // kept by an earlier test in this process
+  while (s.pool().kept() > 0) earlier.push_back(request());
+  std::uint8_t* first[2] = {request(), request()};
+  ASSERT_NE(first[0], nullptr);
+  ASSERT_NE(first[1], nullptr);
+  const std::size_t kept_before = s.pool().kept();
+  for (std::uint8_t* b : first) {
+    std::memset(b, 0xAB, 4096);  // what CUPTI wrote
+    cu::Session::buffer_completed(nullptr, 0, b, cu::Session::kBufferSize, 4096);
+  }
+  EXPECT_EQ(s.pool().kept(), kept_before + 2);
+  std::uint8_t* again[2] = {request(), request()};
+  EXPECT_TRUE((again[0] == first[1] && again[1] == first[0]) || (again[0] == first[0] && again[1] == first[1]))
+      << "completed buffers were not reused";
+  for (std::uint8_t* b : again) {
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(std::count(b, b + cu::Session::kBufferSize, 0), static_cast<std::ptrdiff_t>(cu::Session::kBufferSize))
+        << "a reused buffer must be zeroed";
+    cu::Session::buffer_completed(nullptr, 0, b, cu::Session::kBufferSize, 0);
+  }
+  for (std::uint8_t* b : earlier) cu::Session::buffer_completed(nullptr, 0, b, cu::Session::kBufferSize, 0);
 }

@@ -9,7 +9,14 @@ compared with `tracetune info --json` and with a brute-force reading of the same
    call equal a plain-Python join of the rows; moving one kernel before its launch call is
    seen (the check can fail).
 
-usage: gpu_check_test.py TRACETUNE SHARED_DATA_DIR
+ - nccl: at one GPU (no collective reaches the NCCL plugins there) the stage asks for the
+   communicator and the self send/recv only, and says why; at two it asks for described
+   collectives; the tuner's log is read for its table (and a 'not set' warning fails);
+ - budget: a stage that does not fit is skipped and says so; --stage takes a list;
+ - pack: a trace trimmed under a size still opens and says it was trimmed; the archive holds
+   logs and trimmed traces, never a full trace DB or an oversized file, and lists what it left.
+
+usage: gpu_check_test.py TRACETUNE SHARED_DATA_DIR NCCL_DRIVER [CASE...]
 """
 import json
 import os
@@ -18,12 +25,17 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tarfile
+import types
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 from harness import check, query, run_cases  # noqa: E402
 
-TRACETUNE, SHARED = sys.argv[1], pathlib.Path(sys.argv[2])
+TRACETUNE, SHARED, NCCL_DRIVER = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, str(REPO / "scripts"))
+import gpu_check as gc  # noqa: E402
+import gpu_pack  # noqa: E402
 GPU_CHECK = REPO / "scripts" / "gpu-check.sh"
 ALEXNET = SHARED / "kineto" / "hta" / "alexnet.json.gz"
 
@@ -100,5 +112,95 @@ def case_facts_on_real_gpu_trace(tmp):
           early and early["kernels_before_launch"] == facts["kernels_before_launch"] + 1, early and early["kernels_before_launch"])
 
 
+def nccl_trace(tmp):
+    """A trace of NCCL's call sequence replayed through our profiler plugin (tests/gpu/nccl_driver:
+    five all-reduces RING/LL128 and a recv, host and device rows)."""
+    db = pathlib.Path(tmp) / "nccl.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", db, "--", NCCL_DRIVER], capture_output=True, text=True, timeout=120)
+    check("nccl: the replayed NCCL job is recorded", r.returncode == 0 and db.exists(), r.stderr[-500:])
+    return db
+
+
+def case_nccl_one_rank(tmp):
+    db, log = nccl_trace(tmp), pathlib.Path(tmp) / "nccl.log"
+    log.write_text("")
+    one = gc.Stage("nccl")
+    gc.check_nccl_trace(types.SimpleNamespace(gpus=1), one, "one", db, log, p2p=True)
+    names = [c["name"] for c in one.checks]
+    check("one GPU: communicator and send/recv rows checked, and they hold",
+          len(names) == 3 and all(c["ok"] for c in one.checks), one.checks)
+    check("one GPU: no check asks for described collectives, a note says why",
+          not any("algorithm" in n for n in names) and any("ncclLaunchOneRank" in n for n in one.notes), (names, one.notes))
+    two = gc.Stage("nccl")
+    gc.check_nccl_trace(types.SimpleNamespace(gpus=2), two, "two", db, log, p2p=False)
+    check("two GPUs: described collectives checked, and they hold",
+          any("algorithm" in c["name"] and c["ok"] for c in two.checks), two.checks)
+    for text, ok in (("NCCL INFO tracetune tuner: 1 table entries for 1 ranks on 1 nodes from /tmp/t", True),
+                     ("NCCL WARN tracetune tuner: TRACETUNE_NCCL_TABLE is not set (run the job with ...)", False)):
+        log.write_text(text + "\n")
+        tuned = gc.Stage("nccl")
+        gc.check_tuner_log(types.SimpleNamespace(gpus=1), tuned, "tuned", log, [])
+        check(f"tuner log {'with its table' if ok else 'without a table'}: the checks {'pass' if ok else 'fail'}",
+              all(c["ok"] for c in tuned.checks) == ok and len(tuned.checks) == 2, tuned.checks)
+
+
+def case_budget(tmp):
+    check("--stage takes a list", gc.stage_list("nccl,coexist") == ("nccl", "coexist"))
+    try:
+        gc.stage_list("nccl,bogus")
+        check("--stage refuses an unknown stage", False)
+    except gc.argparse.ArgumentTypeError as ex:
+        check("--stage refuses an unknown stage", "bogus" in str(ex), ex)
+    ran = []
+    e = types.SimpleNamespace(rehearsal=False, remaining=lambda: 20)
+    result = gc.run_stage(e, "capture", {"capture": lambda e, s: ran.append(1)})
+    check("a stage that does not fit the budget is skipped and says so",
+          not ran and "skipped" in result and "200" in result["skipped"], result)
+    e.remaining = lambda: None
+    gc.run_stage(e, "capture", {"capture": lambda e, s: ran.append(1)})
+    check("without a budget it runs", ran == [1])
+    # tune run alone (no --budget) stays inside one 10-minute device command
+    e = types.SimpleNamespace(deadline=None, stage_dir=lambda name: pathlib.Path(tmp))
+    e.remaining = lambda: None if e.deadline is None else e.deadline - gc.time.monotonic()
+    seen = []
+    real, gc.tune_one = gc.tune_one, lambda e, s, d, case, knobs: seen.append(e.remaining())
+    try:
+        gc.stage_tune(e, gc.Stage("tune"))
+    finally:
+        gc.tune_one = real
+    check("tune alone: every case started within 540 s, the budget restored after",
+          len(seen) == 3 and all(x <= gc.TUNE_STAGE_SECONDS for x in seen) and e.deadline is None, (seen, e.deadline))
+
+
+def case_pack(tmp):
+    tmp = pathlib.Path(tmp)
+    out = tmp / "out"
+    (out / "capture").mkdir(parents=True)
+    db = out / "capture" / "py_h2d.db"
+    r = subprocess.run([TRACETUNE, "import", ALEXNET, "-o", db], capture_output=True, text=True, timeout=120)
+    if not check("pack: a trace to trim", r.returncode == 0, r.stderr):
+        return
+    size, kernels = db.stat().st_size, query(db, "SELECT count(*) FROM kernels")[0][0]
+    trimmed = tmp / "t.db"
+    check("trim: under the limit", gpu_pack.trim_db(db, trimmed, limit=int(size * 0.85)) and
+          trimmed.stat().st_size <= size * 0.85, (size, trimmed.stat().st_size))
+    info = subprocess.run([TRACETUNE, "info", trimmed], capture_output=True, text=True)
+    check("trim: the trimmed trace opens, with fewer kernels and a note",
+          info.returncode == 0 and 0 < query(trimmed, "SELECT count(*) FROM kernels")[0][0] < kernels and
+          query(trimmed, "SELECT count(*) FROM meta WHERE key = 'gpu_check.trimmed'")[0][0] == 1, info.stderr)
+    (out / "capture" / "py_h2d.log").write_text("a log\n")
+    (out / "capture" / "huge.json").write_bytes(b"x" * (gpu_pack.MAX_FILE + 1))
+    archive = tmp / "gc.tar.gz"
+    check("pack: written within 16 MiB", gpu_pack.pack(out, archive, TRACETUNE))
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    check("pack: the log and the trimmed trace travel, the full DB and the oversized file do not",
+          "out/capture/py_h2d.log" in names and "out/trimmed/capture__py_h2d.db" in names and
+          "out/capture/py_h2d.db" not in names and "out/capture/huge.json" not in names, names)
+    left = [x["path"] for x in json.loads((out / "pack-manifest.json").read_text())["left_out"]]
+    check("pack: the manifest names what stayed behind", sorted(left) == ["capture/huge.json", "capture/py_h2d.db"], left)
+
+
 if __name__ == "__main__":
-    run_cases({"without_gpu": case_without_gpu, "facts": case_facts_on_real_gpu_trace}, sys.argv[3:])
+    run_cases({"without_gpu": case_without_gpu, "facts": case_facts_on_real_gpu_trace, "nccl_one_rank": case_nccl_one_rank,
+               "budget": case_budget, "pack": case_pack}, sys.argv[4:])

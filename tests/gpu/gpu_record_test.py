@@ -14,7 +14,16 @@ Every check reads the DB or the output the command wrote.
  - another profiler registering CUPTI buffer callbacks mid-run (what torch.profiler does) is
    passed through unchanged and noted in the trace.
 
-usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN [LIBCUPTI]
+Without a GPU or a real libcupti:
+ - PyTorch's libcupti is loaded RTLD_LOCAL (a dependency of torch/_C): a stand-in loaded the
+   same way is what the interposed cuptiActivityRegisterCallbacks calls;
+ - `record` finds libcupti.so.13 in the job's Python's pip wheels (nvidia/cu13/lib, the CUDA 13
+   layout) and hands it to the injection library (TRACETUNE_CUPTI_LIB): in a venv laid out in a
+   temporary folder, through a console script's #! line, and in PyTorch 2.11's real venv when it
+   is installed (TT_TORCH2_PYTHON, else ~/.cache/tracetune/torch-2.11.0; that part is skipped,
+   saying so, when it is not).
+
+usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN LIBCUPTI FAKE_LIBCUPTI [TORCH2_PYTHON]
 """
 import os
 import pathlib
@@ -23,6 +32,9 @@ import sys
 
 TRACETUNE, DRIVER, PLUGIN = sys.argv[1:4]
 LIBCUPTI = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] and not sys.argv[4].endswith("NOTFOUND") else ""
+FAKE_CUPTI = sys.argv[5]
+TORCH2_PYTHON = sys.argv[6] if len(sys.argv) > 6 and sys.argv[6] else str(
+    pathlib.Path.home() / ".cache/tracetune/torch-2.11.0/bin/python")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, query, run_cases  # noqa: E402
 
@@ -133,7 +145,62 @@ def case_takeover(tmp):
     check("takeover: a warning in the summary", "warning      GPU: another profiler" in r.stderr, r.stderr[-800:])
 
 
-cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu]
+def case_takeover_local_cupti(tmp):
+    code = ("import ctypes, sys\n"
+            "ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)  # as torch/_C brings in libcupti.so.13\n"
+            "print('rc', ctypes.CDLL(None).cuptiActivityRegisterCallbacks(None, None))")
+    r, db = record(tmp, sys.executable, "-c", code, FAKE_CUPTI, out="local.db")
+    check("takeover, libcupti loaded RTLD_LOCAL: the interposer reaches it (the stand-in's 4242)",
+          r.returncode == 0 and r.stdout.split() == ["rc", "4242"], r.stdout + r.stderr[-800:])
+    diags = query(db, "SELECT reason FROM diagnostics WHERE reason LIKE '%took over CUPTI%'")
+    check("takeover, libcupti loaded RTLD_LOCAL: noted once", len(diags) == 1, diags)
+
+
+PRINT_CUPTI = "import os; print(os.environ.get('TRACETUNE_CUPTI_LIB', '-'))"
+
+
+def fake_venv(tmp):
+    """A venv as pip lays out PyTorch 2.11's CUDA 13 wheels: bin/python3 a link to the base
+    interpreter, libcupti.so.13 in site-packages/nvidia/cu13/lib, and a console script."""
+    venv = pathlib.Path(tmp) / "venv"
+    (venv / "bin").mkdir(parents=True)
+    os.symlink(sys.executable, venv / "bin" / "python3")
+    lib = venv / "lib" / "python3.11" / "site-packages" / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcupti.so.13").write_bytes(b"")  # only looked for; nothing here loads it
+    (venv / "lib" / "python3.11" / "site-packages" / "nvidia" / "nccl" / "lib").mkdir(parents=True)
+    script = venv / "bin" / "print-cupti"
+    script.write_text(f"#!{venv / 'bin' / 'python3'}\n{PRINT_CUPTI}\n")
+    script.chmod(0o755)
+    return venv, lib / "libcupti.so.13"
+
+
+def case_wheel_cupti(tmp):
+    venv, lib = fake_venv(tmp)
+    env = dict(os.environ, PATH="/usr/bin:/bin", HOME=tmp)
+    r, _ = record(tmp, venv / "bin" / "python3", "-c", PRINT_CUPTI, out="w1.db", env=env)
+    check("wheel CUPTI: found in the job's venv (nvidia/cu13/lib) and handed to the injection library",
+          r.returncode == 0 and r.stdout.strip() == str(lib), r.stdout + r.stderr[-800:])
+    r, _ = record(tmp, venv / "bin" / "print-cupti", out="w2.db", env=env)
+    check("wheel CUPTI: through a console script's #! line (torchrun's way)", r.stdout.strip() == str(lib), r.stdout)
+    r, _ = record(tmp, "/usr/bin/env", "A=1", venv / "bin" / "python3", "-c", PRINT_CUPTI, out="w3.db", env=env)
+    check("wheel CUPTI: a python word later in the command", r.stdout.strip() == str(lib), r.stdout)
+    r, _ = record(tmp, sys.executable, "-c", PRINT_CUPTI, out="w4.db", env=dict(env, PATH=f"{venv / 'bin'}:/usr/bin:/bin"))
+    check("wheel CUPTI: a job that is not the venv's uses python3 on PATH (the active environment)",
+          r.stdout.strip() == str(lib), r.stdout)
+    r, _ = record(tmp, sys.executable, "-c", PRINT_CUPTI, out="w5.db", extra=["--trace", "io"], env=env)
+    check("wheel CUPTI: not set when CUDA is not traced", r.stdout.strip() == "-", r.stdout)
+    if not os.access(TORCH2_PYTHON, os.X_OK):
+        print(f"SKIP wheel CUPTI in PyTorch 2.11's venv: {TORCH2_PYTHON} not installed")
+        return
+    r, _ = record(tmp, TORCH2_PYTHON, "-c", PRINT_CUPTI, out="w6.db")
+    found = pathlib.Path(r.stdout.strip())
+    check("wheel CUPTI: PyTorch 2.11's venv: site-packages/nvidia/cu13/lib/libcupti.so.13",
+          r.returncode == 0 and found.parts[-4:] == ("nvidia", "cu13", "lib", "libcupti.so.13") and found.exists(),
+          r.stdout + r.stderr[-800:])
+
+
+cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu, case_takeover_local_cupti, case_wheel_cupti]
 if LIBCUPTI:
     cases += [case_injection_without_gpu, case_takeover]
 run_cases({fn.__name__: fn for fn in cases})

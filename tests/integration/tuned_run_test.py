@@ -161,6 +161,33 @@ def case_nccl_table(tmp):
     check("nccl table: reported", "nccl.tuner_table: 2 entries  (NCCL tuner plugin)" in r.stderr, r.stderr)
 
 
+def case_under_record(tmp):
+    """`run --config cfg -- tracetune record -- JOB` (what gpu-check's tuned NCCL run does): the
+    inner record keeps the variables run --config set for the job (the NCCL table, the Python
+    settings) and still drops an outer recording's own (output directory, no-env switch)."""
+    cfg = config(tmp, '[settings]\n"dataloader.pin_memory" = true\n\n[[nccl.table]]\ncollective = "allreduce"\n'
+                      'min_bytes = 0\nmax_bytes = 65536\nalgorithm = "ring"\nprotocol = "simple"\n')
+    probe = ("import json, os\n"
+             "print(open(os.environ['TRACETUNE_NCCL_TABLE']).read().splitlines()[2])\n"
+             "print(json.load(open(os.environ['TRACETUNE_APPLY']))['settings'])\n"
+             "print(os.path.basename(os.environ['NCCL_TUNER_PLUGIN']))\n"
+             "print(os.environ['TRACETUNE_OUTPUT_DIR'])\n"
+             "print(os.environ.get('TRACETUNE_NO_ENV', '-'))\n")
+    db = pathlib.Path(tmp) / "inner.db"
+    outer = {**os.environ, "TRACETUNE_OUTPUT_DIR": str(pathlib.Path(tmp) / "outer.raw"), "TRACETUNE_NO_ENV": "1"}
+    r = run(cfg, TRACETUNE, "record", "-o", str(db), "--trace", "io,python", "--", PY, "-c", probe, env=outer)
+    out = r.stdout.splitlines()
+    check("under record: the job exits 0", r.returncode == 0, r.stdout + r.stderr[-1500:])
+    check("under record: the NCCL table reaches the job (TRACETUNE_NCCL_TABLE kept)",
+          out[:1] == ["allreduce 0 65536 ring simple 0 -1 -1"], r.stdout + r.stderr[-800:])
+    check("under record: the Python settings reach the job (TRACETUNE_APPLY kept)",
+          out[1:2] == ["{'dataloader.pin_memory': True}"], r.stdout)
+    check("under record: our tuner plugin", out[2:3] == ["libnccl-tuner-tracetune.so"], r.stdout)
+    check("under record: the outer recording's variables are replaced or dropped",
+          out[3:5] == [str(db) + ".raw", "-"], r.stdout)
+    check("under record: the trace was written", db.exists(), r.stderr[-800:])
+
+
 def case_exit_codes(tmp):
     cfg = config(tmp, '[settings]\n"torch.num_threads" = 2\n')
     r = run(cfg, PY, "-c", "import sys; print('hello'); sys.exit(7)")
@@ -348,7 +375,8 @@ def case_python_api(tmp):
     check("Python knob table matches tuner/knobs/knobs.toml", not mismatch, f"{mismatch}")
 
 
-CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table, "exit": case_exit_codes,
+CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "nccl_table": case_nccl_table,
+         "under_record": case_under_record, "exit": case_exit_codes,
          "dataloader": case_dataloader, "ddp": case_ddp, "ddp_hierarchical": case_ddp_hierarchical,
          "python_api": case_python_api, "optimizer_flags": case_optimizer_flags,
          "first_model": case_first_model}
