@@ -997,6 +997,10 @@ class ProcessConverter {
                         "I/O records timed by the TSC without two clock-sync pairs to map them", p.unmapped_io);
     if (unknown_steps_ > 0)
       t_.add_diagnostic(DiagnosticKind::Skipped, source_, "step records of an unknown kind", unknown_steps_);
+    if (!p.cut_short.empty()) {
+      t_.add_diagnostic(DiagnosticKind::Truncated, source_, "reading stopped early: " + p.cut_short);
+      report_.warnings.push_back(source_ + ": " + p.cut_short + "; later events of this process are missing");
+    }
     if (p.partial_chunk || p.short_file)
       t_.add_diagnostic(DiagnosticKind::Note, source_,
                         "file ends inside its last chunk (the process ended while reserving it)");
