@@ -1216,6 +1216,20 @@ void exec_failed() {
   set_end(0);
 }
 
+bool note_static_exec(const char* program) {
+  if (g.mode.load(std::memory_order_relaxed) == kOff || g.header == nullptr || program == nullptr) return false;
+  if (__atomic_fetch_add(&g.header->static_execs, 1, __ATOMIC_SEQ_CST) == 0) {
+    Text t{g.header->static_program, sizeof g.header->static_program - 1};
+    t.put(program);
+    t.data[t.len] = '\0';  // a claim after a failed exec may write a shorter path
+  }
+  return true;
+}
+
+void static_exec_failed() {
+  if (g.header != nullptr) __atomic_fetch_sub(&g.header->static_execs, 1, __ATOMIC_SEQ_CST);
+}
+
 void record_exit(int status, int how) {
   if (g.mode.load(std::memory_order_relaxed) == kOff) return;
   ErrnoSaver errno_saver;

@@ -126,6 +126,8 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
     std::copy_n(h.dropped, kDropReasons, out.dropped);
     out.stop_reason.assign(h.stop_reason, strnlen(h.stop_reason, sizeof h.stop_reason));
   }
+  out.static_execs = h.static_execs;
+  out.static_program = trace::valid_utf8(std::string_view(h.static_program, ::strnlen(h.static_program, sizeof h.static_program)));
   // NUL-terminated by the writer, but a damaged header must not make us read past the field.
   out.host = trace::valid_utf8(std::string_view(h.host, ::strnlen(h.host, sizeof h.host)));
   out.file_size = file_size;

@@ -144,7 +144,9 @@ TEST(RecordFaults, EveryFaultAtEveryRead) {
           continue;
         }
         EXPECT_LE(r.value().io.size(), all_io);
-        if (at <= counting.reads && r.value().io.size() < all_io) EXPECT_FALSE(r.value().cut_short.empty());
+        if (at <= counting.reads && r.value().io.size() < all_io) {
+          EXPECT_FALSE(r.value().cut_short.empty());
+        }
       }
     }
   }

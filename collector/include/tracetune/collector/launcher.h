@@ -94,7 +94,9 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
 // run_job with a wall-clock limit: the job runs in a process group of its own (so a hung
 // job's workers go with it); after `timeout_s` the group gets SIGTERM, and SIGKILL
 // `kill_grace_s` later if the job is still there. Signals sent to us (Ctrl-C included) go to
-// the whole group. timeout_s <= 0: no limit, but still its own group.
+// the whole group. timeout_s <= 0: no limit, but still its own group. When the job ends, what is
+// left of the group gets SIGTERM, and so does every descendant that left it (a setsid daemon:
+// this process becomes a child subreaper to find them), SIGKILL after `kill_grace_s`.
 struct JobEnd {
   int status = 0;            // wait status
   bool timed_out = false;    // we killed it after timeout_s
@@ -103,6 +105,10 @@ struct JobEnd {
 Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
                                double timeout_s, double kill_grace_s,
                                const std::filesystem::path& log = {}, const JobTick& tick = {});
+
+// The job's command line as one line, with secrets redacted as the collector redacts them
+// (redact.h): for the trace's `command` entry and for tune's tuned.toml and trials JSON.
+std::string redacted_command(const std::vector<std::string>& command);
 
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
 // CUDA_INJECTION64_PATH, NCCL_PROFILER_PLUGIN, PYTHONPATH (sitecustomize), TRACETUNE_*

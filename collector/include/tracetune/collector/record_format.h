@@ -65,7 +65,15 @@ struct FileHeader {
   // records. The reader adds what is left here to those records.
   std::uint64_t dropped[4];
   char stop_reason[160];       // kDropsInHeader: why recording stopped (NUL-terminated), or ""
-  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160];
+  // Statically linked programs this process, or a vfork child of it, was about to exec
+  // (elf_probe.h): LD_PRELOAD cannot reach them, so their I/O is missing. Counted in the
+  // header, not in records, because a vfork child may not write records; the first such
+  // program's path is kept (NUL-terminated; claimed by the 0 -> 1 step of the count).
+  // Zero in files of earlier collectors (reserved space).
+  std::uint32_t static_execs;
+  std::uint32_t reserved1;
+  char static_program[248];
+  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160 - 8 - 248];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize, "FileHeader must fill the header page");
 

@@ -45,6 +45,10 @@ struct RecordFileHeader {
   // after the exit handler), by DropReason; stop_reason is the text for kDropStopped.
   std::uint64_t dropped[kDropReasons] = {};
   std::string stop_reason;
+  // Execs of statically linked programs from this process or its vfork children, and the
+  // first such program (FileHeader::static_execs): their I/O is not in the file.
+  std::uint32_t static_execs = 0;
+  std::string static_program;
 
   bool has(FileFlags f) const { return (flags & f) != 0; }
 };
