@@ -23,6 +23,7 @@
 //    they are computed from the bytes as stored in the file, not from the caller's buffers.
 #include "writer.h"
 
+#include "clock_pair.h"
 #include "interner.h"
 #include "sys.h"
 
@@ -573,12 +574,9 @@ bool tsc_usable() {
 #endif
 }
 
-// Writes one (TSC, CLOCK_MONOTONIC) pair; the monotonic time is the middle of two reads
-// around the TSC read.
+// Writes one (TSC, CLOCK_MONOTONIC) pair, the tightest of a few tries (clock_pair.h).
 ClockSyncRecord write_clock_pair(bool force) {
-  const std::int64_t m0 = clock_ns(CLOCK_MONOTONIC);
-  ClockSyncRecord r{read_tsc(), 0};
-  r.mono_ns = m0 + (clock_ns(CLOCK_MONOTONIC) - m0) / 2;
+  const ClockSyncRecord r = tight_clock_pair([] { return clock_ns(CLOCK_MONOTONIC); }, read_tsc);
   emit_record(RecordType::ClockSync, &r, sizeof r, nullptr, 0, force);
   return r;
 }

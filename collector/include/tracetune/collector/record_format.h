@@ -291,7 +291,8 @@ inline IoRecord decode_io_compact(const IoCompactRecord& c, std::uint16_t flags,
 // and at exec and exit. Every other record's times stay CLOCK_MONOTONIC.
 struct ClockSyncRecord {
   std::int64_t tsc;      // rdtsc
-  std::int64_t mono_ns;  // CLOCK_MONOTONIC at the same instant (the middle of two reads around it)
+  std::int64_t mono_ns;  // CLOCK_MONOTONIC at the same instant (the middle of two reads around it,
+                         // the tightest of a few tries: collector/preload/clock_pair.h)
 };
 static_assert(sizeof(ClockSyncRecord) == 16, "ClockSyncRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
