@@ -6,8 +6,8 @@
 // inside that window (a loaded machine, an ASan build) makes the window, and the error,
 // milliseconds, and every I/O time interpolated through that pair moves with it
 // (collector_processes' bracketed preads then fell outside the program's own clock reads). So
-// the pair is taken again, up to kTries times, until its window is under kMaxWindowNs, and the
-// tightest is kept. Header-only, no allocation: the clocks are the caller's (tests fake them).
+// the pair is taken again, up to kClockPairTries times, until its window is under
+// kClockPairMaxWindowNs, and the tightest is kept. Header-only, no allocation: the clocks are the caller's (tests fake them).
 #pragma once
 
 #include <cstdint>

@@ -14,8 +14,9 @@
 //    where the hook exists) and then only call the real function.
 //  - exec family: Exec record and kExecReplaced before the call, undone if exec returns;
 //    the new image re-initializes through LD_PRELOAD and writes its own file (same pid).
-//    A statically linked program never loads us: the Exec record says so (kExecStatic, from
-//    its ELF program headers), so that the trace can say whose I/O is missing.
+//    A statically linked program never loads us: its ELF program headers are read first
+//    (elf_probe.h) and the exec is counted in the file's header (FileHeader::static_execs),
+//    so that the trace can say whose I/O is missing.
 //    posix_spawn needs no hook: its child runs only libc-internal code, then a new image.
 //  - exit(): an on_exit handler (gets the status); _exit()/_Exit() are wrapped because
 //    multiprocessing children (PyTorch DataLoader workers) leave through os._exit().
