@@ -8,9 +8,11 @@
  *   io_bench stat FILE N         N stat() calls on FILE
  *   io_bench fread_lines FILE N  N freads of one 64-byte line from a buffered FILE* (the
  *                                first 64 KiB of FILE, rewound every 1024 lines or at its end)
- *   io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose [join|exit|kill]]
+ *   io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose [join|exit|kill [MIN_CALLS]]]
  *                                THREADS threads, each with its own descriptor of FILE,
- *                                issue the call as fast as they can for SECONDS: pread of
+ *                                issue the call as fast as they can for SECONDS, and on
+ *                                until they made MIN_CALLS calls together (default 0: a
+ *                                test that needs N calls must not depend on speed): pread of
  *                                1 byte (default), lseek(fd, 0, SEEK_CUR), or close(-1); then
  *                                they are stopped and joined (join, the default), or a forked
  *                                child that ran them calls exit(0) or raises SIGKILL while
@@ -162,8 +164,14 @@ static void* burst_main(void* p) {
 
 /* Starts the threads, lets them run for `seconds`, then stops and joins them (kJoin), or
  * leaves them running and calls exit(0) (kExit) or raises SIGKILL (kKill). */
+static long burst_calls(const struct burst_slot* slots, int threads) {
+  long total = 0;
+  for (int i = 0; i < threads; ++i) total += atomic_load_explicit(&slots[i].calls, memory_order_relaxed);
+  return total;
+}
+
 static void burst_threads(const char* path, enum burst_op op, double seconds, int threads, enum burst_end end,
-                          struct burst_slot* slots) {
+                          long min_calls, struct burst_slot* slots) {
   struct burst_thread t[256];
   pthread_t th[256];
   pthread_barrier_t start;
@@ -176,6 +184,8 @@ static void burst_threads(const char* path, enum burst_op op, double seconds, in
   pthread_barrier_wait(&start);
   const struct timespec nap = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
   nanosleep(&nap, NULL);
+  const struct timespec tick = {0, 1000000};
+  while (burst_calls(slots, threads) < min_calls) nanosleep(&tick, NULL);
   if (end == kExit) {
     /* exit() flushes stdout after running the exit handlers (a preloaded tracer's among them):
      * with 1 MiB still buffered, the threads run on for a while after those handlers, as in a
@@ -192,7 +202,8 @@ static void burst_threads(const char* path, enum burst_op op, double seconds, in
   for (int i = 0; i < threads; ++i) pthread_join(th[i], NULL);
 }
 
-static int run_burst(const char* path, double seconds, int threads, const char* opname, const char* endname) {
+static int run_burst(const char* path, double seconds, int threads, const char* opname, const char* endname,
+                     long min_calls) {
   enum burst_op op = kPread1;
   if (strcmp(opname, "lseek") == 0)
     op = kLseek;
@@ -212,10 +223,10 @@ static int run_burst(const char* path, double seconds, int threads, const char* 
       mmap(NULL, sizeof(struct burst_slot) * 256, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (slots == MAP_FAILED) return 1;
   if (end == kJoin) {
-    burst_threads(path, op, seconds, threads, end, slots);
+    burst_threads(path, op, seconds, threads, end, min_calls, slots);
   } else { /* the burst runs in a child that ends with its threads running */
     const pid_t child = fork();
-    if (child == 0) burst_threads(path, op, seconds, threads, end, slots);
+    if (child == 0) burst_threads(path, op, seconds, threads, end, min_calls, slots);
     int status;
     if (child < 0 || waitpid(child, &status, 0) != child) return 1;
     printf("child pid=%d status=%d\n", (int)child, status);
@@ -237,11 +248,11 @@ int main(int argc, char** argv) {
   if (strcmp(self, "pread_bench") == 0 && argc == 3) return run_timed("pread", argv[1], atol(argv[2]));
   if (argc >= 5 && strcmp(argv[1], "burst") == 0) {
     return run_burst(argv[2], atof(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : "pread1",
-                     argc > 6 ? argv[6] : "join");
+                     argc > 6 ? argv[6] : "join", argc > 7 ? atol(argv[7]) : 0);
   }
   if (argc == 4 && run_timed(argv[1], argv[2], atol(argv[3])) == 0) return 0;
   fprintf(stderr,
           "usage: io_bench pread|openclose|stat|fread_lines FILE N\n"
-          "       io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose [join|exit|kill]]\n");
+          "       io_bench burst FILE SECONDS THREADS [pread1|lseek|badclose [join|exit|kill [MIN_CALLS]]]\n");
   return 2;
 }

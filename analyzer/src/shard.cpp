@@ -10,6 +10,8 @@
 #include "tracetune/analyzer/shard.h"
 
 #include <fcntl.h>
+#include <libdeflate.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -100,8 +103,31 @@ static_assert(archive::Bytes<StepMetrics> && archive::Bytes<GpuBreakdown> && arc
 
 namespace {
 
-constexpr char kMagic[8] = {'T', 'T', 'P', 'A', 'R', 'T', '\0', '\1'};
-constexpr std::uint32_t kPartVersion = 1;
+// Version 2 added the header's lengths and checksum and the job's identity; the last byte of
+// the magic is the version (version 1 had 1 there).
+constexpr std::uint8_t kPartVersion = 2;
+constexpr char kMagic[8] = {'T', 'T', 'P', 'A', 'R', 'T', '\0', static_cast<char>(kPartVersion)};
+constexpr std::int32_t kMaxRank = 1 << 24;  // far above any job's rank count; refuses forged ranks
+
+// The first bytes of a part file. `checksum` is a CRC-32 (gzip's) over the body (every byte
+// after the header), then over this header with `checksum` read as 0: any single-bit flip
+// anywhere in the file is caught before a byte of it is believed.
+struct PartHeader {
+  char magic[8];
+  std::uint64_t index_at = 0;    // where the index starts; 0 while the shard runs
+  std::uint64_t index_size = 0;  // the index runs to the end of the file
+  std::uint32_t checksum = 0;
+  std::uint32_t zero = 0;
+};
+static_assert(sizeof(PartHeader) == 32 && std::is_trivially_copyable_v<PartHeader>);
+
+std::uint32_t crc32(std::uint32_t crc, const void* p, std::size_t n) { return libdeflate_crc32(crc, p, n); }
+
+// The checksum's last step: the header with its checksum field as 0.
+std::uint32_t seal(std::uint32_t body_crc, PartHeader h) {
+  h.checksum = 0;
+  return crc32(body_crc, &h, sizeof h);
+}
 
 struct PartRank {
   RankMetrics metrics;
@@ -114,7 +140,7 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
 }
 
 struct PartIndex {
-  std::uint32_t version = kPartVersion;
+  std::string job;  // the input's identity (job_identity()): parts of other inputs are refused
   std::string source, clock_domain;
   Shard shard;
   Options options;
@@ -127,7 +153,7 @@ struct PartIndex {
   std::vector<PartRank> ranks;
 };
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, PartIndex> {
-  a(o.version, o.source, o.clock_domain, o.shard, o.options, o.step_range, o.split_ranks, o.files, o.unit_processes,
+  a(o.job, o.source, o.clock_domain, o.shard, o.options, o.step_range, o.split_ranks, o.files, o.unit_processes,
     o.events, o.step_notes, o.ranks);
 }
 
@@ -162,7 +188,9 @@ Result<std::optional<LauncherShard>> shard_from_environment() {
 
 namespace {
 
-// The part file: magic, the index's offset, each rank's graph parts, then the index.
+// The part file: the header (PartHeader), each rank's graph parts, then the index. The header
+// is written last, once the lengths and the checksum are known: until then the file reads as
+// unfinished (index_at 0), and it is renamed into place only after that.
 class PartWriter {
  public:
   static Result<PartWriter> open(const fs::path& path) {
@@ -176,13 +204,14 @@ class PartWriter {
       return make_error(fmt::format("{}: cannot write", path.string()));
     }
     PartWriter w(path, std::move(out.value()), f);
-    const std::uint64_t no_index = 0;
-    w.write(kMagic, sizeof kMagic);
-    w.write(&no_index, sizeof no_index);
+    PartHeader unfinished;
+    std::memcpy(unfinished.magic, kMagic, sizeof kMagic);
+    w.ok_ = std::fwrite(&unfinished, sizeof unfinished, 1, f) == 1;
+    w.at_ = sizeof unfinished;
     return w;
   }
   PartWriter(PartWriter&& o) noexcept : path_(std::move(o.path_)), out_(std::move(o.out_)), f_(std::exchange(o.f_, nullptr)),
-                                        at_(o.at_), ok_(o.ok_) {}
+                                        at_(o.at_), crc_(o.crc_), ok_(o.ok_) {}
   ~PartWriter() { if (f_) std::fclose(f_); }
 
   // Appends one rank's graph; returns (offset, size).
@@ -197,9 +226,13 @@ class PartWriter {
   Status finish(const PartIndex& index) {
     ByteWriter w;
     w(index);
-    const std::uint64_t index_at = at_;
+    PartHeader h;
+    std::memcpy(h.magic, kMagic, sizeof kMagic);
+    h.index_at = at_;
+    h.index_size = w.data().size();
     write(w.data().data(), w.data().size());
-    ok_ = ok_ && std::fseek(f_, sizeof kMagic, SEEK_SET) == 0 && std::fwrite(&index_at, sizeof index_at, 1, f_) == 1;
+    h.checksum = seal(crc_, h);
+    ok_ = ok_ && std::fseek(f_, 0, SEEK_SET) == 0 && std::fwrite(&h, sizeof h, 1, f_) == 1;
     ok_ = ok_ && std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0;
     ok_ = std::fclose(std::exchange(f_, nullptr)) == 0 && ok_;
     if (!ok_) return make_error(fmt::format("{}: cannot write (disk full?)", path_.string()));
@@ -210,14 +243,49 @@ class PartWriter {
   PartWriter(fs::path path, trace::AtomicOutput out, std::FILE* f) : path_(std::move(path)), out_(std::move(out)), f_(f) {}
   void write(const void* p, std::size_t n) {
     ok_ = ok_ && std::fwrite(p, 1, n, f_) == n;
+    crc_ = crc32(crc_, p, n);
     at_ += n;
   }
   fs::path path_;
   trace::AtomicOutput out_;
   std::FILE* f_ = nullptr;
   std::uint64_t at_ = 0;
+  std::uint32_t crc_ = 0;  // of the body written so far
   bool ok_ = true;
 };
+
+// The input's identity, from its contents rather than its path: two jobs traced to the same
+// directory one after the other must not combine. Reading every byte of a job's traces in
+// every shard would cost what sharding saves, so each file is sampled: its size and a CRC-32
+// of its first and last 64 KiB, folded with FNV-1a into 64 bits. Files are taken in the
+// order analyze lists them, so every shard computes the same value.
+Result<std::string> job_identity(const std::vector<fs::path>& files) {
+  constexpr std::size_t kSample = 64 << 10;
+  std::uint64_t h = 14695981039346656037ull;
+  const auto fold = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  };
+  std::string buf(kSample, '\0');
+  fold(files.size());
+  for (const auto& file : files) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      if (fd >= 0) ::close(fd);
+      return make_error(fmt::format("{}: cannot read", file.string()));
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    std::uint32_t crc = 0;
+    for (const std::uint64_t at : {std::uint64_t{0}, size > kSample ? size - kSample : 0}) {
+      const ssize_t got = ::pread(fd, buf.data(), kSample, static_cast<off_t>(at));
+      if (got > 0) crc = crc32(crc, buf.data(), static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+    fold(size);
+    fold(crc);
+  }
+  return fmt::format("{:016x}", h);
+}
 
 // Steps from ranges, per file: as choose_step_source() does on a whole trace, except that a
 // file where --step-range matches nothing gets no steps (the whole trace would have failed
@@ -296,9 +364,12 @@ Result<ShardRun> analyze_shard(const fs::path& input, Shard s, const Options& op
     if (auto st = check_step_range(step_range); !st) return make_error(st.error());
   auto files = trace::kineto_files(input);
   if (!files) return make_error(files.error());
+  auto job = job_identity(files.value());
+  if (!job) return make_error(job.error());
   auto w = PartWriter::open(output);
   if (!w) return make_error(w.error());
   PartIndex index;
+  index.job = std::move(job.value());
   index.source = input.string();
   index.shard = s;
   index.options = opt;
@@ -361,6 +432,42 @@ Status read_exact(int fd, void* out, std::uint64_t n, std::uint64_t at) {
   return {};
 }
 
+// Streams the whole file through the checksum: a part is believed only once every byte is
+// known to be the shard's. A file with holes was not written by a shard (and would make us
+// read gigabytes of zeros), so it is refused first, with one lseek.
+Status check_checksum(int fd, std::uint64_t size, const PartHeader& h) {
+  const off_t hole = ::lseek(fd, 0, SEEK_HOLE);
+  if (hole >= 0 && static_cast<std::uint64_t>(hole) < size) return make_error("it has holes");
+  std::string buf(std::min<std::uint64_t>(size, 1 << 20), '\0');
+  std::uint32_t crc = 0;
+  for (std::uint64_t at = sizeof h; at < size;) {
+    const std::uint64_t n = std::min<std::uint64_t>(buf.size(), size - at);
+    if (!read_exact(fd, buf.data(), n, at)) return make_error("truncated");
+    crc = crc32(crc, buf.data(), n);
+    at += n;
+  }
+  if (seal(crc, h) != h.checksum) return make_error("checksum mismatch: the file is damaged");
+  return {};
+}
+
+// Every rank entry of an index points inside the file and names a rank and a process that can
+// exist; graph offsets are compared without sums that could wrap past 2^64.
+Status check_ranks(const PartIndex& x, std::uint64_t index_at) {
+  std::map<std::uint64_t, std::uint64_t> processes(x.unit_processes.begin(), x.unit_processes.end());
+  for (const auto& rk : x.ranks) {
+    if (rk.graph_size > index_at || rk.graph_offset > index_at - rk.graph_size ||
+        (rk.graph_size && rk.graph_offset < sizeof(PartHeader)))
+      return make_error("corrupt graph offsets");
+    const RankMetrics& m = rk.metrics;
+    const auto n = processes.find(rk.unit);
+    if (rk.unit >= x.files || n == processes.end() || m.process >= n->second)
+      return make_error("corrupt rank entry (file or process out of range)");
+    if (m.rank_from_trace ? m.rank < 0 || m.rank >= kMaxRank : m.rank != static_cast<std::int32_t>(m.process))
+      return make_error(fmt::format("rank {} out of range", m.rank));
+  }
+  return {};
+}
+
 Result<Part> open_part(const fs::path& path) {
   if (auto st = trace::check_input_path(path); !st) return make_error(st.error());
   Part part;
@@ -368,26 +475,25 @@ Result<Part> open_part(const fs::path& path) {
   part.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (part.fd < 0) return make_error(fmt::format("{}: cannot open", path.string()));
   const auto bad = [&](std::string_view why) { return make_error(fmt::format("{}: not a tracetune part file ({})", path.string(), why)); };
-  char magic[sizeof kMagic];
-  std::uint64_t index_at = 0;
-  const off_t size = ::lseek(part.fd, 0, SEEK_END);
-  if (!read_exact(part.fd, magic, sizeof magic, 0) || std::memcmp(magic, kMagic, sizeof magic) != 0) return bad("no header");
-  if (!read_exact(part.fd, &index_at, sizeof index_at, sizeof magic) || index_at < 16 || index_at >= static_cast<std::uint64_t>(size))
-    return bad("incomplete: its shard did not finish");
-  std::string bytes(static_cast<std::size_t>(static_cast<std::uint64_t>(size) - index_at), '\0');
-  if (!read_exact(part.fd, bytes.data(), bytes.size(), index_at)) return bad("truncated");
-  std::uint32_t version = 0;
-  std::memcpy(&version, bytes.data(), std::min(bytes.size(), sizeof version));
-  if (version != kPartVersion)
+  struct stat st {};
+  if (::fstat(part.fd, &st) != 0 || !S_ISREG(st.st_mode)) return bad("not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  PartHeader h;
+  if (size < sizeof h || !read_exact(part.fd, &h, sizeof h, 0) || std::memcmp(h.magic, kMagic, 7) != 0) return bad("no header");
+  if (static_cast<std::uint8_t>(h.magic[7]) != kPartVersion)
     return make_error(fmt::format("{}: part file version {}, this tracetune reads {}: run the shards and the combine with one version",
-                                  path.string(), version, kPartVersion));
+                                  path.string(), static_cast<unsigned>(static_cast<std::uint8_t>(h.magic[7])), kPartVersion));
+  if (h.index_at == 0) return bad("incomplete: its shard did not finish");
+  if (h.index_at < sizeof h || h.index_at > size || h.index_size != size - h.index_at) return bad("truncated or corrupt lengths");
+  if (auto sum = check_checksum(part.fd, size, h); !sum) return bad(sum.error());
+  std::string bytes(static_cast<std::size_t>(h.index_size), '\0');  // <= the bytes checked just now
+  if (!read_exact(part.fd, bytes.data(), bytes.size(), h.index_at)) return bad("truncated");
   ByteReader r(bytes);
   r(part.index);
   if (!r.ok() || !r.at_end()) return bad("corrupt index");
   if (part.index.shard.count == 0 || part.index.shard.count > 1'000'000 || part.index.shard.index >= part.index.shard.count)
     return bad("corrupt shard number");
-  for (const auto& rk : part.index.ranks)
-    if (rk.graph_offset + rk.graph_size > index_at || (rk.graph_size && rk.graph_offset < 16)) return bad("corrupt graph offsets");
+  if (auto ranks = check_ranks(part.index, h.index_at); !ranks) return bad(ranks.error());
   return part;
 }
 
@@ -399,6 +505,9 @@ Status check_parts(const std::vector<Part>& parts) {
     const PartIndex& x = p.index;
     const auto& a = x.options;
     const auto& b = first.options;
+    if (x.job != first.job)
+      return make_error(fmt::format("{} and {} come from different jobs (their inputs' contents differ)",
+                                    parts.front().path.string(), p.path.string()));
     if (x.source != first.source || x.shard.count != first.shard.count || x.files != first.files ||
         x.step_range != first.step_range || a.rank != b.rank || a.steps != b.steps || a.hta_compat != b.hta_compat ||
         a.kernel_wait_threshold != b.kernel_wait_threshold)
@@ -406,6 +515,14 @@ Status check_parts(const std::vector<Part>& parts) {
                                     parts.front().path.string(), p.path.string()));
     if (seen[x.shard.index]++) return make_error(fmt::format("{}: shard {}/{} given twice", p.path.string(), x.shard.index, x.shard.count));
   }
+  // A rank is analysed by one shard: the same process of the same file, or the same job rank,
+  // twice means a forged or mixed-up part.
+  std::set<std::pair<std::uint64_t, std::uint32_t>> processes;
+  std::set<std::int32_t> ranks;
+  for (const auto& p : parts)
+    for (const auto& r : p.index.ranks)
+      if (!processes.insert({r.unit, r.metrics.process}).second || (r.metrics.rank_from_trace && !ranks.insert(r.metrics.rank).second))
+        return make_error(fmt::format("{}: rank {} appears twice among the parts", p.path.string(), r.metrics.rank));
   for (unsigned k = 0; k < first.shard.count; ++k)
     if (!seen[k])
       return make_error(fmt::format("shard {}/{} is missing: give every part of the run ({} of {} given)", k,
@@ -542,6 +659,15 @@ std::optional<std::string> combined_step_note(const std::vector<Part>& parts) {
 }
 
 }  // namespace
+
+bool reseal_part(std::span<unsigned char> bytes) {
+  PartHeader h;
+  if (bytes.size() < sizeof h) return false;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  h.checksum = seal(crc32(0, bytes.data() + sizeof h, bytes.size() - sizeof h), h);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  return true;
+}
 
 Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned threads) {
   if (paths.empty()) return make_error("--combine: no part files given");

@@ -14,6 +14,9 @@
 //    where the hook exists) and then only call the real function.
 //  - exec family: Exec record and kExecReplaced before the call, undone if exec returns;
 //    the new image re-initializes through LD_PRELOAD and writes its own file (same pid).
+//    A statically linked program never loads us: its ELF program headers are read first
+//    (elf_probe.h) and the exec is counted in the file's header (FileHeader::static_execs),
+//    so that the trace can say whose I/O is missing.
 //    posix_spawn needs no hook: its child runs only libc-internal code, then a new image.
 //  - exit(): an on_exit handler (gets the status); _exit()/_Exit() are wrapped because
 //    multiprocessing children (PyTorch DataLoader workers) leave through os._exit().
@@ -25,9 +28,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 
+#include "sys.h"
+#include "tracetune/collector/elf_probe.h"
 #include "writer.h"
 
 #define TT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -53,22 +60,79 @@ constinit RealFunction<exit_fn> r_exit{"_exit"};
 constinit RealFunction<exit_fn> r_Exit{"_Exit"};
 constinit RealFunction<setname_fn> r_setname{"pthread_setname_np"};
 
-// Exec record before the call; the header mark is undone if exec returns (it failed).
+// Whether the program behind `fd` is statically linked. Raw syscalls, a stack buffer: exec
+// may be called from a vfork child.
+bool static_program(int fd) {
+  return elf::linking([fd](void* buf, std::size_t n, std::uint64_t off) {
+           return sys_pread(fd, buf, n, static_cast<off_t>(off));
+         }) == elf::Linking::Static;
+}
+
+bool static_program(const char* path) {
+  const int fd = sys_openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool s = static_program(fd);
+  sys_close(fd);
+  return s;
+}
+
+// The program execvp would run for `file`: searched in PATH when it has no slash (the first
+// executable match, as execvp does), into `buf`. Null when none is found.
+const char* search_path(const char* file, char* buf, std::size_t size) {
+  if (std::strchr(file, '/') != nullptr) return file;
+  const char* dirs = ::getenv("PATH");
+  if (dirs == nullptr) dirs = "/bin:/usr/bin";
+  const std::size_t flen = std::strlen(file);
+  for (const char* d = dirs;; ++d) {
+    const char* end = std::strchr(d, ':');
+    const std::size_t dlen = end != nullptr ? static_cast<std::size_t>(end - d) : std::strlen(d);
+    if (dlen + flen + 3 <= size) {
+      std::size_t k = 0;
+      if (dlen == 0) buf[k++] = '.';
+      std::memcpy(buf + k, d, dlen);
+      k += dlen;
+      buf[k++] = '/';
+      std::memcpy(buf + k, file, flen + 1);
+      if (::syscall(SYS_faccessat, AT_FDCWD, buf, X_OK, 0) == 0) return buf;
+    }
+    if (end == nullptr) return nullptr;
+    d = end;
+  }
+}
+
+// The file behind fexecve's descriptor, from /proc/self/fd (null when it cannot be read).
+const char* fd_program(int fd, char* buf, std::size_t size) {
+  char link[32] = "/proc/self/fd/";
+  char digits[12];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(fd); n == 0 || v != 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  std::size_t k = 14;
+  while (n > 0) link[k++] = digits[--n];
+  link[k] = '\0';
+  const long len = ::syscall(SYS_readlinkat, AT_FDCWD, link, buf, size - 1);
+  if (len <= 0) return nullptr;
+  buf[len] = '\0';
+  return buf;
+}
+
+// Exec record before the call; the header mark is undone if exec returns (it failed). A
+// statically linked `program` (the file exec will run; null: unknown) is noted in the header,
+// also from a vfork child, which writes no records.
 template <class Call>
-int traced_exec(const char* path, std::uint32_t path_id, Call call) {
+int traced_exec(const char* path, std::uint32_t path_id, const char* program, Call call) {
+  const bool is_static = program != nullptr && static_program(program) && note_static_exec(program);
   const bool marked = record_exec(path, path_id);
   const int result = call();
-  if (marked) {
-    const int err = errno;
-    exec_failed();
-    errno = err;
-  }
+  const int err = errno;
+  if (marked) exec_failed();
+  if (is_static) static_exec_failed();
+  errno = err;
   return result;
 }
 
 int do_execve(const char* path, char* const argv[], char* const envp[]) {
   execve_fn real = r_execve.get();
-  return traced_exec(path, 0, [&] {
+  return traced_exec(path, 0, path, [&] {
     return real ? real(path, argv, envp) : static_cast<int>(::syscall(SYS_execve, path, argv, envp));
   });
 }
@@ -79,7 +143,8 @@ int do_execvp(const char* file, char* const argv[]) {
     errno = ENOSYS;
     return -1;
   }
-  return traced_exec(file, 0, [&] { return real(file, argv); });
+  char buf[4096];
+  return traced_exec(file, 0, search_path(file, buf, sizeof buf), [&] { return real(file, argv); });
 }
 
 int do_execvpe(const char* file, char* const argv[], char* const envp[]) {
@@ -88,7 +153,8 @@ int do_execvpe(const char* file, char* const argv[], char* const envp[]) {
     errno = ENOSYS;
     return -1;
   }
-  return traced_exec(file, 0, [&] { return real(file, argv, envp); });
+  char buf[4096];
+  return traced_exec(file, 0, search_path(file, buf, sizeof buf), [&] { return real(file, argv, envp); });
 }
 
 // execl-style argument lists: the arguments after `first`, up to the terminating null.
@@ -182,7 +248,7 @@ TT_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) n
 TT_EXPORT int execv(const char* path, char* const argv[]) noexcept {
   execv_fn real = r_execv.get();
   if (real == nullptr) return do_execve(path, argv, environ);
-  return traced_exec(path, 0, [&] { return real(path, argv); });
+  return traced_exec(path, 0, path, [&] { return real(path, argv); });
 }
 
 TT_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
@@ -199,7 +265,8 @@ TT_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
     errno = ENOSYS;
     return -1;
   }
-  return traced_exec(nullptr, fd_path(fd), [&] { return real(fd, argv, envp); });
+  char buf[4096];
+  return traced_exec(nullptr, fd_path(fd), fd_program(fd, buf, sizeof buf), [&] { return real(fd, argv, envp); });
 }
 
 // The variadic forms build argv on the stack (as glibc does) and share the paths above.

@@ -23,6 +23,7 @@
 //    they are computed from the bytes as stored in the file, not from the caller's buffers.
 #include "writer.h"
 
+#include "clock_pair.h"
 #include "interner.h"
 #include "sys.h"
 
@@ -573,12 +574,9 @@ bool tsc_usable() {
 #endif
 }
 
-// Writes one (TSC, CLOCK_MONOTONIC) pair; the monotonic time is the middle of two reads
-// around the TSC read.
+// Writes one (TSC, CLOCK_MONOTONIC) pair, the tightest of a few tries (clock_pair.h).
 ClockSyncRecord write_clock_pair(bool force) {
-  const std::int64_t m0 = clock_ns(CLOCK_MONOTONIC);
-  ClockSyncRecord r{read_tsc(), 0};
-  r.mono_ns = m0 + (clock_ns(CLOCK_MONOTONIC) - m0) / 2;
+  const ClockSyncRecord r = tight_clock_pair([] { return clock_ns(CLOCK_MONOTONIC); }, read_tsc);
   emit_record(RecordType::ClockSync, &r, sizeof r, nullptr, 0, force);
   return r;
 }
@@ -1214,6 +1212,20 @@ void exec_failed() {
   if (g.header == nullptr) return;
   __atomic_fetch_and(&g.header->flags, ~static_cast<std::uint32_t>(kExecReplaced), __ATOMIC_SEQ_CST);
   set_end(0);
+}
+
+bool note_static_exec(const char* program) {
+  if (g.mode.load(std::memory_order_relaxed) == kOff || g.header == nullptr || program == nullptr) return false;
+  if (__atomic_fetch_add(&g.header->static_execs, 1, __ATOMIC_SEQ_CST) == 0) {
+    Text t{g.header->static_program, sizeof g.header->static_program - 1};
+    t.put(program);
+    t.data[t.len] = '\0';  // a claim after a failed exec may write a shorter path
+  }
+  return true;
+}
+
+void static_exec_failed() {
+  if (g.header != nullptr) __atomic_fetch_sub(&g.header->static_execs, 1, __ATOMIC_SEQ_CST);
 }
 
 void record_exit(int status, int how) {

@@ -115,6 +115,12 @@ void restart_in_fork_child();
 bool record_exec(const char* path, std::uint32_t path_id);
 void exec_failed();
 
+// Before exec of a statically linked program (process_hooks.cpp's probe): counted in the
+// header with its path (FileHeader::static_execs). Safe in a vfork child: it touches only the
+// mapped header, atomically. Returns whether it counted (then exec_failed() undoes it).
+bool note_static_exec(const char* program);
+void static_exec_failed();
+
 // Process end: Dropped records, Exit{status, how}, header kExited/end/exit_status.
 // how: 0 exit(), 1 _exit()/_Exit(). Only the first call per process records.
 void record_exit(int status, int how);

@@ -1,6 +1,8 @@
 // See job_python.h. Only stat and directory listings: nothing of the job runs before the job.
 #include "job_python.h"
 
+#include "tracetune/collector/launcher.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -100,6 +102,11 @@ fs::path cupti_in(const fs::path& site) {
 }
 
 }  // namespace
+
+fs::path job_python(const std::vector<std::string>& command) {
+  const auto pythons = job_pythons(command);
+  return pythons.empty() ? fs::path() : pythons.front();
+}
 
 fs::path find_wheel_cupti(const std::vector<std::string>& command) {
   for (const fs::path& python : job_pythons(command))

@@ -8,9 +8,6 @@
 
 namespace tt::collector {
 
-// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
-std::filesystem::path resolve_program(const std::string& name);
-
 // libcupti.so.13 from the pip wheels of the job's Python, or empty. CUDA 13 wheels put it in
 // site-packages/nvidia/cu13/lib (nvidia-cuda-cupti 13.x), older layouts in
 // site-packages/nvidia/<package>/lib. No loader search path names these folders: PyTorch finds

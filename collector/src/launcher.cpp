@@ -14,11 +14,13 @@
 #include "raw_dir_watch.h"
 #include "tracetune/trace/strings.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,10 +31,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "tracetune/collector/elf_probe.h"
 #include "tracetune/collector/merge.h"
 #include "tracetune/collector/redact.h"
 #include "tracetune/trace/file_io.h"
@@ -181,18 +186,6 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-// The job's command line for the trace, with secrets redacted as the collector does (redact.h).
-std::string redacted_command(const std::vector<std::string>& command) {
-  std::string out;
-  bool after_secret_flag = false;
-  for (const auto& a : command) {
-    if (!out.empty()) out += ' ';
-    redact::put_arg(a.data(), a.size(), after_secret_flag, [&](const char* s, std::size_t n) { out.append(s, n); });
-    after_secret_flag = redact::secret_flag(a.data(), a.size());
-  }
-  return out;
-}
-
 bool has(const std::vector<std::string>& v, std::string_view x) {
   for (const auto& s : v)
     if (s == x) return true;
@@ -217,6 +210,9 @@ void print_summary(const trace::Trace& t, const MergeReport& report, const Recor
   std::vector<std::string> missing;
   for (const auto& source : kTraceSources)
     if (!has(opt.trace, source.id)) missing.push_back(fmt::format("{} (not requested)", source.what));
+  for (const auto& [program, n] : report.static_programs)
+    missing.push_back(fmt::format("I/O of {} (statically linked: LD_PRELOAD cannot reach it; exec'd {} time{})", program,
+                                  n, n == 1 ? "" : "s"));
   if (has(opt.trace, "cuda") || has(opt.trace, "nccl"))
     s += "GPU          " + report.gpu_line(!cupti_library_path().empty()) + "\n";
   for (const auto& n : report.gpu_notes) s += "warning      GPU: " + n + "\n";
@@ -245,43 +241,26 @@ std::string preload_blocker(const fs::path& program) {
   if ((st.st_mode & (S_ISUID | S_ISGID)) != 0) return "is setuid/setgid";
   const int fd = ::open(program.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
-  unsigned char ehdr[64] = {};
-  const bool elf64 = ::pread(fd, ehdr, sizeof ehdr, 0) == static_cast<ssize_t>(sizeof ehdr) &&
-                     std::memcmp(ehdr, "\x7f" "ELF", 4) == 0 && ehdr[4] == 2 /* ELFCLASS64 */ &&
-                     ehdr[5] == 1 /* little-endian */;
-  std::string why;
-  if (elf64) {
-    std::uint64_t phoff = 0;
-    std::uint16_t phentsize = 0, phnum = 0;
-    std::memcpy(&phoff, ehdr + 32, 8);
-    std::memcpy(&phentsize, ehdr + 54, 2);
-    std::memcpy(&phnum, ehdr + 56, 2);
-    bool interp = false;
-    for (std::uint16_t i = 0; i < phnum && i < 256 && phentsize >= 4; ++i) {
-      std::uint32_t type = 0;
-      if (::pread(fd, &type, 4, static_cast<off_t>(phoff + std::uint64_t{i} * phentsize)) != 4) break;
-      interp |= type == 3 /* PT_INTERP */;
-    }
-    if (!interp) why = "is statically linked";
-  }
+  const auto linking = elf::linking([fd](void* buf, std::size_t n, std::uint64_t off) {
+    return static_cast<long>(::pread(fd, buf, n, static_cast<off_t>(off)));
+  });
+  const std::string why = linking == elf::Linking::Static ? "is statically linked" : "";
   ::close(fd);
   return why;
 }
 
 }  // namespace
 
-fs::path resolve_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    const std::string_view dir = dirs.substr(0, colon);
-    const fs::path candidate = fs::path(dir.empty() ? "." : std::string(dir)) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) return {};
-    dirs.remove_prefix(colon + 1);
+// The job's command line for the trace, with secrets redacted as the collector does (redact.h).
+std::string redacted_command(const std::vector<std::string>& command) {
+  std::string out;
+  bool after_secret_flag = false;
+  for (const auto& a : command) {
+    if (!out.empty()) out += ' ';
+    redact::put_arg(a.data(), a.size(), after_secret_flag, [&](const char* s, std::size_t n) { out.append(s, n); });
+    after_secret_flag = redact::secret_flag(a.data(), a.size());
   }
+  return out;
 }
 
 std::string trace_source_ids(std::string_view sep) {
@@ -349,6 +328,59 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
   return status;
 }
 
+namespace {
+
+// The processes whose parent is us, from /proc/<pid>/stat (every kernel has it;
+// /proc/self/task/*/children needs CONFIG_PROC_CHILDREN).
+std::vector<pid_t> children_of_self() {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return out;
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
+    std::string stat;
+    std::getline(f, stat);
+    const auto name_end = stat.rfind(')');  // the command name may hold spaces and parentheses
+    char state = 0;
+    long ppid = 0;
+    if (name_end != std::string::npos && std::sscanf(stat.c_str() + name_end + 1, " %c %ld", &state, &ppid) == 2 &&
+        ppid == self)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(proc);
+  return out;
+}
+
+// A descendant of the job that left its process group (a daemon that called setsid) escapes
+// kill(-group). run_job_limited makes us a child subreaper, so such a process becomes our child
+// once its parent is gone. Each round sends SIGTERM to every child we have, gives them
+// `grace_s`, SIGKILLs the rest and reaps them all; their own children come to us in turn.
+void end_adopted_descendants(double grace_s) {
+  using clock = std::chrono::steady_clock;
+  for (int round = 0; round < 16; ++round) {
+    std::vector<pid_t> left = children_of_self();
+    if (left.empty()) return;
+    for (pid_t k : left) ::kill(k, SIGTERM);
+    const auto deadline = clock::now() + std::chrono::duration<double>(grace_s);
+    while (true) {
+      std::erase_if(left, [](pid_t k) { return ::waitpid(k, nullptr, WNOHANG) != 0; });  // reaped (or not ours)
+      if (left.empty()) break;
+      if (clock::now() >= deadline) {
+        for (pid_t k : left) ::kill(k, SIGKILL);
+        for (pid_t k : left) ::waitpid(k, nullptr, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+}  // namespace
+
 Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
                                double timeout_s, double kill_grace_s, const fs::path& log, const JobTick& tick) {
   if (command.empty()) return make_error("no command given");
@@ -360,6 +392,10 @@ Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const st
   argv.push_back(nullptr);
 
   SignalForwarding forwarding;
+  // Orphans of the job become our children rather than init's: end_adopted_descendants()
+  // finds the ones that left the job's process group. (Process-wide, and kept: harmless for a
+  // process that reaps what it starts.)
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   JobSpawnAttr job_attr(POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_t& attr = job_attr.attr;
   posix_spawnattr_setpgroup(&attr, 0);  // the child leads a new group
@@ -402,8 +438,10 @@ Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const st
     if (tick.run) tick.run();
     wait_for_tick(tick);
   }
-  // Leftovers of the group (workers that outlived the job's main process) go too.
+  // Leftovers of the group (workers that outlived the job's main process) go too, and so do
+  // descendants that left the group (setsid daemons): nothing of a trial outlives it.
   ::kill(-pid, end.timed_out ? SIGKILL : SIGTERM);
+  end_adopted_descendants(end.timed_out ? 0 : kill_grace_s);
   g_child.store(0);
   g_child_group.store(false);
   end.interrupted = g_stop_requested.exchange(false);

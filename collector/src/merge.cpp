@@ -957,9 +957,23 @@ class ProcessConverter {
     }
   }
 
+  // Statically linked programs this process (or a vfork child of it) exec'd ran unrecorded:
+  // LD_PRELOAD cannot reach them. The header keeps the count and the first one's path.
+  void note_static_execs() {
+    const RecordFileHeader& h = raw_.header;
+    if (h.static_execs == 0) return;
+    const std::string program = h.static_program.empty() ? "a program" : h.static_program;
+    t_.add_diagnostic(trace::DiagnosticKind::Skipped, source_,
+                      "I/O of " + program + (h.static_execs > 1 ? " and other programs" : "") +
+                          " exec'd here (statically linked, so LD_PRELOAD cannot reach them)",
+                      h.static_execs);
+    report_.static_programs[program] += h.static_execs;
+  }
+
   void add_diagnostics() {
     using trace::DiagnosticKind;
     const RawProcess& p = raw_;
+    note_static_execs();
     for (const auto& [tid, r] : p.dropped) {
       const std::string_view reason = text(r.reason);
       t_.add_diagnostic(
@@ -997,6 +1011,10 @@ class ProcessConverter {
                         "I/O records timed by the TSC without two clock-sync pairs to map them", p.unmapped_io);
     if (unknown_steps_ > 0)
       t_.add_diagnostic(DiagnosticKind::Skipped, source_, "step records of an unknown kind", unknown_steps_);
+    if (!p.cut_short.empty()) {
+      t_.add_diagnostic(DiagnosticKind::Truncated, source_, "reading stopped early: " + p.cut_short);
+      report_.warnings.push_back(source_ + ": " + p.cut_short + "; later events of this process are missing");
+    }
     if (p.partial_chunk || p.short_file)
       t_.add_diagnostic(DiagnosticKind::Note, source_,
                         "file ends inside its last chunk (the process ended while reserving it)");

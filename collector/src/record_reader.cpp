@@ -14,16 +14,17 @@
 //    CLOCK_MONOTONIC after the walk, once every ClockSync pair of the file is known.
 // Chunks are walked by what is on disk, not by `chunks_reserved`: the header counter and the
 // file length are updated at different moments, and a chunk that was never written reads as
-// zeros, which costs one 4-byte look.
-// Mapping rather than reading keeps untouched (never written) chunks off the heap and out of
-// the page cache. It assumes the file does not shrink while it is read (a SIGBUS otherwise):
-// the collector never truncates, and merging happens after the job has ended.
+// zeros. Such chunks are holes in the (sparse) file: SEEK_DATA skips them unread, so a file
+// that claims 50 GB but holds a few chunks costs a few chunks. Inside a chunk only the data
+// before its first hole is read: a hole reads as zeros, and a zero size ends the chunk.
+// The file is read with pread into one chunk-sized buffer, not mapped: a leftover process of
+// the job may still truncate its file during the merge, and a mapping would turn that into a
+// SIGBUS of the whole `record`. A read that comes back short ends the file (cut_short).
 #include "tracetune/collector/record_reader.h"
 
 #include "tracetune/trace/strings.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,23 +63,6 @@ class Fd {
 
  private:
   int fd_;
-};
-
-// A read-only private mapping of a whole file, unmapped on scope exit.
-class Mapping {
- public:
-  Mapping(const void* data, std::size_t size) : data_(data), size_(size) {}
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (data_ != nullptr) ::munmap(const_cast<void*>(data_), size_);
-  }
-  const unsigned char* bytes() const { return static_cast<const unsigned char*>(data_); }
-  std::size_t size() const { return size_; }
-
- private:
-  const void* data_;
-  std::size_t size_;
 };
 
 // Opens a regular file for reading and reports its size.
@@ -142,6 +126,8 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
     std::copy_n(h.dropped, kDropReasons, out.dropped);
     out.stop_reason.assign(h.stop_reason, strnlen(h.stop_reason, sizeof h.stop_reason));
   }
+  out.static_execs = h.static_execs;
+  out.static_program = trace::valid_utf8(std::string_view(h.static_program, ::strnlen(h.static_program, sizeof h.static_program)));
   // NUL-terminated by the writer, but a damaged header must not make us read past the field.
   out.host = trace::valid_utf8(std::string_view(h.host, ::strnlen(h.host, sizeof h.host)));
   out.file_size = file_size;
@@ -403,51 +389,119 @@ const std::string* RawProcess::find_string(std::uint32_t id) const {
   return it == strings.end() ? nullptr : &it->second;
 }
 
+long FileReads::read_at(int fd, void* buf, std::size_t n, std::uint64_t offset) {
+  return static_cast<long>(::pread(fd, buf, n, static_cast<off_t>(offset)));
+}
+
+std::int64_t FileReads::seek(int fd, std::uint64_t offset, int whence) {
+  return ::lseek(fd, static_cast<off_t>(offset), whence);
+}
+
+namespace {
+
+// Reads up to n bytes at offset, through short reads and EINTR; fewer than n at the end of
+// the file (or where it now ends). -1 with errno on a read error.
+long read_fully(FileReads& reads, int fd, unsigned char* buf, std::size_t n, std::uint64_t offset) {
+  std::size_t got = 0;
+  while (got < n) {
+    const long r = reads.read_at(fd, buf + got, n - got, offset + got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  return static_cast<long>(got);
+}
+
+// The bytes of [off, end) worth reading: 0 when the range starts in a hole (nothing was
+// committed there), else up to the first hole. Where the file system cannot tell (EINVAL,
+// no SEEK_DATA), everything is data.
+std::uint64_t data_prefix(FileReads& reads, int fd, std::uint64_t off, std::uint64_t end) {
+  const std::int64_t data = reads.seek(fd, off, SEEK_DATA);
+  if (data < 0) return errno == ENXIO ? 0 : end - off;
+  if (static_cast<std::uint64_t>(data) != off) return 0;
+  const std::int64_t hole = reads.seek(fd, off, SEEK_HOLE);
+  if (hole < 0 || static_cast<std::uint64_t>(hole) <= off) return end - off;
+  return std::min<std::uint64_t>(end, static_cast<std::uint64_t>(hole)) - off;
+}
+
+// The first chunk start at or after `off` that holds data (`size` when none does): lets the
+// walk jump over a run of holes with one lseek instead of one per chunk.
+std::uint64_t next_chunk_with_data(FileReads& reads, int fd, std::uint64_t off, std::uint64_t chunk,
+                                   std::uint64_t size) {
+  const std::int64_t data = reads.seek(fd, off, SEEK_DATA);
+  if (data < 0) return errno == ENXIO ? size : off;
+  const auto d = static_cast<std::uint64_t>(data);
+  if (d <= off) return off;
+  return kHeaderSize + (d - kHeaderSize) / chunk * chunk;  // the chunk holding d
+}
+
+// Walks every chunk of the file that holds data into `p`.
+void read_chunks(FileReads& reads, int fd, std::uint64_t size, RawProcess& p) {
+  const std::uint64_t chunk = p.header.chunk_size;
+  std::vector<unsigned char> buf(static_cast<std::size_t>(std::min(chunk, size - kHeaderSize)));
+  FileDecoder decoder(p);
+  for (std::uint64_t off = kHeaderSize; off < size; off += chunk) {
+    off = next_chunk_with_data(reads, fd, off, chunk, size);
+    if (off >= size) break;
+    const std::uint64_t want = data_prefix(reads, fd, off, std::min(size, off + chunk));
+    if (want == 0) continue;
+    const long got = read_fully(reads, fd, buf.data(), static_cast<std::size_t>(want), off);
+    if (got < 0) {
+      p.cut_short = "read error at byte " + std::to_string(off) + ": " + errno_text(errno);
+      return;
+    }
+    ++p.chunks_read;
+    decoder.walk_chunk(buf.data(), static_cast<std::size_t>(got));
+    if (static_cast<std::uint64_t>(got) < want) return;  // it shrank: read_record_file says so
+  }
+}
+
+}  // namespace
+
 Result<RecordFileHeader> read_record_header(const fs::path& path) {
   std::uint64_t size = 0;
   auto fd = open_regular(path, size);
   if (!fd) return Error{fd.error()};
   const Fd guard(fd.value());
+  FileReads reads;
   unsigned char buf[sizeof(FileHeader)] = {};
-  std::size_t got = 0;
-  while (got < sizeof buf && got < size) {
-    const ssize_t r = ::pread(guard.get(), buf + got, sizeof buf - got, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return file_error(path, "cannot read: " + errno_text(errno));
-    if (r == 0) break;
-    got += static_cast<std::size_t>(r);
-  }
-  return decode_header(path, buf, got);
+  const long got = read_fully(reads, guard.get(), buf, sizeof buf, 0);
+  if (got < 0) return file_error(path, "cannot read: " + errno_text(errno));
+  return decode_header(path, buf, static_cast<std::uint64_t>(got));
 }
 
 Result<RawProcess> read_record_file(const fs::path& path) {
+  FileReads reads;
+  return read_record_file(path, reads);
+}
+
+Result<RawProcess> read_record_file(const fs::path& path, FileReads& reads) {
   std::uint64_t size = 0;
   auto fd = open_regular(path, size);
   if (!fd) return Error{fd.error()};
   const Fd guard(fd.value());
-  // Too short to map a header: decode_header reports it without touching the bytes.
-  if (size < sizeof(FileHeader)) return Error{decode_header(path, nullptr, size).error()};
-  void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, guard.get(), 0);
-  if (data == MAP_FAILED) return file_error(path, "cannot map: " + errno_text(errno));
-  const Mapping map(data, size);
-  // One forward pass: let the kernel read ahead and drop pages behind us.
-  ::madvise(data, size, MADV_SEQUENTIAL);
-
-  auto header = decode_header(path, map.bytes(), size);
+  unsigned char head[sizeof(FileHeader)] = {};
+  const long got = read_fully(reads, guard.get(), head, sizeof head, 0);
+  if (got < 0) return file_error(path, "cannot read: " + errno_text(errno));
+  auto header = decode_header(path, head, static_cast<std::uint64_t>(got));
   if (!header) return Error{header.error()};
+  size = std::max<std::uint64_t>(size, static_cast<std::uint64_t>(got));  // it may have grown
 
   RawProcess p;
   p.path = path;
   p.header = std::move(header.value());
+  p.header.file_size = size;
   const std::uint64_t chunk = p.header.chunk_size;
   const std::uint64_t body = size - kHeaderSize;
-  p.chunks = static_cast<std::uint32_t>((body + chunk - 1) / chunk);
+  p.chunks = static_cast<std::uint32_t>(std::min<std::uint64_t>((body + chunk - 1) / chunk, UINT32_MAX));
   p.partial_chunk = body % chunk != 0;
   p.short_file = body < static_cast<std::uint64_t>(p.header.chunks_reserved) * chunk;
-
-  FileDecoder decoder(p);
-  for (std::uint64_t off = kHeaderSize; off < size; off += chunk)
-    decoder.walk_chunk(map.bytes() + off, static_cast<std::size_t>(std::min(chunk, size - off)));
+  if (body > 0) read_chunks(reads, guard.get(), size, p);
+  struct stat now {};
+  if (p.cut_short.empty() && ::fstat(guard.get(), &now) == 0 && static_cast<std::uint64_t>(now.st_size) < size)
+    p.cut_short = "the file shrank from " + std::to_string(size) + " to " + std::to_string(now.st_size) +
+                  " bytes while it was read (a process of the job still running?)";
   map_io_times(p);
   return p;
 }

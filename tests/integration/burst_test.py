@@ -99,7 +99,11 @@ class Burst:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TRACETUNE_")}
         env.update(LD_PRELOAD=self.lib, TRACETUNE_OUTPUT_DIR=raw, **case.env)
         limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))) if case.fsize else None
-        cmd = [self.bench, "burst", self.file, str(case.seconds), str(case.threads), "lseek", case.end]
+        # With a file-size limit the burst runs on until more calls were made than the file can
+        # hold records (each at least a 16-byte header): the limit is then reached at any speed
+        # (an ASan build, a loaded machine), not only when SECONDS happen to suffice.
+        min_calls = case.fsize // 16 + 1 if case.fsize else 0
+        cmd = [self.bench, "burst", self.file, str(case.seconds), str(case.threads), "lseek", case.end, str(min_calls)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=limit)
         out, err = proc.communicate(timeout=120)

@@ -11,6 +11,7 @@
 - hang_crash: a job that hangs with one worker and crashes with two: those trials are killed
   or recorded as failed, and the search goes on to a setting that works.
 - usage: bad invocations exit 2 with one line.
+- daemon: a trial job that leaves a setsid daemon: it is gone when tune returns.
 
 usage: tune_test.py TRACETUNE SOURCE_DIR CASE
 """
@@ -220,6 +221,36 @@ def case_usage(tmp):
           and "baseline run failed" in r.stderr, r.stderr)
 
 
+def process_alive(pid):
+    """True while pid runs (a zombie has ended: in a container, nothing may reap it)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def case_daemon(tmp):
+    """A trial job that daemonizes (fork, setsid: out of the job's process group) and exits:
+    nothing of the trial may outlive it. The daemon would otherwise sleep on for 5 minutes."""
+    tmp = pathlib.Path(tmp)
+    pid_file = tmp / "daemon.pid"
+    job = [PY, "-c", "import os, sys\n"
+           "pid = os.fork()\n"
+           "if pid == 0:\n"
+           "    os.setsid()\n"
+           "    os.execvp('sleep', ['sleep', '300'])\n"
+           f"open({str(pid_file)!r}, 'w').write(str(pid))\n"]
+    r = tune(["--steps", "3", "--warmup", "0", "--max-trials", "1", "--trial-timeout", "60", "-o", str(tmp / "t.toml"),
+              "--", *job], cwd=tmp)
+    check("the trial ran (no steps: the baseline fails, exit 1)", r.returncode == 1 and "baseline" in r.stderr, r.stderr)
+    pid = int(pid_file.read_text())
+    alive = process_alive(pid)
+    if alive:
+        os.kill(pid, 9)
+    check("the trial's setsid daemon is gone when tune returns", not alive, f"pid {pid}")
+
+
 def losses(out):
     m = re.search(r"losses=(\S+)", out)
     return [float(x) for x in m.group(1).split(",")] if m else []
@@ -284,7 +315,8 @@ def case_kernels(tmp):
     print(f"step_ms plain {step_ms(plain.stdout)} vs substituted {step_ms(swapped.stdout)} (printed, not judged)")
 
 
-CASES = {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage, "kernels": case_kernels}
+CASES = {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage, "kernels": case_kernels,
+         "daemon": case_daemon}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE!r}")
 run_cases(CASES, {CASE})

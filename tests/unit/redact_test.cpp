@@ -64,5 +64,49 @@ TEST(Redact, ArgumentsAfterOrWithASecretFlag) {
   EXPECT_EQ(arg(""), "");
 }
 
+TEST(Redact, HydraOverridesAndQueryParameters) {
+  EXPECT_EQ(arg("db.password=hunter2"), "db.password=<redacted>");
+  EXPECT_EQ(arg("+wandb.api_key=0123456789abcdef0123456789abcdef01234567"), "+wandb.api_key=<redacted>");
+  EXPECT_EQ(arg("~trainer.auth_token=x"), "~trainer.auth_token=<redacted>");
+  EXPECT_EQ(value("host=db user=bob password=s3cret port=5432"), "host=db user=bob password=<redacted> port=5432");
+  EXPECT_EQ(value("https://hub.example/x?token=abc123&rev=main"), "https://hub.example/x?token=<redacted>&rev=main");
+  EXPECT_EQ(value("api_key=a,secret=b;other=c"), "api_key=<redacted>,secret=<redacted>;other=c");
+  bool replaced = true;
+  for (const char* plain : {"trainer.max_epochs=10", "model=resnet50", "db.host=db.internal", "a=b=c", "password",
+                            "password=", "x.password_file"}) {
+    EXPECT_EQ(value(plain, &replaced), plain);
+    EXPECT_FALSE(replaced) << plain;
+  }
+  // inside a name is not the start of one: only whole names count
+  EXPECT_EQ(value("/data/run=1/db.password=x"), "/data/run=1/db.password=<redacted>");
+}
+
+TEST(Redact, JsonAndPythonDictsInArguments) {
+  EXPECT_EQ(arg(R"({"lr": 0.1, "api_key": "sk-abc", "name": "run"})"), R"({"lr": 0.1, "api_key": "<redacted>", "name": "run"})");
+  EXPECT_EQ(arg(R"({"auth":{"password":"p\"w"}})"), R"({"auth":{"password":"<redacted>"}})");
+  EXPECT_EQ(arg("{'token': 'abc', 'steps': '5'}"), "{'token': '<redacted>', 'steps': '5'}");
+  EXPECT_EQ(arg(R"({"password": ""})"), R"({"password": ""})");  // nothing to hide
+  EXPECT_EQ(arg(R"("keys" and "values")"), R"("keys" and "values")");
+  EXPECT_EQ(arg(R"({"token": "unterminated)"), R"({"token": "<redacted>)");
+}
+
+// The two-token forms: the argument after a long secret flag. A short flag's argument is kept
+// (-p is a port or a profile more often than a password; redact.h says why).
+TEST(Redact, TwoTokenForms) {
+  const auto line = [](std::initializer_list<const char*> args) {
+    std::string out;
+    bool after = false;
+    for (const char* a : args) {
+      if (!out.empty()) out += ' ';
+      put_arg(a, std::strlen(a), after, [&](const char* s, std::size_t n) { out.append(s, n); });
+      after = secret_flag(a, std::strlen(a));
+    }
+    return out;
+  };
+  EXPECT_EQ(line({"train", "--password", "hunter2", "--token", "t0k", "--epochs", "3"}),
+            "train --password <redacted> --token <redacted> --epochs 3");
+  EXPECT_EQ(line({"ssh", "-p", "2222", "host"}), "ssh -p 2222 host");
+}
+
 }  // namespace
 }  // namespace tt::collector::redact

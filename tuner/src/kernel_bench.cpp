@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -28,35 +25,7 @@ int fail(const std::string& msg) {
   std::fprintf(stderr, "tracetune: bench kernels: %s\n", msg.c_str());
   return 2;
 }
-
-bool is_python_name(const std::string& name) {
-  static const std::regex python(R"(python[0-9.]*)");
-  return std::regex_match(name, python);
-}
-
-// The interpreter a #! line names ("" when the file has none or it is not a Python).
-std::string shebang_python(const fs::path& program) {
-  std::ifstream in(program, std::ios::binary);
-  std::string line;
-  if (!in || !std::getline(in, line) || line.rfind("#!", 0) != 0) return {};
-  std::istringstream words(line.substr(2));
-  std::string interpreter, argument;
-  words >> interpreter >> argument;
-  if (fs::path(interpreter).filename() == "env" && !argument.empty()) {
-    const fs::path found = collector::resolve_program(argument);
-    return is_python_name(argument) && !found.empty() ? found.string() : std::string();
-  }
-  return is_python_name(fs::path(interpreter).filename().string()) ? interpreter : std::string();
-}
 }  // namespace
-
-std::string job_python(const std::vector<std::string>& command) {
-  if (command.empty()) return {};
-  const fs::path program = collector::resolve_program(command[0]);
-  if (program.empty()) return {};
-  if (is_python_name(program.filename().string())) return program.string();
-  return shebang_python(program);
-}
 
 int run_kernel_bench(const KernelBenchOptions& opt, const fs::path& kept) {
   const fs::path python_dir = collector::python_integration_dir();

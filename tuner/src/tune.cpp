@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/collector/launcher.h"
 #include "tracetune/analyzer/diff.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
@@ -134,7 +135,7 @@ KernelMatch match_kernels(const trace::Trace& t) {
 void add_kernel_candidates(const TuneOptions& opt, const Catalogue& cat, const fs::path& work, const KernelMatch& match,
                            std::vector<KnobPlan>& plan) {
   KernelBenchOptions kb;
-  kb.python = opt.kernels_python.empty() ? job_python(opt.command) : opt.kernels_python;
+  kb.python = opt.kernels_python.empty() ? collector::job_python(opt.command).string() : opt.kernels_python;
   if (kb.python.empty()) {
     say("tune: kernel substitutions not tried: the job's Python interpreter was not found from its command (give it "
         "with --kernels-python)");
@@ -311,7 +312,7 @@ JobTrialOptions trial_options(const TuneOptions& opt, const fs::path& work_dir) 
 // The summary before the search: the job, the findings and the plan (said unless quiet).
 TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::path& work_dir, const JobFacts& facts) {
   TuneSummary summary;
-  summary.command = join(opt.command);
+  summary.command = collector::redacted_command(opt.command);  // tuned.toml and trials JSON are shared
   summary.version = opt.version;
   summary.findings = facts.findings;
   summary.warmup = opt.warmup;

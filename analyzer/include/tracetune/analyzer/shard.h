@@ -47,4 +47,9 @@ Result<ShardRun> analyze_shard(const std::filesystem::path& input, Shard s, cons
 // graph back from its part when the critical paths need it; `opt.threads` as analyze's.
 Result<Analysis> combine_shards(std::span<const std::filesystem::path> parts, unsigned threads = 0);
 
+// Rewrites the checksum in a part file's header (the bytes held in memory) to match the bytes:
+// the fuzzer and the tests forge parts with it to reach the checks behind the checksum. False
+// when the bytes are too short to hold a header.
+bool reseal_part(std::span<unsigned char> bytes);
+
 }  // namespace tt::analyzer

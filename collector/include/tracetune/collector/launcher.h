@@ -71,6 +71,13 @@ struct RecordOutcome {
 // The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
 std::filesystem::path resolve_program(const std::string& name);
 
+// The Python interpreter that runs the job `command` (job_python.cpp), so that every Python
+// piece started for the job has its PyTorch and packages: the command's program when it is a
+// Python (a virtual environment's bin/python kept as named, not resolved through its link),
+// else the interpreter of its #! line (torchrun, accelerate, a console script), else a python*
+// word later in the command (`env X=1 python ...`), else `python3` on PATH; empty if none.
+std::filesystem::path job_python(const std::vector<std::string>& command);
+
 std::filesystem::path collector_library_path();
 std::filesystem::path python_integration_dir();
 // The GPU libraries: CUPTI injection (CUDA_INJECTION64_PATH; empty when this build has no
@@ -97,7 +104,9 @@ Result<int> run_job(const std::vector<std::string>& command, const std::vector<s
 // run_job with a wall-clock limit: the job runs in a process group of its own (so a hung
 // job's workers go with it); after `timeout_s` the group gets SIGTERM, and SIGKILL
 // `kill_grace_s` later if the job is still there. Signals sent to us (Ctrl-C included) go to
-// the whole group. timeout_s <= 0: no limit, but still its own group.
+// the whole group. timeout_s <= 0: no limit, but still its own group. When the job ends, what is
+// left of the group gets SIGTERM, and so does every descendant that left it (a setsid daemon:
+// this process becomes a child subreaper to find them), SIGKILL after `kill_grace_s`.
 struct JobEnd {
   int status = 0;            // wait status
   bool timed_out = false;    // we killed it after timeout_s
@@ -106,6 +115,10 @@ struct JobEnd {
 Result<JobEnd> run_job_limited(const std::vector<std::string>& command, const std::vector<std::string>& env,
                                double timeout_s, double kill_grace_s,
                                const std::filesystem::path& log = {}, const JobTick& tick = {});
+
+// The job's command line as one line, with secrets redacted as the collector redacts them
+// (redact.h): for the trace's `command` entry and for tune's tuned.toml and trials JSON.
+std::string redacted_command(const std::vector<std::string>& command);
 
 // The environment the job gets (exposed for tests): LD_PRELOAD, NVTX_INJECTION64_PATH,
 // CUDA_INJECTION64_PATH, NCCL_PROFILER_PLUGIN, PYTHONPATH (sitecustomize), TRACETUNE_*

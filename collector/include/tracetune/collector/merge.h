@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct MergeReport {
   std::size_t dropped_records = 0; // records the collector could not write (disk full, ...)
   std::vector<HostClock> hosts;
   std::vector<std::string> warnings;  // one line each, for the summary
+  // Statically linked programs the job exec'd (kExecStatic): LD_PRELOAD cannot reach them, so
+  // their I/O is not in the trace. Program -> how many times it was exec'd (a process counts
+  // every static program it exec'd under the first one's name).
+  std::map<std::string, std::size_t> static_programs;
 
   // GPU capture (record types 100..199)
   std::size_t cuda_processes = 0;   // processes in which the CUPTI injection was initialised

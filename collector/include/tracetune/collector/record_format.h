@@ -65,7 +65,15 @@ struct FileHeader {
   // records. The reader adds what is left here to those records.
   std::uint64_t dropped[4];
   char stop_reason[160];       // kDropsInHeader: why recording stopped (NUL-terminated), or ""
-  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160];
+  // Statically linked programs this process, or a vfork child of it, was about to exec
+  // (elf_probe.h): LD_PRELOAD cannot reach them, so their I/O is missing. Counted in the
+  // header, not in records, because a vfork child may not write records; the first such
+  // program's path is kept (NUL-terminated; claimed by the 0 -> 1 step of the count).
+  // Zero in files of earlier collectors (reserved space).
+  std::uint32_t static_execs;
+  std::uint32_t reserved1;
+  char static_program[248];
+  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160 - 8 - 248];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize, "FileHeader must fill the header page");
 
@@ -283,7 +291,8 @@ inline IoRecord decode_io_compact(const IoCompactRecord& c, std::uint16_t flags,
 // and at exec and exit. Every other record's times stay CLOCK_MONOTONIC.
 struct ClockSyncRecord {
   std::int64_t tsc;      // rdtsc
-  std::int64_t mono_ns;  // CLOCK_MONOTONIC at the same instant (the middle of two reads around it)
+  std::int64_t mono_ns;  // CLOCK_MONOTONIC at the same instant (the middle of two reads around it,
+                         // the tightest of a few tries: collector/preload/clock_pair.h)
 };
 static_assert(sizeof(ClockSyncRecord) == 16, "ClockSyncRecord: on-disk layout (a new size needs a new kFormatVersion)");
 

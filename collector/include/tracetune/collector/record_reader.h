@@ -45,6 +45,10 @@ struct RecordFileHeader {
   // after the exit handler), by DropReason; stop_reason is the text for kDropStopped.
   std::uint64_t dropped[kDropReasons] = {};
   std::string stop_reason;
+  // Execs of statically linked programs from this process or its vfork children, and the
+  // first such program (FileHeader::static_execs): their I/O is not in the file.
+  std::uint32_t static_execs = 0;
+  std::string static_program;
 
   bool has(FileFlags f) const { return (flags & f) != 0; }
 };
@@ -100,6 +104,10 @@ struct RawProcess {
   std::uint32_t chunks = 0;             // chunks present on disk (the last one may be partial)
   bool partial_chunk = false;           // the file ends inside a chunk
   bool short_file = false;              // fewer bytes on disk than chunks_reserved promises
+  std::uint32_t chunks_read = 0;        // chunks whose bytes were read (the others are holes)
+  // Why reading stopped before the end the file had when it was opened (it shrank while it was
+  // read: a leftover process truncated it; a read error); empty when it was read to the end.
+  std::string cut_short;
   // Latest time in any record (end of spans), CLOCK_MONOTONIC ns; 0 when there is none.
   // For a process that died without an exit record this is the best estimate of its end.
   std::int64_t last_ts_ns = 0;
@@ -112,8 +120,22 @@ struct RawProcess {
 // before any record is decoded. Errors name the file: "PATH: not a tracetune record file ...".
 Result<RecordFileHeader> read_record_header(const std::filesystem::path& path);
 
-// Reads the whole file (memory-mapped, walked once, chunk by chunk).
+// How the reader gets at a file's bytes: pread(2) and lseek(2)'s SEEK_DATA/SEEK_HOLE. Tests
+// pass a subclass that injects faults at the Nth call (a file truncated while it is read,
+// short reads, I/O errors: tests/unit/record_faults_test.cpp).
+class FileReads {
+ public:
+  virtual ~FileReads() = default;
+  // pread(2): bytes read (fewer than n at the end of the file), -1 with errno set.
+  virtual long read_at(int fd, void* buf, std::size_t n, std::uint64_t offset);
+  // lseek(fd, offset, SEEK_DATA or SEEK_HOLE): -1 with errno (ENXIO: no data at or past offset).
+  virtual std::int64_t seek(int fd, std::uint64_t offset, int whence);
+};
+
+// Reads the whole file with pread, chunk by chunk; chunks that are holes are skipped unread.
+// The file may shrink while it is read (cut_short says so): what was read is kept.
 Result<RawProcess> read_record_file(const std::filesystem::path& path);
+Result<RawProcess> read_record_file(const std::filesystem::path& path, FileReads& reads);
 
 // Maps TSC ticks to CLOCK_MONOTONIC ns through ClockSync pairs (record_format.h): piecewise
 // linear between pairs, extrapolated with the nearest segment's rate outside them. Pairs closer

@@ -7,12 +7,18 @@
 //  - by name: an environment variable or a `--NAME=value` / `--NAME value` argument whose NAME
 //    contains, case-insensitively, TOKEN KEY SECRET PASS PWD CRED AUTH COOKIE PRIVATE SESSION
 //    WEBHOOK SIGNATURE or DSN (PWD and OLDPWD themselves, the working directory, are kept);
+//  - by name, anywhere in a value or an argument: `NAME=value` where NAME is such a name made
+//    of letters, digits and . _ - + ~ (Hydra overrides `db.password=x`, `+wandb.api_key=x`,
+//    URL query parameters `?token=x&...`, libpq `password=x`; the value ends at a space, & ; ,
+//    or a quote), and `"NAME": "value"` or `'NAME': 'value'` (JSON or a Python dict in argv);
 //  - by value, anywhere: the user:password part of a URL (scheme://user:pw@host keeps
 //    scheme:// and @host), and long high-entropy strings (32+ characters of letters, digits
 //    and + = _ -, with upper case, lower case and digits, 16+ distinct characters, and the
 //    character class (upper, lower, digit; separators skipped) changing at every third
 //    character or more often: API keys, base64 secrets; identifiers like
 //    run_Name-2024-11-25_experiment_number_7, hex digests and paths' segments are plainer).
+// Not redacted: the argument after a short flag (`-p X`): -p is a port, a profile or a
+// pipeline far more often than a password, and redacting those would hide what ran.
 #pragma once
 
 #include <cstddef>
@@ -88,8 +94,48 @@ inline bool high_entropy(const char* s, std::size_t n) {
   return upper && lower && digit && distinct >= 16 && changes * 3 >= n;
 }
 
-// Writes `v` through put(const char*, size_t) with URL userinfo and high-entropy runs
-// replaced by the marker. Returns whether anything was replaced.
+// A character of a `NAME=value` name (Hydra's override grammar, query parameters).
+inline bool name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-' || c == '+' || c == '~';
+}
+
+// Where the value of a secret `NAME=value` that starts a name at v[i] ends (n: to the end);
+// 0 when v[i..] is not such a pair.
+inline std::size_t named_value_end(const char* v, std::size_t n, std::size_t i) {
+  if (i > 0 && name_char(v[i - 1])) return 0;  // inside a name, not at its start
+  std::size_t eq = i;
+  while (eq < n && name_char(v[eq])) ++eq;
+  if (eq == i || eq >= n || v[eq] != '=' || !secret_name(v + i, eq - i)) return 0;
+  std::size_t end = eq + 1;
+  while (end < n && v[end] != ' ' && v[end] != '\t' && v[end] != '&' && v[end] != ';' && v[end] != ',' &&
+         v[end] != '"' && v[end] != '\'')
+    ++end;
+  return end;
+}
+
+// For `"NAME": "value"` (or single quotes) at v[i] with a secret NAME: sets [from, to) to the
+// value's characters inside its quotes and returns true.
+inline bool quoted_secret(const char* v, std::size_t n, std::size_t i, std::size_t& from, std::size_t& to) {
+  const char q = v[i];
+  std::size_t k = i + 1;
+  while (k < n && v[k] != q && v[k] != '\\') ++k;
+  if (k >= n || v[k] != q || !secret_name(v + i + 1, k - i - 1)) return false;
+  ++k;
+  while (k < n && v[k] == ' ') ++k;
+  if (k >= n || v[k] != ':') return false;
+  ++k;
+  while (k < n && v[k] == ' ') ++k;
+  if (k >= n || v[k] != q) return false;
+  from = ++k;
+  while (k < n && v[k] != q) k += v[k] == '\\' ? 2 : 1;  // escaped quotes stay inside
+  to = k < n ? k : n;
+  return true;
+}
+
+// Writes `v` through put(const char*, size_t) with secret NAME=value and "NAME": "value"
+// values, URL userinfo and high-entropy runs replaced by the marker. Returns whether anything
+// was replaced.
 template <class Put>
 bool put_value(const char* v, std::size_t n, Put&& put) {
   bool any = false;
@@ -107,6 +153,14 @@ bool put_value(const char* v, std::size_t n, Put&& put) {
       for (; end < n && v[end] != '/' && v[end] != '?' && v[end] != '#' && v[end] != ' '; ++end)
         if (v[end] == '@') at = end;
       if (at != n) replace(start, at);  // keep "@host"
+      i = end;
+    } else if (std::size_t from = 0, to = 0; (v[i] == '"' || v[i] == '\'') && quoted_secret(v, n, i, from, to)) {
+      if (to > from) replace(from, to);
+      i = to;
+    } else if (const std::size_t end = named_value_end(v, n, i); end != 0) {
+      std::size_t eq = i;
+      while (v[eq] != '=') ++eq;
+      if (end > eq + 1) replace(eq + 1, end);
       i = end;
     } else if (token_char(v[i])) {
       std::size_t end = i;

@@ -19,13 +19,6 @@ struct KernelBenchOptions {
   std::vector<std::string> args;     // passed on: --only, --shapes, --device, --json, ...
 };
 
-// The Python interpreter that runs the job `command`, so that every Python piece we start for
-// the job has its PyTorch and packages: the command's program when it is a Python (found on
-// PATH as the job finds it; a virtual environment's bin/python is kept as named, not resolved
-// through its symlink), else the interpreter on the program's #! line (torchrun, accelerate, a
-// console script; `#!/usr/bin/env python3` is looked up on PATH). Empty when neither.
-std::string job_python(const std::vector<std::string>& command);
-
 // Runs the benchmark; returns its exit code (2 with one line on stderr when it cannot start).
 // With `kept` set, the candidates it keeps (parity passed, faster than stock beyond noise)
 // are also written there, one "knob=value" per line.

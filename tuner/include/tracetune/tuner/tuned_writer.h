@@ -18,7 +18,7 @@ std::string toml_string(std::string_view s);
 std::string candidate_toml(const Candidate& candidate, const Catalogue& catalogue);
 
 struct TuneSummary {
-  std::string command;             // the job, as one line
+  std::string command;             // the job, as one line, secrets redacted (redacted_command)
   std::string version;             // tracetune's
   std::vector<FindingRef> findings;
   std::vector<KnobPlan> plan;
