@@ -17,10 +17,12 @@
 
 namespace tt::analyzer::archive {
 
-// After a trivially copyable struct is read as bytes: make its bools 0 or 1 again (overloads
-// beside the structs that hold bools; a bool with another byte is undefined to read).
+// After a trivially copyable struct is read as bytes: make its bools 0 or 1 again (a bool with
+// another byte is undefined to read) and say whether its values are ones a writer could have
+// produced (false fails the read: a forged duration must not overflow the arithmetic that
+// reads it). Overloads beside the structs that need either.
 template <class T>
-void repair(T&) {}
+bool repair(T&) { return true; }
 
 // A bool read as a byte, as any byte: 0 is false, anything else true.
 inline void repair_bool(bool& b) {
@@ -97,7 +99,7 @@ class ByteReader {
   }
   template <Bytes T>
   void get(T& v) {
-    if (take(&v, sizeof v)) repair(v);
+    if (take(&v, sizeof v) && !repair(v)) ok_ = false;
   }
   void get(bool& b) {
     if (take(&b, 1)) repair_bool(b);
@@ -118,7 +120,8 @@ class ByteReader {
     if constexpr (Bytes<T>) {
       v.resize(n);
       if (take(v.data(), n * sizeof(T)))
-        for (auto& x : v) repair(x);
+        for (auto& x : v)
+          if (!repair(x)) ok_ = false;
     } else {
       for (std::uint64_t i = 0; i < n && ok_; ++i) get(v.emplace_back());
     }

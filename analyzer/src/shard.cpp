@@ -93,8 +93,28 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, StepRangeResult> {
   a(o.pattern, o.steps, o.processes, o.chosen, o.note);
 }
-void repair(StepMetrics& s) { archive::repair_bool(s.replayed); }
-void repair(CollectiveStats& c) { archive::repair_bool(c.device_side); }
+static_assert(sizeof(StepMetrics) == 240, "StepMetrics changed: check repair(StepMetrics&)'s list of durations");
+// A step's times within 2^62 ns of the clock's zero, its length and every duration within 2^53 ns
+// (104 days): what a writer produces, and small enough that the rules' sums cannot overflow.
+bool repair(StepMetrics& s) {
+  archive::repair_bool(s.replayed);
+  constexpr Ns kTime = Ns{1} << 62, kSpan = Ns{1} << 53;
+  const auto span = [](Ns v) { return v >= 0 && v <= kSpan; };
+  if (s.start < -kTime || s.start > kTime || s.end < s.start || s.end > kTime || !span(s.end - s.start)) return false;
+  for (const Ns StepMetrics::*d :
+       {&StepMetrics::gpu_busy, &StepMetrics::gpu_idle, &StepMetrics::compute, &StepMetrics::communication,
+        &StepMetrics::memory, &StepMetrics::comm_compute_overlap, &StepMetrics::exposed_communication,
+        &StepMetrics::data_wait, &StepMetrics::sync_wait, &StepMetrics::io_main, &StepMetrics::collective_host,
+        &StepMetrics::h2d, &StepMetrics::h2d_exposed, &StepMetrics::h2d_pageable, &StepMetrics::idle_data,
+        &StepMetrics::idle_sync, &StepMetrics::idle_launch, &StepMetrics::idle_other,
+        &StepMetrics::memory_bound_kernels, &StepMetrics::fp32_gemm})
+    if (!span(s.*d)) return false;
+  return std::all_of(std::begin(s.what_if), std::end(s.what_if), span);
+}
+bool repair(CollectiveStats& c) {
+  archive::repair_bool(c.device_side);
+  return true;
+}
 // A new member in these needs its field list above (and kPartVersion raised).
 static_assert(sizeof(RankMetrics) == 1192 && sizeof(Efficiency) == 144 && sizeof(MemoryDevice) == 144,
               "RankMetrics changed: update shard.cpp's field lists");
