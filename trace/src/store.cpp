@@ -428,7 +428,10 @@ Status id_chunks(sqlite3* db, const std::string& table, std::size_t rows_per_chu
   // two subqueries: each is one b-tree descent, while "min(id), max(id)" together scan
   auto q = Stmt::prepare(db, "SELECT (SELECT min(id) FROM " + table + "), (SELECT max(id) FROM " + table + ")");
   if (!q) return make_error(q.error());
-  if (q->step() != SQLITE_ROW || q->type(0) == SQLITE_NULL) return {};
+  // the query always yields a row (NULLs for an empty table): anything else is an error, not
+  // an empty table (a read error here once read a whole table as empty)
+  if (q->step() != SQLITE_ROW) return make_error(table + ": " + sqlite3_errmsg(db));
+  if (q->type(0) == SQLITE_NULL) return {};
   const std::int64_t lo = q->i64(0);
   std::int64_t hi = 0;
   if (__builtin_add_overflow(q->i64(1), 1, &hi)) return make_error(table + ": implausible row ids");
@@ -863,11 +866,13 @@ Status read_entities(sqlite3* db, const char* table, const char* sql, ReadRow re
   if (!s) return make_error(s.error());
   const std::string_view name(table);
   std::int64_t row = name == "counters" || name == "flows" || name == "diagnostics" ? 1 : 0;
-  while (s->step() == SQLITE_ROW) {
+  int rc;
+  while ((rc = s->step()) == SQLITE_ROW) {
     EntityRow r(*s, table, row++);
     read(r);
     if (!r.status()) return r.status();
   }
+  if (rc != SQLITE_DONE) return make_error(std::string(name) + ": " + sqlite3_errmsg(db));
   return {};
 }
 
@@ -876,12 +881,14 @@ Status read_meta(sqlite3* db, Trace& t, int& version_number) {
   auto s = Stmt::prepare(db, "SELECT key, value FROM meta");
   if (!s) return make_error("not a tracetune trace (no meta table)");
   std::string version;
-  while (s->step() == SQLITE_ROW) {
+  int rc;
+  while ((rc = s->step()) == SQLITE_ROW) {
     const std::string k = valid_utf8(s->text(0)), v = valid_utf8(s->text(1));
     if (k == "schema_version") version = v;
     else if (k == "clock_domain") t.clock_domain = v;
     else if (k != "time_unit" && k != "created_by") t.metadata.emplace_back(k, v);
   }
+  if (rc != SQLITE_DONE) return make_error(std::string("meta: ") + sqlite3_errmsg(db));
   if (version.empty()) return make_error("not a tracetune trace (no schema_version)");
   for (int v = kOldestSchemaVersion; v <= kSchemaVersion; ++v)
     if (version == std::to_string(v)) {
@@ -1140,20 +1147,24 @@ Result<TraceOutline> read_trace_outline(const fs::path& path) {
   for (const auto& [table, gpu] : kCounted) {
     auto q = Stmt::prepare(db, std::string("SELECT track_id, count(*) FROM ") + table + " GROUP BY track_id");
     if (!q) return make_error(p + ": corrupt trace: " + q.error());
-    while (q->step() == SQLITE_ROW) {
+    int rc;
+    while ((rc = q->step()) == SQLITE_ROW) {
       const std::int64_t track = q->i64(0), n = q->i64(1);
       if (track < 0 || static_cast<std::uint64_t>(track) >= o.per_track.size() || n < 0)
         return make_error(p + ": corrupt trace: " + table + ": track_id out of range");
       (gpu ? o.per_track[static_cast<std::size_t>(track)].gpu_ops : o.per_track[static_cast<std::size_t>(track)].host) +=
           static_cast<std::uint64_t>(n);
     }
+    if (rc != SQLITE_DONE) return make_error(p + ": " + table + ": " + sqlite3_errmsg(db));
   }
   // every event: the counted tables' rows, the steps read, and the tables not counted per track
   for (const auto& c : o.per_track) o.events += c.gpu_ops + c.host;
   o.events += t.steps.size();
   for (const char* table : {"syncs", "collectives", "counters", "flows"}) {
     auto q = Stmt::prepare(db, std::string("SELECT count(*) FROM ") + table);
-    if (q && q->step() == SQLITE_ROW) o.events += static_cast<std::uint64_t>(std::max<std::int64_t>(0, q->i64(0)));
+    if (!q) return make_error(p + ": corrupt trace: " + q.error());
+    if (q->step() != SQLITE_ROW) return make_error(p + ": " + table + ": " + sqlite3_errmsg(db));
+    o.events += static_cast<std::uint64_t>(std::max<std::int64_t>(0, q->i64(0)));
   }
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   t.finalize();
