@@ -283,7 +283,7 @@ Verb add_model(CLI::App& bench) {
 
 struct KernelArgs {
   tuner::KernelBenchOptions opt;
-  std::string only, shapes, device = "cpu";
+  std::string only, shapes, optimizer_config, device = "cpu";
   int threads = 0, warmup = 3, repeats = 15;
   bool json = false, numerics = false;
 };
@@ -292,7 +292,8 @@ struct KernelArgs {
 int cmd_bench_kernels(KernelArgs a) {
   a.opt.args = {"--device", a.device, "--threads", std::to_string(a.threads), "--warmup", std::to_string(a.warmup),
                 "--repeats", std::to_string(a.repeats)};
-  for (auto [flag, value] : {std::pair{"--only", &a.only}, std::pair{"--shapes", &a.shapes}})
+  for (auto [flag, value] : {std::pair{"--only", &a.only}, std::pair{"--shapes", &a.shapes},
+                             std::pair{"--optimizer-config", &a.optimizer_config}})
     if (!value->empty()) a.opt.args.insert(a.opt.args.end(), {flag, *value});
   if (a.json) a.opt.args.push_back("--json");
   if (a.numerics) a.opt.args.push_back("--allow-numerics");
@@ -309,6 +310,9 @@ Verb add_kernels(CLI::App& bench) {
   cmd->add_option("--only", a->only, "Substitution ids, comma-separated (layernorm,cross_entropy,optimizer)");
   cmd->add_option("--shapes", a->shapes, "id=ROWSxCOLS,... (optimizer: TENSORSxELEMENTS; defaults\n"
                                          "layernorm=2048x256, cross_entropy=512x32000, optimizer=24x65536)");
+  cmd->add_option("--optimizer-config", a->optimizer_config,
+                  "The job's optimizer as JSON (a trace's tracetune.optimizer mark; tune --kernels passes it):\n"
+                  "the optimizer entry runs on it instead of AdamW(lr=1e-3, weight_decay=0.01)");
   cmd->add_option("--device", a->device, "cpu or cuda (default cpu)")->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--threads", a->threads, "torch intra-op threads (default: PyTorch's)")->check(CLI::Range(0, 1024));
   cmd->add_option("--warmup", a->warmup, "Untimed runs of each first (default 3)")->check(CLI::Range(0, 1000));
