@@ -70,7 +70,10 @@ def case_dataloader(tmp):
         return
     check("the job's directory holds only the outputs", sorted(p.name for p in job_dir.iterdir()) ==
           ["tuned.toml", "tuned.trials.json"], list(job_dir.iterdir()))
-    check("the private trials directory was removed", list(private_tmp.iterdir()) == [], list(private_tmp.iterdir()))
+    # tune's own directory (tracetune-tune-XXXXXX); what the job itself keeps in its TMPDIR stays
+    # (PyTorch 2.x makes torchinductor_<user> there)
+    ours = [p for p in private_tmp.iterdir() if p.name.startswith("tracetune")]
+    check("the private trials directory was removed", ours == [], list(private_tmp.iterdir()))
     doc = json.loads(trials.read_text())
     everything = doc["trials"]
     ts = [t for t in everything if not t["knob"].startswith("confirm:")]
