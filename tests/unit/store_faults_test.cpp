@@ -137,6 +137,25 @@ void one_line(const std::string& error, long n) {
   EXPECT_EQ(error.find('\n'), std::string::npos) << "fault " << n << ": " << error;
 }
 
+// Calls `read` with a fault at every call in turn: each either fails with one line or returns
+// what `whole` accepts; ends with a read that ran with no fault left to inject.
+template <class Read, class Whole>
+void read_under(Faults& faults, Read read, Whole whole) {
+  for (long r = 0;; ++r) {
+    ASSERT_LT(r, 200000) << "no end to the faults";
+    faults = Faults{r};
+    auto got = read();
+    const bool fired = faults.fired;
+    faults = Faults{};
+    if (!got) {
+      one_line(got.error(), r);
+      continue;
+    }
+    whole(*got, r);
+    if (!fired) return;
+  }
+}
+
 // Writes over an existing trace with a fault at every call in turn, then reads it back with one.
 void write_and_read_under(Faults& faults) {
   TempDir dir;
@@ -163,34 +182,14 @@ void write_and_read_under(Faults& faults) {
     EXPECT_EQ(files_in(dir.path()), 1u) << "fault " << n << ": a temporary was left behind";
   }
   EXPECT_GT(n, 10) << "the faults never reached the writer";
-  for (long r = 0;; ++r) {
-    ASSERT_LT(r, 200000);
-    faults = Faults{r};
-    auto back = read_trace(out);
-    const bool fired = faults.fired;
-    faults = Faults{};
-    if (back) {
-      EXPECT_EQ(back->kernels.size(), t.kernels.size()) << "fault " << r << ": read, but not whole";
-      if (!fired) break;
-      continue;
-    }
-    one_line(back.error(), r);
-  }
+  read_under(faults, [&] { return read_trace(out); }, [&](const Trace& back, long r) {
+    EXPECT_EQ(back.kernels.size(), t.kernels.size()) << "fault " << r << ": read, but not whole";
+  });
   auto clean = read_trace_outline(out);
   ASSERT_TRUE(clean) << clean.error();
-  for (long r = 0;; ++r) {
-    ASSERT_LT(r, 200000);
-    faults = Faults{r};
-    auto outline = read_trace_outline(out);
-    const bool fired = faults.fired;
-    faults = Faults{};
-    if (outline) {
-      EXPECT_EQ(outline->events, clean->events) << "fault " << r << ": outlined, but not whole";
-      if (!fired) break;
-      continue;
-    }
-    one_line(outline.error(), r);
-  }
+  read_under(faults, [&] { return read_trace_outline(out); }, [&](const TraceOutline& o, long r) {
+    EXPECT_EQ(o.events, clean->events) << "fault " << r << ": outlined, but not whole";
+  });
   EXPECT_EQ(bytes_of(out), before) << "reading changed the trace";
 }
 
