@@ -387,9 +387,47 @@ def case_compiled(tmp):
           sorted(v for v, in shapes) == ["shape.aten::cross_entropy_loss.16x10", "shape.aten::layer_norm.16x64"], shapes)
 
 
+SAVED_HOOKS_JOB = """
+import torch, torch.nn.functional as F
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.LayerNorm(64), torch.nn.GELU(), torch.nn.Linear(64, 10))
+opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+unpacked = [0]
+def unpack(t):
+    unpacked[0] += 1
+    return t
+for step in range(6):
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):  # as offloading or checkpointing do
+        loss = F.cross_entropy(model(torch.randn(16, 32)), torch.randint(0, 10, (16,)))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print("UNPACKED", unpacked[0])
+"""
+
+
+def case_saved_hooks(tmp):
+    """Sampling op shapes from the autograd graph unpacks no saved tensor on PyTorch 2.x (it reads
+    the nodes' metadata): a job's saved-tensor hooks (offloading, checkpointing) run exactly as
+    often under record as bare. PyTorch 1.x has no node metadata (skipped, exit 77)."""
+    probe = subprocess.run([PY, "-c", "import torch, sys; sys.exit(0 if hasattr(torch.autograd.graph, "
+                                      "'saved_tensors_hooks') and int(torch.__version__.split('.')[0]) >= 2 else 77)"])
+    if probe.returncode == 77:
+        print("skipped: reading shapes without unpacking needs PyTorch 2's node metadata")
+        sys.exit(77)
+    bare = subprocess.run([PY, "-c", SAVED_HOOKS_JOB], capture_output=True, text=True, timeout=300)
+    r, db = record(tmp, PY, "-c", SAVED_HOOKS_JOB, out="hooks.db")
+    counts = [next((l for l in out.splitlines() if l.startswith("UNPACKED ")), "") for out in (bare.stdout, r.stdout)]
+    check("saved hooks: the job's unpack hooks run as often under record as bare", counts[0] and counts[0] == counts[1],
+          counts + [bare.stderr[-500:], r.stderr[-500:]])
+    shapes = query(db, "SELECT count(*) FROM counters c JOIN strings s ON s.id = c.name_id WHERE s.value LIKE 'shape.%'")
+    check("saved hooks: shapes still sampled", shapes[0][0] > 0, shapes)
+
+
 CASES = {"dataloader": case_dataloader, "own_tensors": case_own_tensors, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
          "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose,
-         "io_clock": case_io_clock, "compiled": case_compiled}
+         "io_clock": case_io_clock, "compiled": case_compiled,
+         "saved_hooks": case_saved_hooks}
 
 run_cases(CASES, ONLY)

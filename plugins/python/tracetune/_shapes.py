@@ -50,11 +50,26 @@ def sampling():
     return _state["steps_left"] > 0
 
 
+def _output_shape(node, saved):
+    """The shape of what the node's forward op returned: from the node's metadata (PyTorch 2.x),
+    which unpacks nothing, else from the saved tensor `saved` names (1.x; unpacking it runs any
+    saved-tensor hooks, e.g. non-reentrant checkpointing's, early, during the sampled steps)."""
+    meta = getattr(node, "_input_metadata", None)
+    if meta:
+        return tuple(int(d) for d in meta[0].shape)
+    return tuple(int(d) for d in getattr(node, saved).shape)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _layer_norm_shape(node):
-    cols = 1
-    for n in node._saved_normalized_shape:
-        cols *= int(n)
-    rows = node._saved_input.numel() // cols if cols > 0 else 0
+    cols = _numel(int(n) for n in node._saved_normalized_shape)
+    rows = _numel(_output_shape(node, "_saved_input")) // cols if cols > 0 else 0
     return f"shape.aten::layer_norm.{rows}x{cols}" if rows > 0 else None
 
 
@@ -62,11 +77,11 @@ def _cross_entropy_shape(node):
     inputs = [f for f, _ in node.next_functions if f is not None]
     if not inputs or type(inputs[0]).__name__ != "LogSoftmaxBackward0":
         return None  # nll_loss of something else: not what F.cross_entropy records
-    logits = node._saved_self
-    if logits.dim() == 1:
-        return f"shape.aten::cross_entropy_loss.1x{logits.shape[0]}"
-    classes = int(logits.shape[1])
-    return f"shape.aten::cross_entropy_loss.{logits.numel() // classes}x{classes}" if classes > 0 else None
+    logits = _output_shape(inputs[0], "_saved_result")  # log_softmax's output: the logits' shape
+    if len(logits) == 1:
+        return f"shape.aten::cross_entropy_loss.1x{logits[0]}"
+    classes = logits[1] if len(logits) > 1 else 0
+    return f"shape.aten::cross_entropy_loss.{_numel(logits) // classes}x{classes}" if classes > 0 else None
 
 
 _SHAPES = {"NativeLayerNormBackward0": _layer_norm_shape, "NllLossBackward0": _cross_entropy_shape}
