@@ -64,7 +64,8 @@ std::string md_text(std::string_view s) {
   const std::string v = visible(s);
   std::string o;
   o.reserve(v.size() + 8);
-  // a leading heading, quote or list marker ("# ", "> ", "- ", "+ ", "1. ", "1) ") would start a block
+  // a leading quote or list marker ("> ", "- ", "+ ", "1. ", "1) ") would start a block; '#' is
+  // escaped wherever it is
   std::size_t digits = 0;
   while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
   const bool numbered = digits > 0 && digits < v.size() && (v[digits] == '.' || v[digits] == ')');
@@ -76,9 +77,10 @@ std::string md_text(std::string_view s) {
       case '>': o += "&gt;"; continue;
       case '\\': case '`': case '*': case '_': case '[': case ']': case '(': case ')': case '!': case '|':
       case '~': case '$': case '{': case '}':
+      case '#':  // anywhere: a heading at a line's start, an issue reference (#123) on GitHub elsewhere
         o += '\\';
         break;
-      case '#': case '-': case '+': case '=':
+      case '-': case '+': case '=':
         if (i == 0) o += '\\';
         break;
       default:

@@ -29,12 +29,12 @@ TEST(MdText, MarkupIsEscapedAndReadsAsTheOriginal) {
   EXPECT_EQ(md_text("<script>alert(1)</script>"), "&lt;script&gt;alert\\(1\\)&lt;/script&gt;");
   EXPECT_EQ(md_text("![x](http://e/p.png)"), "\\!\\[x\\]\\(http://e/p.png\\)");
   EXPECT_EQ(md_text("a|b`c*d_e~f\\g"), "a\\|b\\`c\\*d\\_e\\~f\\\\g");
-  EXPECT_EQ(md_text("&#60;"), "&amp;#60;");
+  EXPECT_EQ(md_text("&#60;"), "&amp;\\#60;");
   EXPECT_EQ(md_text("# heading"), "\\# heading");
   EXPECT_EQ(md_text("- item"), "\\- item");
   EXPECT_EQ(md_text("12. item"), "12\\. item");
-  EXPECT_EQ(md_text("a-b #3"), "a-b #3");  // only a leading marker starts a block
-  EXPECT_EQ(md_text("x\n# h"), "x\\\\n# h");  // no new line, so no heading
+  EXPECT_EQ(md_text("a-b #3"), "a-b \\#3");  // only a leading - starts a block; # is escaped anywhere
+  EXPECT_EQ(md_text("x\n# h"), "x\\\\n\\# h");  // no new line, so no heading; the # escaped all the same
   EXPECT_EQ(md_text("> q"), "&gt; q");
 }
 
