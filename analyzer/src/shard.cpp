@@ -94,13 +94,23 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
   a(o.pattern, o.steps, o.processes, o.chosen, o.note);
 }
 static_assert(sizeof(StepMetrics) == 240, "StepMetrics changed: check repair(StepMetrics&)'s list of durations");
-// A step's times within 2^62 ns of the clock's zero, its length and every duration within 2^53 ns
-// (104 days): what a writer produces, and small enough that the rules' sums cannot overflow.
+// Times within 2^62 ns of the clock's zero, lengths and durations within 2^53 ns (104 days):
+// what a writer produces, and small enough that the sums and differences the analysis takes of
+// them cannot overflow (a part is believed only after its checksum, but a forged one has a
+// valid checksum too).
+constexpr Ns kPlausibleTime = Ns{1} << 62, kPlausibleSpan = Ns{1} << 53;
+bool plausible_span(Ns start, Ns end) {
+  return start >= -kPlausibleTime && end <= kPlausibleTime && start <= end && end - start <= kPlausibleSpan;
+}
+bool repair(Interval& i) { return plausible_span(i.start, i.end); }
+bool repair(PathOp& o) { return plausible_span(o.s, o.e); }
+bool repair(HostMark& m) { return plausible_span(m.s, m.e); }
+bool repair(LaunchRef& l) { return plausible_span(l.start, l.end); }
+
 bool repair(StepMetrics& s) {
   archive::repair_bool(s.replayed);
-  constexpr Ns kTime = Ns{1} << 62, kSpan = Ns{1} << 53;
-  const auto span = [](Ns v) { return v >= 0 && v <= kSpan; };
-  if (s.start < -kTime || s.start > kTime || s.end < s.start || s.end > kTime || !span(s.end - s.start)) return false;
+  const auto span = [](Ns v) { return v >= 0 && v <= kPlausibleSpan; };
+  if (!plausible_span(s.start, s.end)) return false;
   for (const Ns StepMetrics::*d :
        {&StepMetrics::gpu_busy, &StepMetrics::gpu_idle, &StepMetrics::compute, &StepMetrics::communication,
         &StepMetrics::memory, &StepMetrics::comm_compute_overlap, &StepMetrics::exposed_communication,
@@ -484,6 +494,8 @@ Status check_ranks(const PartIndex& x, std::uint64_t index_at) {
       return make_error("corrupt rank entry (file or process out of range)");
     if (m.rank_from_trace ? m.rank < 0 || m.rank >= kMaxRank : m.rank != static_cast<std::int32_t>(m.process))
       return make_error(fmt::format("rank {} out of range", m.rank));
+    for (const RankArrival& a : rk.arrivals)
+      if (!plausible_span(a.start, a.end)) return make_error("corrupt collective arrival times");
   }
   return {};
 }
