@@ -314,8 +314,8 @@ def case_first_model(tmp):
     """amp.dtype = bf16 and compile.mode in a job without DDP: applied to the first module the
     job calls (its model), in place, from its second call on; on torch 1.13 compile.mode is
     refused with one line and bf16 autocast applies."""
-    amp = run(config(tmp, '[meta]\nnumerics = true\n[settings]\n"amp.dtype" = "bf16"\n', name="amp.toml"), PY, "-c", FIRST_MODEL_JOB, "amp",
-              )
+    amp_cfg = config(tmp, '[meta]\nnumerics = true\n[settings]\n"amp.dtype" = "bf16"\n', name="amp.toml")
+    amp = run(amp_cfg, PY, "-c", FIRST_MODEL_JOB, "amp")
     check("amp.dtype = bf16 without DDP: the job runs", amp.returncode == 0, amp.stderr[-1500:])
     check("amp.dtype = bf16: the model's second call runs under bf16 autocast",
           "dtypes torch.float32 torch.bfloat16" in amp.stdout and "the job's model (Sequential" in amp.stderr,

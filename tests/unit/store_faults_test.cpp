@@ -15,6 +15,7 @@
 #include <string>
 
 #include "temp_dir.h"
+#include "trace_fixture.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
 
@@ -112,13 +113,7 @@ void install_failing_malloc() {
   ASSERT_EQ(sqlite3_initialize(), SQLITE_OK);
 }
 
-Trace fixture() {
-  Trace t;
-  const fs::path p[] = {fs::path(TT_TEST_DATA_DIR) / "kineto/all_categories.json"};
-  EXPECT_TRUE(import_any(p, t).ok());
-  t.finalize();
-  return t;
-}
+Trace fixture() { return tt::testing::all_categories_trace(); }
 
 std::string bytes_of(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

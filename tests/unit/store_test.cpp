@@ -9,6 +9,7 @@
 
 #include "io_trace.h"
 #include "temp_dir.h"
+#include "trace_fixture.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/store.h"
@@ -19,13 +20,7 @@ using tt::testing::TempDir;
 
 namespace {
 
-Trace fixture() {
-  Trace t;
-  const fs::path p[] = {fs::path(TT_TEST_DATA_DIR) / "kineto/all_categories.json"};
-  EXPECT_TRUE(import_any(p, t).ok());
-  t.finalize();
-  return t;
-}
+Trace fixture() { return tt::testing::all_categories_trace(); }
 
 void exec_sql(const fs::path& db, const char* sql) {
   sqlite3* h = nullptr;
