@@ -16,6 +16,8 @@ namespace tt::analyzer {
 
 bool is_data_wait_name(std::string_view n);
 bool is_sync_call_name(std::string_view n);
+// A CUDA runtime call's name without CUPTI's callback version ("cudaMemcpy_v3020" -> "cudaMemcpy").
+std::string_view api_base_name(std::string_view n);
 
 // One rank's arrival at a collective matched across ranks (metrics.cpp's cross_rank): a
 // communication kernel or device-side record (host = false), or a host-side call.

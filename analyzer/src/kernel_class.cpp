@@ -102,6 +102,9 @@ GemmFormat classify_gemm(std::string_view n) {
   // FP16-in with FP32 accumulation.
   if (has(n, "s16816") || has(n, "s1688")) return GemmFormat::Tf32;
   if (has(n, "s884")) return GemmFormat::Fp16;
+  // cuBLAS's "xmma" family also holds FP32 kernels that multiply on CUDA cores: their names say
+  // "ffma" (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_..., seen on an H100 with cuBLAS 13).
+  if (has(n, "_ffma")) return GemmFormat::Fp32Simt;
   if (has_nocase(n, "tensorop") || has(n, "hmma") || has(n, "wgmma") || has(n, "xmma")) return GemmFormat::TensorCore;
   if (has_nocase(n, "sgemm") || has(n, "gemmSN") || has(n, "gemmk1") || has(n, "simt") || has(n, "gemv2T") ||
       has(n, "gemv2N"))

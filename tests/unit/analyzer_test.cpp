@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "critical_path.h"
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/intervals.h"
 #include "tracetune/analyzer/kernel_class.h"
@@ -105,6 +106,13 @@ TEST(KernelClass, GemmFormats) {
   EXPECT_EQ(classify_gemm("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"), GemmFormat::Fp16);
   EXPECT_EQ(classify_gemm("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"), GemmFormat::Bf16);
   EXPECT_EQ(classify_gemm("volta_h884gemm_64x64_ldg8_nn"), GemmFormat::Fp16);
+  // cuBLAS 13's FP32 GEMMs on an H100 (PyTorch 2.11, 2026-11-26): xmma kernels that run FFMA on
+  // CUDA cores, and CUTLASS's SIMT sgemm (tests/data/gpu/h100_py_sync_emit_nvtx.db, h100_py_h2d.db)
+  EXPECT_EQ(classify_gemm("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_"
+                          "alignc4_execute_kernel__5x_cublas"),
+            GemmFormat::Fp32Simt);
+  EXPECT_EQ(classify_gemm("_ZN7cutlass7Kernel2I43cutlass_80_simt_sgemm_256x128_8x4_nn_align1EEvNT_6ParamsE"),
+            GemmFormat::Fp32Simt);
   EXPECT_EQ(classify_gemm("void at::native::vectorized_elementwise_kernel<4>"), GemmFormat::NotGemm);
   EXPECT_TRUE(is_memory_bound_kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor>"));
   EXPECT_TRUE(is_memory_bound_kernel("triton_poi_fused_add_relu_0"));
@@ -287,6 +295,31 @@ TEST(Metrics, SyncStallsAndStepSelection) {
   // after the sync plus 20 µs at the step boundary.)
   EXPECT_EQ(f->gain, 315 * kUs);
   EXPECT_TRUE(f->gain_model.starts_with("what-if replay")) << f->gain_model;
+}
+
+// CUPTI 13 names runtime calls with their callback version (an H100 trace of 2026-11-26:
+// "cudaMemcpy_v3020", "cudaStreamSynchronize_v3020"): a blocking copy so named is still a sync,
+// and the finding names the call as the user wrote it.
+TEST(Metrics, SyncCallsUnderCuptiVersionedNames) {
+  EXPECT_EQ(api_base_name("cudaMemcpy_v3020"), "cudaMemcpy");
+  EXPECT_EQ(api_base_name("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+  EXPECT_EQ(api_base_name("cuMemcpyDtoH_v2"), "cuMemcpyDtoH_v2");  // the driver symbol's own name
+  EXPECT_EQ(api_base_name("cudaMemcpy_vX"), "cudaMemcpy_vX");
+  EXPECT_EQ(api_base_name("cudaMemcpy_v"), "cudaMemcpy_v");
+  Builder b;
+  for (int i = 0; i < 3; ++i) {
+    const Ns s = i * 1000 * kUs;
+    b.step(i, s, s + 1000 * kUs);
+    b.kernel("my_compute_kernel", s, s + 10 * kUs, s + 400 * kUs);
+    b.api("cudaMemcpy_v3020", s + 10 * kUs, s + 410 * kUs);  // a synchronous DtoH read of the loss
+    b.kernel("my_compute_kernel", s + 700 * kUs, s + 705 * kUs, s + 990 * kUs);
+  }
+  const Analysis a = b.run();
+  const auto& r = a.metrics.ranks[0];
+  EXPECT_EQ(r.sync_calls, 3u);
+  EXPECT_EQ(r.top_sync_call, "cudaMemcpy");
+  EXPECT_EQ(r.steps[0].sync_wait, 400 * kUs);
+  EXPECT_NE(find(a, Category::SyncStall), nullptr);
 }
 
 TEST(Metrics, HtaModeRoundsAndDropsTheLastStep) {
