@@ -2,8 +2,9 @@
 
 What comes back from the device tool is at most 8 files of at most 16 MiB per call, while the
 trace DBs of a launch-bound run are hundreds of MB. So one archive holds every summary, facts
-file and log (what the results are read from), no full trace DB, and a few trace DBs trimmed to
-their first events, each at most 5 MB (the size of a CI fixture, docs/gpu-check.md §3).
+file and log (what the results are read from), every trace DB of at most 1 MB whole (the C++
+sample's captures, most Python ones), and a few larger trace DBs trimmed to their first events,
+each at most 5 MB (the size of a CI fixture, docs/gpu-check.md §4).
 pack-manifest.json inside says what was left out and why.
 """
 import json
@@ -17,6 +18,7 @@ import tarfile
 TRIMMED = ("capture/py_h2d.db", "capture/cpp_tiny.db", "capture/py_sync_emit_nvtx.db", "nccl/cpp_nccl.db",
            "coexist/coexist.db")
 MAX_TRIMMED = 5_000_000
+MAX_WHOLE_DB = 1_000_000     # a trace DB this small travels whole
 MAX_FILE = 2_000_000          # a log or profiler JSON bigger than this stays behind (named in the manifest)
 MAX_ARCHIVE = 16 * 1024 * 1024
 
@@ -80,13 +82,14 @@ def trimmed_copies(out, tracetune, manifest):
 
 
 def chosen_files(out, manifest):
-    """Every file of `out` that travels: no trace DB but the trimmed ones, nothing over MAX_FILE."""
+    """Every file of `out` that travels: trace DBs only when trimmed or at most MAX_WHOLE_DB, nothing
+    else over MAX_FILE."""
     files = []
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         rel = path.relative_to(out).as_posix()
         if ".db.raw/" in rel or rel.endswith((".db-journal", ".lock")):
             continue
-        if rel.endswith(".db") and not rel.startswith("trimmed/"):
+        if rel.endswith(".db") and not rel.startswith("trimmed/") and path.stat().st_size > MAX_WHOLE_DB:
             manifest["left_out"].append({"path": rel, "why": f"trace DB ({path.stat().st_size} bytes)"})
         elif path.stat().st_size > MAX_FILE and not rel.startswith("trimmed/"):
             manifest["left_out"].append({"path": rel, "why": f"{path.stat().st_size} bytes, over {MAX_FILE}"})
