@@ -90,7 +90,8 @@ struct Event {
   std::atomic<std::uint32_t> used;  // 0 free, 1 claimed
   EventType type;
   Event* parent;                    // Channel: its operation
-  std::atomic<std::int32_t> refs;   // Op: 1 until NCCL stops it, +1 per channel expected (nChannels)
+  std::atomic<std::int32_t> refs;   // Op: 1 until NCCL stops it, +1 per channel expected
+  std::atomic<std::int32_t> channels_left;  // Op: channel events expected and not yet started
   NcclCollRecord rec;               // Op: the host-side record being built
   std::atomic<std::uint64_t> gpu_start;    // Op: earliest channel start (GPU ns), UINT64_MAX none
   std::atomic<std::uint64_t> gpu_stop;     // Op: latest channel stop, 0 none
@@ -170,6 +171,7 @@ Event* start_op(const Context* ctx, int rank, std::uint8_t channels) {
   e->type = EventType::Op;
   e->parent = nullptr;
   e->refs.store(1 + channels, std::memory_order_relaxed);
+  e->channels_left.store(channels, std::memory_order_relaxed);
   e->gpu_start.store(UINT64_MAX, std::memory_order_relaxed);
   e->gpu_stop.store(0, std::memory_order_relaxed);
   e->observed.store(0, std::memory_order_relaxed);
@@ -181,6 +183,15 @@ Event* start_op(const Context* ctx, int rank, std::uint8_t channels) {
   e->rec.seq = -1;
   e->rec.side = NcclSide::Host;
   return e;
+}
+
+// One of the channel events an operation expects, if any is left: a channel it was not counted
+// for (more than nChannels, or a send/recv to oneself) gets no handle and cannot unbalance it.
+bool take_channel(Event* op) {
+  std::int32_t left = op->channels_left.load(std::memory_order_relaxed);
+  while (left > 0 && !op->channels_left.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel)) {
+  }
+  return left > 0;
 }
 
 template <class Descr>
@@ -207,7 +218,9 @@ ncclResult_t start_event(void* context, void** handle, Descr* d) {
     r.start_ns = now_ns();
     *handle = e;
   } else if (type == kNcclProfileP2p) {
-    Event* e = start_op(ctx, d->rank, d->p2p.nChannels);
+    // A send/recv to oneself runs without proxy ops, so no KernelCh event ever comes (NCCL
+    // 2.28 on an H100, 2026-11-26): expecting its nChannels would hold the slot for good.
+    Event* e = start_op(ctx, d->rank, d->p2p.peer == d->rank ? 0 : d->p2p.nChannels);
     if (e == nullptr) return kNcclSuccess;
     NcclCollRecord& r = e->rec;
     r.kind = NcclOpKind::P2p;
@@ -220,9 +233,12 @@ ncclResult_t start_event(void* context, void** handle, Descr* d) {
     *handle = e;
   } else if (type == kNcclProfileKernelCh) {
     Event* op = as_event(d->parentObj);
-    if (op == nullptr || op->type != EventType::Op) return kNcclSuccess;
+    if (op == nullptr || op->type != EventType::Op || !take_channel(op)) return kNcclSuccess;
     Event* e = claim();
-    if (e == nullptr) return kNcclSuccess;
+    if (e == nullptr) {  // pool full: the operation stops waiting for this channel
+      unref_op(op);
+      return kNcclSuccess;
+    }
     e->type = EventType::Channel;
     e->parent = op;
     e->ch_start = d->kernelCh.pTimer;

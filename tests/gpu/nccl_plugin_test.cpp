@@ -286,3 +286,48 @@ TEST(NcclProfilerPlugin, PoolExhaustionIsCountedNotFatal) {
   EXPECT_EQ(dropped, static_cast<std::uint64_t>(refused));
   EXPECT_EQ(m.t.collectives.size(), held.size() - static_cast<std::size_t>(refused));
 }
+
+// NCCL 2.28 on an H100 (tests/data/gpu/h100_cpp_nccl.db): a send/recv to oneself says 16
+// channels but no KernelCh event ever comes. Its slot must be free once NCCL stops it, or a
+// job doing that 8192 times loses every later operation.
+TEST(NcclProfilerPlugin, SendToSelfHoldsNoSlot) {
+  ASSERT_NE(plugin().v5, nullptr);
+  const auto* p = plugin().v5;
+  TempDir dir;
+  RecordFileWriter w(78);
+  g_writer = &w;
+  void* ctx = nullptr;
+  int mask = 0;
+  ASSERT_EQ(p->init(&ctx, 7, &mask, "", 1, 1, 0, nullptr), 0);
+  constexpr int kOps = 10'000;  // more than the pool holds
+  int refused = 0;
+  for (int i = 0; i < kOps; ++i) {
+    ncclProfilerEventDescr_v5_t d{};
+    d.type = kNcclProfileP2p;
+    d.rank = 0;
+    d.p2p.func = i % 2 ? "Recv" : "Send";
+    d.p2p.datatype = "ncclFloat32";
+    d.p2p.count = 262144;
+    d.p2p.peer = 0;
+    d.p2p.nChannels = 16;
+    void* h = nullptr;
+    p->startEvent(ctx, &h, &d);
+    if (h == nullptr) {
+      ++refused;
+      continue;
+    }
+    p->stopEvent(h);
+    // a channel event NCCL might still send for it is ignored, not counted against the slot
+    ncclProfilerEventDescr_v5_t ch{};
+    ch.type = kNcclProfileKernelCh;
+    ch.parentObj = h;
+    void* hc = nullptr;
+    p->startEvent(ctx, &hc, &ch);
+    EXPECT_EQ(hc, nullptr);
+  }
+  p->finalize(ctx);
+  g_writer = nullptr;
+  EXPECT_EQ(refused, 0);
+  auto m = merge_file(w, dir);
+  EXPECT_EQ(m.t.collectives.size(), static_cast<std::size_t>(kOps));
+}
