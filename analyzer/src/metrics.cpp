@@ -188,8 +188,8 @@ struct CopySets {  // transfers(): host-to-device copies, and those from pageabl
 struct HostWaits {  // the main thread waiting for data or in a sync (host_waits()), in I/O (io()),
   IntervalSet data, sync, io_main, collective_host;  // in host-side collective calls (collectives())
 };
-struct IdleSplit {  // idle_split(): GPU idle while the host was late launching the next op, and the rest
-  IntervalSet launch, other;
+struct IdleSplit {  // idle_split(): GPU idle while the host was late launching the next op, right
+  IntervalSet launch, after_sync, other;  // after it came back from a sync, and the rest
 };
 // kernel_tables(): the window's kernels by start, with running sums of their memory-bound and
 // FP32-GEMM time.
@@ -684,11 +684,29 @@ class RankAnalyzer {
   }
 
   // GPU idle time outside the host's data and sync waits: the host late launching the op that
-  // ends it, or the rest.
+  // ends it (after_sync when a sync that waited for the GPU returned in the gap: it drained the
+  // queue and kept the host from running ahead, so the time is the sync's), or the rest. A sync
+  // that found the GPU idle already waited for nothing: the gap after it is the host's.
   IdleSplit idle_split(const GpuSets& gpu, const HostWaits& waits) const {
     if (!m_.has_gpu) return {};
     const IntervalSet rest = gpu.all.complement_in(window_).subtract(waits.data).subtract(waits.sync);
-    std::vector<Interval> launch, other;
+    const auto& syncs = waits.sync.intervals();
+    std::vector<std::pair<Ns, std::uint32_t>> ends;  // (end, corr) of every op, by end
+    ends.reserve(ops_.size());
+    for (const auto& op : ops_) ends.emplace_back(op.e, op.corr);
+    std::sort(ends.begin(), ends.end());
+    // How long the sync that returned in the gap waited for work queued before it (the op that
+    // drained last before the gap was launched before the sync began, so not the sync's own
+    // copy); 0 if none did. Without that wait the host would have been as much earlier.
+    auto sync_wait_before = [&](const Interval& gap) -> Ns {
+      const auto it = std::partition_point(syncs.begin(), syncs.end(), [&](const Interval& x) { return x.end < gap.start; });
+      if (it == syncs.end() || it->end > gap.end || it->start >= gap.start) return 0;
+      const auto last = std::upper_bound(ends.begin(), ends.end(), std::make_pair(gap.start, UINT32_MAX));
+      if (last == ends.begin() || std::prev(last)->first <= it->start) return 0;  // the GPU was idle already
+      const ApiRef* api = api_.find(std::prev(last)->second);
+      return api != nullptr && api->start < it->start ? it->end - it->start : 0;
+    };
+    std::vector<Interval> launch, after_sync, other;
     for (const Interval& gap : rest.intervals()) {
       // the op that ends this idle stretch: the first op starting at or after its end
       auto it = std::partition_point(ops_.begin(), ops_.end(), [&](const GpuOp& op) { return op.s < gap.end; });
@@ -697,9 +715,16 @@ class RankAnalyzer {
         const ApiRef* api = api_.find(it->corr);
         host_late = api != nullptr && api->start + launch_floor_ > gap.start;
       }
-      (host_late ? launch : other).push_back(gap);
+      if (!host_late) {
+        other.push_back(gap);
+        continue;
+      }
+      const Ns by_sync = std::min(gap.end - gap.start, sync_wait_before(gap));
+      if (by_sync > 0) after_sync.push_back({gap.start, gap.start + by_sync});
+      if (gap.start + by_sync < gap.end) launch.push_back({gap.start + by_sync, gap.end});
     }
-    return {IntervalSet::union_of_sorted(launch), IntervalSet::union_of_sorted(other)};
+    return {IntervalSet::union_of_sorted(launch), IntervalSet::union_of_sorted(after_sync),
+            IntervalSet::union_of_sorted(other)};
   }
 
   // I/O of the process and its workers; returns the main thread's I/O time.
@@ -816,7 +841,7 @@ class RankAnalyzer {
       s.h2d_exposed = h2d_exposed.measure_in(w.start, w.end);
       s.h2d_pageable = copies.h2d_pageable.measure_in(w.start, w.end);
       s.idle_data = idle_data.measure_in(w.start, w.end);
-      s.idle_sync = idle_sync.measure_in(w.start, w.end);
+      s.idle_sync = idle_sync.measure_in(w.start, w.end) + idle.after_sync.measure_in(w.start, w.end);
       s.idle_launch = idle.launch.measure_in(w.start, w.end);
       s.idle_other = idle.other.measure_in(w.start, w.end);
       const std::size_t a = kernels.at(w.start), b = kernels.at(w.end);

@@ -307,7 +307,7 @@ std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th)
   // the host's lateness caused (bounded by the time it spent blocked) goes.
   const Gain gain = replayed_or(
       r, WhatIf::NoSyncWait, "the synchronising calls no longer waiting for the GPU (bounded by the step's GPU work)",
-      {std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_launch + s.idle_sync; })),
+      {std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_sync; })),
        "GPU idle caused by the host's lateness after syncs, bounded by the blocked time"});
   Finding f = make(Category::SyncStall, r, sync, gain.ns, th);
   f.title = fmt::format("Synchronization: the host blocks {} {} ({:.0f}%) in {} calls; top: {}", dur(sync),

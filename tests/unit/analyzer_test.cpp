@@ -315,6 +315,23 @@ TEST(Metrics, SyncStallsAndStepSelection) {
   EXPECT_TRUE(f->gain_model.starts_with("what-if replay")) << f->gain_model;
 }
 
+// The GPU idle after a sync that drained queued work is the sync's, up to how long it waited:
+// the host would have launched that much earlier. The rest of the gap is the host's (launch).
+TEST(Metrics, IdleAfterASyncIsTheSyncsUpToItsWait) {
+  Builder b;
+  for (int i = 0; i < 3; ++i) {
+    const Ns s = i * 1000 * kUs;
+    b.step(i, s, s + 1000 * kUs);
+    b.kernel("my_compute_kernel", s, s + 10 * kUs, s + 300 * kUs);       // queued before the sync
+    b.api("cudaStreamSynchronize_v3020", s + 100 * kUs, s + 300 * kUs);  // waits 200 µs for it
+    b.kernel("my_compute_kernel", s + 700 * kUs, s + 705 * kUs, s + 990 * kUs);  // 405 µs idle before
+  }
+  const Analysis a = b.run();
+  const auto& st = a.metrics.ranks[0].steps[1];
+  EXPECT_EQ(st.idle_sync, 200 * kUs);
+  EXPECT_EQ(st.idle_launch, 225 * kUs);  // 205 µs of the gap, and 10 + 10 µs at the step's ends
+}
+
 // CUPTI 13 names runtime calls with their callback version (an H100 trace of 2026-11-26:
 // "cudaMemcpy_v3020", "cudaStreamSynchronize_v3020"): a blocking copy so named is still a sync,
 // and the finding names the call as the user wrote it.
@@ -773,6 +790,8 @@ TEST(Rules, SyncExposedCommPrecisionMemoryBound) {
   EXPECT_TRUE(rule_sync_stall(r, th).empty());
   set_steps(r, [](StepMetrics& s) { s.sync_wait = 50; s.idle_launch = 30; });
   ASSERT_EQ(rule_sync_stall(r, th).size(), 1u);
+  EXPECT_EQ(rule_sync_stall(r, th)[0].gain, 0);  // launch idle not after a sync is not the sync's
+  set_steps(r, [](StepMetrics& s) { s.idle_sync = 30; });
   EXPECT_EQ(rule_sync_stall(r, th)[0].gain, 30);
 
   r.gpu.communication = 500;

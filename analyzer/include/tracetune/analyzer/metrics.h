@@ -131,7 +131,8 @@ struct StepMetrics {
   Ns io_main = 0;          // main-thread I/O calls
   Ns collective_host = 0;  // main thread inside host-side collective calls (ranks without GPU-side ones: gloo, mpi)
   Ns h2d = 0, h2d_exposed = 0, h2d_pageable = 0;  // union of H2D copies; not under compute; pageable
-  // GPU idle time inside the step split by what the host was doing.
+  // GPU idle time inside the step split by what the host was doing: waiting for data; in a sync
+  // or launching the next op after one returned (sync); launching late (launch); neither (other).
   Ns idle_data = 0, idle_sync = 0, idle_launch = 0, idle_other = 0;
   std::uint64_t kernels = 0;
   Ns memory_bound_kernels = 0, fp32_gemm = 0;
