@@ -162,6 +162,7 @@ TT_EXPORT int cuptiSetThreadIdType(int type) {
 TT_EXPORT int cuptiActivitySetAttribute(int attribute, std::size_t* size, void* value) {
   const auto real = real_set_attribute.get();
   if (real == nullptr) return kCuptiErrorNotInitialized;
-  if (attribute == kZeroedOutActivityBufferAttribute) g_others_set.fetch_or(kOtherSetZeroedBuffers, std::memory_order_acq_rel);
+  if (attribute == kZeroedOutActivityBufferAttribute)
+    g_others_set.fetch_or(kOtherSetZeroedBuffers, std::memory_order_acq_rel);
   return real(attribute, size, value);
 }
