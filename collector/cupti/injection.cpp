@@ -12,6 +12,10 @@
 // process loses at most ~100 ms of GPU records plus what was still running; an atexit handler
 // registered here (never a static destructor: CUDA may already be torn down then) stops it
 // and forces a final flush. A fork child does not inherit the thread and does not use CUPTI.
+// When another profiler (torch.profiler) registers its own buffer callbacks, the collector's
+// interposer first calls the hand-over registered here (Session::hand_over): our buffers come
+// back, CUPTI's settings are given back, and from then on neither the thread nor the atexit
+// handler calls CUPTI.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
@@ -116,7 +120,7 @@ void* flush_loop(void*) {
     timespec rest = period;
     while (nanosleep(&rest, &rest) != 0 && !g_stop.load(std::memory_order_acquire)) {
     }
-    if (g_stop.load(std::memory_order_acquire)) break;
+    if (g_stop.load(std::memory_order_acquire) || session().handed_over()) break;
     session().flush(false);
   }
   g_thread_running.store(false, std::memory_order_release);
@@ -132,6 +136,17 @@ void at_exit() {
     nanosleep(&ms, nullptr);
   }
   session().flush(true);
+}
+
+// Called by the collector's interposer of cuptiActivityRegisterCallbacks before another
+// profiler's registration reaches CUPTI (collector/preload/gpu_api.cpp).
+void hand_over_to_other_profiler(std::uint32_t others_set) { session().hand_over(others_set); }
+
+void register_hand_over() {
+  using SetHandOverFn = void (*)(void (*)(std::uint32_t));
+  auto set = reinterpret_cast<SetHandOverFn>(dlsym(RTLD_DEFAULT, "tracetune_set_cupti_hand_over"));
+  dlerror();
+  if (set != nullptr) set(&hand_over_to_other_profiler);
 }
 
 void in_fork_child() {
@@ -165,6 +180,7 @@ TT_EXPORT int InitializeInjection(void) {
     opt.graph_trace = true;
   if (session().start(g_api, g_sink, opt) != tt::collector::GpuStatus::Active) return 1;
   g_period_ms = opt.flush_period_ms;
+  register_hand_over();
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, in_fork_child);
   pthread_attr_t attr;

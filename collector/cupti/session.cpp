@@ -12,11 +12,16 @@ namespace tt::cupti {
 using collector::GpuStatus;
 using collector::RecordType;
 
-std::uint64_t monotonic_ns() {
+namespace {
+std::uint64_t clock_ns(clockid_t clock) {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
+}  // namespace
+
+std::uint64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+std::uint64_t realtime_ns() { return clock_ns(CLOCK_REALTIME); }
 
 Session& session() {
   static Session s;  // trivially destructible members only: nothing runs at static destruction
@@ -39,11 +44,11 @@ CUptiResult probe_subscriber(const CuptiApi& api) {
 
 // Buffers arrive zeroed (BufferPool), so CUPTI need not zero them on the job's thread. A CUPTI
 // that refuses the attribute zeroes them itself: slower, still correct.
-void declare_zeroed_buffers(const CuptiApi& api) {
+void declare_zeroed_buffers(const CuptiApi& api, bool zeroed) {
   if (api.set_attribute == nullptr) return;
-  std::uint8_t on = 1;
-  std::size_t size = sizeof on;
-  (void)api.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &on);
+  std::uint8_t value = zeroed ? 1 : 0;
+  std::size_t size = sizeof value;
+  (void)api.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
 }
 }  // namespace
 
@@ -117,7 +122,7 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   // in API records, then the buffers.
   CUptiResult r = api.register_timestamp_callback(&monotonic_ns);
   if (r == CUPTI_SUCCESS) r = api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-  if (r == CUPTI_SUCCESS) declare_zeroed_buffers(api);
+  if (r == CUPTI_SUCCESS) declare_zeroed_buffers(api, true);
   if (r == CUPTI_SUCCESS) r = api.register_callbacks(&Session::buffer_requested, &Session::buffer_completed);
   for (std::size_t i = 0; r == CUPTI_SUCCESS && i < std::size(kSessionKinds); ++i) r = api.enable(kSessionKinds[i]);
   if (r == CUPTI_SUCCESS && options.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
@@ -132,12 +137,18 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
     return fail(r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? GpuStatus::CuptiInUse : GpuStatus::CuptiError,
                 r, what);
   }
+  handed_over_.store(false, std::memory_order_release);
   active_.store(true, std::memory_order_release);
   status(GpuStatus::Active, 0, "CUPTI activity tracing active");
   return GpuStatus::Active;
 }
 
 void Session::flush(bool forced) {
+  std::lock_guard lock(cupti_calls_);
+  flush_locked(forced);
+}
+
+void Session::flush_locked(bool forced) {
   if (!active()) return;
   api_->flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   if (forced) {
@@ -152,11 +163,29 @@ void Session::flush(bool forced) {
   }
 }
 
+void Session::hand_over(std::uint32_t others_set) {
+  std::lock_guard lock(cupti_calls_);
+  if (!active()) return;
+  handed_over_.store(true, std::memory_order_release);  // CUPTI gets no new buffer from us
+  flush_locked(true);  // every buffer CUPTI holds of ours comes back, with the records so far
+  give_back_settings(others_set);
+  active_.store(false, std::memory_order_release);
+}
+
+// After the forced flush: a record of ours still in flight would otherwise be converted with
+// the other profiler's settings.
+void Session::give_back_settings(std::uint32_t others_set) {
+  if ((others_set & kOtherSetZeroedBuffers) == 0) declare_zeroed_buffers(*api_, false);  // its buffers are not ours
+  if ((others_set & kOtherSetThreadIdType) == 0) (void)api_->set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
+  if ((others_set & kOtherSetTimestampCallback) == 0) (void)api_->register_timestamp_callback(&realtime_ns);
+}
+
 void CUPTIAPI Session::buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   Session& s = session();
   *buffer = nullptr;
   *size = 0;
   *max_records = 0;
+  if (s.handed_over()) return;  // the other profiler's callbacks take over; a request in between goes unserved
   if (s.buffers_.fetch_add(1, std::memory_order_acq_rel) >= kMaxBuffers) {
     s.buffers_.fetch_sub(1, std::memory_order_acq_rel);
     s.refused_.fetch_add(1, std::memory_order_relaxed);

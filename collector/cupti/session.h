@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <type_traits>
 
 #include "cupti_api.h"
 
@@ -31,6 +33,19 @@ inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KI
 
 // CLOCK_MONOTONIC ns: the timestamp callback given to CUPTI (the clock of every record).
 std::uint64_t monotonic_ns();
+// CLOCK_REALTIME ns: CUPTI's own clock on Linux when no timestamp callback is registered
+// (cupti_activity.h, cuptiActivityRegisterTimestampCallback). CUPTI refuses a NULL callback,
+// so this is how the default is given back to another profiler (Session::hand_over).
+std::uint64_t realtime_ns();
+
+// What another profiler in the job set in CUPTI itself before registering its buffer
+// callbacks (seen by the collector's interposers, collector/preload/gpu_api.cpp): hand_over
+// leaves these as it set them. Bits of the mask passed to Session::hand_over.
+enum OthersSetting : std::uint32_t {
+  kOtherSetTimestampCallback = 1u << 0,  // cuptiActivityRegisterTimestampCallback
+  kOtherSetThreadIdType = 1u << 1,       // cuptiSetThreadIdType
+  kOtherSetZeroedBuffers = 1u << 2,      // cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)
+};
 
 // The activity buffers handed to CUPTI. The periodic flush returns partly filled buffers, so
 // CUPTI asks for a fresh one about every 100 ms; allocating 4 MiB each time, and CUPTI zeroing
@@ -66,8 +81,20 @@ class Session {
   collector::GpuStatus start(const CuptiApi& api, RecordSink& sink, const SessionOptions& options);
 
   // Flushes completed buffers (forced: also incomplete ones, at exit) and reports dropped
-  // records. Safe to call when not started.
+  // records. Safe to call when not started or after hand_over (then it does nothing).
   void flush(bool forced);
+
+  // Another profiler (torch.profiler's Kineto) is about to register its own buffer callbacks:
+  // called by the collector's interposer just before it forwards that registration. CUPTI
+  // keeps filling the buffers it already took from us after a re-registration and completes
+  // them to the new owner, who drops them as unknown (Kineto: "bufferCompleted called with
+  // unknown buffer") -- so its records land in our buffers and reach nobody. Hence, in order:
+  // stop handing out buffers; force-flush, so every buffer of ours comes back to us with the
+  // records up to now; give back CUPTI's process-wide settings that we changed and the other
+  // profiler did not set itself (`others_set`, OthersSetting bits): buffers no longer arrive
+  // zeroed, default thread ids, CUPTI's default clock; then never call CUPTI again (no
+  // periodic or at-exit flush: those would complete the other profiler's buffers under it).
+  void hand_over(std::uint32_t others_set);
 
   // Buffer callbacks (static: CUPTI passes no user data; they use session()). Public for the
   // tests.
@@ -76,6 +103,7 @@ class Session {
                                         std::size_t valid);
 
   bool active() const { return active_.load(std::memory_order_acquire); }
+  bool handed_over() const { return handed_over_.load(std::memory_order_acquire); }
   std::uint64_t records() const { return records_.load(std::memory_order_relaxed); }
   std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   const BufferPool& pool() const { return pool_; }
@@ -85,17 +113,23 @@ class Session {
 
  private:
   void status(collector::GpuStatus s, int error, const char* message);
+  void flush_locked(bool forced);
+  void give_back_settings(std::uint32_t others_set);
 
   const CuptiApi* api_ = nullptr;
   RecordSink* sink_ = nullptr;
   BufferPool pool_;
   std::atomic<bool> active_{false};
+  std::atomic<bool> handed_over_{false};  // buffer requests are refused from then on
+  std::mutex cupti_calls_;                 // flush and hand_over: never a flush after the hand-over
   std::atomic<std::uint64_t> records_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint32_t> buffers_{0};  // allocated, not yet completed
   std::atomic<std::uint64_t> refused_{0};  // buffer requests refused (cap reached)
 };
+
+static_assert(std::is_trivially_destructible_v<std::mutex>, "Session lives in a static that is never destroyed");
 
 // The process's session (CUPTI's callbacks have no user data).
 Session& session();

@@ -45,59 +45,124 @@ TT_EXPORT std::uint32_t tracetune_intern_string(const char* s, std::size_t n) {
 // its own when profiling starts, from then on CUPTI hands every activity buffer to it, and when
 // it stops it disables the kinds it used. Our injection library calls libcupti through its own
 // dlsym'd pointers; everybody else's call resolves here first (we are preloaded), so a call
-// arriving here is another profiler's: it is passed through unchanged and noted as a
-// GpuStatus TakenOver record, so the trace says from when on its GPU records are missing.
+// arriving here is another profiler's. It is passed through with the real result and noted as
+// a GpuStatus TakenOver record, so the trace says from when on its GPU records are missing.
 //
-// Finding the real function: dlsym(RTLD_NEXT) searches the global scope after us, which holds
+// Before the registration reaches CUPTI, our session hands CUPTI over (cupti/session.h,
+// Session::hand_over): CUPTI keeps writing into the buffers it already took from us and
+// completes them to whoever is registered then, so without that every record of the other
+// profiler would land in our buffers and be dropped by it as unknown (Kineto logs "bufferCompleted
+// called with unknown buffer" and its trace has no GPU events). The hand-over also gives back
+// the process-wide settings we changed, except those the other profiler set itself before
+// registering: the three interposers below note that and pass the call through.
+//
+// Finding the real functions: dlsym(RTLD_NEXT) searches the global scope after us, which holds
 // libcupti only when someone loaded it RTLD_GLOBAL. PyTorch's libcupti.so.13 is a dependency of
 // torch/_C, which Python loads RTLD_LOCAL: it is in that group's scope, not the global one.
 // Asked by soname with RTLD_NOLOAD, the loader hands back the copy already loaded whatever
 // scope it is in (it matches the soname of a library loaded by path too), and dlsym on that
 // handle searches libcupti itself, never us.
 namespace {
-using RegisterCallbacksFn = int (*)(void*, void*);
-RealFunction<RegisterCallbacksFn> real_register_callbacks("cuptiActivityRegisterCallbacks");
-std::atomic<RegisterCallbacksFn> g_loaded_register_callbacks{nullptr};
-std::atomic<std::uint32_t> g_takeovers{0};
 constexpr int kCuptiErrorNotInitialized = 15;  // CUPTI_ERROR_NOT_INITIALIZED
+// OthersSetting in cupti/session.h (the injection library's side of the hand-over)
+constexpr std::uint32_t kOtherSetTimestampCallback = 1u << 0;
+constexpr std::uint32_t kOtherSetThreadIdType = 1u << 1;
+constexpr std::uint32_t kOtherSetZeroedBuffers = 1u << 2;
+constexpr int kZeroedOutActivityBufferAttribute = 5;  // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
 
-RegisterCallbacksFn loaded_cupti_register_callbacks() {
-  if (RegisterCallbacksFn f = g_loaded_register_callbacks.load(std::memory_order_acquire)) return f;
+using HandOverFn = void (*)(std::uint32_t);
+std::atomic<HandOverFn> g_hand_over{nullptr};
+std::atomic<std::uint32_t> g_others_set{0};
+std::atomic<std::uint32_t> g_takeovers{0};
+
+void* loaded_cupti_function(const char* name) {
   for (const char* soname : {"libcupti.so.13", "libcupti.so"}) {
     void* lib = dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
     if (lib == nullptr) continue;
-    auto f = reinterpret_cast<RegisterCallbacksFn>(dlsym(lib, "cuptiActivityRegisterCallbacks"));
+    void* f = dlsym(lib, name);
     dlclose(lib);  // gives back the reference RTLD_NOLOAD took; the library stays loaded
-    if (f != nullptr) {
-      g_loaded_register_callbacks.store(f, std::memory_order_release);
-      return f;
-    }
+    if (f != nullptr) return f;
   }
   dlerror();
   return nullptr;
 }
 
-RegisterCallbacksFn real_register() {
-  const RegisterCallbacksFn global = real_register_callbacks.get();
-  return global != nullptr ? global : loaded_cupti_register_callbacks();
+// A libcupti function as another profiler's call would have reached it without us.
+template <typename Fn>
+class CuptiFunction {
+ public:
+  constexpr explicit CuptiFunction(const char* name) : name_(name), global_(name) {}
+  Fn get() {
+    if (Fn f = global_.get()) return f;
+    if (Fn f = loaded_.load(std::memory_order_acquire)) return f;
+    Fn f = reinterpret_cast<Fn>(loaded_cupti_function(name_));
+    if (f != nullptr) loaded_.store(f, std::memory_order_release);
+    return f;
+  }
+
+ private:
+  const char* name_;
+  RealFunction<Fn> global_;
+  std::atomic<Fn> loaded_{nullptr};
+};
+
+CuptiFunction<int (*)(void*, void*)> real_register_callbacks("cuptiActivityRegisterCallbacks");
+CuptiFunction<int (*)(void*)> real_register_timestamp_callback("cuptiActivityRegisterTimestampCallback");
+CuptiFunction<int (*)(int)> real_set_thread_id_type("cuptiSetThreadIdType");
+CuptiFunction<int (*)(int, std::size_t*, void*)> real_set_attribute("cuptiActivitySetAttribute");
+
+void note_takeover(int result) {
+  if (!recording() || g_takeovers.fetch_add(1, std::memory_order_relaxed) != 0) return;
+  ReentryGuard guard;
+  GpuStatusRecord r{};
+  r.ts_ns = now_ns();
+  r.component = GpuComponent::Cupti;
+  r.status = GpuStatus::TakenOver;
+  r.error = result;
+  r.device_count = -1;
+  r.message = intern(
+      "another profiler in the job (e.g. torch.profiler) took over CUPTI's activity buffers: GPU activity "
+      "from then on is in its output, not in this trace");
+  emit(RecordType::GpuStatus, r);
 }
 }  // namespace
 
+// The injection library's hand-over (Session::hand_over), registered when its session starts.
+TT_EXPORT void tracetune_set_cupti_hand_over(HandOverFn hand_over) {
+  g_hand_over.store(hand_over, std::memory_order_release);
+}
+
 TT_EXPORT int cuptiActivityRegisterCallbacks(void* request, void* complete) {
-  const RegisterCallbacksFn real = real_register();
-  const int result = real != nullptr ? real(request, complete) : kCuptiErrorNotInitialized;
-  if (recording() && g_takeovers.fetch_add(1, std::memory_order_relaxed) == 0) {
-    ReentryGuard guard;
-    GpuStatusRecord r{};
-    r.ts_ns = now_ns();
-    r.component = GpuComponent::Cupti;
-    r.status = GpuStatus::TakenOver;
-    r.error = result;
-    r.device_count = -1;
-    r.message = intern(
-        "another profiler in the job (e.g. torch.profiler) took over CUPTI's activity buffers: GPU activity "
-        "from then on is in its output, not in this trace");
-    emit(RecordType::GpuStatus, r);
-  }
+  const auto real = real_register_callbacks.get();
+  if (real == nullptr) return kCuptiErrorNotInitialized;
+  // Once, and only for a registration CUPTI accepts (it refuses null callbacks): our buffers
+  // come back before CUPTI is theirs.
+  if (request != nullptr && complete != nullptr)
+    if (HandOverFn hand_over = g_hand_over.exchange(nullptr, std::memory_order_acq_rel))
+      hand_over(g_others_set.load(std::memory_order_acquire));
+  const int result = real(request, complete);
+  note_takeover(result);
   return result;
+}
+
+TT_EXPORT int cuptiActivityRegisterTimestampCallback(void* timestamp) {
+  const auto real = real_register_timestamp_callback.get();
+  if (real == nullptr) return kCuptiErrorNotInitialized;
+  g_others_set.fetch_or(kOtherSetTimestampCallback, std::memory_order_acq_rel);
+  return real(timestamp);
+}
+
+TT_EXPORT int cuptiSetThreadIdType(int type) {
+  const auto real = real_set_thread_id_type.get();
+  if (real == nullptr) return kCuptiErrorNotInitialized;
+  g_others_set.fetch_or(kOtherSetThreadIdType, std::memory_order_acq_rel);
+  return real(type);
+}
+
+TT_EXPORT int cuptiActivitySetAttribute(int attribute, std::size_t* size, void* value) {
+  const auto real = real_set_attribute.get();
+  if (real == nullptr) return kCuptiErrorNotInitialized;
+  if (attribute == kZeroedOutActivityBufferAttribute)
+    g_others_set.fetch_or(kOtherSetZeroedBuffers, std::memory_order_acq_rel);
+  return real(attribute, size, value);
 }

@@ -630,3 +630,52 @@ TEST(CuptiBuffers, ReusedZeroedAndDeclaredZeroed) {
   }
   for (std::uint8_t* b : earlier) cu::Session::buffer_completed(nullptr, 0, b, cu::Session::kBufferSize, 0);
 }
+
+// torch.profiler registering its buffer callbacks mid-run (the collector's interposer calls
+// hand_over first): CUPTI keeps filling the buffers it took from us and completes them to the
+// new owner, so ours must come back first (a forced flush), no new one may be handed out, and
+// the process-wide settings we changed go back to CUPTI's defaults -- except those the other
+// profiler set itself -- after the flush; then the session never calls CUPTI again.
+TEST(CuptiSession, HandsCuptiOverToAnotherProfiler) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  cu::Session& s = cu::session();
+  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  const std::size_t before = g_fake.calls.size();
+  s.hand_over(0);
+  EXPECT_FALSE(s.active());
+  EXPECT_TRUE(s.handed_over());
+  ASSERT_EQ(g_fake.flushes, std::vector<std::uint32_t>{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}) << "our buffers back first";
+  const std::vector<std::string> after(g_fake.calls.begin() + static_cast<std::ptrdiff_t>(before), g_fake.calls.end());
+  EXPECT_EQ(after, (std::vector<std::string>{"attribute " + std::to_string(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER),
+                                             "thread_id_type " + std::to_string(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT),
+                                             "timestamp"}));
+  EXPECT_EQ(g_fake.attributes.back(), (std::pair<int, int>{CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, 0}));
+  ASSERT_NE(g_fake.timestamp, nullptr);
+  timespec a{}, b{};  // CUPTI's default clock on Linux: CLOCK_REALTIME
+  clock_gettime(CLOCK_REALTIME, &a);
+  const std::uint64_t v = g_fake.timestamp();
+  clock_gettime(CLOCK_REALTIME, &b);
+  EXPECT_GE(v, static_cast<std::uint64_t>(a.tv_sec) * 1'000'000'000ull + a.tv_nsec);
+  EXPECT_LE(v, static_cast<std::uint64_t>(b.tv_sec) * 1'000'000'000ull + b.tv_nsec);
+
+  std::uint8_t* buffer = nullptr;
+  std::size_t size = 1, max_records = 1;
+  cu::Session::buffer_requested(&buffer, &size, &max_records);
+  EXPECT_EQ(buffer, nullptr) << "a buffer handed out now would collect the other profiler's records";
+  EXPECT_EQ(size, 0u);
+  s.flush(false);
+  s.flush(true);  // the periodic and the at-exit flush: those buffers are the other profiler's
+  s.hand_over(0);
+  EXPECT_EQ(g_fake.flushes.size(), 1u);
+
+  // What the other profiler set itself before registering (Kineto: its TSC clock) stays.
+  g_fake = Fake{};
+  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  const std::size_t started = g_fake.calls.size();
+  s.hand_over(cu::kOtherSetTimestampCallback | cu::kOtherSetThreadIdType | cu::kOtherSetZeroedBuffers);
+  EXPECT_EQ(g_fake.calls.size(), started) << g_fake.calls.back();
+  EXPECT_EQ(g_fake.flushes.size(), 1u);
+}

@@ -17,6 +17,11 @@ Every check reads the DB or the output the command wrote.
 Without a GPU or a real libcupti:
  - PyTorch's libcupti is loaded RTLD_LOCAL (a dependency of torch/_C): a stand-in loaded the
    same way is what the interposed cuptiActivityRegisterCallbacks calls;
+ - torch.profiler started mid-run, played on that stand-in (which, like CUPTI, keeps filling
+   the buffer it has and completes it to whoever is registered then): our buffers come back to
+   us before the second profiler's registration reaches CUPTI, so its records land in its own
+   buffers, and CUPTI's settings are given back (not zeroed, default thread ids, its own clock
+   kept or CUPTI's default clock given back);
  - `record` finds libcupti.so.13 in the job's Python's pip wheels (nvidia/cu13/lib, the CUDA 13
    layout) and hands it to the injection library (TRACETUNE_CUPTI_LIB): in a venv laid out in a
    temporary folder, through a console script's #! line, and in PyTorch 2.11's real venv when it
@@ -25,6 +30,7 @@ Without a GPU or a real libcupti:
 
 usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN LIBCUPTI FAKE_LIBCUPTI [TORCH2_PYTHON]
 """
+import json
 import os
 import pathlib
 import subprocess
@@ -156,6 +162,63 @@ def case_takeover_local_cupti(tmp):
     check("takeover, libcupti loaded RTLD_LOCAL: noted once", len(diags) == 1, diags)
 
 
+# torch.profiler started mid-run, played on the stand-in libcupti: our session starts on it (the
+# job calls InitializeInjection, as the CUDA driver would), records go into a buffer CUPTI took
+# from us, then a second profiler registers its buffer callbacks through the interposer (as
+# Kineto does when profiling starts), records more and flushes (as Kineto does when it stops).
+TAKEOVER_JOB = r"""
+import ctypes, json, os, sys, time
+cupti = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)
+inj = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+assert inj.InitializeInjection() == 1
+cupti.fake_cupti_write(ctypes.c_size_t(100))                  # a record in our time
+mine, foreign, bufs = [], [], {}
+REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                           ctypes.POINTER(ctypes.c_size_t))
+COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t)
+CLOCK = ctypes.CFUNCTYPE(ctypes.c_uint64)
+def request(buffer, size, max_records):                       # Kineto: a map of the buffers it gave
+    b = ctypes.create_string_buffer(1 << 16)
+    bufs[ctypes.addressof(b)] = b
+    buffer[0], size[0], max_records[0] = ctypes.addressof(b), 1 << 16, 0
+def complete(ctx, stream, buffer, size, valid):              # ... and an unknown one is dropped
+    (mine if buffer in bufs else foreign).append(valid)
+callbacks = REQUEST(request), COMPLETE(complete)
+clock = CLOCK(lambda: 12345)                                  # Kineto's own clock (TSC), when asked
+job = ctypes.CDLL(None)                                       # resolved like torch's PLT calls
+if sys.argv[2] == "own-clock":
+    job.cuptiActivityRegisterTimestampCallback(ctypes.cast(clock, ctypes.c_void_p))
+job.cuptiActivityRegisterCallbacks(ctypes.cast(callbacks[0], ctypes.c_void_p), ctypes.cast(callbacks[1], ctypes.c_void_p))
+cupti.fake_cupti_write(ctypes.c_size_t(200))                  # records in the second profiler's time
+time.sleep(0.3)                                               # our periodic flush would run here
+cupti.cuptiActivityFlushAll(1)                                # its forced flush when it stops
+at = cupti.fake_cupti_at_registration
+at.restype = ctypes.c_uint64
+print(json.dumps({"mine": mine, "foreign": foreign, "misdelivered": cupti.fake_cupti_misdelivered(),
+                  "zeroed": at(0), "thread_id_type": at(1), "clock": at(3),
+                  "realtime": time.clock_gettime_ns(time.CLOCK_REALTIME)}))
+"""
+
+
+def case_takeover_hands_cupti_over(tmp):
+    for clock in ("own-clock", "default-clock"):
+        r, db = record(tmp, sys.executable, "-c", TAKEOVER_JOB, FAKE_CUPTI, clock, out=f"hand-{clock}.db")
+        if not check(f"hand-over ({clock}): the job runs", r.returncode == 0, r.stdout + r.stderr[-1500:]):
+            continue
+        got = json.loads(r.stdout.splitlines()[-1])
+        check(f"hand-over ({clock}): the second profiler gets its records, in its own buffers",
+              got["mine"] == [200] and got["foreign"] == [] and got["misdelivered"] == 0, got)
+        check(f"hand-over ({clock}): its buffers are not declared zeroed (they are not ours)", got["zeroed"] == 0, got)
+        check(f"hand-over ({clock}): CUPTI's default thread ids", got["thread_id_type"] == 0, got)
+        if clock == "own-clock":
+            check("hand-over: the clock the second profiler registered is left alone", got["clock"] == 12345, got)
+        else:
+            check("hand-over: CUPTI's default clock (CLOCK_REALTIME) given back",
+                  abs(got["realtime"] - got["clock"]) < 60 * 10**9, got)
+        diags = query(db, "SELECT reason FROM diagnostics WHERE reason LIKE '%took over CUPTI%'")
+        check(f"hand-over ({clock}): the takeover is noted once", len(diags) == 1, diags)
+
+
 PRINT_CUPTI = "import os; print(os.environ.get('TRACETUNE_CUPTI_LIB', '-'))"
 
 
@@ -200,7 +263,8 @@ def case_wheel_cupti(tmp):
           r.stdout + r.stderr[-800:])
 
 
-cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu, case_takeover_local_cupti, case_wheel_cupti]
+cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu, case_takeover_local_cupti,
+         case_takeover_hands_cupti_over, case_wheel_cupti]
 if LIBCUPTI:
     cases += [case_injection_without_gpu, case_takeover]
 run_cases({fn.__name__: fn for fn in cases})

@@ -382,7 +382,8 @@ enum class GpuStatus : std::uint8_t {
   CuptiInUse = 3,        // another profiler owns CUPTI (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
   CuptiError = 4,        // another CUPTI call failed (error code in `error`)
   TakenOver = 5,         // another profiler re-registered CUPTI's callbacks mid-run (e.g. torch.profiler)
-  Flushed = 6,           // the final flush at exit ran (records up to `ts_ns` are complete)
+  Flushed = 6,           // the final flush ran, at exit or at the hand-over to another profiler
+                         // (records up to `ts_ns` are complete)
 };
 
 struct GpuStatusRecord {
