@@ -157,6 +157,33 @@ def case_nccl_on_h100_trace(tmp):
           figures.get("h100.p2p_gpu_spans") == 0 and figures.get("h100.collectives", {}).get("communicators") == 1, figures)
 
 
+def case_h100_facts_and_fixed_runs(tmp):
+    """A blocking cudaMemcpy under CUPTI 13's name counts as a sync; a fixed run passes when its
+    planted finding is gone or cost a third of the bad run's at most."""
+    db = pathlib.Path(tmp) / "h2d.db"
+    shutil.copy(REPO / "tests" / "data" / "gpu" / "h100_py_h2d.db", db)
+    with sqlite3.connect(db) as con:
+        sid = con.execute("SELECT max(id) + 1 FROM strings").fetchone()[0]
+        con.execute("INSERT INTO strings(id, value) VALUES (?, 'cudaMemcpy_v3020')", (sid,))
+        con.execute("UPDATE api_calls SET name_id = ? WHERE id = (SELECT min(id) FROM api_calls)", (sid,))
+    check("facts: a blocking copy named cudaMemcpy_v3020 is counted", gc.trace_facts(db)["blocking_copies"] == 1,
+          gc.trace_facts(db)["blocking_copies"])
+    d = pathlib.Path(tmp) / "diag"
+    d.mkdir()
+
+    def analyses(bad_cost, fixed_cost):
+        for name, cost in (("py_tiny", bad_cost), ("py_tiny_fixed", fixed_cost)):
+            found = [] if cost is None else [{"category": "launch_bound", "cost_ns": cost}]
+            (d / f"{name}.analysis.json").write_text(json.dumps({"findings": found}))
+        stage = gc.Stage("diagnose")
+        e = types.SimpleNamespace(tracetune="tracetune", run=lambda *a, **k: types.SimpleNamespace(returncode=0, stderr=""))
+        gc.diagnose_one(e, stage, d, "py_tiny_fixed", db, "launch_bound", True)
+        return [c["ok"] for c in stage.checks]
+    check("fixed run: gone passes", analyses(64_000_000, None) == [True, True])
+    check("fixed run: a 500th of the cost passes", analyses(64_000_000, 127_000) == [True, True])
+    check("fixed run: half the cost fails", analyses(64_000_000, 32_000_000) == [True, False])
+
+
 def case_budget(tmp):
     check("--stage takes a list", gc.stage_list("nccl,coexist") == ("nccl", "coexist"))
     try:
@@ -229,5 +256,5 @@ def case_pack(tmp):
 
 if __name__ == "__main__":
     run_cases({"without_gpu": case_without_gpu, "facts": case_facts_on_real_gpu_trace, "nccl_one_rank": case_nccl_one_rank,
-               "nccl_on_h100_trace": case_nccl_on_h100_trace,
+               "nccl_on_h100_trace": case_nccl_on_h100_trace, "h100_facts": case_h100_facts_and_fixed_runs,
                "budget": case_budget, "pack": case_pack}, sys.argv[4:])
