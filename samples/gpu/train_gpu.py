@@ -2,11 +2,11 @@
 """PyTorch training loops with planted GPU bottlenecks, each switchable off with --fixed, for
 recording with `tracetune record` on a GPU machine (see README.md).
 
-  --case h2d    batches copied from pageable CPU tensors     (--fixed: pinned memory + non_blocking)
+  --case h2d    batches copied from pageable CPU tensors     (--fixed: batches pinned once, non_blocking)
   --case tiny   a model of thousands of tiny elementwise ops (--fixed: one fused expression;
                                                               --graph: the tiny ops replayed as a CUDA graph)
   --case gemm   FP32 matmuls                                 (--fixed: TF32 matmuls; --bf16: autocast bf16)
-  --case sync   loss.item() every step                       (--fixed: one .item() at the end)
+  --case sync   loss.item() every step of a TF32 4096x4096 layer (--fixed: one .item() at the end)
   --case ddp    DDP all-reduce (NCCL) with --bucket-mb buckets; run under torchrun
                 (e.g. --bucket-mb 1 vs the default 25)
   --case train  a training loop with no planted bottleneck (the collector-overhead workload of
@@ -17,9 +17,12 @@ recording with `tracetune record` on a GPU machine (see README.md).
 
 Every step is a user NVTX range `train_gpu step` and, when the job runs under tracetune, a
 step boundary (tracetune.step()); --emit-nvtx adds PyTorch's own NVTX ranges per op
-(torch.autograd.profiler.emit_nvtx). --step-times FILE writes each step's wall time (ms,
-after a device synchronisation) as JSON. The h2d case feeds its batches through a DataLoader,
-so `tracetune tune` can fix it with the dataloader.pin_memory knob.
+(torch.autograd.profiler.emit_nvtx). The h2d, tiny and gemm steps end when their GPU work
+does (torch.cuda.synchronize(), as a loop that reads its loss does), so a step's GPU work
+lies inside it; the sync case is about that read, and syncs only as planted. --step-times
+FILE writes each step's wall time (ms, after a device synchronisation) as JSON. The h2d case
+feeds its batches through a DataLoader (pre-made batches, no collation: the loader is not the
+bottleneck), so `tracetune tune` can try the dataloader.pin_memory knob.
 
 Prints one line: case, fixed, steps, ms per step. Exits 2 when no CUDA device is visible.
 `--device cpu` (train case only) runs the loop on the CPU at toy sizes: for rehearsing the
@@ -69,6 +72,7 @@ class Steps:
         self.times_path = a.step_times
         self.times = []
         self.cuda = a.device == "cuda"
+        self.drain = self.cuda and a.case in ("h2d", "tiny", "gemm")  # each step ends with its GPU work
 
     def __call__(self, n):
         for i in range(n):
@@ -77,9 +81,9 @@ class Steps:
             t0 = time.perf_counter()
             with torch.cuda.nvtx.range("train_gpu step") if self.cuda else contextlib.nullcontext():
                 yield i
+            if self.drain or (self.times_path and self.cuda):
+                torch.cuda.synchronize()
             if self.times_path:
-                if self.cuda:
-                    torch.cuda.synchronize()
                 self.times.append((time.perf_counter() - t0) * 1000)
         if tracetune is not None:
             tracetune.step()  # closes the last step
@@ -90,10 +94,27 @@ class Steps:
                 json.dump(self.times, f)
 
 
+class Batches(torch.utils.data.Dataset):
+    """Whole batches made up front: the loader hands them out without collating."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, i):
+        return (self.batches[i],)
+
+
 def case_h2d(a, dev, steps):
-    # 8 batches of 37 MiB from host memory, cycled: the step is its host->device copy
-    data = torch.utils.data.TensorDataset(torch.randn(8 * 64, 3, 224, 224))
-    loader = torch.utils.data.DataLoader(data, batch_size=64, pin_memory=a.fixed)
+    # 8 batches of 37 MiB from host memory, cycled: the step is its host->device copy. Fixed,
+    # the batches are pinned once up front (a dataset cached in pinned memory), so the loader's
+    # pin_memory finds them pinned and the copy runs at full bandwidth, asynchronously.
+    batches = [torch.randn(64, 3, 224, 224) for _ in range(8)]
+    if a.fixed:
+        batches = [b.pin_memory() for b in batches]
+    loader = torch.utils.data.DataLoader(Batches(batches), batch_size=None, pin_memory=a.fixed)
     w = torch.randn(224, 224, device=dev)
     it = iter(loader)
     for _ in steps(a.steps):
@@ -148,9 +169,12 @@ def case_gemm(a, dev, steps):
 
 
 def case_sync(a, dev, steps):
-    model = torch.nn.Linear(1024, 1024).to(dev)
+    # GPU work of about a millisecond a step (TF32 GEMMs on an H100), so that reading the loss
+    # every step stalls the GPU while the host launches the next step after it
+    torch.backends.cuda.matmul.allow_tf32 = True
+    model = torch.nn.Linear(4096, 4096).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(256, 1024, device=dev)
+    x = torch.randn(4096, 4096, device=dev)
     total = torch.zeros((), device=dev)
     for _ in steps(a.steps):
         loss = model(x).square().mean()

@@ -10,10 +10,15 @@
 //                   GPUs (one process, ncclCommInitAll); small buckets = many small all-reduces;
 //                   then one bucket sent by each rank to itself (what one GPU can show)
 //
+// Each step is an NVTX range "step N" (what `tracetune analyze` takes as steps), and ends when
+// its GPU work does (a loop that reads its loss or a metric), except in the sync case, whose
+// point is that read, and the nccl case.
+//
 // Prints one line: the case, whether fixed, steps and the wall time per step.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <chrono>
 #include <cstdio>
@@ -51,6 +56,26 @@ __global__ void loss_kernel(const float* y, float* loss, int n) {
   for (int i = threadIdx.x; i < n; i += blockDim.x) s += y[i];
   atomicAdd(loss, s);
 }
+
+// One training step: an NVTX range "step N"; with `drain`, it ends once its GPU work has.
+class Step {
+ public:
+  Step(int n, cudaStream_t s, bool drain) : stream_(s), drain_(drain) {
+    char name[32];
+    std::snprintf(name, sizeof name, "step %d", n);
+    nvtxRangePushA(name);
+  }
+  ~Step() {
+    if (drain_) CHECK(cudaStreamSynchronize(stream_));
+    nvtxRangePop();
+  }
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
+
+ private:
+  cudaStream_t stream_;
+  bool drain_;
+};
 
 struct Options {
   std::string which = "h2d";
@@ -94,6 +119,7 @@ void run_h2d(const Options& o, cudaStream_t s) {
   else host = std::malloc(bytes);                      // pageable: staged, synchronous
   std::memset(host, 1, bytes);
   for (int step = 0; step < o.steps; ++step) {
+    const Step in_step(step, s, true);
     if (o.fixed) CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s));
     else CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
     axpy<<<(bytes / 4 + 255) / 256, 256, 0, s>>>(dev, dev, 0.5f, int(bytes / 4));
@@ -121,6 +147,7 @@ void run_tiny(const Options& o, cudaStream_t s) {
     CHECK(cudaGraphDestroy(g));
   }
   for (int step = 0; step < o.steps; ++step) {
+    const Step in_step(step, s, true);
     if (o.fixed) axpy_fused<<<(n + 255) / 256, 256, 0, s>>>(y, x, 0.1f, n, layers);
     else if (o.graph) CHECK(cudaGraphLaunch(exec, s));
     else
@@ -146,8 +173,10 @@ void run_gemm(const Options& o, cudaStream_t s) {
   // TF32 tensor cores change numerics (10-bit mantissa inputs): opt-in, as tracetune's tuner treats it.
   CHECK(cublasSetMathMode(h, o.fixed ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   const float one = 1, zero = 0;
-  for (int step = 0; step < o.steps; ++step)
+  for (int step = 0; step < o.steps; ++step) {
+    const Step in_step(step, s, true);
     CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n));
+  }
   CHECK(cudaStreamSynchronize(s));
   CHECK(cublasDestroy(h));
   CHECK(cudaFree(a));
@@ -164,6 +193,7 @@ void run_sync(const Options& o, cudaStream_t s) {
   CHECK(cudaMemsetAsync(loss, 0, sizeof(float), s));
   float host_loss = 0;
   for (int step = 0; step < o.steps; ++step) {
+    const Step in_step(step, s, false);
     axpy<<<(n + 255) / 256, 256, 0, s>>>(y, y, 1.0f, n);
     loss_kernel<<<1, 256, 0, s>>>(y, loss, n);
     // `.item()` every step: the host waits for the GPU, the GPU then idles for the host.
@@ -207,6 +237,7 @@ void run_nccl(const Options& o) {
     CHECK(cudaStreamCreate(&streams[d]));
   }
   for (int step = 0; step < o.steps; ++step) {
+    const Step in_step(step, streams[0], false);
     for (size_t off = 0; off < grad_bytes; off += bucket) {
       const size_t count = std::min(bucket, grad_bytes - off) / sizeof(float);
       CHECK(ncclGroupStart());
