@@ -184,6 +184,15 @@ def case_h100_facts_and_fixed_runs(tmp):
     check("fixed run: half the cost fails", analyses(64_000_000, 32_000_000) == [True, False])
 
 
+def case_overhead_noise(tmp):
+    """The overhead comparison's noise: the standard error of a median from its IQR."""
+    spread = [35.0 + 0.1 * ((i * 7) % 11) / 10 for i in range(120)]  # 35.00 .. 35.10 ms
+    se = gc.median_standard_error(spread)
+    check("noise: a median's standard error shrinks with the sample",
+          0 < se < 0.01 and gc.median_standard_error(spread[:30]) > se, se)
+    check("noise: none claimed from fewer than 4 steps", gc.median_standard_error([1.0, 2.0, 3.0]) == 0.0)
+
+
 def case_budget(tmp):
     check("--stage takes a list", gc.stage_list("nccl,coexist") == ("nccl", "coexist"))
     try:
@@ -257,4 +266,5 @@ def case_pack(tmp):
 if __name__ == "__main__":
     run_cases({"without_gpu": case_without_gpu, "facts": case_facts_on_real_gpu_trace, "nccl_one_rank": case_nccl_one_rank,
                "nccl_on_h100_trace": case_nccl_on_h100_trace, "h100_facts": case_h100_facts_and_fixed_runs,
+               "overhead_noise": case_overhead_noise,
                "budget": case_budget, "pack": case_pack}, sys.argv[4:])
