@@ -131,30 +131,83 @@ __global__ void ln_bwd_dx_kernel(const float* dy, const float* x, const float* g
   }
 }
 
-// One thread per column over all rows: deterministic, no atomics.
+// A block of kParamCols columns x kParamRowLanes row lanes: lane y sums rows y, y + lanes, ...
+// of its column, then the lanes are added in a fixed order (deterministic, no atomics). One
+// thread per column over all rows, as before, had 256 threads for a 256-wide LayerNorm: on an
+// H100 the whole backward was 0.57x PyTorch's.
+constexpr int kParamCols = 32, kParamRowLanes = 32;
+
 __global__ void ln_bwd_params_kernel(const float* dy, const float* x, const float* mean, const float* rstd,
                                      float* dgamma, float* dbeta, int64_t rows, int64_t cols) {
-  const int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (c >= cols) return;
+  __shared__ float part_g[kParamRowLanes][kParamCols], part_b[kParamRowLanes][kParamCols];
+  const int64_t c = blockIdx.x * int64_t{kParamCols} + threadIdx.x;
   float sg = 0, sb = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float d = dy[r * cols + c];
-    sg += d * (x[r * cols + c] - mean[r]) * rstd[r];
-    sb += d;
+  if (c < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += kParamRowLanes) {
+      const float d = dy[r * cols + c];
+      sg += d * (x[r * cols + c] - mean[r]) * rstd[r];
+      sb += d;
+    }
+  part_g[threadIdx.y][threadIdx.x] = sg;
+  part_b[threadIdx.y][threadIdx.x] = sb;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= cols) return;
+  sg = 0;
+  sb = 0;
+  for (int y = 0; y < kParamRowLanes; ++y) {
+    sg += part_g[y][threadIdx.x];
+    sb += part_b[y][threadIdx.x];
   }
   if (dgamma) dgamma[c] = sg;
   if (dbeta) dbeta[c] = sb;
 }
 
+// A running (max, sum of exp(x - max)) pair and the merge of two: one pass over the row.
+struct MaxSum {
+  float m, s;
+};
+__device__ MaxSum merge(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.m, b.m);
+  if (m == -INFINITY) return {m, 0.0f};
+  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+__device__ MaxSum warp_merge(MaxSum v) {
+  for (int o = 16; o > 0; o >>= 1) v = merge(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+  return v;
+}
+// The row's (max, sum) over the block; every thread gets it.
+__device__ MaxSum block_max_sum(MaxSum v) {
+  __shared__ float warp_m[32], warp_s[32];
+  v = warp_merge(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) {
+    warp_m[warp] = v.m;
+    warp_s[warp] = v.s;
+  }
+  __syncthreads();
+  const int nwarps = (blockDim.x + 31) >> 5;
+  v = lane < nwarps ? MaxSum{warp_m[lane], warp_s[lane]} : MaxSum{-INFINITY, 0.0f};
+  return warp_merge(v);
+}
+
+// One read of the row (online softmax) instead of one for the max and one for the sum: on an
+// H100 the two-pass kernel with its backward was 0.36x PyTorch's at 512 x 32000.
 __global__ void xent_fwd_kernel(const float* logits, const int64_t* target, float* loss, float* lse, int64_t cols,
                                 int64_t ignore_index) {
   const float* xr = logits + blockIdx.x * cols;
-  float mx = -INFINITY;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) mx = fmaxf(mx, xr[i]);
-  mx = block_reduce<true>(mx);
-  float s = 0;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += expf(xr[i] - mx);
-  s = block_reduce<false>(s);
+  MaxSum acc{-INFINITY, 0.0f};
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+    const float v = xr[i];
+    if (v == -INFINITY) continue;  // adds exp(-inf) = 0 (and -inf - -inf would be NaN)
+    if (v > acc.m) {
+      acc.s = acc.s * expf(acc.m - v) + 1.0f;
+      acc.m = v;
+    } else {
+      acc.s += expf(v - acc.m);
+    }
+  }
+  const MaxSum row = block_max_sum(acc);
+  const float mx = row.m, s = row.s;
   if (threadIdx.x == 0) {
     const float l = isinf(mx) ? mx : mx + logf(s);
     const int64_t t = target[blockIdx.x];
@@ -245,8 +298,9 @@ extern "C" int tt_k_cuda_layernorm_bwd_f32(const float* dy, const float* x, cons
   if (rows > 0) ln_bwd_dx_kernel<<<static_cast<unsigned>(rows), kThreads, 0, as_stream(stream)>>>(dy, x, gamma, mean, rstd, dx, cols);
   if (launched() != TT_K_OK) return TT_K_ECUDA;
   if (dgamma || dbeta) {
-    const unsigned blocks = static_cast<unsigned>((cols + kThreads - 1) / kThreads);
-    ln_bwd_params_kernel<<<blocks, kThreads, 0, as_stream(stream)>>>(dy, x, mean, rstd, dgamma, dbeta, rows, cols);
+    const unsigned blocks = static_cast<unsigned>((cols + kParamCols - 1) / kParamCols);
+    ln_bwd_params_kernel<<<blocks, dim3(kParamCols, kParamRowLanes), 0, as_stream(stream)>>>(dy, x, mean, rstd, dgamma,
+                                                                                             dbeta, rows, cols);
   }
   return launched();
 }
