@@ -11,9 +11,9 @@ The loop is the gpu-check overhead job's on the CPU (samples/gpu/train_gpu.py --
    (caches cold for our code), and of its parts, each timed in place by a wrapper (the
    wrappers add ~0.3 us each, so the parts overstate a little).
 2. window: the next step's own time (what gpu_check.py's overhead stage times) when the
-   boundary before it ran in full, without the memory sample, not at all (a no-op), and with
-   no boundary and our optimizer.step / autograd.backward wrappers taken out as well (what a
-   bare run executes): blocks of 40 steps, the modes interleaved, order rotated, 30 rounds.
+   boundary before it ran in full, not at all (a no-op), and with no boundary and our
+   optimizer.step / autograd.backward wrappers taken out as well (what a bare run executes):
+   blocks of 40 steps, the modes interleaved, order rotated, 30 rounds.
 """
 import statistics
 import time
@@ -59,9 +59,9 @@ def boundary(steps=600):
     total = []
     for i in range(steps):
         if i == 50:  # the first runs untimed, then the parts are wrapped
-            for mod, name in ((_autostep, "explicit_steps_in_use"), (_autostep, "step_ended"), (_memory, "sample"),
-                              (_collector, "rss_bytes"), (_collector, "counter_at"), (_collector, "step"),
-                              (_memory, "_cuda_stats"), (_shapes, "on_step_end")):
+            for mod, name in ((_autostep, "explicit_steps_in_use"), (_collector, "step_end"), (_autostep, "step_ended"),
+                              (_memory, "sample_cuda"), (_memory, "_cuda_stats"), (_shapes, "on_step_end"),
+                              (_collector, "step")):
                 wrap(mod, name)
         t0 = time.perf_counter()
         tracetune.step()
@@ -94,16 +94,14 @@ def set_hooks(on, bare_step, wrapped_backward):
 
 
 def window(rounds=30, block=40):
-    real_step, real_sample = tracetune.step, _memory.sample
     bare_step, wrapped_backward = unwrapped_optimizer_step(), torch.autograd.backward
     noop = lambda: None  # noqa: E731
-    modes = {"full": (real_step, real_sample, True), "no memory sample": (real_step, lambda now: None, True),
-             "no boundary": (noop, real_sample, True), "no integration": (noop, real_sample, False)}
+    modes = {"full": (tracetune.step, True), "no boundary": (noop, True), "no integration": (noop, False)}
     res = {m: [] for m in modes}
     names = list(modes)
     for r in range(rounds + 1):
         for m in names[r % len(names):] + names[:r % len(names)]:
-            step, _memory.sample, hooks = modes[m]
+            step, hooks = modes[m]
             set_hooks(hooks, bare_step, wrapped_backward)
             for _ in range(block):
                 step()
@@ -111,7 +109,6 @@ def window(rounds=30, block=40):
                 train_step()
                 if r > 0:  # round 0 warms up
                     res[m].append(time.perf_counter() - t0)
-    _memory.sample = real_sample
     set_hooks(True, bare_step, wrapped_backward)
     base = median_us(res["no integration"])
     print(f"window: the step after the boundary, {rounds} rounds x {block} steps per mode")

@@ -52,6 +52,29 @@ print("FLATTENED", len(calls))
 """
 
 
+# The collector's one-call step boundary (tracetune_step_end): the step record and the RSS
+# counter stamped with the step's end, as the Python integration writes them at every step.
+STEP_END_JOB = """
+import ctypes, time, tracetune
+lib = ctypes.CDLL(None)
+lib.tracetune_step_end.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+t = time.monotonic_ns()
+lib.tracetune_step_end(0, t - 1000000, t, 7)
+lib.tracetune_step_end(9, t, t + 1, 8)  # not a step kind: nothing
+"""
+
+
+def step_end_api(tmp):
+    db = pathlib.Path(tmp) / "step_end.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--trace", "python", "--", TORCH_PYTHON, "-c",
+                        STEP_END_JOB], capture_output=True, text=True, timeout=300)
+    check("step_end: job runs under record", r.returncode == 0, r.stderr[-2000:])
+    rows = query(db, "SELECT st.number, st.end_ns - st.start_ns, (SELECT count(*) FROM counters c JOIN strings s "
+                     "ON s.id = c.name_id WHERE s.value = 'host memory.rss' AND c.ts_ns = st.end_ns AND c.value > 0) "
+                     "FROM steps st ORDER BY st.number")
+    check("step_end: one step and its RSS sample at the step's end, in one call", rows == [(7, 1000000, 1)], rows)
+
+
 def cuda_counters(tmp):
     db = pathlib.Path(tmp) / "cuda.db"
     r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--trace", "python", "--", TORCH_PYTHON, "-c", CUDA_JOB],
@@ -103,4 +126,5 @@ with tempfile.TemporaryDirectory() as tmp:
     check("steady: no leak finding", not [f for f in doc["findings"] if f["title"].startswith("Memory leak")],
           [f["title"] for f in doc["findings"]])
     cuda_counters(tmp)
+    step_end_api(tmp)
 finish()

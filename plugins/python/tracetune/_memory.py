@@ -1,7 +1,8 @@
 """Memory at the end of every step, as counters in the trace (docs/analysis.md, "Memory"):
 
 - "host memory.rss": the process's resident set (/proc/self/statm, read by the collector with raw
-  syscalls so that it is neither slow nor recorded as the job's I/O), always;
+  syscalls so that it is neither slow nor recorded as the job's I/O), always: written by the
+  collector with the step record itself (_collector.step_end), not here;
 - "cuda:N memory.allocated", ".reserved", ".max_allocated", ".alloc_retries", ".ooms": PyTorch's
   caching allocator on the current CUDA device, when the job has initialised CUDA. Read with
   torch.cuda.memory_stats_as_nested_dict(), which only reads host-side counters (no GPU sync); the
@@ -40,13 +41,10 @@ def _cuda_stats(torch):
             (name + "ooms", _nested(stats, "num_ooms"))]
 
 
-def sample(step_end_ns):
-    """Counters for the step that ended at `step_end_ns`."""
+def sample_cuda(step_end_ns):
+    """The CUDA allocator's counters for the step that ended at `step_end_ns`."""
     if not _collector.available():
         return
-    rss = _collector.rss_bytes()  # not through libc: our own reads would be recorded as the job's I/O
-    if rss is not None:
-        _collector.counter_at("host memory.rss", rss, step_end_ns)
     torch = sys.modules.get("torch")
     if torch is not None:
         for name, value in _cuda_stats(torch):
