@@ -31,6 +31,10 @@ struct CuptiApi {
   CUptiResult (*get_result_string)(CUptiResult, const char**) = nullptr;
   CUptiResult (*finalize)() = nullptr;  // optional
   CUptiResult (*set_attribute)(CUpti_ActivityAttribute, size_t*, void*) = nullptr;  // optional
+  // Per-call control of RUNTIME / DRIVER records (CUPTI 12.6+); optional: without them
+  // TRACETUNE_CUDA_API=lean records every call
+  CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t) = nullptr;
+  CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t) = nullptr;
 
   bool complete() const {
     return subscribe && unsubscribe && set_thread_id_type && register_timestamp_callback && register_callbacks &&

@@ -72,6 +72,8 @@ bool load_cupti(CuptiApi& api, const char*& why) {
   get(api.get_result_string, "cuptiGetResultString");
   get(api.finalize, "cuptiFinalize");
   get(api.set_attribute, "cuptiActivitySetAttribute");
+  get(api.enable_runtime_api, "cuptiActivityEnableRuntimeApi");
+  get(api.enable_driver_api, "cuptiActivityEnableDriverApi");
   dlerror();
   if (!api.complete()) {
     why = "libcupti lacks functions this build needs (older than CUDA 13?): GPU activity not recorded";
@@ -178,6 +180,8 @@ TT_EXPORT int InitializeInjection(void) {
   SessionOptions opt;
   if (const char* g = std::getenv("TRACETUNE_CUDA_GRAPHS"); g != nullptr && std::strcmp(g, "graph") == 0)
     opt.graph_trace = true;
+  if (const char* a = std::getenv("TRACETUNE_CUDA_API"); a != nullptr && std::strcmp(a, "lean") == 0)
+    opt.lean_api = true;
   if (session().start(g_api, g_sink, opt) != tt::collector::GpuStatus::Active) return 1;
   g_period_ms = opt.flush_period_ms;
   register_hand_over();

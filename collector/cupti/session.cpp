@@ -50,6 +50,14 @@ void declare_zeroed_buffers(const CuptiApi& api, bool zeroed) {
   std::size_t size = sizeof value;
   (void)api.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
 }
+
+// TRACETUNE_CUDA_API=lean: no records of the query calls (session.h). A CUPTI without per-call
+// control (before 12.6), or one that refuses a call id, records those calls as before.
+void quiet_query_calls(const CuptiApi& api) {
+  if (api.enable_runtime_api == nullptr || api.enable_driver_api == nullptr) return;
+  for (CUpti_CallbackId cbid : kQuietRuntimeApis) (void)api.enable_runtime_api(cbid, 0);
+  for (CUpti_CallbackId cbid : kQuietDriverApis) (void)api.enable_driver_api(cbid, 0);
+}
 }  // namespace
 
 void BufferPool::lock() {
@@ -128,6 +136,7 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   if (r == CUPTI_SUCCESS && options.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   if (r == CUPTI_SUCCESS)
     for (CUpti_ActivityKind kind : kOptionalSessionKinds) (void)api.enable(kind);  // e.g. device memory: nice to have
+  if (r == CUPTI_SUCCESS && options.lean_api) quiet_query_calls(api);  // after RUNTIME / DRIVER, which reset it
   if (r != CUPTI_SUCCESS) {
     if (api.disable != nullptr)  // nothing stays on that we enabled
       for (CUpti_ActivityKind kind : kSessionKinds) (void)api.disable(kind);

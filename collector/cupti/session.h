@@ -16,6 +16,7 @@ namespace tt::cupti {
 
 struct SessionOptions {
   bool graph_trace = false;  // whole-graph launch records (GRAPH_TRACE) instead of node by node
+  bool lean_api = false;     // TRACETUNE_CUDA_API=lean: no records of kQuietRuntimeApis / kQuietDriverApis
   std::uint32_t flush_period_ms = 100;
   bool warn = true;          // one line on stderr when GPU capture is not possible
 };
@@ -30,6 +31,28 @@ inline constexpr CUpti_ActivityKind kSessionKinds[] = {
 };
 // Kinds recorded where CUPTI allows them; a refusal leaves the rest of the session running.
 inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KIND_MEMORY2};
+
+// TRACETUNE_CUDA_API=lean: runtime and driver calls left out of the RUNTIME / DRIVER records.
+// Each only queries state: it launches, copies and allocates nothing and never waits for the
+// GPU, so no kernel, copy or sync correlates to it and the analyzer reads nothing from it
+// (launch correlation, sync calls, GEMM launch shapes). PyTorch makes them all the time: on
+// the H100 runs (gpu-check capture, PyTorch 2.11) they were ~90% of the API records, e.g.
+// 109 cudaGetDevice and 31 cuDevicePrimaryCtxGetState per step of 8 launches.
+inline constexpr CUpti_CallbackId kQuietRuntimeApis[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,           CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,     CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,  CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000, CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveClusters_v11070,
+};
+inline constexpr CUpti_CallbackId kQuietDriverApis[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState, CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice,             CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,       CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+    CUPTI_DRIVER_TRACE_CBID_cuFuncGetAttribute,         CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+    CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttributes,     CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing,
+    CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+};
 
 // CLOCK_MONOTONIC ns: the timestamp callback given to CUPTI (the clock of every record).
 std::uint64_t monotonic_ns();

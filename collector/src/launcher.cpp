@@ -496,7 +496,7 @@ namespace {
 // directory, trace list, CUPTI path; a tuner trial's step limits) is dropped.
 constexpr std::string_view kInheritedSettings[] = {
     "TRACETUNE_APPLY",          "TRACETUNE_NCCL_TABLE",     "TRACETUNE_KERNELS_LIB", "TRACETUNE_KERNELS_CUDA_LIB",
-    "TRACETUNE_RANKS_PER_NODE", "TRACETUNE_CUDA_GRAPHS",    "TRACETUNE_IO_CLOCK",
+    "TRACETUNE_RANKS_PER_NODE", "TRACETUNE_CUDA_GRAPHS",    "TRACETUNE_IO_CLOCK",    "TRACETUNE_CUDA_API",
 };
 
 bool inherited_setting(std::string_view name) {

@@ -59,6 +59,7 @@ struct Fake {
   std::vector<std::uint32_t> flushes;
   int subscribers = 0;                                  // CUPTI allows one
   std::vector<std::pair<int, int>> attributes;          // (attribute, first byte of the value) set
+  std::vector<std::pair<int, int>> quiet_runtime, quiet_driver;  // (cbid, enable) per-call settings
 };
 Fake g_fake;
 
@@ -104,6 +105,16 @@ cu::CuptiApi fake_api() {
     if (static_cast<int>(k) == g_fake.refused_kind) return CUPTI_ERROR_NOT_COMPATIBLE;
     g_fake.enabled.push_back(static_cast<int>(k));
     return g_fake.enable_result;
+  };
+  a.enable_runtime_api = [](CUpti_CallbackId cbid, uint8_t on) {
+    g_fake.calls.push_back("runtime_api " + std::to_string(cbid));
+    g_fake.quiet_runtime.emplace_back(static_cast<int>(cbid), on);
+    return CUPTI_SUCCESS;
+  };
+  a.enable_driver_api = [](CUpti_CallbackId cbid, uint8_t on) {
+    g_fake.calls.push_back("driver_api " + std::to_string(cbid));
+    g_fake.quiet_driver.emplace_back(static_cast<int>(cbid), on);
+    return CUPTI_SUCCESS;
   };
   a.get_next_record = [](uint8_t*, size_t, CUpti_Activity** rec) {
     // Walks g_fake.buffer_records: *rec is the previous record (nullptr at first).
@@ -239,6 +250,57 @@ TEST(CuptiSession, ClockBeforeKindsConcurrentKernelsNeverSerialised) {
   EXPECT_EQ(s3.start(api, sink, quiet_options()), GpuStatus::Active);
   EXPECT_TRUE(s3.active());
   EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_MEMORY2)), 0);
+}
+
+// TRACETUNE_CUDA_API=lean: the query calls get no records, set after RUNTIME and DRIVER are
+// enabled (enabling a kind resets CUPTI's per-call settings); launches and syncs keep theirs.
+// By default every call is recorded.
+TEST(CuptiSession, LeanApiLeavesOutQueryCallsOnlyAndOnlyWhenAsked) {
+  RecordFileWriter w(78);
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  g_fake = Fake{};
+  cu::Session full;
+  EXPECT_EQ(full.start(api, sink, quiet_options()), GpuStatus::Active);
+  EXPECT_TRUE(g_fake.quiet_runtime.empty());
+  EXPECT_TRUE(g_fake.quiet_driver.empty());
+
+  g_fake = Fake{};
+  cu::SessionOptions lean = quiet_options();
+  lean.lean_api = true;
+  cu::Session s;
+  EXPECT_EQ(s.start(api, sink, lean), GpuStatus::Active);
+  auto off = [](const std::vector<std::pair<int, int>>& v, int cbid) {
+    return std::count(v.begin(), v.end(), std::pair<int, int>{cbid, 0}) == 1;
+  };
+  EXPECT_TRUE(off(g_fake.quiet_runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+  EXPECT_TRUE(off(g_fake.quiet_runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020));
+  EXPECT_TRUE(off(g_fake.quiet_driver, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState));
+  EXPECT_TRUE(off(g_fake.quiet_driver, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName));
+  EXPECT_EQ(g_fake.quiet_runtime.size(), std::size(cu::kQuietRuntimeApis));
+  EXPECT_EQ(g_fake.quiet_driver.size(), std::size(cu::kQuietDriverApis));
+  for (int launch_or_sync : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020})
+    EXPECT_FALSE(off(g_fake.quiet_runtime, launch_or_sync)) << launch_or_sync;
+  for (int launch : {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx})
+    EXPECT_FALSE(off(g_fake.quiet_driver, launch)) << launch;
+  const auto& c = g_fake.calls;
+  const auto last_kind = std::find(c.rbegin(), c.rend(), "enable " + std::to_string(CUPTI_ACTIVITY_KIND_DRIVER));
+  const auto first_quiet = std::find_if(c.begin(), c.end(), [](const std::string& x) {
+    return x.starts_with("runtime_api") || x.starts_with("driver_api");
+  });
+  ASSERT_NE(last_kind, c.rend());
+  ASSERT_NE(first_quiet, c.end());
+  EXPECT_LT(last_kind.base() - 1, first_quiet) << "per-call settings after the kinds that reset them";
+
+  // A CUPTI without per-call control (before 12.6): every call recorded, the session runs.
+  g_fake = Fake{};
+  cu::CuptiApi old = fake_api();
+  old.enable_runtime_api = nullptr;
+  old.enable_driver_api = nullptr;
+  cu::Session s2;
+  EXPECT_EQ(s2.start(old, sink, lean), GpuStatus::Active);
+  EXPECT_TRUE(g_fake.quiet_runtime.empty());
 }
 
 TEST(CuptiSession, AnotherProfilerOwnsCuptiNothingEnabledOneWarningAndANote) {

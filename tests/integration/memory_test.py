@@ -3,7 +3,8 @@
 tensor from every step (a planted leak) and the same job dropping it, both recorded with
 `tracetune record` (the Python integration samples the process's RSS at every step's end).
 The leak is named, with its growth per step close to the planted 16 MiB; the steady job has
-no leak finding.
+no leak finding. A third job stands in an initialised CUDA allocator (no GPU here): its counters
+come from the nested statistics, without torch.cuda.memory_stats()'s per-step flattening.
 
 usage: memory_test.py TRACETUNE
 """
@@ -31,6 +32,61 @@ for step in range(30):
 print("OWN_GROWTH", (peak[-1] - peak[5]) / 24)
 """
 MIB = 1 << 20
+
+# An initialised CUDA allocator stood in: its nested statistics as PyTorch returns them;
+# torch.cuda.memory_stats() (which flattens and sorts them in Python) counts its calls.
+CUDA_JOB = """
+import torch, tracetune
+calls = []
+nested = {"allocated_bytes": {"all": {"current": 1000, "peak": 3000}, "small_pool": {"current": 7}},
+          "reserved_bytes": {"all": {"current": 4096}}, "num_alloc_retries": 2, "num_ooms": 1}
+real_flat = torch.cuda.memory_stats
+torch.cuda.is_initialized = lambda: True
+torch.cuda.current_device = lambda: 0
+torch.cuda.memory_stats_as_nested_dict = lambda device=None: nested
+torch.cuda.memory.memory_stats_as_nested_dict = torch.cuda.memory_stats_as_nested_dict
+torch.cuda.memory_stats = lambda device=None: (calls.append(1), real_flat(device))[1]
+for step in range(5):
+    tracetune.step()
+print("FLATTENED", len(calls))
+"""
+
+
+# The collector's one-call step boundary (tracetune_step_end): the step record and the RSS
+# counter stamped with the step's end, as the Python integration writes them at every step.
+STEP_END_JOB = """
+import ctypes, time, tracetune
+lib = ctypes.CDLL(None)
+lib.tracetune_step_end.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+t = time.monotonic_ns()
+lib.tracetune_step_end(0, t - 1000000, t, 7)
+lib.tracetune_step_end(9, t, t + 1, 8)  # not a step kind: nothing
+"""
+
+
+def step_end_api(tmp):
+    db = pathlib.Path(tmp) / "step_end.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--trace", "python", "--", TORCH_PYTHON, "-c",
+                        STEP_END_JOB], capture_output=True, text=True, timeout=300)
+    check("step_end: job runs under record", r.returncode == 0, r.stderr[-2000:])
+    rows = query(db, "SELECT st.number, st.end_ns - st.start_ns, (SELECT count(*) FROM counters c JOIN strings s "
+                     "ON s.id = c.name_id WHERE s.value = 'host memory.rss' AND c.ts_ns = st.end_ns AND c.value > 0) "
+                     "FROM steps st ORDER BY st.number")
+    check("step_end: one step and its RSS sample at the step's end, in one call", rows == [(7, 1000000, 1)], rows)
+
+
+def cuda_counters(tmp):
+    db = pathlib.Path(tmp) / "cuda.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--trace", "python", "--", TORCH_PYTHON, "-c", CUDA_JOB],
+                       capture_output=True, text=True, timeout=300)
+    check("cuda: job runs under record", r.returncode == 0, r.stderr[-2000:])
+    check("cuda: memory_stats() never called (nested statistics read)", "FLATTENED 0" in r.stdout, r.stdout)
+    rows = query(db, "SELECT s.value, min(c.value), max(c.value), count(*) FROM counters c JOIN strings s "
+                     "ON s.id = c.name_id WHERE s.value LIKE 'cuda:0 memory.%' GROUP BY 1 ORDER BY 1")
+    want = [("cuda:0 memory.alloc_retries", 2.0, 2.0, 4), ("cuda:0 memory.allocated", 1000.0, 1000.0, 4),
+            ("cuda:0 memory.max_allocated", 3000.0, 3000.0, 4), ("cuda:0 memory.ooms", 1.0, 1.0, 4),
+            ("cuda:0 memory.reserved", 4096.0, 4096.0, 4)]
+    check("cuda: the five allocator counters at every step's end", rows == want, rows)
 
 
 def record_and_analyze(tmp, mode):
@@ -69,4 +125,6 @@ with tempfile.TemporaryDirectory() as tmp:
     print(f"steady: growth {host[0]['growth_bytes_per_step'] / MIB:.2f} MiB/step" if host else "steady: no host memory")
     check("steady: no leak finding", not [f for f in doc["findings"] if f["title"].startswith("Memory leak")],
           [f["title"] for f in doc["findings"]])
+    cuda_counters(tmp)
+    step_end_api(tmp)
 finish()

@@ -149,6 +149,12 @@ def case_exit_and_output(tmp):
     r, db = record(tmp, PY, "-c", "pass", out="noenv.db", extra=["--no-env"],
                    env={**os.environ, "MY_API_TOKEN": "s3cr3t-value"})
     check("--no-env records no environment", not query(db, "SELECT 1 FROM meta WHERE key LIKE 'environment:%'"))
+    switches = ("TRACETUNE_CUDA_API", "TRACETUNE_CUDA_GRAPHS", "TRACETUNE_IO_CLOCK")
+    r, db = record(tmp, PY, "-c", f"import os; print([os.environ.get(n) for n in {switches!r}])", out="sw.db",
+                   env={**os.environ, "TRACETUNE_CUDA_API": "lean", "TRACETUNE_CUDA_GRAPHS": "graph",
+                        "TRACETUNE_IO_CLOCK": "monotonic"})
+    check("the user's switches for the collector's libraries reach the job",
+          r.stdout.strip() == "['lean', 'graph', 'monotonic']", r.stdout + r.stderr[-500:])
 
 
 def case_signals(tmp):

@@ -42,7 +42,7 @@ def step(number: int = None) -> None:
     now = _collector.now_ns()
     state = _explicit_step
     if state["start"] is not None:
-        _collector.step(_collector.STEP, state["start"], now, state["number"])
+        _collector.step_end(_collector.STEP, state["start"], now, state["number"])
         _autostep.step_ended(now)
         _autostep.DURATIONS.append(now - state["start"])
         state["number"] += 1

@@ -35,8 +35,9 @@ DURATIONS = []  # ns of each completed step, in order (for TRACETUNE_EARLY_STOP)
 
 
 def step_ended(now: int) -> None:
-    """What is sampled at every step's end: memory counters, and op shapes in the first steps."""
-    _memory.sample(now)
+    """What is sampled at every step's end besides the RSS (which _collector.step_end wrote with
+    the step record): the CUDA allocator's counters, and op shapes in the first steps."""
+    _memory.sample_cuda(now)
     _shapes.on_step_end(now)
 
 
@@ -56,7 +57,7 @@ class _Steps:
                 self.source, self.start, self.number = source, None, 0
                 DURATIONS.clear()
             if self.start is not None:
-                _collector.step(_collector.STEP, self.start, now, self.number)
+                _collector.step_end(_collector.STEP, self.start, now, self.number)
                 step_ended(now)
                 DURATIONS.append(now - self.start)
                 self.number += 1
@@ -66,7 +67,7 @@ class _Steps:
         """End the step in progress without starting another (iterator exhausted)."""
         with self.lock:
             if source == self.source and self.start is not None:
-                _collector.step(_collector.STEP, self.start, now, self.number)
+                _collector.step_end(_collector.STEP, self.start, now, self.number)
                 step_ended(now)
                 DURATIONS.append(now - self.start)
                 self.number += 1

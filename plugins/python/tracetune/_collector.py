@@ -15,13 +15,13 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib = _self
             _lib.tracetune_now_ns.restype = ctypes.c_int64
             _lib.tracetune_step.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            _lib.tracetune_step_end.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
             _lib.tracetune_range.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
             _lib.tracetune_mark.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             _lib.tracetune_counter.argtypes = [ctypes.c_char_p, ctypes.c_double]
             _lib.tracetune_counter_at.argtypes = [ctypes.c_char_p, ctypes.c_double, ctypes.c_int64]
             _lib.tracetune_intern_string.restype = ctypes.c_uint32
             _lib.tracetune_intern_string.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-            _lib.tracetune_rss_bytes.restype = ctypes.c_int64
             _lib.tracetune_emit_gpu_record.restype = ctypes.c_int
             _lib.tracetune_emit_gpu_record.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]
     except (AttributeError, OSError):
@@ -40,6 +40,14 @@ def now_ns() -> int:
 def step(kind: int, start_ns: int, end_ns: int, number: int) -> None:
     if _lib is not None:
         _lib.tracetune_step(kind, start_ns, end_ns, number)
+
+
+def step_end(kind: int, start_ns: int, end_ns: int, number: int) -> None:
+    """A step record plus, stamped with its end, the process's RSS as the counter "host
+    memory.rss", both written by the collector in one call (read with raw syscalls there, so
+    neither slow nor recorded as the job's I/O)."""
+    if _lib is not None:
+        _lib.tracetune_step_end(kind, start_ns, end_ns, number)
 
 
 def range(name: str, domain: str, start_ns: int, end_ns: int) -> None:  # noqa: A001
@@ -61,15 +69,6 @@ def counter_at(name: str, value: float, ts_ns: int) -> None:
     """A counter sample at a time measured earlier (tracetune_now_ns / now_ns())."""
     if _lib is not None:
         _lib.tracetune_counter_at(name.encode("utf-8", "replace"), value, ts_ns)
-
-
-def rss_bytes():
-    """The process's resident set in bytes, read by the collector without passing through its
-    own I/O hooks (None when unknown or not recording)."""
-    if _lib is None:
-        return None
-    n = _lib.tracetune_rss_bytes()
-    return n if n >= 0 else None
 
 
 def intern_string(text: str) -> int:
