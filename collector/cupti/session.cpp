@@ -223,8 +223,13 @@ void CUPTIAPI Session::buffer_completed(CUcontext ctx, std::uint32_t stream, std
       s.dropped_.fetch_add(dropped, std::memory_order_relaxed);
       collector::DroppedRecord d{};
       d.count = dropped;
-      static constexpr char kWhy[] = "cupti: activity records dropped by CUPTI (buffers full)";
-      d.reason = s.sink_->intern(kWhy, sizeof kWhy - 1);
+      // After the hand-over the drops are the records of the moment between our last buffer and
+      // the other profiler's first (seen on an H100 with torch.profiler), not a full buffer.
+      static constexpr char kFull[] = "cupti: activity records dropped by CUPTI (buffers full)";
+      static constexpr char kHandOver[] =
+          "cupti: activity records dropped by CUPTI while it was handed to another profiler (no buffer between ours "
+          "and its)";
+      d.reason = s.handed_over() ? s.sink_->intern(kHandOver, sizeof kHandOver - 1) : s.sink_->intern(kFull, sizeof kFull - 1);
       s.sink_->emit(RecordType::Dropped, &d, sizeof d);
     }
   }

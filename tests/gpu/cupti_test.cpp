@@ -698,6 +698,32 @@ TEST(CuptiBuffers, ReusedZeroedAndDeclaredZeroed) {
 // new owner, so ours must come back first (a forced flush), no new one may be handed out, and
 // the process-wide settings we changed go back to CUPTI's defaults -- except those the other
 // profiler set itself -- after the flush; then the session never calls CUPTI again.
+// Records CUPTI drops in the hand-over's moment (on an H100 with torch.profiler: after our
+// forced flush, before its first buffer) are named for it, not for a full buffer.
+TEST(CuptiSession, DropsAtTheHandOverSaySo) {
+  g_fake = Fake{};
+  TempDir dir;
+  RecordFileWriter w(78);
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  cu::Session& s = cu::session();
+  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  std::uint8_t* buf = nullptr;
+  std::size_t size = 0, max_records = 1;
+  cu::Session::buffer_requested(&buf, &size, &max_records);
+  ASSERT_NE(buf, nullptr);
+  s.hand_over(0);
+  g_fake.dropped = 2;
+  cu::Session::buffer_completed(nullptr, 0, buf, size, 0);  // CUPTI returns it late, with drops
+  MergeReport report;
+  const auto t = merge(w, dir, report);
+  std::vector<std::string> reasons;
+  for (const auto& d : t.diagnostics)
+    if (d.kind == tt::trace::DiagnosticKind::Dropped) reasons.push_back(d.reason);
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_NE(reasons[0].find("handed to another profiler"), std::string::npos) << reasons[0];
+}
+
 TEST(CuptiSession, HandsCuptiOverToAnotherProfiler) {
   g_fake = Fake{};
   RecordFileWriter w(77);
