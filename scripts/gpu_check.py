@@ -20,7 +20,7 @@ Stages (`all` runs them in this order; docs/gpu-check.md has the 15-minute plan)
             protocol, channels, bytes, and the tuner's table in effect
   coexist   torch.profiler started mid-run inside a recorded job
   kill      SIGKILL of a recorded GPU job mid-run: GPU records up to the last flush are kept
-  overhead  step time bare vs `tracetune record` (default, and TRACETUNE_CUDA_API=lean) vs
+  overhead  step time bare vs `tracetune record` (default, and TRACETUNE_CUDA_API=all) vs
             torch.profiler, interleaved, medians, for a small MLP (launch-bound: the worst case) and a
             transformer (realistic kernel sizes)
   bench     `tracetune bench h2d|gemm|launch|nccl`
@@ -553,13 +553,13 @@ def step_times(path, lo, hi):
 # The overhead stage's jobs: the MLP is launch-bound (~35 launches of a few us per step: the worst
 # case for per-launch API records), the transformer has kernels of realistic size.
 OVERHEAD_JOBS = {"mlp": ("--model", "mlp"), "transformer": ("--model", "transformer")}
-# tracetune_lean: record with TRACETUNE_CUDA_API=lean (no API records of query calls such as
-# cudaGetDevice; docs/collector.md §8.1), measured beside the default to decide the default
-OVERHEAD_CONFIGS = ("bare", "tracetune", "tracetune_lean", "torch_profiler")
+# tracetune_all: record with TRACETUNE_CUDA_API=all (API records of the query calls such as
+# cudaGetDevice too; docs/collector.md §8.1), measured beside the default (without them)
+OVERHEAD_CONFIGS = ("bare", "tracetune", "tracetune_all", "torch_profiler")
 
 
 def overhead_round(e, s, d, job, i, steps, times):
-    """One round of one job: bare, under record (default, then lean API records), under torch.profiler,
+    """One round of one job: bare, under record (default, then every API call recorded), under torch.profiler,
     back to back."""
     lo, hi = steps // 4, 3 * steps // 4
     for cfg in OVERHEAD_CONFIGS:
@@ -570,7 +570,7 @@ def overhead_round(e, s, d, job, i, steps, times):
         cmd = e.sample("train", *flags, steps=steps)
         log = d / f"{job}_{cfg}_{i}.log"
         if cfg.startswith("tracetune"):
-            env = {**e.env, "TRACETUNE_CUDA_API": "lean"} if cfg == "tracetune_lean" else None
+            env = {**e.env, "TRACETUNE_CUDA_API": "all"} if cfg == "tracetune_all" else None
             r = e.record(d / f"{job}_rec_{i}.db", cmd, log, env=env)
         else:
             r = e.run(cmd, log)

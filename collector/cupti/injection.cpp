@@ -180,8 +180,7 @@ TT_EXPORT int InitializeInjection(void) {
   SessionOptions opt;
   if (const char* g = std::getenv("TRACETUNE_CUDA_GRAPHS"); g != nullptr && std::strcmp(g, "graph") == 0)
     opt.graph_trace = true;
-  if (const char* a = std::getenv("TRACETUNE_CUDA_API"); a != nullptr && std::strcmp(a, "lean") == 0)
-    opt.lean_api = true;
+  opt.lean_api = lean_api_wanted(std::getenv("TRACETUNE_CUDA_API"));
   if (session().start(g_api, g_sink, opt) != tt::collector::GpuStatus::Active) return 1;
   g_period_ms = opt.flush_period_ms;
   register_hand_over();

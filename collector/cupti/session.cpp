@@ -51,14 +51,16 @@ void declare_zeroed_buffers(const CuptiApi& api, bool zeroed) {
   (void)api.set_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
 }
 
-// TRACETUNE_CUDA_API=lean: no records of the query calls (session.h). A CUPTI without per-call
-// control (before 12.6), or one that refuses a call id, records those calls as before.
+// No records of the query calls (session.h; TRACETUNE_CUDA_API=all keeps them). A CUPTI without
+// per-call control (before 12.6), or one that refuses a call id, records those calls as before.
 void quiet_query_calls(const CuptiApi& api) {
   if (api.enable_runtime_api == nullptr || api.enable_driver_api == nullptr) return;
   for (CUpti_CallbackId cbid : kQuietRuntimeApis) (void)api.enable_runtime_api(cbid, 0);
   for (CUpti_CallbackId cbid : kQuietDriverApis) (void)api.enable_driver_api(cbid, 0);
 }
 }  // namespace
+
+bool lean_api_wanted(const char* setting) { return setting == nullptr || std::strcmp(setting, "all") != 0; }
 
 void BufferPool::lock() {
   while (busy_.test_and_set(std::memory_order_acquire)) {

@@ -16,7 +16,7 @@ namespace tt::cupti {
 
 struct SessionOptions {
   bool graph_trace = false;  // whole-graph launch records (GRAPH_TRACE) instead of node by node
-  bool lean_api = false;     // TRACETUNE_CUDA_API=lean: no records of kQuietRuntimeApis / kQuietDriverApis
+  bool lean_api = false;     // no records of kQuietRuntimeApis / kQuietDriverApis (lean_api_wanted)
   std::uint32_t flush_period_ms = 100;
   bool warn = true;          // one line on stderr when GPU capture is not possible
 };
@@ -32,7 +32,7 @@ inline constexpr CUpti_ActivityKind kSessionKinds[] = {
 // Kinds recorded where CUPTI allows them; a refusal leaves the rest of the session running.
 inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KIND_MEMORY2};
 
-// TRACETUNE_CUDA_API=lean: runtime and driver calls left out of the RUNTIME / DRIVER records.
+// Runtime and driver calls left out of the RUNTIME / DRIVER records unless TRACETUNE_CUDA_API=all.
 // Each only queries state: it launches, copies and allocates nothing and never waits for the
 // GPU, so no kernel, copy or sync correlates to it and the analyzer reads nothing from it
 // (launch correlation, sync calls, GEMM launch shapes). PyTorch makes them all the time: on
@@ -53,6 +53,11 @@ inline constexpr CUpti_CallbackId kQuietDriverApis[] = {
     CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttributes,     CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing,
     CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
 };
+
+// Whether to leave the query calls out, from TRACETUNE_CUDA_API: yes unless it is "all". On an
+// H100 (gpu-check overhead, 2026-11-26, one round) the MLP of ~1.1 ms steps ran +1.9% recorded
+// without them and +24.2% with them (torch.profiler +16.7%).
+bool lean_api_wanted(const char* setting);
 
 // CLOCK_MONOTONIC ns: the timestamp callback given to CUPTI (the clock of every record).
 std::uint64_t monotonic_ns();
