@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The analyzer on traces recorded on a real GPU (tests/data/gpu, an H100 lent on 2026-11-26),
+held to what gpu-check's capture and diagnose stages saw there: each planted bottleneck ranks
+first on its bad run and is gone, or costs a third of the bad run's at most, on its fixed run;
+the capture facts the stage checked hold. A change to the analyzer that loses a finding on
+real GPU data fails here, without a GPU.
+
+usage: gpu_traces_test.py TRACETUNE
+"""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "scripts"))
+from harness import check, finish  # noqa: E402
+import gpu_check as gc  # noqa: E402
+
+TRACETUNE = sys.argv[1]
+DATA = REPO / "tests" / "data" / "gpu"
+RUN2 = DATA / "h100-2026-11-26-b"  # the second run, after the samples and the analyzer were mended
+
+# trace -> (planted category, its bad run's trace or None when this is the bad run)
+PLANTED = {
+    RUN2 / "cpp_h2d.db": ("h2d_copy", None), RUN2 / "cpp_h2d_fixed.db": ("h2d_copy", RUN2 / "cpp_h2d.db"),
+    RUN2 / "cpp_gemm.db": ("precision", None), RUN2 / "cpp_gemm_fixed.db": ("precision", RUN2 / "cpp_gemm.db"),
+    RUN2 / "cpp_sync.db": ("sync_stall", None), RUN2 / "cpp_sync_fixed.db": ("sync_stall", RUN2 / "cpp_sync.db"),
+    DATA / "h100_cpp_tiny.db": ("launch_bound", None),
+    RUN2 / "cpp_tiny_fixed.db": ("launch_bound", DATA / "h100_cpp_tiny.db"),
+    RUN2 / "py_h2d.db": ("h2d_copy", None), RUN2 / "py_sync_emit_nvtx.db": ("sync_stall", None),
+}
+
+
+def analysis(db, out):
+    path = out / (db.parent.name + "_" + db.stem + ".json")
+    r = subprocess.run([TRACETUNE, "analyze", db, "--format", "json", "-o", path], capture_output=True, text=True,
+                       timeout=120)
+    if not check(f"{db.name}: analyze exits 0", r.returncode == 0, r.stderr[-400:]):
+        return None
+    return path
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp)
+        for db, (category, bad) in PLANTED.items():
+            path = analysis(db, out)
+            if path is None:
+                continue
+            top, cats = gc.top_category(json.loads(path.read_text()))
+            if bad is None:
+                check(f"{db.parent.name}/{db.name}: {category} ranked first", top == category, cats)
+                continue
+            bad_path = analysis(bad, out)
+            cost, bad_cost = gc.category_cost(path, category), bad_path and gc.category_cost(bad_path, category)
+            check(f"{db.parent.name}/{db.name}: {category} gone, or a third of the bad run's cost at most",
+                  cost is None or (bad_cost is not None and cost * 3 <= bad_cost), (cats, cost, bad_cost))
+        first = analysis(DATA / "h100_py_sync_emit_nvtx.db", out)  # cuBLAS's FP32 '_ffma' xmma kernels
+        check("first run's sync case (FP32 1024-wide layer): precision reported",
+              first is not None and gc.category_cost(first, "precision") is not None,
+              first and gc.top_category(json.loads(first.read_text()))[1])
+        sync = gc.trace_facts(RUN2 / "cpp_sync.db")
+        check("cpp_sync: a blocking copy every step (CUPTI 13's cudaMemcpy_v3020)",
+              sync["syncs"] + sync["blocking_copies"] >= 20, sync)
+        coexist = gc.query(RUN2 / "coexist.db", "SELECT reason FROM diagnostics")
+        check("coexist: the takeover by torch.profiler is noted, the kernels before it kept",
+              any("took over" in r[0] for r in coexist) and gc.trace_facts(RUN2 / "coexist.db")["kernels"] > 0, coexist)
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
