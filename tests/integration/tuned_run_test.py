@@ -335,6 +335,108 @@ def case_first_model(tmp):
               comp.stdout + comp.stderr[-1000:])
 
 
+TORCH2_KNOBS_JOB = """
+import sys, torch
+F = torch.nn.functional
+what = sys.argv[1]
+if what == "precision":
+    model = torch.nn.Linear(8, 8)
+    model(torch.randn(2, 8))
+    print("precision", torch.get_float32_matmul_precision())
+elif what == "sdpa":
+    class Attention(torch.nn.Module):
+        def forward(self, q):
+            return F.scaled_dot_product_attention(q, q, q) if hasattr(F, "scaled_dot_product_attention") else q
+    q = torch.randn(2, 4, 16, 8)
+    with torch.profiler.profile() as prof:
+        out = Attention()(q)
+    ran = sorted({e.name for e in prof.events() if "_scaled_dot_product" in e.name})
+    ref = torch.softmax(q @ q.transpose(-1, -2) / 8 ** 0.5, dim=-1) @ q if ran else q
+    b = torch.backends.cuda
+    flags = [f"{n}={getattr(b, n)()}" for n in ("flash_sdp_enabled", "mem_efficient_sdp_enabled", "math_sdp_enabled",
+                                                "cudnn_sdp_enabled") if hasattr(b, n)]
+    print("sdpa", " ".join(flags), "ran", ",".join(ran) or "-", "same", torch.allclose(out, ref, atol=1e-5))
+else:  # channels_last: a small CNN (conv) or an MLP (mlp)
+    if what == "conv":
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3))
+        x = torch.randn(2, 3, 12, 12)
+    else:
+        net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        x = torch.randn(4, 8)
+    w = [p.detach().clone() for p in net.parameters()]
+    seen = []
+    net[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].is_contiguous(memory_format=torch.channels_last)))
+    out, out2 = net(x), net(x)
+    if what == "conv":
+        ref = F.conv2d(F.relu(F.conv2d(x, w[0], w[1])), w[2], w[3])
+        weight_cl = net[0].weight.is_contiguous(memory_format=torch.channels_last)
+    else:
+        ref, weight_cl = F.linear(F.relu(F.linear(x, w[0], w[1])), w[2], w[3]), False
+    print("weights_cl", weight_cl, "inputs_cl", seen, "job_x_kept", x.is_contiguous(),
+          "same", torch.allclose(out, ref, atol=1e-5) and torch.equal(out, out2))
+"""
+
+
+def torch2_facts():
+    probe = ("import torch; F = torch.nn.functional; print(hasattr(F, 'scaled_dot_product_attention'), "
+             "hasattr(torch.backends.mkldnn, 'matmul'))")
+    out = subprocess.run([PY, "-c", probe], capture_output=True, text=True, timeout=300).stdout.split()
+    return out[0] == "True", out[1] == "True"
+
+
+def case_torch2_knobs(tmp):
+    """torch.matmul_precision, sdpa.backend and memory.channels_last through `run --config`, read
+    back from inside CPU jobs: what PyTorch 2.x applies, and what 1.13 (no scaled_dot_product_
+    attention, precision for CUDA only) says once and leaves unchanged."""
+    has_sdpa, cpu_precision = torch2_facts()
+
+    def job(name, text, *args):
+        r = run(config(tmp, text, name=f"{name}.toml"), PY, "-c", TORCH2_KNOBS_JOB, *args)
+        check(f"{name}: the job runs", r.returncode == 0, r.stderr[-1500:])
+        return r.stdout.strip(), r.stderr
+
+    refused = run(config(tmp, '[settings]\n"torch.matmul_precision" = "medium"\n', name="p0.toml"), PY, "-c", "pass")
+    check("torch.matmul_precision = medium without numerics: refused", refused.returncode == 2 and
+          "changes numerics" in refused.stderr, refused.stderr[-500:])
+    out, err = job("precision", '[meta]\nnumerics = true\n[settings]\n"torch.matmul_precision" = "medium"\n', "precision")
+    check("torch.matmul_precision = medium: in effect in the job", out == "precision medium", out + err[-800:])
+    cpu_note = err.count("documents the setting for CUDA matmuls only")
+    check("torch.matmul_precision on a CPU model: the CUDA-only note once where oneDNN does not follow it",
+          cpu_note == (0 if cpu_precision else 1), err[-800:])
+    _sdpa_checks(job, has_sdpa)
+    out, err = job("cl_conv", '[settings]\n"memory.channels_last" = true\n', "conv")
+    check("memory.channels_last: the conv model's weights and its inputs (first call on) are channels-last, the job's "
+          "own tensor untouched, same outputs", out == "weights_cl True inputs_cl [True, True] job_x_kept True same True"
+          and err.count("channels-last") == 1, out + err[-800:])
+    out, err = job("cl_mlp", '[settings]\n"memory.channels_last" = true\n', "mlp")
+    check("memory.channels_last on a model without 4-D weights: unchanged, said once",
+          out == "weights_cl False inputs_cl [False, False] job_x_kept True same True" and
+          err.count("no 4-D (convolution) weights; not applied") == 1, out + err[-800:])
+
+
+def _sdpa_checks(job, has_sdpa):
+    if not has_sdpa:  # PyTorch 1.x: no public scaled_dot_product_attention
+        out, err = job("sdpa_old", '[settings]\n"sdpa.backend" = "math"\n', "sdpa")
+        check("sdpa.backend on PyTorch 1.x: one line, switches unchanged", "flash_sdp_enabled=True" in out and
+              "math_sdp_enabled=True" in out and err.count("sdpa.backend = math:") == 1 and "needs PyTorch 2.0" in err,
+              out + err[-800:])
+        return
+    out, err = job("sdpa_math", '[settings]\n"sdpa.backend" = "math"\n', "sdpa")
+    check("sdpa.backend = math: only math enabled, math ran on the CPU, same result",
+          "flash_sdp_enabled=False mem_efficient_sdp_enabled=False math_sdp_enabled=True" in out and
+          "ran aten::_scaled_dot_product_attention_math same True" in out and err.count("sdpa.backend = math:") == 1,
+          out + err[-800:])
+    out, err = job("sdpa_flash", '[settings]\n"sdpa.backend" = "flash"\n', "sdpa")
+    check("sdpa.backend = flash: flash and the math fallback enabled, the CPU flash kernel ran, same result",
+          "flash_sdp_enabled=True mem_efficient_sdp_enabled=False math_sdp_enabled=True" in out and
+          "flash_attention_for_cpu same True" in out and "cudnn_sdp_enabled=True" not in out, out + err[-800:])
+    out, err = job("sdpa_eff", '[settings]\n"sdpa.backend" = "efficient"\n', "sdpa")
+    check("sdpa.backend = efficient on a CPU model: not applied (no CPU kernel), said once, PyTorch's default ran",
+          "flash_sdp_enabled=True mem_efficient_sdp_enabled=True math_sdp_enabled=True" in out and
+          "flash_attention_for_cpu same True" in out and err.count("no efficient kernel; not applied") == 1,
+          out + err[-800:])
+
+
 def case_python_api(tmp):
     """tracetune.apply() in-process, no `tracetune run`: a dict, a tuned.toml, refusals, and the
     Python table of knobs against the catalogue."""
@@ -379,6 +481,6 @@ CASES = {"bad_configs": case_bad_configs, "env_and_files": case_env_and_files, "
          "under_record": case_under_record, "exit": case_exit_codes,
          "dataloader": case_dataloader, "ddp": case_ddp, "ddp_hierarchical": case_ddp_hierarchical,
          "python_api": case_python_api, "optimizer_flags": case_optimizer_flags,
-         "first_model": case_first_model}
+         "first_model": case_first_model, "torch2_knobs": case_torch2_knobs}
 
 run_cases(CASES, ONLY)

@@ -33,7 +33,8 @@ TEST(Knobs, BuiltinCatalogueLoadsAndCoversTheBrief) {
                          "torch.cudnn_benchmark", "amp.dtype", "compile.mode", "optimizer.foreach", "optimizer.fused",
                          "nccl.algo", "nccl.proto", "nccl.min_nchannels", "nccl.max_nchannels", "nccl.socket_nthreads",
                          "nccl.nsocks_perthread", "nccl.net_gdr_level", "nccl.buffsize", "nccl.tuner_table",
-                         "cpu.omp_num_threads", "torch.num_threads"})
+                         "cpu.omp_num_threads", "torch.num_threads", "torch.matmul_precision", "sdpa.backend",
+                         "memory.channels_last"})
     EXPECT_NE(cat->find(id), nullptr) << id;
   const Knob* w = cat->find("dataloader.num_workers");
   ASSERT_NE(w, nullptr);
@@ -55,6 +56,38 @@ TEST(Knobs, BuiltinCatalogueLoadsAndCoversTheBrief) {
     if (k.apply == Apply::Env) {
       EXPECT_TRUE(env_vars.insert(k.env).second) << k.env;
     }
+}
+
+// PyTorch 2.x's accelerated implementations (issue 25): typed, allow-listed, numerics where due.
+TEST(Knobs, Torch2ImplementationKnobsAreTypedAndRefuseOtherValues) {
+  auto cat = builtin_catalogue();
+  ASSERT_TRUE(cat) << cat.error();
+  const Knob* precision = cat->find("torch.matmul_precision");
+  const Knob* sdpa = cat->find("sdpa.backend");
+  const Knob* channels_last = cat->find("memory.channels_last");
+  ASSERT_NE(precision, nullptr);
+  ASSERT_NE(sdpa, nullptr);
+  ASSERT_NE(channels_last, nullptr);
+  for (const Knob* k : {precision, sdpa, channels_last}) EXPECT_EQ(k->apply, Apply::Python) << k->id;
+  EXPECT_EQ(precision->type, KnobType::Enum);
+  for (const char* v : {"highest", "high", "medium"}) EXPECT_TRUE(check_value(*precision, Value(std::string(v)))) << v;
+  for (const char* v : {"low", "HIGH", "tf32", ""}) EXPECT_FALSE(check_value(*precision, Value(std::string(v)))) << v;
+  EXPECT_FALSE(check_value(*precision, Value(true)));
+  EXPECT_EQ(precision->risk, Risk::Numerics);
+  EXPECT_TRUE(numerics_safe(*precision, Value(std::string("highest"))));
+  EXPECT_FALSE(numerics_safe(*precision, Value(std::string("high"))));
+  EXPECT_FALSE(numerics_safe(*precision, Value(std::string("medium"))));
+  EXPECT_EQ(sdpa->type, KnobType::Enum);
+  for (const char* v : {"default", "math", "flash", "efficient", "cudnn"})
+    EXPECT_TRUE(check_value(*sdpa, Value(std::string(v)))) << v;
+  for (const char* v : {"xformers", "mem_efficient", "FLASH_ATTENTION", "none"})
+    EXPECT_FALSE(check_value(*sdpa, Value(std::string(v)))) << v;
+  EXPECT_EQ(sdpa->risk, Risk::None);
+  EXPECT_EQ(channels_last->type, KnobType::Bool);
+  EXPECT_TRUE(check_value(*channels_last, Value(true)));
+  EXPECT_FALSE(check_value(*channels_last, Value(std::int64_t{1})));
+  EXPECT_FALSE(check_value(*channels_last, Value(std::string("channels_last"))));
+  EXPECT_EQ(channels_last->risk, Risk::None);
 }
 
 TEST(Knobs, MinimalCatalogueParses) {

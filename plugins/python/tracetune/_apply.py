@@ -34,8 +34,11 @@ SPEC = {
     "torch.tf32_matmul": ("bool", None, None),
     "torch.cudnn_tf32": ("bool", None, None),
     "torch.cudnn_benchmark": ("bool", None, None),
+    "torch.matmul_precision": ("enum", ("highest", "high", "medium"), None),
     "amp.dtype": ("enum", ("none", "bf16", "fp16"), None),
     "compile.mode": ("enum", ("none", "default", "reduce-overhead", "max-autotune"), None),
+    "sdpa.backend": ("enum", ("default", "math", "flash", "efficient", "cudnn"), None),
+    "memory.channels_last": ("bool", None, None),
     "optimizer.foreach": ("bool", None, None),
     "optimizer.fused": ("bool", None, None),
     "torch.num_threads": ("int", 1, 1024),
@@ -45,7 +48,7 @@ SPEC = {
 }
 # knob id -> the values that keep numerics unchanged (the catalogue's `safe`)
 NUMERICS = {"ddp.comm_hook": ("none", "hierarchical"), "torch.tf32_matmul": (False,), "torch.cudnn_tf32": (False,),
-            "amp.dtype": ("none",)}
+            "amp.dtype": ("none",), "torch.matmul_precision": ("highest",)}
 
 settings = {}     # knob id -> value in effect in this process
 _lock = threading.Lock()
@@ -148,8 +151,14 @@ def _install_hooks():
 # ---------------------------------------------------------------- torch globals
 
 def _apply_torch(torch):
-    if "torch.tf32_matmul" in settings:
+    if "torch.tf32_matmul" in settings and "torch.matmul_precision" in settings:
+        _once("tf32-vs-precision", "torch.tf32_matmul: not applied, torch.matmul_precision sets the same switch")
+    elif "torch.tf32_matmul" in settings:
         torch.backends.cuda.matmul.allow_tf32 = settings["torch.tf32_matmul"]
+    if "torch.matmul_precision" in settings:
+        _apply_matmul_precision(torch)
+    if "sdpa.backend" in settings:
+        _apply_sdpa_backend(torch)
     if "torch.cudnn_tf32" in settings:
         torch.backends.cudnn.allow_tf32 = settings["torch.cudnn_tf32"]
     if "torch.cudnn_benchmark" in settings:
@@ -163,6 +172,44 @@ def _apply_torch(torch):
     _apply_kernels(torch)
     if settings.get("amp.dtype") == "fp16":
         _once("amp-fp16", "amp.dtype = fp16: not applied (fp16 needs a GradScaler in the training loop); use bf16 or add autocast in code")
+
+
+def _apply_matmul_precision(torch):
+    value = settings["torch.matmul_precision"]
+    if not hasattr(torch, "set_float32_matmul_precision"):
+        _once("matmul-precision", f"torch.matmul_precision: needs PyTorch 1.12 or newer (this is {torch.__version__}); "
+                                  "not applied")
+        return
+    torch.set_float32_matmul_precision(value)
+    _once("matmul-precision-on", f"torch.set_float32_matmul_precision({value!r}) (tuned config)")
+
+
+# sdpa.backend value -> its torch.backends.cuda switch (process-wide; the CPU dispatch reads them too)
+_SDPA_SWITCHES = {"math": "enable_math_sdp", "flash": "enable_flash_sdp", "efficient": "enable_mem_efficient_sdp",
+                  "cudnn": "enable_cudnn_sdp"}
+
+
+def _set_sdpa(torch, value):
+    """Enables `value`'s implementation and math (the fallback for inputs a fused kernel does
+    not take), the other fused ones off; "default" enables all."""
+    for name, fn in _SDPA_SWITCHES.items():
+        switch = getattr(torch.backends.cuda, fn, None)
+        if switch is not None:
+            switch(value == "default" or name in (value, "math"))
+
+
+def _apply_sdpa_backend(torch):
+    value = settings["sdpa.backend"]
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        _once("sdpa", f"sdpa.backend = {value}: scaled_dot_product_attention needs PyTorch 2.0 or newer "
+                      f"(this is {torch.__version__}); not applied")
+        return
+    if value != "default" and not hasattr(torch.backends.cuda, _SDPA_SWITCHES[value]):
+        _once("sdpa", f"sdpa.backend = {value}: this PyTorch ({torch.__version__}) has no such implementation; not applied")
+        return
+    _set_sdpa(torch, value)
+    allowed = {"default": "every implementation", "math": "math only"}.get(value, f"{value}, math for inputs it does not take")
+    _once("sdpa-on", f"sdpa.backend = {value}: scaled_dot_product_attention may use {allowed} (tuned config)")
 
 
 def _apply_kernels(torch):
@@ -324,7 +371,51 @@ def _register_comm_hook(ddp, name, register):
 
 
 def _model_settings():
-    return settings.get("amp.dtype") == "bf16" or settings.get("compile.mode", "none") != "none"
+    """Settings applied to the job's model, or checked against the device it runs on."""
+    return (settings.get("amp.dtype") == "bf16" or settings.get("compile.mode", "none") != "none"
+            or settings.get("memory.channels_last") is True or settings.get("sdpa.backend") in ("efficient", "cudnn")
+            or settings.get("torch.matmul_precision", "highest") != "highest")
+
+
+def _device_notes(torch, model, who, args=()):
+    """What a process-wide setting cannot do on the device of the job's model (of its first
+    parameter, else of its first tensor input): said once; sdpa.backend efficient / cudnn (no
+    CPU kernel) go back to PyTorch's default on a CPU model."""
+    first = next(model.parameters(), None)
+    if first is None:
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    if first is None or first.device.type != "cpu":
+        return
+    sdpa = settings.get("sdpa.backend")
+    if sdpa in ("efficient", "cudnn") and hasattr(torch.nn.functional, "scaled_dot_product_attention") and \
+            hasattr(torch.backends.cuda, _SDPA_SWITCHES[sdpa]):
+        _set_sdpa(torch, "default")
+        _once("sdpa-cpu", f"sdpa.backend = {sdpa}: {who} is on the CPU, where PyTorch has no {sdpa} kernel; "
+                          "not applied (PyTorch's default kept)")
+    precision = settings.get("torch.matmul_precision", "highest")
+    if precision != "highest" and hasattr(torch, "set_float32_matmul_precision") and \
+            not hasattr(getattr(torch.backends, "mkldnn", None), "matmul"):
+        _once("matmul-precision-cpu", f"torch.matmul_precision = {precision}: {who} is on the CPU; this PyTorch "
+                                      f"({torch.__version__}) documents the setting for CUDA matmuls only (oneDNN CPU "
+                                      "matmuls follow it from PyTorch 2.9), so its matmuls may stay float32")
+
+
+def _channels_last(torch, model, who):
+    """memory.channels_last: the model's 4-D weights and, through a forward pre-hook on this
+    module only, its 4-D positional inputs in channels-last layout. Returns the hook (None when
+    not applied: a model without 4-D weights)."""
+    if not any(p.dim() == 4 for p in model.parameters()):
+        _once("channels-last", f"memory.channels_last: {who} has no 4-D (convolution) weights; not applied")
+        return None
+    model.to(memory_format=torch.channels_last)
+
+    def inputs_channels_last(module, args):
+        return tuple(a.to(memory_format=torch.channels_last) if isinstance(a, torch.Tensor) and a.dim() == 4 else a
+                     for a in args)
+
+    model.register_forward_pre_hook(inputs_channels_last)
+    _once("channels-last-on", f"memory.channels_last: {who}'s weights and 4-D inputs are channels-last")
+    return inputs_channels_last
 
 
 def _autocast_forward(torch, model, who):
@@ -344,6 +435,9 @@ def _autocast_forward(torch, model, who):
 def _wrap_model(model):
     """amp.dtype = bf16 and compile.mode, for the model DDP wraps."""
     import torch
+    _device_notes(torch, model, "the DDP model")
+    if settings.get("memory.channels_last") is True:
+        _channels_last(torch, model, "the DDP model")
     if settings.get("amp.dtype") == "bf16":
         _autocast_forward(torch, model, "the DDP model")
     mode = settings.get("compile.mode", "none")
@@ -354,12 +448,14 @@ def _wrap_model(model):
 
 
 def _patch_first_model(torch):
-    """amp.dtype = bf16 and compile.mode for a job without DDP: the model is the first module
-    the main thread of this process calls (its outermost: a forward pre-hook sees the outer
-    module before its children). A one-shot global pre-hook finds it and removes itself at once;
-    the settings take effect from the model's second call (module.compile compiles in place,
-    so the job's own reference to the model is what runs compiled). A model DDP wraps is left
-    to the DDP path; one the job compiled itself is not compiled again."""
+    """amp.dtype = bf16, compile.mode and memory.channels_last for a job without DDP (and the
+    device checks of _device_notes): the model is the first module the main thread of this
+    process calls (its outermost: a forward pre-hook sees the outer module before its children).
+    A one-shot global pre-hook finds it and removes itself at once; amp and compile take effect
+    from the model's second call (module.compile compiles in place, so the job's own reference
+    to the model is what runs compiled), channels_last from its first (the hook returns the
+    converted inputs). A model DDP wraps is left to the DDP path; one the job compiled itself
+    is not compiled again."""
     register = getattr(getattr(torch.nn.modules, "module", None), "register_module_forward_pre_hook", None)
     if register is None:
         return
@@ -371,25 +467,31 @@ def _patch_first_model(torch):
             return None  # a DataLoader worker (forked) or another thread: not the training loop
         handle.pop().remove()
         try:
-            _apply_to_first_model(torch, module)
+            to_channels_last = _apply_to_first_model(torch, module, args)
         except Exception as e:  # noqa: BLE001  (never break the job)
-            _once("model-settings", f"amp.dtype/compile.mode: not applied ({type(e).__name__}: {e})")
-        return None
+            _once("model-settings", f"amp.dtype/compile.mode/memory.channels_last: not applied ({type(e).__name__}: {e})")
+            return None
+        return to_channels_last(module, args) if to_channels_last else None
 
     handle.append(register(first_call))
 
 
-def _apply_to_first_model(torch, model):
+def _apply_to_first_model(torch, model, args=()):
+    """The model settings for the first module the job calls (`args`: its first call's);
+    returns the channels-last input conversion for this first call (None when it does not
+    apply)."""
     name = type(model).__name__
     if getattr(model, "_tracetune_model", False) or "DistributedDataParallel" in name:
-        return  # the DDP path applied them (or will)
+        return None  # the DDP path applied them (or will)
     model._tracetune_model = True
     who = f"the job's model ({name}, the first module it calls)"
+    _device_notes(torch, model, who, args)
+    to_channels_last = _channels_last(torch, model, who) if settings.get("memory.channels_last") is True else None
     if settings.get("amp.dtype") == "bf16":
         _autocast_forward(torch, model, who)
     mode = settings.get("compile.mode", "none")
     if mode == "none" or not hasattr(torch, "compile"):
-        return
+        return to_channels_last
     if name == "OptimizedModule":
         _once("compile-own", f"compile.mode = {mode}: the job compiles its model itself; left as it is")
     elif not hasattr(model, "compile"):
@@ -398,6 +500,7 @@ def _apply_to_first_model(torch, model):
     else:
         model.compile(mode=mode)
         _once("compile-on", f"compile.mode = {mode}: {who} is compiled in place (its next calls run compiled)")
+    return to_channels_last
 
 
 # ---------------------------------------------------------------- optimizers
