@@ -188,7 +188,7 @@ std::vector<Finding> rule_launch_bound(const RankMetrics& r, const Thresholds& t
                                     static_cast<double>(r.launch.launch_call_median) / 1e3, r.launch.queue_mean),
                         0, 0, r.rank});
   add_worst(f, r, [](const StepMetrics& s) { return s.idle_launch; }, "GPU idle waiting for launches");
-  f.knobs = {"compile.mode", "optimizer.foreach", "optimizer.fused"};
+  f.knobs = {"compile.mode", "optimizer.foreach", "optimizer.fused", "sdpa.backend"};
   return {f};
 }
 
@@ -224,7 +224,8 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
              "PyTorch's fused or multi-tensor optimizer step, or move the model to an accelerator.";
   f.gain_model = "not estimated: the saving depends on how the host compute scales with threads";
   add_worst(f, r, busy, "of host compute");
-  f.knobs = {"torch.num_threads", "cpu.omp_num_threads", "compile.mode", "optimizer.fused", "optimizer.foreach"};
+  f.knobs = {"torch.num_threads", "cpu.omp_num_threads", "compile.mode", "optimizer.fused",
+             "optimizer.foreach", "sdpa.backend", "memory.channels_last", "torch.matmul_precision"};
   return {f};
 }
 
@@ -382,7 +383,7 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
   f.evidence.push_back({fmt::format("{} FP32 SIMT GEMM kernels, {}; top: {}", r.gemm.fp32_simt_kernels,
                                     dur(r.gemm.fp32_simt), r.gemm.top_fp32_kernel), 0, 0, r.rank});
   if (no_tf32) f.knobs = {"amp.dtype"};
-  else f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype"};
+  else f.knobs = {"torch.tf32_matmul", "torch.cudnn_tf32", "amp.dtype", "torch.matmul_precision"};
   add_efficiency(f, r);
   return {f};
 }
@@ -402,7 +403,7 @@ std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& t
                         pct(share_of(r.memory_bound_kernels, r.gpu.compute)));
   f.detail = "These kernels move data more than they compute; fusing them (torch.compile) removes round trips to memory.";
   f.gain_model = gain.model;
-  f.knobs = {"compile.mode"};
+  f.knobs = {"compile.mode", "sdpa.backend", "memory.channels_last"};
   add_efficiency(f, r);
   return {f};
 }
