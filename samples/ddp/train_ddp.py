@@ -71,6 +71,7 @@ def main() -> None:
         epoch += 1
     elapsed = time.perf_counter() - t0
     print(f"rank {rank}: steps={step} loss={loss.item():.4f} time={elapsed:.3f}s", flush=True)
+    dist.barrier()  # every rank past its last collective before the teardown (gloo can abort at exit otherwise)
     dist.destroy_process_group()
 
 

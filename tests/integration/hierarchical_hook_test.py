@@ -58,6 +58,7 @@ def rank_main(rank, init_file, results):
     differs = any(not torch.allclose(a, p.grad) for a, p in zip(grads[1], local.parameters()))
     results.put((rank, state.intra_ranks, state.cross_ranks, float(t), float(c), equal, worst, differs,
                  state.fallback_reason))
+    dist.barrier()  # every rank past its last collective before the teardown (gloo can abort at exit otherwise)
     dist.destroy_process_group()
 
 
