@@ -352,10 +352,14 @@ def top_category(report):
     return (cats[0] if cats else None), cats
 
 
-def category_cost(analysis_json, category):
-    """The cost (ns, per step or in the window) of the first finding of `category`, or None."""
-    findings = json.loads(pathlib.Path(analysis_json).read_text()).get("findings", [])
-    return next((f.get("cost_ns") for f in findings if f.get("category") == category), None)
+def category_cost(report, category):
+    """The cost (ns, per step or in the window) of `report`'s first finding of `category`, or None."""
+    return next((f.get("cost_ns") for f in report.get("findings", []) if f.get("category") == category), None)
+
+
+def gone_or_a_third(cost, bad_cost):
+    """A fixed run's planted finding: gone, or costing at most a third of the bad run's."""
+    return cost is None or (bad_cost is not None and cost * 3 <= bad_cost)
 
 
 def diagnose_one(e, s, d, name, db, category, fixed):
@@ -366,15 +370,16 @@ def diagnose_one(e, s, d, name, db, category, fixed):
     r = e.run([e.tracetune, "analyze", db, "--format", "json", "-o", d / f"{name}.analysis.json"], d / f"{name}.log")
     if not s.check(f"{name}: analyze exits 0", r.returncode == 0, r.stderr[-500:]):
         return
-    top, cats = top_category(json.loads((d / f"{name}.analysis.json").read_text()))
+    report = json.loads((d / f"{name}.analysis.json").read_text())
+    top, cats = top_category(report)
     s.figure(f"{name}.findings", cats)
     if fixed:
-        cost, bad_cost = category_cost(d / f"{name}.analysis.json", category), None
-        if name.endswith("_fixed") and (d / f"{name[:-6]}.analysis.json").exists():
-            bad_cost = category_cost(d / f"{name[:-6]}.analysis.json", category)
+        cost, bad_cost, bad = category_cost(report, category), None, d / f"{name.removesuffix('_fixed')}.analysis.json"
+        if name.endswith("_fixed") and bad.exists():
+            bad_cost = category_cost(json.loads(bad.read_text()), category)
         s.figure(f"{name}.{category}_cost_ns", {"fixed": cost, "bad": bad_cost})
         s.truth(f"{name}: {category} gone on the fixed run, or a third of its cost at most",
-                cost is None or (bad_cost is not None and cost * 3 <= bad_cost), (cats, cost, bad_cost))
+                gone_or_a_third(cost, bad_cost), (cats, cost, bad_cost))
     else:
         s.truth(f"{name}: {category} ranked first", top == category, cats)
 

@@ -145,7 +145,7 @@ void at_exit() {
 void hand_over_to_other_profiler(std::uint32_t others_set) { session().hand_over(others_set); }
 
 void register_hand_over() {
-  using SetHandOverFn = void (*)(void (*)(std::uint32_t));
+  using SetHandOverFn = void (*)(tt::collector::CuptiHandOverFn);
   auto set = reinterpret_cast<SetHandOverFn>(dlsym(RTLD_DEFAULT, "tracetune_set_cupti_hand_over"));
   dlerror();
   if (set != nullptr) set(&hand_over_to_other_profiler);

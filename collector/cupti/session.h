@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "cupti_api.h"
+#include "tracetune/collector/cupti_hand_over.h"
 
 namespace tt::cupti {
 
@@ -66,14 +67,11 @@ std::uint64_t monotonic_ns();
 // so this is how the default is given back to another profiler (Session::hand_over).
 std::uint64_t realtime_ns();
 
-// What another profiler in the job set in CUPTI itself before registering its buffer
-// callbacks (seen by the collector's interposers, collector/preload/gpu_api.cpp): hand_over
-// leaves these as it set them. Bits of the mask passed to Session::hand_over.
-enum OthersSetting : std::uint32_t {
-  kOtherSetTimestampCallback = 1u << 0,  // cuptiActivityRegisterTimestampCallback
-  kOtherSetThreadIdType = 1u << 1,       // cuptiSetThreadIdType
-  kOtherSetZeroedBuffers = 1u << 2,      // cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)
-};
+// What another profiler set itself, bits of the mask Session::hand_over takes: shared with the
+// collector's interposers (tracetune/collector/cupti_hand_over.h).
+using collector::kOtherSetThreadIdType;
+using collector::kOtherSetTimestampCallback;
+using collector::kOtherSetZeroedBuffers;
 
 // The activity buffers handed to CUPTI. The periodic flush returns partly filled buffers, so
 // CUPTI asks for a fresh one about every 100 ms; allocating 4 MiB each time, and CUPTI zeroing

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tracetune/collector/cupti_hand_over.h"
 #include "writer.h"
 
 #define TT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -64,14 +65,9 @@ TT_EXPORT std::uint32_t tracetune_intern_string(const char* s, std::size_t n) {
 // handle searches libcupti itself, never us.
 namespace {
 constexpr int kCuptiErrorNotInitialized = 15;  // CUPTI_ERROR_NOT_INITIALIZED
-// OthersSetting in cupti/session.h (the injection library's side of the hand-over)
-constexpr std::uint32_t kOtherSetTimestampCallback = 1u << 0;
-constexpr std::uint32_t kOtherSetThreadIdType = 1u << 1;
-constexpr std::uint32_t kOtherSetZeroedBuffers = 1u << 2;
 constexpr int kZeroedOutActivityBufferAttribute = 5;  // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
 
-using HandOverFn = void (*)(std::uint32_t);
-std::atomic<HandOverFn> g_hand_over{nullptr};
+std::atomic<CuptiHandOverFn> g_hand_over{nullptr};
 std::atomic<std::uint32_t> g_others_set{0};
 std::atomic<std::uint32_t> g_takeovers{0};
 
@@ -128,7 +124,7 @@ void note_takeover(int result) {
 }  // namespace
 
 // The injection library's hand-over (Session::hand_over), registered when its session starts.
-TT_EXPORT void tracetune_set_cupti_hand_over(HandOverFn hand_over) {
+TT_EXPORT void tracetune_set_cupti_hand_over(CuptiHandOverFn hand_over) {
   g_hand_over.store(hand_over, std::memory_order_release);
 }
 
@@ -138,7 +134,7 @@ TT_EXPORT int cuptiActivityRegisterCallbacks(void* request, void* complete) {
   // Once, and only for a registration CUPTI accepts (it refuses null callbacks): our buffers
   // come back before CUPTI is theirs.
   if (request != nullptr && complete != nullptr)
-    if (HandOverFn hand_over = g_hand_over.exchange(nullptr, std::memory_order_acq_rel))
+    if (CuptiHandOverFn hand_over = g_hand_over.exchange(nullptr, std::memory_order_acq_rel))
       hand_over(g_others_set.load(std::memory_order_acquire));
   const int result = real(request, complete);
   note_takeover(result);

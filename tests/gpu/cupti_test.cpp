@@ -148,6 +148,16 @@ cu::CuptiApi fake_api() {
   return a;
 }
 
+// The process's session (cu::session()) on a fresh fake CUPTI, writing into a record file.
+struct FakeCuptiSession {
+  explicit FakeCuptiSession(std::int64_t pid = 77) : w(pid) { g_fake = Fake{}; }
+  GpuStatus start() { return s.start(api, sink, quiet_options()); }
+  RecordFileWriter w;
+  FileSink sink{w};
+  const cu::CuptiApi api = fake_api();
+  cu::Session& s = cu::session();
+};
+
 // ---- hand-built activity records (as CUPTI fills them, CUDA 13.0 structs) ----
 constexpr std::uint64_t T0 = 50'000'000'000;  // CLOCK_MONOTONIC ns (our timestamp callback)
 
@@ -651,12 +661,9 @@ TEST(CuptiDecode, BufferCapRefusesAndCounts) {
 // fresh 4 MiB at every flush, and CUPTI is told that buffers arrive zeroed, so it does not
 // zero them on the job's thread.
 TEST(CuptiBuffers, ReusedZeroedAndDeclaredZeroed) {
-  g_fake = Fake{};
-  RecordFileWriter w(77);
-  FileSink sink(w);
-  const cu::CuptiApi api = fake_api();
-  cu::Session& s = cu::session();
-  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  FakeCuptiSession f;
+  cu::Session& s = f.s;
+  ASSERT_EQ(f.start(), GpuStatus::Active);
   const auto& c = g_fake.calls;
   const auto attr = std::find(c.begin(), c.end(), "attribute " + std::to_string(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER));
   ASSERT_NE(attr, c.end()) << "CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER not set";
@@ -701,13 +708,10 @@ TEST(CuptiBuffers, ReusedZeroedAndDeclaredZeroed) {
 // Records CUPTI drops in the hand-over's moment (on an H100 with torch.profiler: after our
 // forced flush, before its first buffer) are named for it, not for a full buffer.
 TEST(CuptiSession, DropsAtTheHandOverSaySo) {
-  g_fake = Fake{};
   TempDir dir;
-  RecordFileWriter w(78);
-  FileSink sink(w);
-  const cu::CuptiApi api = fake_api();
-  cu::Session& s = cu::session();
-  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  FakeCuptiSession f(78);
+  cu::Session& s = f.s;
+  ASSERT_EQ(f.start(), GpuStatus::Active);
   std::uint8_t* buf = nullptr;
   std::size_t size = 0, max_records = 1;
   cu::Session::buffer_requested(&buf, &size, &max_records);
@@ -716,7 +720,7 @@ TEST(CuptiSession, DropsAtTheHandOverSaySo) {
   g_fake.dropped = 2;
   cu::Session::buffer_completed(nullptr, 0, buf, size, 0);  // CUPTI returns it late, with drops
   MergeReport report;
-  const auto t = merge(w, dir, report);
+  const auto t = merge(f.w, dir, report);
   std::vector<std::string> reasons;
   for (const auto& d : t.diagnostics)
     if (d.kind == tt::trace::DiagnosticKind::Dropped) reasons.push_back(d.reason);
@@ -734,12 +738,9 @@ TEST(CuptiSession, QueryCallsLeftOutUnlessAllAsked) {
 }
 
 TEST(CuptiSession, HandsCuptiOverToAnotherProfiler) {
-  g_fake = Fake{};
-  RecordFileWriter w(77);
-  FileSink sink(w);
-  const cu::CuptiApi api = fake_api();
-  cu::Session& s = cu::session();
-  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  FakeCuptiSession f;
+  cu::Session& s = f.s;
+  ASSERT_EQ(f.start(), GpuStatus::Active);
   const std::size_t before = g_fake.calls.size();
   s.hand_over(0);
   EXPECT_FALSE(s.active());
@@ -770,7 +771,7 @@ TEST(CuptiSession, HandsCuptiOverToAnotherProfiler) {
 
   // What the other profiler set itself before registering (Kineto: its TSC clock) stays.
   g_fake = Fake{};
-  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  ASSERT_EQ(f.start(), GpuStatus::Active);
   const std::size_t started = g_fake.calls.size();
   s.hand_over(cu::kOtherSetTimestampCallback | cu::kOtherSetThreadIdType | cu::kOtherSetZeroedBuffers);
   EXPECT_EQ(g_fake.calls.size(), started) << g_fake.calls.back();

@@ -11,7 +11,6 @@ import json
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
@@ -34,40 +33,40 @@ PLANTED = {
 }
 
 
-def analysis(db, out):
-    path = out / (db.parent.name + "_" + db.stem + ".json")
-    r = subprocess.run([TRACETUNE, "analyze", db, "--format", "json", "-o", path], capture_output=True, text=True,
-                       timeout=120)
-    if not check(f"{db.name}: analyze exits 0", r.returncode == 0, r.stderr[-400:]):
-        return None
-    return path
+REPORTS = {}  # trace -> its `analyze --format json` report (None when analyze failed), each made once
+
+
+def analysis(db):
+    if db not in REPORTS:
+        r = subprocess.run([TRACETUNE, "analyze", db, "--format", "json"], capture_output=True, text=True, timeout=120)
+        ok = check(f"{db.name}: analyze exits 0", r.returncode == 0, r.stderr[-400:])
+        REPORTS[db] = json.loads(r.stdout) if ok else None
+    return REPORTS[db]
 
 
 def main():
-    with tempfile.TemporaryDirectory() as tmp:
-        out = pathlib.Path(tmp)
-        for db, (category, bad) in PLANTED.items():
-            path = analysis(db, out)
-            if path is None:
-                continue
-            top, cats = gc.top_category(json.loads(path.read_text()))
-            if bad is None:
-                check(f"{db.parent.name}/{db.name}: {category} ranked first", top == category, cats)
-                continue
-            bad_path = analysis(bad, out)
-            cost, bad_cost = gc.category_cost(path, category), bad_path and gc.category_cost(bad_path, category)
-            check(f"{db.parent.name}/{db.name}: {category} gone, or a third of the bad run's cost at most",
-                  cost is None or (bad_cost is not None and cost * 3 <= bad_cost), (cats, cost, bad_cost))
-        first = analysis(DATA / "h100_py_sync_emit_nvtx.db", out)  # cuBLAS's FP32 '_ffma' xmma kernels
-        check("first run's sync case (FP32 1024-wide layer): precision reported",
-              first is not None and gc.category_cost(first, "precision") is not None,
-              first and gc.top_category(json.loads(first.read_text()))[1])
-        sync = gc.trace_facts(RUN2 / "cpp_sync.db")
-        check("cpp_sync: a blocking copy every step (CUPTI 13's cudaMemcpy_v3020)",
-              sync["syncs"] + sync["blocking_copies"] >= 20, sync)
-        coexist = gc.query(RUN2 / "coexist.db", "SELECT reason FROM diagnostics")
-        check("coexist: the takeover by torch.profiler is noted, the kernels before it kept",
-              any("took over" in r[0] for r in coexist) and gc.trace_facts(RUN2 / "coexist.db")["kernels"] > 0, coexist)
+    for db, (category, bad) in PLANTED.items():
+        report = analysis(db)
+        if report is None:
+            continue
+        top, cats = gc.top_category(report)
+        if bad is None:
+            check(f"{db.parent.name}/{db.name}: {category} ranked first", top == category, cats)
+            continue
+        bad_report = analysis(bad)
+        cost, bad_cost = gc.category_cost(report, category), bad_report and gc.category_cost(bad_report, category)
+        check(f"{db.parent.name}/{db.name}: {category} gone, or a third of the bad run's cost at most",
+              gc.gone_or_a_third(cost, bad_cost), (cats, cost, bad_cost))
+    first = analysis(DATA / "h100_py_sync_emit_nvtx.db")  # cuBLAS's FP32 '_ffma' xmma kernels
+    check("first run's sync case (FP32 1024-wide layer): precision reported",
+          first is not None and gc.category_cost(first, "precision") is not None,
+          first and gc.top_category(first)[1])
+    sync = gc.trace_facts(RUN2 / "cpp_sync.db")
+    check("cpp_sync: a blocking copy every step (CUPTI 13's cudaMemcpy_v3020)",
+          sync["syncs"] + sync["blocking_copies"] >= 20, sync)
+    coexist = gc.query(RUN2 / "coexist.db", "SELECT reason FROM diagnostics")
+    check("coexist: the takeover by torch.profiler is noted, the kernels before it kept",
+          any("took over" in r[0] for r in coexist) and gc.trace_facts(RUN2 / "coexist.db")["kernels"] > 0, coexist)
     return finish()
 
 

@@ -75,6 +75,20 @@ Trace merge_file(RecordFileWriter& w, const TempDir& dir) {
   return out;
 }
 
+// One test's record file: the plugin writes into it (g_writer) until merged() ends it.
+struct Recording {
+  explicit Recording(std::int64_t pid) : w(pid) { g_writer = &w; }
+  ~Recording() { g_writer = nullptr; }
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+  Trace merged() {
+    g_writer = nullptr;
+    return merge_file(w, dir);
+  }
+  TempDir dir;
+  RecordFileWriter w;
+};
+
 std::string str(const tt::trace::Trace& t, tt::trace::StringId id) { return std::string(t.strings.get(id)); }
 
 }  // namespace
@@ -111,9 +125,7 @@ TEST(NcclProfilerPlugin, WithoutCollectorAsksForNothing) {
 TEST(NcclProfilerPlugin, CollectivesAndP2pReachTheCollectivesTable) {
   ASSERT_NE(plugin().v5, nullptr);
   const auto* p = plugin().v5;
-  TempDir dir;
-  RecordFileWriter w(77);
-  g_writer = &w;
+  Recording rec(77);
   g_colls.clear();
 
   void* ctx = nullptr;
@@ -149,8 +161,7 @@ TEST(NcclProfilerPlugin, CollectivesAndP2pReachTheCollectivesTable) {
   EXPECT_EQ(g_colls[1].end_ns, static_cast<std::int64_t>(g0 + 95'000));
   EXPECT_GE(g_colls[1].observed_ns, g_colls[0].end_ns);
 
-  g_writer = nullptr;
-  auto m = merge_file(w, dir);
+  auto m = rec.merged();
   const auto& t = m.t;
   const auto& c = t.collectives;
   ASSERT_EQ(c.size(), 6u);
@@ -216,9 +227,7 @@ TEST(NcclProfilerPlugin, CollectivesAndP2pReachTheCollectivesTable) {
 TEST(NcclProfilerPlugin, V4TableWorksWithItsOwnLayout) {
   ASSERT_NE(plugin().v4, nullptr);
   const auto* p = plugin().v4;
-  TempDir dir;
-  RecordFileWriter w(77);
-  g_writer = &w;
+  Recording rec(77);
   g_colls.clear();
   void* ctx = nullptr;
   int mask = 0;
@@ -240,8 +249,7 @@ TEST(NcclProfilerPlugin, V4TableWorksWithItsOwnLayout) {
   ASSERT_NE(h, nullptr);
   p->stopEvent(h);
   p->finalize(ctx);
-  g_writer = nullptr;
-  auto m = merge_file(w, dir);
+  auto m = rec.merged();
   const auto& c = m.t.collectives;
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(str(m.t, c.op[0]), "allgather");
@@ -254,9 +262,7 @@ TEST(NcclProfilerPlugin, V4TableWorksWithItsOwnLayout) {
 TEST(NcclProfilerPlugin, PoolExhaustionIsCountedNotFatal) {
   ASSERT_NE(plugin().v5, nullptr);
   const auto* p = plugin().v5;
-  TempDir dir;
-  RecordFileWriter w(77);
-  g_writer = &w;
+  Recording rec(77);
   void* ctx = nullptr;
   int mask = 0;
   ASSERT_EQ(p->init(&ctx, 1, &mask, "", 1, 2, 0, nullptr), 0);
@@ -277,8 +283,7 @@ TEST(NcclProfilerPlugin, PoolExhaustionIsCountedNotFatal) {
   EXPECT_GT(refused, 0);
   for (void* h : held) p->stopEvent(h);
   p->finalize(ctx);
-  g_writer = nullptr;
-  auto m = merge_file(w, dir);
+  auto m = rec.merged();
   std::uint64_t dropped = 0;
   for (const auto& d : m.t.diagnostics)
     if (d.kind == tt::trace::DiagnosticKind::Dropped && d.reason.find("nccl profiler") != std::string::npos)
@@ -293,9 +298,7 @@ TEST(NcclProfilerPlugin, PoolExhaustionIsCountedNotFatal) {
 TEST(NcclProfilerPlugin, SendToSelfHoldsNoSlot) {
   ASSERT_NE(plugin().v5, nullptr);
   const auto* p = plugin().v5;
-  TempDir dir;
-  RecordFileWriter w(78);
-  g_writer = &w;
+  Recording rec(78);
   void* ctx = nullptr;
   int mask = 0;
   ASSERT_EQ(p->init(&ctx, 7, &mask, "", 1, 1, 0, nullptr), 0);
@@ -326,8 +329,7 @@ TEST(NcclProfilerPlugin, SendToSelfHoldsNoSlot) {
     EXPECT_EQ(hc, nullptr);
   }
   p->finalize(ctx);
-  g_writer = nullptr;
   EXPECT_EQ(refused, 0);
-  auto m = merge_file(w, dir);
+  auto m = rec.merged();
   EXPECT_EQ(m.t.collectives.size(), static_cast<std::size_t>(kOps));
 }

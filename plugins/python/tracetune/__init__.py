@@ -42,9 +42,7 @@ def step(number: int = None) -> None:
     now = _collector.now_ns()
     state = _explicit_step
     if state["start"] is not None:
-        _collector.step_end(_collector.STEP, state["start"], now, state["number"])
-        _autostep.step_ended(now)
-        _autostep.DURATIONS.append(now - state["start"])
+        _autostep.end_step(state["start"], now, state["number"])
         state["number"] += 1
         _autostep.stop_if_done(state["number"])
     if number is not None:

@@ -34,11 +34,13 @@ _EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
 DURATIONS = []  # ns of each completed step, in order (for TRACETUNE_EARLY_STOP)
 
 
-def step_ended(now: int) -> None:
-    """What is sampled at every step's end besides the RSS (which _collector.step_end wrote with
-    the step record): the CUDA allocator's counters, and op shapes in the first steps."""
+def end_step(start: int, now: int, number: int) -> None:
+    """A step [start, now) ends: its record and the RSS (one collector call), the CUDA allocator's
+    counters, op shapes in the first steps, and its duration for TRACETUNE_EARLY_STOP."""
+    _collector.step_end(_collector.STEP, start, now, number)
     _memory.sample_cuda(now)
     _shapes.on_step_end(now)
+    DURATIONS.append(now - start)
 
 
 class _Steps:
@@ -57,9 +59,7 @@ class _Steps:
                 self.source, self.start, self.number = source, None, 0
                 DURATIONS.clear()
             if self.start is not None:
-                _collector.step_end(_collector.STEP, self.start, now, self.number)
-                step_ended(now)
-                DURATIONS.append(now - self.start)
+                end_step(self.start, now, self.number)
                 self.number += 1
             self.start = now
 
@@ -67,9 +67,7 @@ class _Steps:
         """End the step in progress without starting another (iterator exhausted)."""
         with self.lock:
             if source == self.source and self.start is not None:
-                _collector.step_end(_collector.STEP, self.start, now, self.number)
-                step_ended(now)
-                DURATIONS.append(now - self.start)
+                end_step(self.start, now, self.number)
                 self.number += 1
                 self.start = None
 
