@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string tracetune = fs::absolute(argv[1]).string();
-  const fs::path input = argc > 2 ? argv[2] : "../shared/data/kineto/hta/mtia_rank_0.json.gz";
+  const fs::path input = argc > 2 ? argv[2] : "tests/data/corpus/kineto/hta/mtia_rank_0.json.gz";
   const int reps = argc > 3 ? std::atoi(argv[3]) : 5;
   const std::size_t events = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 10'000'000;
 

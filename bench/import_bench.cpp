@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 using tt::bench::median_seconds;
 
 int main(int argc, char** argv) {
-  const fs::path input = argc > 1 ? argv[1] : "../shared/data/kineto/hta/mtia_rank_0.json.gz";
+  const fs::path input = argc > 1 ? argv[1] : "tests/data/corpus/kineto/hta/mtia_rank_0.json.gz";
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   if (!fs::exists(input)) {
     std::fprintf(stderr, "import_bench: %s: no such file\n", input.c_str());

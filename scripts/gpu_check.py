@@ -7,7 +7,7 @@ tree of the `gpu-carry` preset (scripts/gpu-carry.sh builds it; default ./gpu-ca
   scripts/gpu-check.sh [--stage NAME[,NAME...]|all] [--out DIR] [--prefix CARRY] [--steps N]
                        [--budget SECONDS] [--rounds N] [--pack FILE.tar.gz]
   scripts/gpu-check.sh --facts TRACE.db     # the capture facts of any trace, as JSON
-  scripts/gpu-check.sh --rehearse --python PY [--shared-data DIR]   # on a CPU: everything up to the GPU
+  scripts/gpu-check.sh --rehearse --python PY [--corpus DIR]   # on a CPU: everything up to the GPU
 
 Stages (`all` runs them in this order; docs/gpu-check.md has the 15-minute plan):
   capture   each planted bottleneck of samples/gpu (PyTorch and CUDA C++), bad and --fixed, under
@@ -807,9 +807,9 @@ def parse_args(argv):
     p.add_argument("--facts", metavar="TRACE_DB", help="print the capture facts of a trace DB as JSON and exit")
     p.add_argument("--rehearse", action="store_true",
                    help="no GPU needed: every stage up to the first thing that needs one, its checks on real GPU "
-                        "traces (--shared-data) as stand-ins")
-    p.add_argument("--shared-data", default=str(REPO.parent / "shared" / "data"),
-                   help="rehearsal: the folder holding kineto/hta/alexnet.json.gz (default ../shared/data)")
+                        "traces (--corpus) as stand-ins")
+    p.add_argument("--corpus", default=str(REPO / "tests" / "data" / "corpus"),
+                   help="rehearsal: the folder holding kineto/hta/alexnet.json.gz (default tests/data/corpus)")
     return p.parse_args(argv)
 
 
@@ -860,7 +860,7 @@ def main(argv):
     functions = {name: globals()[f"stage_{name}"] for name in STAGES}
     if e.rehearsal:
         import gpu_rehearse
-        functions.update(gpu_rehearse.stages(pathlib.Path(a.shared_data)))
+        functions.update(gpu_rehearse.stages(pathlib.Path(a.corpus)))
     e.out.mkdir(parents=True, exist_ok=True)
     summary_path = e.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {"stages": {}}

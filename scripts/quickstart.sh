@@ -4,7 +4,7 @@
 # with no DataLoader workers, so the step waits for data) under `tracetune record`, then
 # `tracetune analyze` names the bottleneck; the trace is out/dataloader.db (private to you).
 # With an argument, imports and analyzes that trace instead (Kineto JSON, a directory of ranks, or an
-# nsys export), e.g.: scripts/quickstart.sh ../shared/data/kineto/param/dlrm_8rank
+# nsys export), e.g.: scripts/quickstart.sh tests/data/corpus/kineto/param/dlrm_8rank
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -3,7 +3,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target briefly.
 # Python-side tests run twice in the default build: on Debian's PyTorch 1.13 and on PyTorch 2.x
 # (the environment setup.sh makes; ctest label torch2).
-# Usage: scripts/test.sh            (installs missing packages first; needs ../shared beside the repo)
+# Usage: scripts/test.sh            (installs missing packages first; the real traces it reads are in tests/data/corpus)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

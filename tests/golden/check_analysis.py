@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden and HTA-agreement tests for `tracetune analyze` on the real traces in ../shared/data.
+"""Golden and HTA-agreement tests for `tracetune analyze` on the real traces in tests/data/corpus.
 
   check_analysis.py --tracetune BIN --name NAME --expected-dir DIR INPUT [--update]
       Runs `analyze --format json` and compares a stable digest (findings, per-rank metrics)

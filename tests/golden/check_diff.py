@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden tests for `tracetune diff BASE NEW` on pairs of real traces in ../shared/data.
+"""Golden tests for `tracetune diff BASE NEW` on pairs of real traces in tests/data/corpus.
 
   check_diff.py --tracetune BIN --name NAME --expected-dir DIR BASE NEW [--update]
 

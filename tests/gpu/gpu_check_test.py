@@ -16,7 +16,7 @@ compared with `tracetune info --json` and with a brute-force reading of the same
  - pack: a trace trimmed under a size still opens and says it was trimmed; the archive holds
    logs and trimmed traces, never a full trace DB or an oversized file, and lists what it left.
 
-usage: gpu_check_test.py TRACETUNE SHARED_DATA_DIR NCCL_DRIVER [CASE...]
+usage: gpu_check_test.py TRACETUNE CORPUS_DIR NCCL_DRIVER [CASE...]
 """
 import json
 import os

@@ -25,10 +25,12 @@ Without a GPU or a real libcupti:
  - `record` finds libcupti.so.13 in the job's Python's pip wheels (nvidia/cu13/lib, the CUDA 13
    layout) and hands it to the injection library (TRACETUNE_CUPTI_LIB): in a venv laid out in a
    temporary folder, through a console script's #! line, and in PyTorch 2.11's real venv when it
-   is installed (TT_TORCH2_PYTHON, else ~/.cache/tracetune/torch-2.11.0; that part is skipped,
-   saying so, when it is not).
+   is installed (TT_TORCH2_PYTHON, else ~/.cache/tracetune/torch-2.11.0).
 
-usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN LIBCUPTI FAKE_LIBCUPTI [TORCH2_PYTHON]
+usage: gpu_record_test.py TRACETUNE NCCL_DRIVER NCCL_PLUGIN LIBCUPTI FAKE_LIBCUPTI TORCH2_PYTHON [GROUP]
+GROUP: `core` (default; needs nothing more), `libcupti` (the cases that load a real libcupti) or
+`torch2` (PyTorch 2.11's venv). A group whose prerequisite is missing exits 77, so ctest shows
+it as skipped instead of counting it as passed.
 """
 import json
 import os
@@ -253,9 +255,9 @@ def case_wheel_cupti(tmp):
           r.stdout.strip() == str(lib), r.stdout)
     r, _ = record(tmp, sys.executable, "-c", PRINT_CUPTI, out="w5.db", extra=["--trace", "io"], env=env)
     check("wheel CUPTI: not set when CUDA is not traced", r.stdout.strip() == "-", r.stdout)
-    if not os.access(TORCH2_PYTHON, os.X_OK):
-        print(f"SKIP wheel CUPTI in PyTorch 2.11's venv: {TORCH2_PYTHON} not installed")
-        return
+
+
+def case_wheel_cupti_torch2(tmp):
     r, _ = record(tmp, TORCH2_PYTHON, "-c", PRINT_CUPTI, out="w6.db")
     found = pathlib.Path(r.stdout.strip())
     check("wheel CUPTI: PyTorch 2.11's venv: site-packages/nvidia/cu13/lib/libcupti.so.13",
@@ -263,8 +265,15 @@ def case_wheel_cupti(tmp):
           r.stdout + r.stderr[-800:])
 
 
-cases = [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu, case_takeover_local_cupti,
-         case_takeover_hands_cupti_over, case_wheel_cupti]
-if LIBCUPTI:
-    cases += [case_injection_without_gpu, case_takeover]
-run_cases({fn.__name__: fn for fn in cases})
+GROUPS = {"core": [case_nccl_plugin, case_nccl_plugin_outside_record, case_no_gpu, case_takeover_local_cupti,
+                   case_takeover_hands_cupti_over, case_wheel_cupti],
+          "libcupti": [case_injection_without_gpu, case_takeover],
+          "torch2": [case_wheel_cupti_torch2]}
+GROUP = sys.argv[7] if len(sys.argv) > 7 else "core"
+if GROUP == "libcupti" and not LIBCUPTI:
+    print("SKIPPED: no libcupti found at configure time (TT_CUPTI_LIBRARY)")
+    sys.exit(77)
+if GROUP == "torch2" and not os.access(TORCH2_PYTHON, os.X_OK):
+    print(f"SKIPPED: {TORCH2_PYTHON} not installed (scripts/setup.sh installs it)")
+    sys.exit(77)
+run_cases({fn.__name__: fn for fn in GROUPS[GROUP]})

@@ -10,7 +10,7 @@
  - every stage must pass its rehearsal checks, and the packed archive must hold the summary and
    no full trace DB, within 16 MiB; a carry tree that is not there is one line and exit 2.
 
-usage: gpu_rehearse_test.py BUILD_DIR SHARED_DATA_DIR [TORCH2_PYTHON]
+usage: gpu_rehearse_test.py BUILD_DIR CORPUS_DIR [TORCH2_PYTHON]
 """
 import json
 import os
@@ -94,7 +94,7 @@ def main():
         out, archive = tmp / "out", tmp / "gc.tar.gz"
         t0 = time.monotonic()
         r = subprocess.run(build_hidden([str(script), "--rehearse", "--python", python, "--out", str(out),
-                                         "--pack", str(archive), "--shared-data", str(SHARED)]),
+                                         "--pack", str(archive), "--corpus", str(SHARED)]),
                            capture_output=True, text=True, timeout=840, cwd=repo)
         print(r.stdout, r.stderr[-3000:], sep="\n")
         print(f"rehearsal took {time.monotonic() - t0:.0f} s")

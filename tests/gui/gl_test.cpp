@@ -25,7 +25,7 @@ using namespace tt::gui;
 
 namespace {
 
-const QString kTrace = QStringLiteral(TT_SHARED_DATA_DIR) + "/kineto/hta/ns_resolution_rank_0.json.gz";
+const QString kTrace = QStringLiteral(TT_CORPUS_DIR) + "/kineto/hta/ns_resolution_rank_0.json.gz";
 
 int channel_diff(QRgb a, QRgb b) {
   return std::max({std::abs(qRed(a) - qRed(b)), std::abs(qGreen(a) - qGreen(b)), std::abs(qBlue(a) - qBlue(b))});
@@ -148,7 +148,7 @@ class GlTest : public QObject {
   }
 
   void timelineWindowDrawsThroughTheCanvas() {
-    if (!QFile::exists(kTrace)) QSKIP("../shared/data is missing");
+    if (!QFile::exists(kTrace)) QFAIL("tests/data/corpus is missing");
     auto doc = load_document(kTrace.toStdString(), {});
     QVERIFY2(doc.ok(), doc.ok() ? "" : doc.error().c_str());
     TimelineView view;
@@ -230,7 +230,7 @@ class GlTest : public QObject {
   // the command line: `--renderer opengl --screenshot` on a display draws the timeline through
   // OpenGL and gives the QPainter screenshot's picture; without a GL context it is refused
   void screenshotThroughOpenGL() {
-    if (!QFile::exists(kTrace)) QSKIP("../shared/data is missing");
+    if (!QFile::exists(kTrace)) QFAIL("tests/data/corpus is missing");
     QTemporaryDir dir;
     auto shoot = [&](const QString& renderer, const QString& out, const QProcessEnvironment& env) {
       QProcess p;

@@ -1,6 +1,6 @@
 // The Qt application, offscreen: models under QAbstractItemModelTester, timeline interactions
 // driven by real input events, findings linked to the timeline, loading errors, plain-text
-// names, and screenshots of real traces from ../shared/data checked for structure (every
+// names, and screenshots of real traces from tests/data/corpus checked for structure (every
 // visible row has something drawn in its band).
 #include <QAbstractItemModelTester>
 #include <QApplication>
@@ -40,7 +40,7 @@ using analyzer_rank_t = tt::analyzer::RankMetrics;
 
 namespace {
 
-const QString kData = QStringLiteral(TT_SHARED_DATA_DIR);
+const QString kData = QStringLiteral(TT_CORPUS_DIR);
 const QString kGpuTrace = kData + "/kineto/hta/ns_resolution_rank_0.json.gz";
 const QString kFindingsTrace = kData + "/kineto/param/resnet_rtx2080ti.json.gz";
 
@@ -164,9 +164,9 @@ class GuiTest : public QObject {
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);  // recent files go to a test settings file
     QApplication::setOrganizationName("tracetune-tests");
-    // The real traces are part of the suite (scripts/test.sh needs ../shared beside the repo):
-    // without them the suite fails, rather than passing with nothing tested.
-    if (!QFile::exists(kGpuTrace)) QFAIL(qPrintable(kGpuTrace + " is missing: put ../shared beside the repository"));
+    // The real traces are part of the suite (tests/data/corpus): without them the suite
+    // fails, rather than passing with nothing tested.
+    if (!QFile::exists(kGpuTrace)) QFAIL(qPrintable(kGpuTrace + " is missing from tests/data/corpus"));
   }
 
   // The compare view on two real A100 NCCL traces: the diff's summary, both step bars, the

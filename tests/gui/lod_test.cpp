@@ -1,5 +1,5 @@
 // The LOD engine (gui/lod) against brute force: random lanes and windows, and every row of a
-// real Kineto trace from ../shared/data; the derived counters (GPU busy %, copy bandwidth,
+// real Kineto trace from tests/data/corpus; the derived counters (GPU busy %, copy bandwidth,
 // I/O throughput) against brute-force references and a real GPU trace. No Qt.
 #include <gtest/gtest.h>
 
@@ -19,9 +19,9 @@
 namespace tt::gui {
 namespace {
 
-// A Kineto trace from ../shared/data, imported and finalised; nullopt when the file is missing.
+// A Kineto trace from tests/data/corpus, imported and finalised; nullopt when the file is missing.
 std::optional<trace::Trace> shared_trace(const char* rel) {
-  const std::filesystem::path p = std::filesystem::path(TT_SHARED_DATA_DIR) / rel;
+  const std::filesystem::path p = std::filesystem::path(TT_CORPUS_DIR) / rel;
   if (!std::filesystem::exists(p)) return std::nullopt;
   trace::Trace t;
   EXPECT_TRUE(trace::import_kineto(p, t).ok()) << p;
@@ -292,7 +292,7 @@ TEST(Lod, CounterColumnsBoundEverySample) {
 // A real trace: every row's lanes hold all of its events, and LOD = brute force on each.
 TEST(LodRealTrace, EveryRowOfAKinetoTrace) {
   auto loaded = shared_trace("kineto/hta/ns_resolution_rank_0.json.gz");
-  if (!loaded) GTEST_SKIP() << "kineto/hta/ns_resolution_rank_0.json.gz missing from ../shared/data";
+  ASSERT_TRUE(loaded) << "kineto/hta/ns_resolution_rank_0.json.gz missing from tests/data/corpus";
   const trace::Trace& t = *loaded;
   const auto idx = build_timeline_index(t);
   ASSERT_FALSE(idx.rows.empty());
@@ -344,7 +344,7 @@ TEST(LodRealTrace, EveryRowOfAKinetoTrace) {
 
 TEST(TimelineIndexRealTrace, KinetoPseudoProcessesFoldIntoOneCollapsedGroup) {
   auto loaded = shared_trace("kineto/hta/ns_resolution_rank_0.json.gz");
-  ASSERT_TRUE(loaded) << "kineto/hta/ns_resolution_rank_0.json.gz missing from ../shared/data";
+  ASSERT_TRUE(loaded) << "kineto/hta/ns_resolution_rank_0.json.gz missing from tests/data/corpus";
   const trace::Trace& t = *loaded;
   const auto idx = build_timeline_index(t);
   std::vector<std::uint32_t> folded;
@@ -730,7 +730,7 @@ TEST(DerivedCounters, RowsOnlyWhereThereIsData) {
 // share computed from its kernels, copies and sets directly.
 TEST(DerivedCountersRealTrace, GpuBusyMatchesTheKernels) {
   auto loaded = shared_trace("kineto/hta/ns_resolution_rank_0.json.gz");
-  if (!loaded) GTEST_SKIP() << "kineto/hta/ns_resolution_rank_0.json.gz missing from ../shared/data";
+  ASSERT_TRUE(loaded) << "kineto/hta/ns_resolution_rank_0.json.gz missing from tests/data/corpus";
   const trace::Trace& t = *loaded;
   const auto idx = build_timeline_index(t);
   int busy_rows = 0;
@@ -772,7 +772,7 @@ TEST(DerivedCountersRealTrace, GpuBusyMatchesTheKernels) {
 
 TEST(DerivedCountersRealTrace, CpuOnlyTraceHasNoGpuRows) {
   auto loaded = shared_trace("kineto/hta/cpu_only_gloo.json.gz");
-  if (!loaded) GTEST_SKIP() << "kineto/hta/cpu_only_gloo.json.gz missing from ../shared/data";
+  ASSERT_TRUE(loaded) << "kineto/hta/cpu_only_gloo.json.gz missing from tests/data/corpus";
   const trace::Trace& t = *loaded;
   ASSERT_EQ(t.kernels.size() + t.memcpys.size() + t.memsets.size(), 0u);
   EXPECT_TRUE(derived_rows(build_timeline_index(t)).empty());

@@ -3,7 +3,7 @@
 empty trace, a trace without GPU events or steps, rank and step selection, and every report
 format. Each must give a valid report that says what could not be determined.
 
-usage: analyze_test.py TRACETUNE SHARED_DATA_DIR
+usage: analyze_test.py TRACETUNE CORPUS_DIR
 """
 import json
 import pathlib

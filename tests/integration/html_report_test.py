@@ -3,7 +3,7 @@
 escapes and elides hostile names, and its charts draw: rendered in headless Chromium, each
 chart's series colours must cover a real area of the screenshot.
 
-usage: html_report_test.py TRACETUNE SHARED_DATA_DIR
+usage: html_report_test.py TRACETUNE CORPUS_DIR
 Exits 77 (ctest: skipped) when Chromium or Pillow is missing; scripts/setup.sh installs both.
 """
 import json

@@ -2,12 +2,13 @@
 """NVTX injection end to end: build nvtx_program.cpp, run it with the collector injected,
 decode the raw record file (.ttr) it leaves and check every NVTX range and mark.
 
-Usage: python3 nvtx_test.py /path/to/libtracetune_collector.so
+Usage: python3 nvtx_test.py /path/to/libtracetune_collector.so [nccl]
 
 The NVTX3 headers are looked up in $TT_NVTX_INCLUDE_DIR, $CUDA_HOME/include and
 /usr/local/cuda/include; without them the test is skipped (exit code 77). The C++ compiler is
-$CXX or c++. When a real NCCL is found ($TT_NCCL_LIB, else libnccl.so.2 next to the CUDA
-headers' lib64/ or lib/), the program also calls it (CPU only) and the NCCL ranges are checked.
+$CXX or c++. With `nccl`, the program calls a real NCCL (CPU only) and the NCCL ranges are
+checked: $TT_NCCL_LIB, else libnccl.so.2 next to the CUDA headers' lib64/ or lib/; without one
+that part is skipped (exit code 77), so ctest shows it as not run.
 Prints one line per failed check and "N passed, M failed"; exits 1 on failure.
 """
 import os
@@ -385,8 +386,52 @@ def program_checks(c, label, rc, out, err):
     return tids
 
 
+def ttr_files_of(outdir, pid):
+    """The decoded record files under `outdir` written by process `pid`."""
+    found = []
+    for root, _dirs, names in os.walk(outdir):
+        for n in names:
+            if n.endswith(".ttr"):
+                raw = parse_ttr(os.path.join(root, n))
+                if raw.header["pid"] == pid:
+                    found.append(raw)
+    return found
+
+
+def part_recording(c, prog, lib, work):
+    """Every range and mark in the .ttr file, the fork child's file, and a run that does not
+    record (no output directory): NVTX still answers correctly, nothing breaks."""
+    outdir = os.path.join(work, "raw")
+    os.mkdir(outdir, 0o700)
+    pid, rc, out, err = run_program(prog, lib, outdir, work)
+    tids = program_checks(c, "recording", rc, out, err)
+    c.check(set(tids) == {"main", "worker", "deep", "child"}, f"program printed its thread ids: {tids}")
+    c.check("CHILD-DONE" in out.splitlines(), "fork child ran to the end")
+    child_pid = next((int(l.split()[1]) for l in out.splitlines() if l.startswith("CHILDPID ")), None)
+    mine, children = ttr_files_of(outdir, pid), ttr_files_of(outdir, child_pid)
+    if c.check(len(mine) == 1, f"one record file for the program's pid {pid}"):
+        check_trace(c, mine[0], pid, tids)
+    if c.check(len(children) == 1, f"one record file for the fork child's pid {child_pid}"):
+        check_fork_child(c, children[0], pid, tids)
+    empty = os.path.join(work, "cwd-not-recording")
+    os.mkdir(empty)
+    _pid, rc, out, err = run_program(prog, lib, None, empty)
+    program_checks(c, "not recording", rc, out, err)
+
+
+def part_nccl(c, prog, lib, work, nccl):
+    """The program calls a real NCCL (CPU only): its NCCL ranges are recorded."""
+    ncdir = os.path.join(work, "raw-nccl")
+    os.mkdir(ncdir, 0o700)
+    pid, rc, out, err = run_program([prog, "nccl", nccl], lib, ncdir, work, {"NCCL_DEBUG": "NONE"})
+    program_checks(c, "nccl", rc, out, err)
+    found = ttr_files_of(ncdir, pid)
+    if c.check(len(found) == 1, f"nccl: one record file for pid {pid}"):
+        check_nccl_trace(c, found[0], out)
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["nccl"]):
         print(__doc__)
         return 2
     lib = os.path.abspath(sys.argv[1])
@@ -397,63 +442,18 @@ def main():
     if include is None:
         print("SKIPPED: NVTX3 headers (nvtx3/nvToolsExt.h) not found; set TT_NVTX_INCLUDE_DIR or CUDA_HOME")
         return 77
+    nccl = nccl_library(include) if sys.argv[2:] == ["nccl"] else None
+    if sys.argv[2:] == ["nccl"] and nccl is None:
+        print("SKIPPED: no libnccl.so.2 found (set TT_NCCL_LIB)")
+        return 77
     c = Checks()
     work = tempfile.mkdtemp(prefix="tt-nvtx-test-")
     try:
         prog = build(work, include)
-
-        # 1. recording: every range and mark in the .ttr file
-        outdir = os.path.join(work, "raw")
-        os.mkdir(outdir, 0o700)
-        pid, rc, out, err = run_program(prog, lib, outdir, work)
-        tids = program_checks(c, "recording", rc, out, err)
-        c.check(set(tids) == {"main", "worker", "deep", "child"}, f"program printed its thread ids: {tids}")
-        c.check("CHILD-DONE" in out.splitlines(), "fork child ran to the end")
-        child_pid = next((int(l.split()[1]) for l in out.splitlines() if l.startswith("CHILDPID ")), None)
-        files = []
-        for root, _dirs, names in os.walk(outdir):
-            files += [os.path.join(root, n) for n in names if n.endswith(".ttr")]
-        mine, children = [], []
-        for f in files:
-            try:
-                raw = parse_ttr(f)
-            except ValueError as e:
-                c.check(False, str(e))
-                continue
-            if raw.header["pid"] == pid:
-                mine.append(raw)
-            elif raw.header["pid"] == child_pid:
-                children.append(raw)
-        if c.check(len(mine) == 1, f"one record file for the program's pid {pid} (files: {files})"):
-            check_trace(c, mine[0], pid, tids)
-        if c.check(len(children) == 1, f"one record file for the fork child's pid {child_pid} (files: {files})"):
-            check_fork_child(c, children[0], pid, tids)
-
-        # 2. a real NCCL, when there is one
-        nccl = nccl_library(include)
         if nccl is None:
-            print("note: no libnccl.so.2 found (set TT_NCCL_LIB): the real-NCCL checks are skipped")
+            part_recording(c, prog, lib, work)
         else:
-            ncdir = os.path.join(work, "raw-nccl")
-            os.mkdir(ncdir, 0o700)
-            env_extra = {"NCCL_DEBUG": "NONE"}
-            pid, rc, out, err = run_program([prog, "nccl", nccl], lib, ncdir, work, env_extra)
-            program_checks(c, "nccl", rc, out, err)
-            found = []
-            for root, _dirs, names in os.walk(ncdir):
-                for n in names:
-                    if n.endswith(".ttr"):
-                        raw = parse_ttr(os.path.join(root, n))
-                        if raw.header["pid"] == pid:
-                            found.append(raw)
-            if c.check(len(found) == 1, f"nccl: one record file for pid {pid}"):
-                check_nccl_trace(c, found[0], out)
-
-        # 3. not recording (no output directory): NVTX still answers correctly, nothing breaks
-        empty = os.path.join(work, "cwd-not-recording")
-        os.mkdir(empty)
-        _pid, rc, out, err = run_program(prog, lib, None, empty)
-        program_checks(c, "not recording", rc, out, err)
+            part_nccl(c, prog, lib, work, nccl)
     except subprocess.CalledProcessError as e:
         c.check(False, f"build failed: {e}")
     finally:

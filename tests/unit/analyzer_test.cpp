@@ -702,7 +702,7 @@ TEST(WhatIf, EveryStepWithACompletePathReplaysToItsMeasuredLength) {
   for (std::string name : {"a100_rank0_of16.json.gz", "ns_resolution_rank_0.json.gz", "alexnet.json.gz",
                            "event_sync_multi_stream.json.gz"}) {
     trace::Trace t;
-    const std::string path = std::string(TT_SHARED_DATA_DIR) + "/kineto/hta/" + name;
+    const std::string path = std::string(TT_CORPUS_DIR) + "/kineto/hta/" + name;
     ASSERT_TRUE(trace::import_kineto(path, t).ok()) << path;
     t.finalize();
     const auto a = analyze(t, Options{}, path);

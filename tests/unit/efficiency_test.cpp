@@ -67,7 +67,7 @@ TEST(Efficiency, UnknownDeviceHasFlopsButNoMfu) {
 
 TEST(Efficiency, RealA100TraceCarriesGemmShapes) {
   trace::Trace t;
-  const std::string path = std::string(TT_SHARED_DATA_DIR) + "/kineto/hta/a100_rank0_of16.json.gz";
+  const std::string path = std::string(TT_CORPUS_DIR) + "/kineto/hta/a100_rank0_of16.json.gz";
   ASSERT_TRUE(trace::import_kineto(path, t).ok());
   t.finalize();
   const auto a = analyze(t, Options{}, path);

@@ -19,7 +19,7 @@ using tt::testing::TempDir;
 
 namespace {
 
-const fs::path kShared = TT_SHARED_DATA_DIR;
+const fs::path kShared = TT_CORPUS_DIR;
 
 std::uint64_t column_bytes(const Trace& t) {
   const RowBytes b = row_bytes();
@@ -41,7 +41,7 @@ TEST(Estimate, RowBytesAreTheColumnsOfOneEvent) {
 }
 
 TEST(Estimate, TracetuneDbCountsEveryEventTable) {
-  if (!fs::exists(kShared / "kineto/hta/nccl_data.json.gz")) GTEST_SKIP() << "../shared/data is missing";
+  ASSERT_TRUE(fs::exists(kShared / "kineto/hta/nccl_data.json.gz")) << "tests/data/corpus is missing";
   auto t = load_any(kShared / "kineto/hta/nccl_data.json.gz");
   ASSERT_TRUE(t.ok()) << t.error();
   TempDir dir;
@@ -87,7 +87,7 @@ TEST(Estimate, NsysExportCountsItsEventTables) {
 
 TEST(Estimate, KinetoGzipUsesTheSizeTrailer) {
   const fs::path gz = kShared / "kineto/hta/ns_resolution_rank_0.json.gz";
-  if (!fs::exists(gz)) GTEST_SKIP() << "../shared/data is missing";
+  ASSERT_TRUE(fs::exists(gz)) << "tests/data/corpus is missing";
   auto e = estimate_load(gz);
   ASSERT_TRUE(e.ok()) << e.error();
   constexpr std::uint64_t kJsonBytes = 15377659;  // gunzip -c | wc -c
@@ -102,7 +102,7 @@ TEST(Estimate, KinetoGzipUsesTheSizeTrailer) {
 
 TEST(Estimate, WrappedGzipSizeFallsBackToTheCompressedSize) {
   const fs::path gz = kShared / "kineto/hta/ns_resolution_rank_0.json.gz";
-  if (!fs::exists(gz)) GTEST_SKIP() << "../shared/data is missing";
+  ASSERT_TRUE(fs::exists(gz)) << "tests/data/corpus is missing";
   TempDir dir;
   const fs::path copy = dir.path() / "wrapped.json.gz";
   fs::copy_file(gz, copy);
@@ -122,7 +122,7 @@ TEST(Estimate, WrappedGzipSizeFallsBackToTheCompressedSize) {
 
 TEST(Estimate, KinetoDirectorySumsItsRankFiles) {
   const fs::path dir = kShared / "kineto/param/dlrm_8rank";
-  if (!fs::exists(dir)) GTEST_SKIP() << "../shared/data is missing";
+  ASSERT_TRUE(fs::exists(dir)) << "tests/data/corpus is missing";
   auto all = estimate_load(dir);
   ASSERT_TRUE(all.ok()) << all.error();
   std::uint64_t sum = 0, largest = 0;

@@ -15,7 +15,7 @@ namespace {
 
 Trace real_trace() {
   Trace t;
-  const std::filesystem::path p[] = {std::filesystem::path(TT_SHARED_DATA_DIR) / "kineto/hta/nccl_data.json.gz"};
+  const std::filesystem::path p[] = {std::filesystem::path(TT_CORPUS_DIR) / "kineto/hta/nccl_data.json.gz"};
   auto st = import_any(p, t);
   EXPECT_TRUE(st.ok()) << st.error();
   t.finalize();

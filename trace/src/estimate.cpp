@@ -1,6 +1,6 @@
 // Estimating a trace's memory before reading it (estimate.h).
 //
-// Measured on this project's machine (2025, the Kineto files of ../shared/data, model bytes =
+// Measured on this project's machine (2025, the Kineto files of tests/data/corpus, model bytes =
 // Trace::event_bytes() after import, JSON bytes = the uncompressed text):
 //
 //   file (JSON MB)                 model B per JSON B   gzip ratio

@@ -25,7 +25,7 @@ struct LoadEstimate {
 };
 
 // Model bytes per byte of Kineto JSON text: the lowest figure measured on the multi-MB traces
-// of ../shared/data/kineto (see estimate.cpp for the table).
+// of tests/data/corpus/kineto (see estimate.cpp for the table).
 inline constexpr double kKinetoModelBytesPerJsonByte = 0.07;
 // A .json.gz whose ISIZE is below this many times its compressed size has wrapped (ISIZE is
 // the size mod 2^32; Kineto JSON compresses 7.5x to 29x); it is then estimated at
