@@ -13,10 +13,11 @@
 //    EFAULT is recorded without its path), so a hook never faults where libc would not.
 //  - Calls that change the fd -> path table (open*, creat*, close, fopen*, fclose) check for
 //    a vfork child first: it shares our memory but has its own descriptor table (CPython's
-//    subprocess closes descriptors in a vfork child). The check is a getpid syscall, paid
-//    only by these already-expensive calls; read/write/stat hooks skip it.
+//    subprocess closes descriptors in a vfork child). The check (in_vfork_child) is a
+//    thread-local flag that the vfork hook (vfork_hook.S) sets, and a getpid syscall only on
+//    a thread so marked; read/write/stat hooks skip it.
 //  - If the real symbol cannot be resolved (only while dlsym itself is running on this
-//    thread), the hook issues the raw syscall, or fails with ENOSYS for stdio.
+//    thread), the hook issues the raw syscall (sys.h), or fails with ENOSYS for stdio.
 // stdio's own reads and writes use libc-internal calls that never reach these hooks, so
 // fread/fwrite are recorded once, at the stdio level.
 #include <dlfcn.h>
@@ -32,6 +33,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys.h"
 #include "writer.h"
 
 #define TT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -166,15 +168,6 @@ constinit RealFunction<dup3_fn> r_dup3{"dup3"};
 constinit RealFunction<close_range_fn> r_close_range{"close_range"};
 constinit RealFunction<closefrom_fn> r_closefrom{"closefrom"};
 
-// ---- raw syscall fallbacks (x86_64 and aarch64 glibc use the kernel's struct stat) ----
-int raw_openat(int dirfd, const char* path, int flags, mode_t mode) {
-  return static_cast<int>(::syscall(SYS_openat, dirfd, path, flags, mode));
-}
-int raw_fstatat(int dirfd, const char* path, void* buf, int flags) {
-  return static_cast<int>(::syscall(SYS_newfstatat, dirfd, path, buf, flags));
-}
-int raw_fstat(int fd, void* buf) { return static_cast<int>(::syscall(SYS_fstat, fd, buf)); }
-
 // ---- recording ----
 
 __attribute__((noinline)) void record_io(IoFunc func, std::int64_t start, std::int64_t end, int fd,
@@ -274,14 +267,14 @@ inline bool needs_mode(int flags) { return __OPEN_NEEDS_MODE(flags); }
 int open_common(RealFunction<open_fn>& real_fn, IoFunc func, const char* path, int flags,
                 mode_t mode) {
   open_fn real = real_fn.get();
-  if (real == nullptr) return raw_openat(AT_FDCWD, path, flags, mode);
+  if (real == nullptr) return sys_openat(AT_FDCWD, path, flags, mode);
   return traced_open(func, AT_FDCWD, path, [&] { return real(path, flags, mode); });
 }
 
 int openat_common(RealFunction<openat_fn>& real_fn, IoFunc func, int dirfd, const char* path,
                   int flags, mode_t mode) {
   openat_fn real = real_fn.get();
-  if (real == nullptr) return raw_openat(dirfd, path, flags, mode);
+  if (real == nullptr) return sys_openat(dirfd, path, flags, mode);
   return traced_open(func, dirfd, path, [&] { return real(dirfd, path, flags, mode); });
 }
 
@@ -344,7 +337,7 @@ void* mmap_common(RealFunction<mmap_fn>& real_fn, IoFunc func, void* addr, size_
                   int flags, int fd, off_t off) {
   mmap_fn real = real_fn.get();
   if (real == nullptr) {
-    return reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, off));
+    return sys_mmap(addr, len, prot, flags, fd, off);
   }
   // Anonymous mappings (malloc's) are not file I/O: pass them straight through.
   if (fd < 0 || (flags & MAP_ANONYMOUS) != 0 || !should_record_io()) {
@@ -453,38 +446,38 @@ TT_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
 
 TT_EXPORT int creat(const char* path, mode_t mode) {
   creat_fn real = r_creat.get();
-  if (real == nullptr) return raw_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+  if (real == nullptr) return sys_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
   return traced_open(IoFunc::Creat, AT_FDCWD, path, [&] { return real(path, mode); });
 }
 
 TT_EXPORT int creat64(const char* path, mode_t mode) {
   creat_fn real = r_creat64.get();
-  if (real == nullptr) return raw_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+  if (real == nullptr) return sys_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
   return traced_open(IoFunc::Creat64, AT_FDCWD, path, [&] { return real(path, mode); });
 }
 
 // _FORTIFY_SOURCE variants of open without a mode argument.
 TT_EXPORT int __open_2(const char* path, int flags) {
   open2_fn real = r_open_2.get();
-  if (real == nullptr) return raw_openat(AT_FDCWD, path, flags, 0);
+  if (real == nullptr) return sys_openat(AT_FDCWD, path, flags, 0);
   return traced_open(IoFunc::Open2, AT_FDCWD, path, [&] { return real(path, flags); });
 }
 
 TT_EXPORT int __open64_2(const char* path, int flags) {
   open2_fn real = r_open64_2.get();
-  if (real == nullptr) return raw_openat(AT_FDCWD, path, flags, 0);
+  if (real == nullptr) return sys_openat(AT_FDCWD, path, flags, 0);
   return traced_open(IoFunc::Open64_2, AT_FDCWD, path, [&] { return real(path, flags); });
 }
 
 TT_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
   openat2_fn real = r_openat_2.get();
-  if (real == nullptr) return raw_openat(dirfd, path, flags, 0);
+  if (real == nullptr) return sys_openat(dirfd, path, flags, 0);
   return traced_open(IoFunc::OpenAt2, dirfd, path, [&] { return real(dirfd, path, flags); });
 }
 
 TT_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
   openat2_fn real = r_openat64_2.get();
-  if (real == nullptr) return raw_openat(dirfd, path, flags, 0);
+  if (real == nullptr) return sys_openat(dirfd, path, flags, 0);
   return traced_open(IoFunc::OpenAt2, dirfd, path, [&] { return real(dirfd, path, flags); });
 }
 
@@ -492,75 +485,75 @@ TT_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
 
 TT_EXPORT ssize_t read(int fd, void* buf, size_t n) {
   read_fn real = r_read.get();
-  if (real == nullptr) return ::syscall(SYS_read, fd, buf, n);
+  if (real == nullptr) return sys_read(fd, buf, n);
   return traced_fd(IoFunc::Read, fd, -1, [&] { return real(fd, buf, n); }, fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
   read_chk_fn real = r_read_chk.get();
-  if (real == nullptr) return ::syscall(SYS_read, fd, buf, n < buflen ? n : buflen);
+  if (real == nullptr) return sys_read(fd, buf, n < buflen ? n : buflen);
   return traced_fd(IoFunc::Read, fd, -1, [&] { return real(fd, buf, n, buflen); },
                    fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t pread(int fd, void* buf, size_t n, off_t off) {
   pread_fn real = r_pread.get();
-  if (real == nullptr) return ::syscall(SYS_pread64, fd, buf, n, off);
+  if (real == nullptr) return sys_pread(fd, buf, n, off);
   return traced_fd(IoFunc::Pread, fd, off, [&] { return real(fd, buf, n, off); }, fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
   pread_fn real = r_pread64.get();
-  if (real == nullptr) return ::syscall(SYS_pread64, fd, buf, n, off);
+  if (real == nullptr) return sys_pread(fd, buf, n, off);
   return traced_fd(IoFunc::Pread64, fd, off, [&] { return real(fd, buf, n, off); },
                    fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
   pread_chk_fn real = r_pread_chk.get();
-  if (real == nullptr) return ::syscall(SYS_pread64, fd, buf, n < buflen ? n : buflen, off);
+  if (real == nullptr) return sys_pread(fd, buf, n < buflen ? n : buflen, off);
   return traced_fd(IoFunc::Pread, fd, off, [&] { return real(fd, buf, n, off, buflen); },
                    fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
   pread_chk_fn real = r_pread64_chk.get();
-  if (real == nullptr) return ::syscall(SYS_pread64, fd, buf, n < buflen ? n : buflen, off);
+  if (real == nullptr) return sys_pread(fd, buf, n < buflen ? n : buflen, off);
   return traced_fd(IoFunc::Pread64, fd, off, [&] { return real(fd, buf, n, off, buflen); },
                    fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t readv(int fd, const struct iovec* iov, int count) {
   readv_fn real = r_readv.get();
-  if (real == nullptr) return ::syscall(SYS_readv, fd, iov, count);
+  if (real == nullptr) return sys_readv(fd, iov, count);
   return traced_fd(IoFunc::Readv, fd, -1, [&] { return real(fd, iov, count); },
                    [&](ssize_t r) { return r >= 0 ? iov_bytes(iov, count) : -1; });
 }
 
 TT_EXPORT ssize_t preadv(int fd, const struct iovec* iov, int count, off_t off) {
   preadv_fn real = r_preadv.get();
-  if (real == nullptr) return ::syscall(SYS_preadv, fd, iov, count, off, 0);
+  if (real == nullptr) return sys_preadv(fd, iov, count, off);
   return traced_fd(IoFunc::Preadv, fd, off, [&] { return real(fd, iov, count, off); },
                    [&](ssize_t r) { return r >= 0 ? iov_bytes(iov, count) : -1; });
 }
 
 TT_EXPORT ssize_t preadv64(int fd, const struct iovec* iov, int count, off64_t off) {
   preadv_fn real = r_preadv64.get();
-  if (real == nullptr) return ::syscall(SYS_preadv, fd, iov, count, off, 0);
+  if (real == nullptr) return sys_preadv(fd, iov, count, off);
   return traced_fd(IoFunc::Preadv64, fd, off, [&] { return real(fd, iov, count, off); },
                    [&](ssize_t r) { return r >= 0 ? iov_bytes(iov, count) : -1; });
 }
 
 TT_EXPORT ssize_t preadv2(int fd, const struct iovec* iov, int count, off_t off, int flags) {
   preadv2_fn real = r_preadv2.get();
-  if (real == nullptr) return ::syscall(SYS_preadv2, fd, iov, count, off, 0, flags);
+  if (real == nullptr) return sys_preadv2(fd, iov, count, off, flags);
   return traced_fd(IoFunc::Preadv2, fd, off, [&] { return real(fd, iov, count, off, flags); },
                    [&](ssize_t r) { return r >= 0 ? iov_bytes(iov, count) : -1; });
 }
 
 TT_EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off64_t off, int flags) {
   preadv2_fn real = r_preadv64v2.get();
-  if (real == nullptr) return ::syscall(SYS_preadv2, fd, iov, count, off, 0, flags);
+  if (real == nullptr) return sys_preadv2(fd, iov, count, off, flags);
   return traced_fd(IoFunc::Preadv2, fd, off, [&] { return real(fd, iov, count, off, flags); },
                    [&](ssize_t r) { return r >= 0 ? iov_bytes(iov, count) : -1; });
 }
@@ -569,27 +562,27 @@ TT_EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off64_t
 
 TT_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
   write_fn real = r_write.get();
-  if (real == nullptr) return ::syscall(SYS_write, fd, buf, n);
+  if (real == nullptr) return sys_write(fd, buf, n);
   return traced_fd(IoFunc::Write, fd, -1, [&] { return real(fd, buf, n); }, fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
   pwrite_fn real = r_pwrite.get();
-  if (real == nullptr) return ::syscall(SYS_pwrite64, fd, buf, n, off);
+  if (real == nullptr) return sys_pwrite(fd, buf, n, off);
   return traced_fd(IoFunc::Pwrite, fd, off, [&] { return real(fd, buf, n, off); },
                    fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
   pwrite_fn real = r_pwrite64.get();
-  if (real == nullptr) return ::syscall(SYS_pwrite64, fd, buf, n, off);
+  if (real == nullptr) return sys_pwrite(fd, buf, n, off);
   return traced_fd(IoFunc::Pwrite64, fd, off, [&] { return real(fd, buf, n, off); },
                    fixed_bytes(n));
 }
 
 TT_EXPORT ssize_t writev(int fd, const struct iovec* iov, int count) {
   readv_fn real = r_writev.get();
-  if (real == nullptr) return ::syscall(SYS_writev, fd, iov, count);
+  if (real == nullptr) return sys_writev(fd, iov, count);
   return traced_fd(IoFunc::Writev, fd, -1, [&] { return real(fd, iov, count); },
                    [&](ssize_t r) { return r >= 0 ? iov_bytes(iov, count) : -1; });
 }
@@ -598,7 +591,7 @@ TT_EXPORT ssize_t writev(int fd, const struct iovec* iov, int count) {
 
 TT_EXPORT int close(int fd) {
   close_fn real = r_close.get();
-  if (real == nullptr) return static_cast<int>(::syscall(SYS_close, fd));
+  if (real == nullptr) return sys_close(fd);
   if (!should_record_io()) return real(fd);
   ReentryGuard guard;
   if (!guard.active() || in_vfork_child()) return real(fd);
@@ -615,13 +608,13 @@ TT_EXPORT int close(int fd) {
 
 TT_EXPORT off_t lseek(int fd, off_t off, int whence) noexcept {
   lseek_fn real = r_lseek.get();
-  if (real == nullptr) return ::syscall(SYS_lseek, fd, off, whence);
+  if (real == nullptr) return sys_lseek(fd, off, whence);
   return traced_fd(IoFunc::Lseek, fd, off, [&] { return real(fd, off, whence); }, no_bytes());
 }
 
 TT_EXPORT off64_t lseek64(int fd, off64_t off, int whence) noexcept {
   lseek_fn real = r_lseek64.get();
-  if (real == nullptr) return ::syscall(SYS_lseek, fd, off, whence);
+  if (real == nullptr) return sys_lseek(fd, off, whence);
   return traced_fd(IoFunc::Lseek64, fd, off, [&] { return real(fd, off, whence); }, no_bytes());
 }
 
@@ -630,54 +623,54 @@ TT_EXPORT off64_t lseek64(int fd, off64_t off, int whence) noexcept {
 TT_EXPORT int stat(const char* path, struct stat* buf) noexcept {
   stat_fn real = r_stat.get();
   return traced_path(IoFunc::Stat, AT_FDCWD, path, [&] {
-    return real ? real(path, buf) : raw_fstatat(AT_FDCWD, path, buf, 0);
+    return real ? real(path, buf) : sys_fstatat(AT_FDCWD, path, buf, 0);
   });
 }
 
 TT_EXPORT int lstat(const char* path, struct stat* buf) noexcept {
   stat_fn real = r_lstat.get();
   return traced_path(IoFunc::Lstat, AT_FDCWD, path, [&] {
-    return real ? real(path, buf) : raw_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    return real ? real(path, buf) : sys_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
   });
 }
 
 TT_EXPORT int fstat(int fd, struct stat* buf) noexcept {
   fstat_fn real = r_fstat.get();
-  if (real == nullptr) return raw_fstat(fd, buf);
+  if (real == nullptr) return sys_fstat(fd, buf);
   return traced_fd(IoFunc::Fstat, fd, -1, [&] { return real(fd, buf); }, no_bytes());
 }
 
 TT_EXPORT int fstatat(int dirfd, const char* path, struct stat* buf, int flags) noexcept {
   fstatat_fn real = r_fstatat.get();
   return traced_path(IoFunc::Fstatat, dirfd, path, [&] {
-    return real ? real(dirfd, path, buf, flags) : raw_fstatat(dirfd, path, buf, flags);
+    return real ? real(dirfd, path, buf, flags) : sys_fstatat(dirfd, path, buf, flags);
   });
 }
 
 TT_EXPORT int stat64(const char* path, struct stat64* buf) noexcept {
   stat64_fn real = r_stat64.get();
   return traced_path(IoFunc::Stat64, AT_FDCWD, path, [&] {
-    return real ? real(path, buf) : raw_fstatat(AT_FDCWD, path, buf, 0);
+    return real ? real(path, buf) : sys_fstatat(AT_FDCWD, path, buf, 0);
   });
 }
 
 TT_EXPORT int lstat64(const char* path, struct stat64* buf) noexcept {
   stat64_fn real = r_lstat64.get();
   return traced_path(IoFunc::Lstat64, AT_FDCWD, path, [&] {
-    return real ? real(path, buf) : raw_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    return real ? real(path, buf) : sys_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
   });
 }
 
 TT_EXPORT int fstat64(int fd, struct stat64* buf) noexcept {
   fstat64_fn real = r_fstat64.get();
-  if (real == nullptr) return raw_fstat(fd, buf);
+  if (real == nullptr) return sys_fstat(fd, buf);
   return traced_fd(IoFunc::Fstat64, fd, -1, [&] { return real(fd, buf); }, no_bytes());
 }
 
 TT_EXPORT int fstatat64(int dirfd, const char* path, struct stat64* buf, int flags) noexcept {
   fstatat64_fn real = r_fstatat64.get();
   return traced_path(IoFunc::Fstatat64, dirfd, path, [&] {
-    return real ? real(dirfd, path, buf, flags) : raw_fstatat(dirfd, path, buf, flags);
+    return real ? real(dirfd, path, buf, flags) : sys_fstatat(dirfd, path, buf, flags);
   });
 }
 
@@ -687,7 +680,7 @@ TT_EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask,
   statx_fn real = r_statx.get();
   return traced_path(IoFunc::Statx, dirfd, path, [&] {
     return real ? real(dirfd, path, flags, mask, buf)
-                : static_cast<int>(::syscall(SYS_statx, dirfd, path, flags, mask, buf));
+                : sys_statx(dirfd, path, flags, mask, buf);
   });
 }
 #endif  // glibc >= 2.28
@@ -697,54 +690,54 @@ TT_EXPORT int statx(int dirfd, const char* path, int flags, unsigned mask,
 TT_EXPORT int __xstat(int ver, const char* path, struct stat* buf) {
   xstat_fn real = r_xstat.get();
   return traced_path(IoFunc::Stat, AT_FDCWD, path, [&] {
-    return real ? real(ver, path, buf) : raw_fstatat(AT_FDCWD, path, buf, 0);
+    return real ? real(ver, path, buf) : sys_fstatat(AT_FDCWD, path, buf, 0);
   });
 }
 
 TT_EXPORT int __xstat64(int ver, const char* path, struct stat64* buf) {
   xstat64_fn real = r_xstat64.get();
   return traced_path(IoFunc::Stat64, AT_FDCWD, path, [&] {
-    return real ? real(ver, path, buf) : raw_fstatat(AT_FDCWD, path, buf, 0);
+    return real ? real(ver, path, buf) : sys_fstatat(AT_FDCWD, path, buf, 0);
   });
 }
 
 TT_EXPORT int __lxstat(int ver, const char* path, struct stat* buf) {
   xstat_fn real = r_lxstat.get();
   return traced_path(IoFunc::Lstat, AT_FDCWD, path, [&] {
-    return real ? real(ver, path, buf) : raw_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    return real ? real(ver, path, buf) : sys_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
   });
 }
 
 TT_EXPORT int __lxstat64(int ver, const char* path, struct stat64* buf) {
   xstat64_fn real = r_lxstat64.get();
   return traced_path(IoFunc::Lstat64, AT_FDCWD, path, [&] {
-    return real ? real(ver, path, buf) : raw_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    return real ? real(ver, path, buf) : sys_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
   });
 }
 
 TT_EXPORT int __fxstat(int ver, int fd, struct stat* buf) {
   fxstat_fn real = r_fxstat.get();
-  if (real == nullptr) return raw_fstat(fd, buf);
+  if (real == nullptr) return sys_fstat(fd, buf);
   return traced_fd(IoFunc::Fstat, fd, -1, [&] { return real(ver, fd, buf); }, no_bytes());
 }
 
 TT_EXPORT int __fxstat64(int ver, int fd, struct stat64* buf) {
   fxstat64_fn real = r_fxstat64.get();
-  if (real == nullptr) return raw_fstat(fd, buf);
+  if (real == nullptr) return sys_fstat(fd, buf);
   return traced_fd(IoFunc::Fstat64, fd, -1, [&] { return real(ver, fd, buf); }, no_bytes());
 }
 
 TT_EXPORT int __fxstatat(int ver, int dirfd, const char* path, struct stat* buf, int flags) {
   fxstatat_fn real = r_fxstatat.get();
   return traced_path(IoFunc::Fstatat, dirfd, path, [&] {
-    return real ? real(ver, dirfd, path, buf, flags) : raw_fstatat(dirfd, path, buf, flags);
+    return real ? real(ver, dirfd, path, buf, flags) : sys_fstatat(dirfd, path, buf, flags);
   });
 }
 
 TT_EXPORT int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* buf, int flags) {
   fxstatat64_fn real = r_fxstatat64.get();
   return traced_path(IoFunc::Fstatat64, dirfd, path, [&] {
-    return real ? real(ver, dirfd, path, buf, flags) : raw_fstatat(dirfd, path, buf, flags);
+    return real ? real(ver, dirfd, path, buf, flags) : sys_fstatat(dirfd, path, buf, flags);
   });
 }
 
@@ -810,21 +803,21 @@ TT_EXPORT int fclose(FILE* f) {
 
 TT_EXPORT int dup(int fd) noexcept {
   dup_fn real = r_dup.get();
-  const int result = real ? real(fd) : static_cast<int>(::syscall(SYS_dup, fd));
+  const int result = real ? real(fd) : sys_dup(fd);
   if (result >= 0) copy_fd_path(fd, result);
   return result;
 }
 
 TT_EXPORT int dup2(int fd, int fd2) noexcept {
   dup2_fn real = r_dup2.get();
-  const int result = real ? real(fd, fd2) : static_cast<int>(::syscall(SYS_dup3, fd, fd2, 0));
+  const int result = real ? real(fd, fd2) : sys_dup3(fd, fd2, 0);
   if (result >= 0 && fd != fd2) copy_fd_path(fd, fd2);
   return result;
 }
 
 TT_EXPORT int dup3(int fd, int fd2, int flags) noexcept {
   dup3_fn real = r_dup3.get();
-  const int result = real ? real(fd, fd2, flags) : static_cast<int>(::syscall(SYS_dup3, fd, fd2, flags));
+  const int result = real ? real(fd, fd2, flags) : sys_dup3(fd, fd2, flags);
   if (result >= 0) copy_fd_path(fd, fd2);
   return result;
 }
@@ -833,7 +826,7 @@ TT_EXPORT int dup3(int fd, int fd2, int flags) noexcept {
 TT_EXPORT int close_range(unsigned first, unsigned last, int flags) noexcept {
   close_range_fn real = r_close_range.get();
   const int result = real ? real(first, last, flags)
-                          : static_cast<int>(::syscall(SYS_close_range, first, last, flags));
+                          : sys_close_range(first, last, flags);
   if (result == 0 && (flags & CLOSE_RANGE_CLOEXEC) == 0) forget_fd_range(first, last);
   return result;
 }
@@ -843,7 +836,7 @@ TT_EXPORT void closefrom(int lowfd) noexcept {
   if (real != nullptr) {
     real(lowfd);
   } else {
-    ::syscall(SYS_close_range, lowfd, ~0u, 0);
+    sys_close_range(lowfd, ~0u, 0);
   }
   if (lowfd >= 0) forget_fd_range(static_cast<unsigned>(lowfd), ~0u);
 }

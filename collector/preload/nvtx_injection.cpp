@@ -15,7 +15,8 @@
 // push/pop stacks balanced, so NVTX return values stay right and a range pushed while not
 // recording is never emitted with a wrong name.
 //
-// vfork children. in_vfork_child() is a getpid() syscall, so only the rare handlers check it
+// vfork children. in_vfork_child() reads a thread-local mark the vfork hook sets (and asks
+// the kernel for the pid only on a marked thread); only the rare handlers check it
 // (domain creation, string and schema registration, category and thread naming): there they
 // touch nothing and return a null handle. The per-event handlers do not: a vfork child may
 // only call async-signal-safe functions before exec/_exit, which NVTX calls are not, and if

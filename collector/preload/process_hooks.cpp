@@ -93,7 +93,7 @@ const char* search_path(const char* file, char* buf, std::size_t size) {
       k += dlen;
       buf[k++] = '/';
       std::memcpy(buf + k, file, flen + 1);
-      if (::syscall(SYS_faccessat, AT_FDCWD, buf, X_OK, 0) == 0) return buf;
+      if (sys_faccessat(AT_FDCWD, buf, X_OK) == 0) return buf;
     }
     if (end == nullptr) return nullptr;
     d = end;
@@ -109,7 +109,7 @@ const char* fd_program(int fd, char* buf, std::size_t size) {
   std::size_t k = 14;
   while (n > 0) link[k++] = digits[--n];
   link[k] = '\0';
-  const long len = ::syscall(SYS_readlinkat, AT_FDCWD, link, buf, size - 1);
+  const long len = sys_readlinkat(AT_FDCWD, link, buf, size - 1);
   if (len <= 0) return nullptr;
   buf[len] = '\0';
   return buf;
@@ -133,7 +133,7 @@ int traced_exec(const char* path, std::uint32_t path_id, const char* program, Ca
 int do_execve(const char* path, char* const argv[], char* const envp[]) {
   execve_fn real = r_execve.get();
   return traced_exec(path, 0, path, [&] {
-    return real ? real(path, argv, envp) : static_cast<int>(::syscall(SYS_execve, path, argv, envp));
+    return real ? real(path, argv, envp) : sys_execve(path, argv, envp);
   });
 }
 
@@ -313,14 +313,14 @@ TT_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
 TT_EXPORT void _exit(int status) {
   record_exit(status, 1);  // no-op in a vfork child
   if (exit_fn real = r_exit.get()) real(status);
-  ::syscall(SYS_exit_group, status);
+  sys_exit_group(status);
   __builtin_unreachable();
 }
 
 TT_EXPORT void _Exit(int status) noexcept {
   record_exit(status, 1);
   if (exit_fn real = r_Exit.get()) real(status);
-  ::syscall(SYS_exit_group, status);
+  sys_exit_group(status);
   __builtin_unreachable();
 }
 

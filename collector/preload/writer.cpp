@@ -78,25 +78,6 @@ class ErrnoSaver {
   int saved_;
 };
 
-// Raw system calls: see the header comment for why libc wrappers are avoided.
-long sys_pwrite(int fd, const void* buf, std::size_t n, off_t off) {
-  return ::syscall(SYS_pwrite64, fd, buf, n, off);
-}
-int sys_fstat(int fd, struct stat* st) { return static_cast<int>(::syscall(SYS_fstat, fd, st)); }
-int sys_fstatfs(int fd, struct statfs* st) { return static_cast<int>(::syscall(SYS_fstatfs, fd, st)); }
-int sys_fchmod(int fd, int mode) { return static_cast<int>(::syscall(SYS_fchmod, fd, mode)); }
-int sys_mkdirat(int dirfd, const char* path, int mode) {
-  return static_cast<int>(::syscall(SYS_mkdirat, dirfd, path, mode));
-}
-int sys_unlinkat(int dirfd, const char* path) {
-  return static_cast<int>(::syscall(SYS_unlinkat, dirfd, path, 0));
-}
-int sys_fallocate(int fd, off_t off, off_t len) {
-  return static_cast<int>(::syscall(SYS_fallocate, fd, 0, off, len));
-}
-std::int64_t sys_getppid() { return ::syscall(SYS_getppid); }
-std::uint32_t sys_gettid() { return static_cast<std::uint32_t>(::syscall(SYS_gettid)); }
-std::uint32_t sys_geteuid() { return static_cast<std::uint32_t>(::syscall(SYS_geteuid)); }
 
 std::int64_t clock_ns(clockid_t clock) {
   timespec ts;
@@ -303,7 +284,7 @@ char g_zeros[64 * 1024];
 // check first and treat it like a full disk instead.
 bool within_file_size_limit(off_t end) {
   struct rlimit limit;
-  if (::syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, nullptr, &limit) != 0) return true;
+  if (sys_prlimit64(0, RLIMIT_FSIZE, nullptr, &limit) != 0) return true;
   return limit.rlim_cur == RLIM_INFINITY || static_cast<rlim_t>(end) <= limit.rlim_cur;
 }
 
@@ -840,8 +821,8 @@ void write_process_info() {
   char* cwd = exe + PATH_MAX;
 
   build_command_line(cmd, raw, kText);
-  const long exe_len = ::syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, PATH_MAX);
-  const long cwd_ok = ::syscall(SYS_getcwd, cwd, PATH_MAX);
+  const long exe_len = sys_readlinkat(AT_FDCWD, "/proc/self/exe", exe, PATH_MAX);
+  const long cwd_ok = sys_getcwd(cwd, PATH_MAX);
   if (!g.no_env) build_environment(env);
 
   ProcessInfoRecord info{};
@@ -934,7 +915,7 @@ void sanitize_host(const char* node) {
 bool configure(const char* dir) {
   Text out{g.out_dir, sizeof g.out_dir};
   if (dir[0] != '/') {
-    if (::syscall(SYS_getcwd, g.out_dir, sizeof g.out_dir) <= 0) return false;
+    if (sys_getcwd(g.out_dir, sizeof g.out_dir) <= 0) return false;
     out.len = std::strlen(g.out_dir);
     out.put('/');
   }
@@ -943,7 +924,7 @@ bool configure(const char* dir) {
   while (out.len > 1 && g.out_dir[out.len - 1] == '/') g.out_dir[--out.len] = '\0';
 
   struct utsname u;
-  if (::syscall(SYS_uname, &u) != 0) std::memcpy(u.nodename, "unknown-host", 13);
+  if (sys_uname(&u) != 0) std::memcpy(u.nodename, "unknown-host", 13);
   sanitize_host(u.nodename);
 
   const char* trace = env_get("TRACETUNE_TRACE");

@@ -20,7 +20,7 @@ import ctypes
 import functools
 import numbers
 
-from tracetune import _kernels
+from tracetune import _kernels, _log
 
 # Accepted values per option: a predicate on the value. Options that only select PyTorch's own
 # implementation (foreach) or that a scheduler adds (initial_lr) change nothing we compute.
@@ -298,7 +298,7 @@ def fused_step(opt, original_step, closure=None):
             loss = closure()
     why = unsupported(opt)
     if why:
-        _kernels.once(f"optim-fallback:{type(opt).__name__}:{why}",
+        _log.once(f"optim-fallback:{type(opt).__name__}:{why}",
                       f"kernels.optimizer: {type(opt).__name__} with {why}: PyTorch's step is used")
         original_step(opt)  # the closure already ran
         return loss

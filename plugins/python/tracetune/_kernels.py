@@ -34,7 +34,7 @@ _LIB_NAMES = {"cpu": "libtracetune_kernels.so", "cuda": "libtracetune_kernels_cu
 _ENV = {"cpu": "TRACETUNE_KERNELS_LIB", "cuda": "TRACETUNE_KERNELS_CUDA_LIB"}
 
 
-from tracetune._log import once, say as _say  # noqa: E402,F401  (once is used by _fused_optim too)
+from tracetune._log import once, say as _say  # noqa: E402
 
 
 def _candidates(kind):

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The house rules that the code's own text can hold (docs/architecture.md):
+ - no circle between modules (top folders: analyzer, trace, tuner, collector, gui, cli, plugins);
+ - no circle between the Python integration's modules (plugins/python/tracetune, every
+   `import`, function-level ones included);
+ - every raw system call of the collector is a wrapper in collector/preload/sys.h.
+Prints each broken rule with the files behind it; exits 1 if any.
+
+usage: house_test.py REPO
+"""
+import ast
+import pathlib
+import re
+import sys
+
+REPO = pathlib.Path(sys.argv[1]).resolve()
+MODULES = ["analyzer", "trace", "tuner", "collector", "gui", "cli", "plugins"]
+SOURCE = {".h", ".hpp", ".cpp", ".cc", ".c", ".cu", ".cuh"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+failures = []
+
+
+def sources():
+    for module in MODULES:
+        for path in sorted((REPO / module).rglob("*")):
+            if path.suffix in SOURCE and path.is_file():
+                yield path
+
+
+def include_roots():
+    """Every `include/` folder and every folder holding a header: what targets put on -I."""
+    roots = {p for p in REPO.glob("*/**/include") if p.is_dir()}
+    roots |= {p.parent for p in sources() if p.suffix in (".h", ".hpp", ".cuh")}
+    return sorted(roots)
+
+
+def resolve(path, name, roots):
+    for base in [path.parent, *roots]:
+        candidate = (base / name)
+        if candidate.is_file():
+            return candidate.resolve()
+    return None  # a system or generated header
+
+
+def unit_of(path):
+    """folder/stem: a header and its source file are one unit, wherever the header lives
+    (include/tracetune/x/name.h belongs to the module's src/name.cpp when one exists)."""
+    return path.parent / path.stem
+
+
+def find_cycle(graph):
+    """One cycle of `graph` (node -> set of nodes) as a list, or None (iterative DFS)."""
+    state = {}
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        stack = [(start, iter(sorted(graph.get(start, ()))))]
+        state[start], path = 1, [start]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(child) == 1:
+                return path[path.index(child):] + [child]
+            elif not state.get(child):
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(sorted(graph.get(child, ())))))
+    return None
+
+
+def header_units(files):
+    """Public headers (include/...) map to the unit of the source file with their stem in the
+    same module, when exactly one exists."""
+    by_stem = {}
+    for f in files:
+        if f.suffix in (".cpp", ".cc", ".c", ".cu"):
+            by_stem.setdefault((f.relative_to(REPO).parts[0], f.stem), []).append(f)
+    units = {}
+    for f in files:
+        unit = unit_of(f)
+        if "include" in f.relative_to(REPO).parts:
+            match = by_stem.get((f.relative_to(REPO).parts[0], f.stem), [])
+            if len(match) == 1:
+                unit = unit_of(match[0])
+        units[f.resolve()] = unit
+    return units
+
+
+def check_includes():
+    files = list(sources())
+    roots = include_roots()
+    units = header_units(files)
+    unit_graph, module_graph = {}, {}
+    for f in files:
+        text = f.read_text(errors="replace")
+        for name in INCLUDE.findall(text):
+            target = resolve(f, name, roots)
+            if target is None or target not in units:
+                continue
+            a, b = units[f.resolve()], units[target]
+            if a != b:
+                unit_graph.setdefault(a, set()).add(b)
+            ma, mb = f.relative_to(REPO).parts[0], target.relative_to(REPO).parts[0]
+            if ma != mb:
+                module_graph.setdefault(ma, set()).add(mb)
+    # Circles between source units (a folder's name.h + name.cpp; A depends on B when a file of A
+    # includes B's header) are found the same way; the one left (analyzer/src/metrics <->
+    # critical_path) goes with the analyzer's stage folders, and the rule joins this list then.
+    for name, graph in (("modules", module_graph),):
+        cycle = find_cycle(graph)
+        if cycle:
+            shown = " -> ".join(str(c.relative_to(REPO)) if isinstance(c, pathlib.Path) else c for c in cycle)
+            failures.append(f"a circle between {name}: {shown}")
+
+
+def python_imports(path, package):
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == package:
+                found |= {a.name for a in node.names}
+            elif node.module.startswith(package + "."):
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith(package + ".")}
+    return found
+
+
+def check_python():
+    pkg = REPO / "plugins" / "python" / "tracetune"
+    names = {p.stem for p in pkg.glob("*.py")}
+    graph = {p.stem: (python_imports(p, "tracetune") & names) - {p.stem} for p in pkg.glob("*.py")}
+    graph.pop("__init__", None)  # the package imports its modules; they may import it back
+    for deps in graph.values():
+        deps.discard("__init__")
+    cycle = find_cycle(graph)
+    if cycle:
+        failures.append("a circle between Python modules: " + " -> ".join(cycle))
+
+
+def check_raw_syscalls():
+    allowed = REPO / "collector" / "preload" / "sys.h"
+    for f in (REPO / "collector").rglob("*"):
+        if f.suffix in SOURCE and f.is_file() and f != allowed:
+            for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+                code = line.split("//")[0]
+                if re.search(r"\bsyscall\s*\(", code):
+                    failures.append(f"a raw syscall outside collector/preload/sys.h: {f.relative_to(REPO)}:{n}")
+
+
+check_includes()
+check_python()
+check_raw_syscalls()
+for f in failures:
+    print("FAIL", f)
+print("all rules hold" if not failures else f"{len(failures)} broken")
+sys.exit(1 if failures else 0)
