@@ -52,3 +52,18 @@ else
   touch "$venv/.tracetune-complete"
   echo "setup: PyTorch $torch2_version installed in $(( $(date +%s) - start )) s ($(du -sh "$venv" | cut -f1))"
 fi
+
+# Tools the test run reports with (not gates): lizard, for the function size and complexity
+# report at the end of scripts/test.sh (scripts/complexity.sh). A small venv beside PyTorch's.
+tools="${TT_TOOLS_VENV:-$HOME/.cache/tracetune/tools}"
+lizard_version=1.17.10
+if [ ! -f "$tools/.lizard-$lizard_version" ]; then
+  rm -rf "$tools"
+  mkdir -p "$(dirname "$tools")"
+  if /usr/bin/python3 -m venv "$tools" &&
+     "$tools/bin/pip" install --quiet --disable-pip-version-check "lizard==$lizard_version"; then
+    touch "$tools/.lizard-$lizard_version"
+  else
+    echo "setup: lizard could not be installed from PyPI: the complexity report will be left out"
+  fi
+fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the unit, golden and integration suites in a normal build and under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target briefly.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then each libFuzzer target briefly. First it
+# prints the functions over the house's size and complexity limits (scripts/complexity.sh).
 # Python-side tests run twice in the default build: on Debian's PyTorch 1.13 and on PyTorch 2.x
 # (the environment setup.sh makes; ctest label torch2).
 # Usage: scripts/test.sh            (installs missing packages first; the real traces it reads are in tests/data/corpus)
@@ -14,6 +15,9 @@ if command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_CUDA_COMPILER_LAUNCHER=ccache
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 fi
+
+echo "== function size and complexity (a report, not a gate)"
+scripts/complexity.sh
 
 echo "== default build"
 cmake --preset default >/dev/null
