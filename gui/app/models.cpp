@@ -42,15 +42,17 @@ void FindingsModel::setDocument(std::shared_ptr<const Document> doc) {
   beginResetModel();
   doc_ = std::move(doc);
   rows_.clear();
-  if (doc_)
-    for (const auto& f : doc_->analysis().findings) rows_.push_back(&f);
-  std::stable_sort(rows_.begin(), rows_.end(), [](auto* a, auto* b) { return a->gain > b->gain; });
+  if (doc_) rows_ = analyzer::group_findings(doc_->analysis().findings);
   endResetModel();
 }
 int FindingsModel::rowCount(const QModelIndex& p) const { return p.isValid() ? 0 : static_cast<int>(rows_.size()); }
 int FindingsModel::columnCount(const QModelIndex& p) const { return p.isValid() ? 0 : ColumnCount; }
+const analyzer::FindingGroup* FindingsModel::group(int row) const {
+  return row >= 0 && row < static_cast<int>(rows_.size()) ? &rows_[static_cast<std::size_t>(row)] : nullptr;
+}
 const analyzer::Finding* FindingsModel::finding(int row) const {
-  return row >= 0 && row < static_cast<int>(rows_.size()) ? rows_[static_cast<std::size_t>(row)] : nullptr;
+  const auto* g = group(row);
+  return g ? &doc_->analysis().findings[g->worst] : nullptr;
 }
 
 std::pair<trace::Ns, trace::Ns> FindingsModel::evidenceRange(const analyzer::Finding& f) {
@@ -60,14 +62,17 @@ std::pair<trace::Ns, trace::Ns> FindingsModel::evidenceRange(const analyzer::Fin
 }
 
 QVariant FindingsModel::data(const QModelIndex& index, int role) const {
-  const auto* f = index.isValid() ? finding(index.row()) : nullptr;
+  const auto* g = index.isValid() ? group(index.row()) : nullptr;
+  const auto* f = g ? finding(index.row()) : nullptr;
   if (!f) return {};
   if (role == Qt::ToolTipRole) return {};  // tooltips could be read as rich text: the pane below shows details
   switch (index.column()) {
     case Gain: return cell(role, ms(f->gain) + " ms", double(f->gain));
     case Share: return cell(role, pct(f->gain_share), f->gain_share);
     case Severity: return cell(role, qs(std::string(to_string(f->severity))), double(f->severity));
-    case Rank: return cell(role, f->rank >= 0 ? QString::number(f->rank) : QStringLiteral("all"), f->rank);
+    case Rank:
+      if (g->ranks.size() > 1) return cell(role, qs(analyzer::rank_list(g->ranks)), f->rank);
+      return cell(role, f->rank >= 0 ? QString::number(f->rank) : QStringLiteral("all"), f->rank);
     case Category: return text_cell(role, qs(std::string(to_string(f->category))));
     case Title: return text_cell(role, qs(f->title));
   }

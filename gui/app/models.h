@@ -14,7 +14,9 @@
 
 namespace tt::gui {
 
-// Findings, by estimated gain (largest first).
+// Findings grouped across ranks as the CLI groups them (analyzer::group_findings: one row per
+// category over the ranks it holds on), by estimated gain (largest first). A row shows the
+// group's worst finding; its rank column lists the group's ranks ("0-7").
 class FindingsModel : public QAbstractTableModel {
   Q_OBJECT
  public:
@@ -25,13 +27,15 @@ class FindingsModel : public QAbstractTableModel {
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
+  // The worst finding of a row's group (the one with the largest gain).
   const analyzer::Finding* finding(int row) const;
+  const analyzer::FindingGroup* group(int row) const;
   // The time range a finding points at: its first evidence with a range (t1 <= t0: none).
   static std::pair<trace::Ns, trace::Ns> evidenceRange(const analyzer::Finding& f);
 
  private:
   std::shared_ptr<const Document> doc_;
-  std::vector<const analyzer::Finding*> rows_;
+  std::vector<analyzer::FindingGroup> rows_;
 };
 
 // The ten kernels with the most GPU time of each rank.

@@ -61,7 +61,15 @@ void FindingsPanel::setDocument(std::shared_ptr<const Document> doc) {
 void FindingsPanel::activate(int row) {
   const auto* f = model_->finding(row);
   if (!f) return;
-  QString text = qs(f->title) + "\n" + qs(f->detail);
+  QString text = qs(f->title) + "\n";
+  if (const auto* g = model_->group(row); g && g->ranks.size() > 1)
+    text += tr("%1 ranks (%2), worst rank %3: it costs %4 to %5 ms across them; the lines below are rank %3's\n")
+                .arg(g->ranks.size())
+                .arg(qs(analyzer::rank_list(g->ranks)))
+                .arg(f->rank)
+                .arg(double(g->cost_min) / 1e6, 0, 'f', 2)
+                .arg(double(g->cost_max) / 1e6, 0, 'f', 2);
+  text += qs(f->detail);
   for (const auto& e : f->evidence) text += "\n- " + qs(e.what);
   if (!f->gain_model.empty()) text += "\n" + tr("gain model: ") + qs(f->gain_model);
   detail_->setPlainText(text);

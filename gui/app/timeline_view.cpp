@@ -100,6 +100,45 @@ TimelineView::~TimelineView() {
   delete canvas_;  // before renderer_, which it uses to free its GL names
 }
 
+namespace {
+
+bool is_gpu_table(Table t) {
+  return t == Table::Kernels || t == Table::Memcpys || t == Table::Memsets || t == Table::Collectives;
+}
+
+}  // namespace
+
+// Which groups a trace opens with. A small trace opens whole. With many rows, expanding
+// everything is what makes big timelines slow to scan, so the first view shows the ranks
+// (processes) open with their GPU streams, and folds the groups without GPU rows (host threads)
+// into summary lines; beyond kOpenProcessesUpTo processes, each process is one summary line.
+// Profiler pseudo-processes start folded either way.
+std::vector<bool> TimelineView::initial_collapse(const TimelineIndex& idx) {
+  std::vector<bool> collapsed(idx.groups.size(), false);
+  if (idx.rows.size() > kCollapseAbove) {
+    std::vector<bool> holds_gpu(idx.groups.size(), false);
+    for (const auto& row : idx.rows)
+      if (is_gpu_table(row.table) && row.events > 0)
+        for (auto g = row.group; g != trace::kNone; g = idx.groups[g].parent) holds_gpu[g] = true;
+    std::size_t processes = 0;
+    for (const auto& g : idx.groups) processes += g.level == 1;
+    for (std::size_t g = 0; g < collapsed.size(); ++g) {
+      const int level = idx.groups[g].level;
+      if (level == 1) collapsed[g] = processes > kOpenProcessesUpTo;
+      if (level >= 2) collapsed[g] = !holds_gpu[g];
+    }
+  }
+  for (std::size_t g = 0; g < collapsed.size(); ++g) collapsed[g] = collapsed[g] || idx.groups[g].start_collapsed;
+  return collapsed;
+}
+
+bool TimelineView::rowOpen(std::uint32_t row) const {
+  if (!doc_ || row >= doc_->index.rows.size()) return false;
+  for (auto g = doc_->index.rows[row].group; g != trace::kNone; g = doc_->index.groups[g].parent)
+    if (collapsed_[g]) return false;
+  return true;
+}
+
 void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
   doc_ = std::move(doc);
   lod_.reset();
@@ -117,16 +156,7 @@ void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
         for (auto g = idx.rows[r].group; g != trace::kNone; g = idx.groups[g].parent) group_rows_[g].push_back(r);
         track_row_.try_emplace(idx.rows[r].track, r);
       }
-    // Many rows: start collapsed (every process on one summary line when there are several,
-    // else the threads and GPUs). Expanding everything is what makes big timelines slow to
-    // scan (../shared/research/gui.md).
-    if (idx.rows.size() > kCollapseAbove) {
-      int processes = 0;
-      for (const auto& g : idx.groups) processes += g.level == 1;
-      const int from = processes > 1 ? 1 : 2;
-      for (std::size_t g = 0; g < collapsed_.size(); ++g) collapsed_[g] = idx.groups[g].level >= from;
-    }
-    for (std::size_t g = 0; g < collapsed_.size(); ++g) collapsed_[g] = collapsed_[g] || idx.groups[g].start_collapsed;
+    collapsed_ = initial_collapse(idx);
   }
   pinned_.assign(doc_ ? doc_->index.rows.size() : 0, false);
   relayout();

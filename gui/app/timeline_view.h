@@ -38,7 +38,8 @@ class TimelineView : public QWidget {
   static constexpr int kLaneHeight = 17;
   static constexpr int kGroupHeight = 19;
   static constexpr int kCounterHeight = 30;
-  static constexpr std::size_t kCollapseAbove = 40;  // rows; more start collapsed (see setDocument)
+  static constexpr std::size_t kCollapseAbove = 40;  // rows; more open folded (see initial_collapse)
+  static constexpr std::size_t kOpenProcessesUpTo = 64;  // with many rows, more processes open folded
 
   explicit TimelineView(QWidget* parent = nullptr);
   ~TimelineView() override;
@@ -83,6 +84,8 @@ class TimelineView : public QWidget {
   // Expands the groups holding the rows of `rank` and scrolls to the first of them.
   void revealRank(int rank);
   bool groupCollapsed(std::uint32_t group) const;
+  // Whether none of the groups holding `row` is collapsed (it may still be scrolled away).
+  bool rowOpen(std::uint32_t row) const;
   void togglePin(std::uint32_t row);
   bool pinned(std::uint32_t row) const;
   // The band of `row` in widget coordinates (empty when scrolled away or hidden).
@@ -131,6 +134,7 @@ class TimelineView : public QWidget {
   void leaveEvent(QEvent*) override;
 
  private:
+  static std::vector<bool> initial_collapse(const TimelineIndex& idx);
   struct Entry {
     bool group = false;
     std::uint32_t id = 0;  // group or row index

@@ -2,6 +2,7 @@
 // driven by real input events, findings linked to the timeline, loading errors, plain-text
 // names, and screenshots of real traces from tests/data/corpus checked for structure (every
 // visible row has something drawn in its band).
+#include <set>
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
@@ -248,7 +249,8 @@ class GuiTest : public QObject {
     std::vector<std::uint32_t> rows;
     for (std::uint32_t r = 0; r < d.index.rows.size(); ++r) rows.push_back(r);
     agg.setAggregate(aggregate_area(d, rows, d.index.start, d.index.end + 1));  // + 1: instants at the end
-    QCOMPARE(findings.rowCount(), static_cast<int>(d.analysis().findings.size()));
+    // one row per group of findings, as the CLI prints them
+    QCOMPARE(findings.rowCount(), static_cast<int>(tt::analyzer::group_findings(d.analysis().findings).size()));
     QVERIFY(findings.rowCount() >= 3);
     for (int i = 1; i < findings.rowCount(); ++i) QVERIFY(findings.finding(i - 1)->gain >= findings.finding(i)->gain);
     QVERIFY(kernels.rowCount() > 0);
@@ -622,22 +624,39 @@ class GuiTest : public QObject {
     QVERIFY(tl->viewEnd() - tl->viewStart() < s.wall() * 2);
   }
 
-  void manyRowsStartCollapsedWithSummaries() {
+  void manyRowsOpenRanksWithTheirGpuStreams() {
     auto w = open(kData + "/kineto/param/dlrm_8rank", {1600, 1000});
     QVERIFY(w);
     auto* tl = w->timeline();
     const auto& idx = tl->document()->index;
     QVERIFY(idx.rows.size() > TimelineView::kCollapseAbove);
-    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) QVERIFY(tl->rowRect(r).isEmpty());
-    // every process is one collapsed line whose band summarises what it holds
-    const QImage img = tl->grab().toImage();
-    int processes = 0;
+    // the ranks open with every GPU stream that has events; host threads fold into summaries
+    int processes = 0, folded = 0;
     for (std::uint32_t g = 0; g < idx.groups.size(); ++g) {
       if (idx.groups[g].level != 1) continue;
-      QVERIFY(tl->groupCollapsed(g));
       ++processes;
+      folded += tl->groupCollapsed(g);
     }
     QCOMPARE(processes, 9);  // 8 ranks, and one group folding the 24 Kineto pseudo-processes of their files
+    QCOMPARE(folded, 1);     // the pseudo-processes
+    std::set<int> ranks_with_streams;
+    int host_rows_open = 0;
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
+      const bool gpu = idx.rows[r].table == Table::Kernels || idx.rows[r].table == Table::Memcpys ||
+                       idx.rows[r].table == Table::Memsets || idx.rows[r].table == Table::Collectives;
+      if (gpu && idx.rows[r].events > 0) {
+        QVERIFY2(tl->rowOpen(r), qPrintable(QString::fromStdString(idx.rows[r].label)));
+        ranks_with_streams.insert(idx.rows[r].rank);
+      } else if (idx.rows[r].table != Table::Counters && idx.rows[r].table != Table::Steps) {
+        host_rows_open += tl->rowOpen(r);  // the process's own step row stays in view
+      }
+    }
+    QCOMPARE(ranks_with_streams.size(), std::size_t{8});
+    QCOMPARE(host_rows_open, 0);
+    for (std::uint32_t g = 0; g < idx.groups.size(); ++g)  // fold the ranks: summary lines
+      if (idx.groups[g].level == 1 && !tl->groupCollapsed(g)) tl->toggleGroup(g);
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r) QVERIFY(tl->rowRect(r).isEmpty());
+    const QImage img = tl->grab().toImage();
     int summary_rows = 0;
     for (int y = TimelineView::kRulerHeight + 2; y + TimelineView::kGroupHeight / 2 < img.height(); y += TimelineView::kGroupHeight) {
       int n = 0;
@@ -657,17 +676,24 @@ class GuiTest : public QObject {
     auto w = open(kData + "/kineto/param/dlrm_8rank", {1600, 1000});
     QVERIFY(w);
     auto* panel = w->findingsPanel();
+    // the panel groups the 8 ranks' findings as the CLI does: one row per category's group
+    const auto& all = w->timeline()->document()->analysis().findings;
+    QCOMPARE(panel->model()->rowCount(), static_cast<int>(tt::analyzer::group_findings(all).size()));
+    QVERIFY2(panel->model()->rowCount() * 2 < static_cast<int>(all.size()), qPrintable(QString::number(all.size())));
     const auto* f = panel->model()->finding(0);
     QVERIFY(f && f->rank >= 0);
     panel->activate(0);
     const auto& idx = w->timeline()->document()->index;
-    int rank_rows = 0, other_rows = 0;
+    int rank_rows = 0;
     for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
       if (w->timeline()->rowRect(r).isEmpty()) continue;
-      (idx.rows[r].rank == f->rank ? rank_rows : other_rows)++;
+      rank_rows += idx.rows[r].rank == f->rank;
     }
     QVERIFY(rank_rows >= 3);
-    QCOMPARE(other_rows, 0);  // the other ranks stay collapsed
+    int host_rows_of_rank = 0;  // the click opens the rank's host threads, folded at first
+    for (std::uint32_t r = 0; r < idx.rows.size(); ++r)
+      host_rows_of_rank += idx.rows[r].rank == f->rank && idx.rows[r].table == Table::Ranges && w->timeline()->rowOpen(r);
+    QVERIFY(host_rows_of_rank > 0);
     const auto [a, b] = FindingsModel::evidenceRange(*f);
     QVERIFY(w->timeline()->viewStart() <= a && w->timeline()->viewEnd() >= b);
   }
@@ -687,7 +713,7 @@ class GuiTest : public QObject {
     QVERIFY(analysed.count() == 1 || analysed.wait(30000));
     QVERIFY(w.timeline()->document()->analysed());
     QCOMPARE(w.findingsPanel()->model()->rowCount(),
-             static_cast<int>(w.timeline()->document()->analysis().findings.size()));
+             static_cast<int>(tt::analyzer::group_findings(w.timeline()->document()->analysis().findings).size()));
     QVERIFY(w.findingsPanel()->model()->rowCount() > 0);
     QVERIFY(!w.loading());
     QVERIFY(w.statusText().contains("findings"));
