@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -52,6 +53,79 @@ constexpr Format kFormats[] = {
     {"fp16", kR16F, kCompute32F, 2},
 };
 
+// Host copies of the inputs in each element type, filled once from a fixed LCG.
+struct HostInputs {
+  std::vector<float> f32;
+  std::vector<std::uint16_t> f16, bf16;
+  explicit HostInputs(std::size_t elems) : f32(elems), f16(elems), bf16(elems) {
+    std::uint32_t seed = 12345;
+    for (auto& v : f32) {
+      seed = seed * 1664525u + 1013904223u;
+      v = static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+    }
+    for (std::size_t i = 0; i < elems; ++i) {
+      f16[i] = float_to_half_bits(f32[i]);
+      bf16[i] = float_to_bf16_bits(f32[i]);
+    }
+  }
+  const void* of(const Format& f) const {
+    if (f.elem == 4) return f32.data();
+    return f.type == kR16F ? static_cast<const void*>(f16.data()) : static_cast<const void*>(bf16.data());
+  }
+};
+
+// The device buffers, events and cuBLAS handle of a bench run; `failure` is the first error.
+struct GemmRun {
+  detail::CudaRuntime& rt;
+  Cublas& blas;
+  void *a = nullptr, *b = nullptr, *c = nullptr, *handle = nullptr, *ev0 = nullptr, *ev1 = nullptr;
+  std::string failure;
+
+  void cuda(int rc, const char* what) {
+    if (rc != 0 && failure.empty()) failure = fmt::format("{}: {}", what, rt.why(rc));
+  }
+  void allocate(std::size_t bytes) {
+    for (void** p : {&a, &b, &c}) cuda(rt.Malloc(p, bytes), "cudaMalloc");
+    cuda(rt.EventCreate(&ev0), "cudaEventCreate");
+    cuda(rt.EventCreate(&ev1), "cudaEventCreate");
+    if (failure.empty())
+      if (int rc = blas.Create(&handle); rc != 0) failure = fmt::format("cublasCreate: status {}", rc);
+  }
+  void release() {
+    if (handle != nullptr) blas.Destroy(handle);
+    for (void* p : {a, b, c})
+      if (p != nullptr) rt.Free(p);
+    for (void* e : {ev0, ev1})
+      if (e != nullptr) rt.EventDestroy(e);
+  }
+  // The median time of one n x n GEMM in format `f` over `repeats` runs, after 3 warm-ups
+  // (cuBLAS picks and loads kernels); nullopt on a failure.
+  std::optional<double> time_gemm(const Format& f, int n, const void* src, int repeats) {
+    const std::size_t elems = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+    // A and B from the same host data: the first n*n values, in this format's type.
+    cuda(rt.Memcpy(a, src, elems * f.elem, 1), "cudaMemcpy");
+    if (failure.empty()) cuda(rt.Memcpy(b, src, elems * f.elem, 1), "cudaMemcpy");
+    const float alpha = 1.0f, beta = 0.0f;
+    std::vector<double> secs;
+    for (int r = -3; r < repeats && failure.empty(); ++r) {
+      rt.EventRecord(ev0, nullptr);
+      const int st = blas.GemmEx(handle, kOpN, kOpN, n, n, n, &alpha, a, f.type, n, b, f.type, n, &beta, c, f.type, n,
+                                 f.compute, kGemmDefault);
+      rt.EventRecord(ev1, nullptr);
+      if (st != 0) {
+        failure = fmt::format("cublasGemmEx ({}, n={}): status {}", f.name, n, st);
+        break;
+      }
+      cuda(rt.EventSynchronize(ev1), "cudaEventSynchronize");
+      float ms = 0;
+      if (failure.empty()) cuda(rt.EventElapsedTime(&ms, ev0, ev1), "cudaEventElapsedTime");
+      if (r >= 0) secs.push_back(ms / 1e3);
+    }
+    if (!failure.empty()) return std::nullopt;
+    return median(secs);
+  }
+};
+
 }  // namespace
 
 Result<std::vector<GemmTrial>> run_gemm_bench(const GemmBenchOptions& opt) {
@@ -66,66 +140,17 @@ Result<std::vector<GemmTrial>> run_gemm_bench(const GemmBenchOptions& opt) {
   int max_n = 0;
   for (int n : opt.sizes) max_n = std::max(max_n, n);
   const std::size_t max_elems = static_cast<std::size_t>(max_n) * static_cast<std::size_t>(max_n);
-  // Host copies of the inputs in each element type, filled once from a fixed LCG.
-  std::vector<float> f32(max_elems);
-  std::uint32_t seed = 12345;
-  for (auto& v : f32) {
-    seed = seed * 1664525u + 1013904223u;
-    v = static_cast<float>(seed >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
-  }
-  std::vector<std::uint16_t> f16(max_elems), bf16(max_elems);
-  for (std::size_t i = 0; i < max_elems; ++i) {
-    f16[i] = float_to_half_bits(f32[i]);
-    bf16[i] = float_to_bf16_bits(f32[i]);
-  }
-
-  void *a = nullptr, *b = nullptr, *c = nullptr, *handle = nullptr, *ev0 = nullptr, *ev1 = nullptr;
-  std::string failure;
-  auto release = [&] {
-    if (handle != nullptr) blas.Destroy(handle);
-    for (void* p : {a, b, c})
-      if (p != nullptr) rt.Free(p);
-    for (void* e : {ev0, ev1})
-      if (e != nullptr) rt.EventDestroy(e);
-  };
-  for (void** p : {&a, &b, &c})
-    if (failure.empty()) failure = cuda(rt.Malloc(p, max_elems * 4), "cudaMalloc");
-  if (failure.empty()) failure = cuda(rt.EventCreate(&ev0), "cudaEventCreate");
-  if (failure.empty()) failure = cuda(rt.EventCreate(&ev1), "cudaEventCreate");
-  if (failure.empty())
-    if (int rc = blas.Create(&handle); rc != 0) failure = fmt::format("cublasCreate: status {}", rc);
+  const HostInputs inputs(max_elems);
+  GemmRun run{rt, blas};
+  run.allocate(max_elems * 4);
   std::vector<GemmTrial> out;
-  const float alpha = 1.0f, beta = 0.0f;
-  for (int n : opt.sizes) {
-    const std::size_t elems = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  for (int n : opt.sizes)
     for (const Format& f : kFormats) {
-      if (!failure.empty()) break;
-      // A and B from the same host data: the first n*n values, in this format's type.
-      const void* src = f.elem == 4 ? static_cast<const void*>(f32.data())
-                                    : (f.type == kR16F ? static_cast<const void*>(f16.data()) : static_cast<const void*>(bf16.data()));
-      failure = cuda(rt.Memcpy(a, src, elems * f.elem, 1), "cudaMemcpy");
-      if (failure.empty()) failure = cuda(rt.Memcpy(b, src, elems * f.elem, 1), "cudaMemcpy");
-      if (!failure.empty()) break;
-      std::vector<double> secs;
-      for (int r = -3; r < opt.repeats && failure.empty(); ++r) {  // r < 0: warm-up (cuBLAS picks and loads kernels)
-        rt.EventRecord(ev0, nullptr);
-        const int st = blas.GemmEx(handle, kOpN, kOpN, n, n, n, &alpha, a, f.type, n, b, f.type, n, &beta, c, f.type, n,
-                                   f.compute, kGemmDefault);
-        rt.EventRecord(ev1, nullptr);
-        if (st != 0) {
-          failure = fmt::format("cublasGemmEx ({}, n={}): status {}", f.name, n, st);
-          break;
-        }
-        failure = cuda(rt.EventSynchronize(ev1), "cudaEventSynchronize");
-        float ms = 0;
-        if (failure.empty()) failure = cuda(rt.EventElapsedTime(&ms, ev0, ev1), "cudaEventElapsedTime");
-        if (r >= 0) secs.push_back(ms / 1e3);
-      }
-      if (failure.empty()) out.push_back({f.name, n, median(secs)});
+      if (!run.failure.empty()) break;
+      if (auto secs = run.time_gemm(f, n, inputs.of(f), opt.repeats)) out.push_back({f.name, n, *secs});
     }
-  }
-  release();
-  if (!failure.empty()) return make_error(failure);
+  run.release();
+  if (!run.failure.empty()) return make_error(run.failure);
   return out;
 }
 

@@ -83,36 +83,44 @@ double us_since(std::chrono::steady_clock::time_point t0, std::chrono::steady_cl
   return std::chrono::duration<double, std::micro>(t1 - t0).count();
 }
 
-}  // namespace
+// One repetition's figures per kernel: host time to issue, time until the stream is idle, GPU
+// time by events (µs).
+struct Times {
+  std::vector<double> host, e2e, gpu;
+};
 
-Result<LaunchResult> run_launch_bench(const LaunchBenchOptions& opt) {
-  if (opt.kernels < 1 || opt.repeats < 1) return make_error("kernels and repeats must be at least 1");
-  Driver d;
-  if (!d.error.empty()) return make_error(d.error);
+// The driver objects of a bench run; `failure` is the first error.
+struct LaunchRun {
+  Driver& d;
+  int n = 0;  // kernels per repetition
+  int dev = 0;
+  H ctx = nullptr, mod = nullptr, fn = nullptr, stream = nullptr, ev0 = nullptr, ev1 = nullptr, graph = nullptr,
+    exec = nullptr;
   std::string failure;
-  auto check = [&](int rc, const char* what) {
+
+  bool check(int rc, const char* what) {
     if (rc != 0 && failure.empty()) failure = fmt::format("{}: {}", what, d.why(rc));
     return failure.empty();
-  };
-  int dev = 0;
-  H ctx = nullptr, mod = nullptr, fn = nullptr, stream = nullptr, ev0 = nullptr, ev1 = nullptr, graph = nullptr, exec = nullptr;
-  const std::string ptx(launch_kernel_ptx());  // NUL-terminated for cuModuleLoadData
-  if (check(d.Init(0), "cuInit") && check(d.DeviceGet(&dev, opt.device), "cuDeviceGet") &&
-      check(d.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain") && check(d.CtxSetCurrent(ctx), "cuCtxSetCurrent") &&
-      check(d.ModuleLoadData(&mod, ptx.c_str()), "cuModuleLoadData (JIT of the PTX kernel)") &&
-      check(d.ModuleGetFunction(&fn, mod, "tt_empty"), "cuModuleGetFunction") &&
-      check(d.StreamCreate(&stream, 1), "cuStreamCreate") && check(d.EventCreate(&ev0, 0), "cuEventCreate")) {
-    check(d.EventCreate(&ev1, 0), "cuEventCreate");
   }
-  const int n = opt.kernels;
-  auto launch_all = [&] {
-    for (int i = 0; i < n && failure.empty(); ++i) check(d.LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr), "cuLaunchKernel");
-  };
-  // One repetition: host time to issue, time until the stream is idle, GPU time by events.
-  struct Times {
-    std::vector<double> host, e2e, gpu;
-  } direct, replay;
-  auto timed = [&](Times& t, auto&& issue) {
+
+  void setup(int device) {
+    const std::string ptx(launch_kernel_ptx());  // NUL-terminated for cuModuleLoadData
+    if (check(d.Init(0), "cuInit") && check(d.DeviceGet(&dev, device), "cuDeviceGet") &&
+        check(d.PrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain") && check(d.CtxSetCurrent(ctx), "cuCtxSetCurrent") &&
+        check(d.ModuleLoadData(&mod, ptx.c_str()), "cuModuleLoadData (JIT of the PTX kernel)") &&
+        check(d.ModuleGetFunction(&fn, mod, "tt_empty"), "cuModuleGetFunction") &&
+        check(d.StreamCreate(&stream, 1), "cuStreamCreate") && check(d.EventCreate(&ev0, 0), "cuEventCreate")) {
+      check(d.EventCreate(&ev1, 0), "cuEventCreate");
+    }
+  }
+
+  void launch_all() {
+    for (int i = 0; i < n && failure.empty(); ++i)
+      check(d.LaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr), "cuLaunchKernel");
+  }
+
+  template <typename Issue>
+  void timed(Times& t, Issue&& issue) {
     const auto t0 = std::chrono::steady_clock::now();
     check(d.EventRecord(ev0, stream), "cuEventRecord");
     issue();
@@ -125,13 +133,11 @@ Result<LaunchResult> run_launch_bench(const LaunchBenchOptions& opt) {
     t.host.push_back(us_since(t0, t1) / n);
     t.e2e.push_back(us_since(t0, t2) / n);
     t.gpu.push_back(ms * 1e3 / n);
-  };
-  if (failure.empty()) {  // warm-up: the first launches load the module onto the GPU
-    launch_all();
-    check(d.StreamSynchronize(stream), "cuStreamSynchronize");
   }
-  for (int r = 0; r < opt.repeats && failure.empty(); ++r) timed(direct, launch_all);
-  if (failure.empty() && check(d.StreamBeginCapture(stream, 1), "cuStreamBeginCapture")) {
+
+  // The same n launches captured into a CUDA graph, instantiated and uploaded (one warm-up replay).
+  void capture_graph() {
+    if (!failure.empty() || !check(d.StreamBeginCapture(stream, 1), "cuStreamBeginCapture")) return;
     launch_all();
     check(d.StreamEndCapture(stream, &graph), "cuStreamEndCapture");
     if (failure.empty() && check(d.GraphInstantiate(&exec, graph, 0), "cuGraphInstantiate")) {
@@ -139,18 +145,39 @@ Result<LaunchResult> run_launch_bench(const LaunchBenchOptions& opt) {
       check(d.StreamSynchronize(stream), "cuStreamSynchronize");
     }
   }
-  for (int r = 0; r < opt.repeats && failure.empty(); ++r) timed(replay, [&] { check(d.GraphLaunch(exec, stream), "cuGraphLaunch"); });
 
-  if (exec != nullptr) d.GraphExecDestroy(exec);
-  if (graph != nullptr) d.GraphDestroy(graph);
-  for (H e : {ev0, ev1})
-    if (e != nullptr) d.EventDestroy(e);
-  if (stream != nullptr) d.StreamDestroy(stream);
-  if (mod != nullptr) d.ModuleUnload(mod);
-  if (ctx != nullptr) d.PrimaryCtxRelease(dev);
-  if (!failure.empty()) return make_error(failure);
+  void release() {
+    if (exec != nullptr) d.GraphExecDestroy(exec);
+    if (graph != nullptr) d.GraphDestroy(graph);
+    for (H e : {ev0, ev1})
+      if (e != nullptr) d.EventDestroy(e);
+    if (stream != nullptr) d.StreamDestroy(stream);
+    if (mod != nullptr) d.ModuleUnload(mod);
+    if (ctx != nullptr) d.PrimaryCtxRelease(dev);
+  }
+};
+
+}  // namespace
+
+Result<LaunchResult> run_launch_bench(const LaunchBenchOptions& opt) {
+  if (opt.kernels < 1 || opt.repeats < 1) return make_error("kernels and repeats must be at least 1");
+  Driver d;
+  if (!d.error.empty()) return make_error(d.error);
+  LaunchRun run{d, opt.kernels};
+  run.setup(opt.device);
+  Times direct, replay;
+  if (run.failure.empty()) {  // warm-up: the first launches load the module onto the GPU
+    run.launch_all();
+    run.check(d.StreamSynchronize(run.stream), "cuStreamSynchronize");
+  }
+  for (int r = 0; r < opt.repeats && run.failure.empty(); ++r) run.timed(direct, [&] { run.launch_all(); });
+  run.capture_graph();
+  for (int r = 0; r < opt.repeats && run.failure.empty(); ++r)
+    run.timed(replay, [&] { run.check(d.GraphLaunch(run.exec, run.stream), "cuGraphLaunch"); });
+  run.release();
+  if (!run.failure.empty()) return make_error(run.failure);
   LaunchResult r;
-  r.kernels = n;
+  r.kernels = run.n;
   r.repeats = opt.repeats;
   r.direct_host_us = median(direct.host);
   r.direct_e2e_us = median(direct.e2e);

@@ -71,6 +71,149 @@ std::string lower(std::string s) {
   return s;
 }
 
+// One rank's (GPU's) buffers, stream and timing events.
+struct Rank {
+  void *send = nullptr, *recv = nullptr, *stream = nullptr, *ev0 = nullptr, *ev1 = nullptr;
+};
+
+// The bench's state over a sweep: the libraries, the ranks, and the first CUDA failure (which
+// ends the bench; an NCCL refusal only skips a combination).
+struct NcclBench {
+  detail::CudaRuntime& rt;
+  Nccl& nccl;
+  const NcclBenchOptions& opt;
+  int n = 0;
+  std::vector<Rank> ranks;
+  std::vector<void*> comms;
+  std::string failure;
+
+  bool cuda(int rc, const char* what) {
+    if (rc != 0 && failure.empty()) failure = fmt::format("{}: {}", what, rt.why(rc));
+    return failure.empty();
+  }
+
+  void allocate(std::uint64_t max_bytes) {
+    ranks.assign(static_cast<std::size_t>(n), {});
+    comms.assign(static_cast<std::size_t>(n), nullptr);
+    for (int i = 0; i < n && failure.empty(); ++i) {
+      Rank& r = ranks[static_cast<std::size_t>(i)];
+      cuda(rt.SetDevice(i), "cudaSetDevice") && cuda(rt.Malloc(&r.send, max_bytes), "cudaMalloc") &&
+          cuda(rt.Malloc(&r.recv, max_bytes), "cudaMalloc") && cuda(rt.Memset(r.send, 0, max_bytes), "cudaMemset") &&
+          cuda(rt.StreamCreateWithFlags(&r.stream, 1), "cudaStreamCreateWithFlags") &&
+          cuda(rt.EventCreate(&r.ev0), "cudaEventCreate") && cuda(rt.EventCreate(&r.ev1), "cudaEventCreate");
+    }
+  }
+
+  void release() {
+    for (int i = 0; i < n; ++i) {
+      const Rank& r = ranks[static_cast<std::size_t>(i)];
+      rt.SetDevice(i);
+      for (void* p : {r.send, r.recv})
+        if (p != nullptr) rt.Free(p);
+      for (void* e : {r.ev0, r.ev1})
+        if (e != nullptr) rt.EventDestroy(e);
+      if (r.stream != nullptr) rt.StreamDestroy(r.stream);
+    }
+  }
+
+  void destroy_comms() {
+    for (auto& comm : comms)
+      if (comm != nullptr) {
+        nccl.CommDestroy(comm);
+        comm = nullptr;
+      }
+  }
+
+  // One operation on every rank, as one group (one thread drives all GPUs).
+  int op(const std::string& coll, std::size_t count) {
+    if (int rc = nccl.GroupStart(); rc != 0) return rc;
+    int first = 0;
+    for (int i = 0; i < n; ++i) {
+      const Rank& r = ranks[static_cast<std::size_t>(i)];
+      void* comm = comms[static_cast<std::size_t>(i)];
+      int rc = 0;
+      if (coll == "allreduce") rc = nccl.AllReduce(r.send, r.recv, count, kNcclFloat32, kNcclSum, comm, r.stream);
+      else if (coll == "allgather") rc = nccl.AllGather(r.send, r.recv, count, kNcclFloat32, comm, r.stream);
+      else rc = nccl.ReduceScatter(r.send, r.recv, count, kNcclFloat32, kNcclSum, comm, r.stream);
+      if (rc != 0 && first == 0) first = rc;
+    }
+    const int end = nccl.GroupEnd();
+    return first != 0 ? first : end;
+  }
+
+  void sync_all() {
+    for (int i = 0; i < n; ++i) {
+      cuda(rt.SetDevice(i), "cudaSetDevice");
+      cuda(rt.StreamSynchronize(ranks[static_cast<std::size_t>(i)].stream), "cudaStreamSynchronize");
+    }
+  }
+
+  // Records each rank's `ev0` (start) or `ev1` (end) event on its stream.
+  void record_events(bool end) {
+    for (int i = 0; i < n; ++i) {
+      const Rank& r = ranks[static_cast<std::size_t>(i)];
+      cuda(rt.SetDevice(i), "cudaSetDevice");
+      cuda(rt.EventRecord(end ? r.ev1 : r.ev0, r.stream), "cudaEventRecord");
+    }
+  }
+
+  // The operation's time: the slowest rank's, over the timed iterations (ms).
+  double slowest_rank_ms() {
+    double worst_ms = 0;
+    for (int i = 0; i < n && failure.empty(); ++i) {
+      const Rank& r = ranks[static_cast<std::size_t>(i)];
+      float ms = 0;
+      cuda(rt.SetDevice(i), "cudaSetDevice") && cuda(rt.EventSynchronize(r.ev1), "cudaEventSynchronize") &&
+          cuda(rt.EventElapsedTime(&ms, r.ev0, r.ev1), "cudaEventElapsedTime");
+      worst_ms = std::max(worst_ms, static_cast<double>(ms));
+    }
+    return worst_ms;
+  }
+
+  // One collective at every size on the communicators of (algo, proto). False when NCCL
+  // refused it (recorded in the sweep's skipped list) or CUDA failed.
+  bool measure(const std::string& coll, const std::string& algo, const std::string& proto, NcclSweep& sweep) {
+    for (std::uint64_t size : opt.sizes) {
+      if (!failure.empty()) return false;
+      const NcclCounts c = nccl_counts(coll, size, n);
+      if (c.count == 0) continue;  // smaller than one float per rank
+      int rc = 0;
+      for (int w = 0; w < opt.warmup && rc == 0; ++w) rc = op(coll, c.count);
+      if (rc == 0) sync_all();
+      if (rc == 0) record_events(false);
+      for (int it = 0; it < opt.iters && rc == 0; ++it) rc = op(coll, c.count);
+      if (rc == 0) record_events(true);
+      if (rc != 0) {  // NCCL refused this combination for this collective (e.g. no such algorithm here)
+        sweep.skipped.push_back({coll, algo, proto, c.bytes, nccl.why(rc)});
+        sync_all();
+        return false;
+      }
+      const double worst_ms = slowest_rank_ms();
+      if (failure.empty() && worst_ms > 0)
+        sweep.points.push_back({coll, lower(algo), lower(proto), c.bytes, n, worst_ms * 1e3 / opt.iters});
+    }
+    return true;
+  }
+
+  // Every algorithm x protocol: fresh communicators with NCCL_ALGO / NCCL_PROTO set, each
+  // collective measured, the communicators destroyed.
+  void sweep_all(NcclSweep& sweep) {
+    EnvOverride env_algo("NCCL_ALGO"), env_proto("NCCL_PROTO");
+    for (const auto& algo : opt.algos)
+      for (const auto& proto : opt.protos) {
+        if (!failure.empty()) return;
+        env_algo.set(algo);
+        env_proto.set(proto);
+        if (int rc = nccl.CommInitAll(comms.data(), n, nullptr); rc != 0) {
+          sweep.skipped.push_back({"", algo, proto, 0, fmt::format("ncclCommInitAll: {}", nccl.why(rc))});
+          continue;
+        }
+        for (const auto& coll : opt.collectives) measure(coll, algo, proto, sweep);
+        destroy_comms();
+      }
+  }
+};
+
 }  // namespace
 
 Result<NcclSweep> run_nccl_bench(const NcclBenchOptions& opt) {
@@ -91,108 +234,11 @@ Result<NcclSweep> run_nccl_bench(const NcclBenchOptions& opt) {
   nccl.GetVersion(&sweep.nccl_version);
   std::uint64_t max_bytes = 0;
   for (auto b : opt.sizes) max_bytes = std::max(max_bytes, b);
-
-  std::string failure;  // a CUDA failure ends the bench; an NCCL refusal skips a combination
-  auto cuda = [&](int rc, const char* what) {
-    if (rc != 0 && failure.empty()) failure = fmt::format("{}: {}", what, rt.why(rc));
-    return failure.empty();
-  };
-  struct Rank {
-    void *send = nullptr, *recv = nullptr, *stream = nullptr, *ev0 = nullptr, *ev1 = nullptr;
-  };
-  std::vector<Rank> ranks(static_cast<std::size_t>(n));
-  for (int i = 0; i < n && failure.empty(); ++i) {
-    Rank& r = ranks[static_cast<std::size_t>(i)];
-    cuda(rt.SetDevice(i), "cudaSetDevice") && cuda(rt.Malloc(&r.send, max_bytes), "cudaMalloc") &&
-        cuda(rt.Malloc(&r.recv, max_bytes), "cudaMalloc") && cuda(rt.Memset(r.send, 0, max_bytes), "cudaMemset") &&
-        cuda(rt.StreamCreateWithFlags(&r.stream, 1), "cudaStreamCreateWithFlags") &&
-        cuda(rt.EventCreate(&r.ev0), "cudaEventCreate") && cuda(rt.EventCreate(&r.ev1), "cudaEventCreate");
-  }
-
-  EnvOverride env_algo("NCCL_ALGO"), env_proto("NCCL_PROTO");
-  std::vector<void*> comms(static_cast<std::size_t>(n), nullptr);
-  for (const auto& algo : opt.algos)
-    for (const auto& proto : opt.protos) {
-      if (!failure.empty()) break;
-      env_algo.set(algo);
-      env_proto.set(proto);
-      if (int rc = nccl.CommInitAll(comms.data(), n, nullptr); rc != 0) {
-        sweep.skipped.push_back({"", algo, proto, 0, fmt::format("ncclCommInitAll: {}", nccl.why(rc))});
-        continue;
-      }
-      for (const auto& coll : opt.collectives) {
-        for (std::uint64_t size : opt.sizes) {
-          if (!failure.empty()) break;
-          const NcclCounts c = nccl_counts(coll, size, n);
-          if (c.count == 0) continue;  // smaller than one float per rank
-          // One operation on every rank, as one group (one thread drives all GPUs).
-          auto op = [&]() -> int {
-            if (int rc = nccl.GroupStart(); rc != 0) return rc;
-            int first = 0;
-            for (int i = 0; i < n; ++i) {
-              const Rank& r = ranks[static_cast<std::size_t>(i)];
-              void* comm = comms[static_cast<std::size_t>(i)];
-              int rc = 0;
-              if (coll == "allreduce") rc = nccl.AllReduce(r.send, r.recv, c.count, kNcclFloat32, kNcclSum, comm, r.stream);
-              else if (coll == "allgather") rc = nccl.AllGather(r.send, r.recv, c.count, kNcclFloat32, comm, r.stream);
-              else rc = nccl.ReduceScatter(r.send, r.recv, c.count, kNcclFloat32, kNcclSum, comm, r.stream);
-              if (rc != 0 && first == 0) first = rc;
-            }
-            const int end = nccl.GroupEnd();
-            return first != 0 ? first : end;
-          };
-          auto sync_all = [&] {
-            for (int i = 0; i < n; ++i) {
-              cuda(rt.SetDevice(i), "cudaSetDevice");
-              cuda(rt.StreamSynchronize(ranks[static_cast<std::size_t>(i)].stream), "cudaStreamSynchronize");
-            }
-          };
-          int rc = 0;
-          for (int w = 0; w < opt.warmup && rc == 0; ++w) rc = op();
-          if (rc == 0) sync_all();
-          for (int i = 0; i < n && rc == 0; ++i) {
-            cuda(rt.SetDevice(i), "cudaSetDevice");
-            cuda(rt.EventRecord(ranks[static_cast<std::size_t>(i)].ev0, ranks[static_cast<std::size_t>(i)].stream), "cudaEventRecord");
-          }
-          for (int it = 0; it < opt.iters && rc == 0; ++it) rc = op();
-          for (int i = 0; i < n && rc == 0; ++i) {
-            cuda(rt.SetDevice(i), "cudaSetDevice");
-            cuda(rt.EventRecord(ranks[static_cast<std::size_t>(i)].ev1, ranks[static_cast<std::size_t>(i)].stream), "cudaEventRecord");
-          }
-          if (rc != 0) {  // NCCL refused this combination for this collective (e.g. no such algorithm here)
-            sweep.skipped.push_back({coll, algo, proto, c.bytes, nccl.why(rc)});
-            sync_all();
-            break;
-          }
-          // The operation's time: the slowest rank's, per iteration.
-          double worst_ms = 0;
-          for (int i = 0; i < n && failure.empty(); ++i) {
-            const Rank& r = ranks[static_cast<std::size_t>(i)];
-            float ms = 0;
-            cuda(rt.SetDevice(i), "cudaSetDevice") && cuda(rt.EventSynchronize(r.ev1), "cudaEventSynchronize") &&
-                cuda(rt.EventElapsedTime(&ms, r.ev0, r.ev1), "cudaEventElapsedTime");
-            worst_ms = std::max(worst_ms, static_cast<double>(ms));
-          }
-          if (failure.empty() && worst_ms > 0)
-            sweep.points.push_back({coll, lower(algo), lower(proto), c.bytes, n, worst_ms * 1e3 / opt.iters});
-        }
-      }
-      for (auto& comm : comms)
-        if (comm != nullptr) {
-          nccl.CommDestroy(comm);
-          comm = nullptr;
-        }
-    }
-  for (int i = 0; i < n; ++i) {
-    const Rank& r = ranks[static_cast<std::size_t>(i)];
-    rt.SetDevice(i);
-    for (void* p : {r.send, r.recv})
-      if (p != nullptr) rt.Free(p);
-    for (void* e : {r.ev0, r.ev1})
-      if (e != nullptr) rt.EventDestroy(e);
-    if (r.stream != nullptr) rt.StreamDestroy(r.stream);
-  }
-  if (!failure.empty()) return make_error(failure);
+  NcclBench bench{rt, nccl, opt, n, {}, {}, {}};
+  bench.allocate(max_bytes);
+  bench.sweep_all(sweep);
+  bench.release();
+  if (!bench.failure.empty()) return make_error(bench.failure);
   return sweep;
 }
 
