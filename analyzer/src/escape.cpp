@@ -60,6 +60,25 @@ std::string visible(std::string_view s) {
   return o;
 }
 
+namespace {
+
+// Whether Markdown needs a backslash before `c`, the i-th character of a text whose first
+// `digits` characters are digits (`numbered`: followed by '.' or ')', a list marker).
+bool md_needs_escape(char c, std::size_t i, bool numbered, std::size_t digits) {
+  switch (c) {
+    case '\\': case '`': case '*': case '_': case '[': case ']': case '(': case ')': case '!': case '|':
+    case '~': case '$': case '{': case '}':
+    case '#':  // anywhere: a heading at a line's start, an issue reference (#123) on GitHub elsewhere
+      return true;
+    case '-': case '+': case '=':
+      return i == 0;
+    default:
+      return numbered && i == digits;
+  }
+}
+
+}  // namespace
+
 std::string md_text(std::string_view s) {
   const std::string v = visible(s);
   std::string o;
@@ -71,22 +90,10 @@ std::string md_text(std::string_view s) {
   const bool numbered = digits > 0 && digits < v.size() && (v[digits] == '.' || v[digits] == ')');
   for (std::size_t i = 0; i < v.size(); ++i) {
     const char c = v[i];
-    switch (c) {
-      case '&': o += "&amp;"; continue;
-      case '<': o += "&lt;"; continue;
-      case '>': o += "&gt;"; continue;
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '(': case ')': case '!': case '|':
-      case '~': case '$': case '{': case '}':
-      case '#':  // anywhere: a heading at a line's start, an issue reference (#123) on GitHub elsewhere
-        o += '\\';
-        break;
-      case '-': case '+': case '=':
-        if (i == 0) o += '\\';
-        break;
-      default:
-        if (numbered && i == digits) o += '\\';
-    }
-    o += c;
+    if (c == '&') o += "&amp;";
+    else if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else o += md_needs_escape(c, i, numbered, digits) ? std::string{'\\', c} : std::string(1, c);
   }
   return o;
 }

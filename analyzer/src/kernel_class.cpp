@@ -83,32 +83,53 @@ std::string_view to_string(GemmFormat f) {
   return "unknown";
 }
 
+namespace {
+
+// A name rule: any of its patterns (case-insensitive or exact) in a kernel's name.
+struct NameRule {
+  GemmFormat format;
+  std::array<std::string_view, 5> nocase{};  // unused entries stay empty
+  std::array<std::string_view, 5> exact{};
+};
+
+bool matches(std::string_view n, const NameRule& r) {
+  for (auto p : r.nocase)
+    if (!p.empty() && has_nocase(n, p)) return true;
+  for (auto p : r.exact)
+    if (!p.empty() && has(n, p)) return true;
+  return false;
+}
+
+// cuBLAS/cuBLASLt/CUTLASS kernel names: volta_sgemm_128x64_nn, ampere_sgemm_*, gemmSN_NN_kernel,
+// cutlass_80_simt_sgemm_*, ampere_s16816gemm_* / sm80_xmma_gemm_tf32* (TF32),
+// ampere_fp16_s16816gemm_fp16_*, sm90_xmma_gemm_bf16bf16_*, ..._e4m3*, turing_h1688gemm_*.
+constexpr NameRule kIsGemm{GemmFormat::Unknown, {"gemm", "matmul"}, {"cutlass", "xmma", "wgmma", "gemv"}};
+
+// The first rule that matches names the format; the order matters.
+constexpr NameRule kGemmRules[] = {
+    {GemmFormat::Fp64, {"dgemm"}, {"_d884", "fp64"}},
+    {GemmFormat::Fp8, {"e4m3", "e5m2", "fp8"}, {}},
+    {GemmFormat::Bf16, {"bf16"}, {}},
+    {GemmFormat::Tf32, {"tf32"}, {}},
+    {GemmFormat::Fp16, {"fp16", "f16f16"}, {"h884", "h1688", "h16816", "hgemm", "_half"}},
+    {GemmFormat::Int8, {"int8"}, {"i8816", "imma", "i8i8"}},
+    // Ampere+ "s16816"/"s1688" names are FP32-in, tensor-core (TF32) kernels; Volta's s884 is
+    // FP16-in with FP32 accumulation.
+    {GemmFormat::Tf32, {}, {"s16816", "s1688"}},
+    {GemmFormat::Fp16, {}, {"s884"}},
+    // cuBLAS's "xmma" family also holds FP32 kernels that multiply on CUDA cores: their names say
+    // "ffma" (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_..., seen on an H100 with cuBLAS 13).
+    {GemmFormat::Fp32Simt, {}, {"_ffma"}},
+    {GemmFormat::TensorCore, {"tensorop"}, {"hmma", "wgmma", "xmma"}},
+    {GemmFormat::Fp32Simt, {"sgemm"}, {"gemmSN", "gemmk1", "simt", "gemv2T", "gemv2N"}},
+};
+
+}  // namespace
+
 GemmFormat classify_gemm(std::string_view n) {
-  // cuBLAS/cuBLASLt/CUTLASS kernel names: volta_sgemm_128x64_nn, ampere_sgemm_*, gemmSN_NN_kernel,
-  // cutlass_80_simt_sgemm_*, ampere_s16816gemm_* / sm80_xmma_gemm_tf32* (TF32),
-  // ampere_fp16_s16816gemm_fp16_*, sm90_xmma_gemm_bf16bf16_*, ..._e4m3*, turing_h1688gemm_*.
-  const bool gemm = has_nocase(n, "gemm") || has_nocase(n, "matmul") || has(n, "cutlass") || has(n, "xmma") ||
-                    has(n, "wgmma") || has(n, "gemv");
-  if (!gemm) return GemmFormat::NotGemm;
-  if (has_nocase(n, "dgemm") || has(n, "_d884") || has(n, "fp64")) return GemmFormat::Fp64;
-  if (has_nocase(n, "e4m3") || has_nocase(n, "e5m2") || has_nocase(n, "fp8")) return GemmFormat::Fp8;
-  if (has_nocase(n, "bf16")) return GemmFormat::Bf16;
-  if (has_nocase(n, "tf32")) return GemmFormat::Tf32;
-  if (has_nocase(n, "fp16") || has_nocase(n, "f16f16") || has(n, "h884") || has(n, "h1688") || has(n, "h16816") ||
-      has(n, "hgemm") || has(n, "_half"))
-    return GemmFormat::Fp16;
-  if (has(n, "i8816") || has(n, "imma") || has_nocase(n, "int8") || has(n, "i8i8")) return GemmFormat::Int8;
-  // Ampere+ "s16816"/"s1688" names are FP32-in, tensor-core (TF32) kernels; Volta's s884 is
-  // FP16-in with FP32 accumulation.
-  if (has(n, "s16816") || has(n, "s1688")) return GemmFormat::Tf32;
-  if (has(n, "s884")) return GemmFormat::Fp16;
-  // cuBLAS's "xmma" family also holds FP32 kernels that multiply on CUDA cores: their names say
-  // "ffma" (sm80_xmma_gemm_f32f32_f32f32_f32_..._ffma_..., seen on an H100 with cuBLAS 13).
-  if (has(n, "_ffma")) return GemmFormat::Fp32Simt;
-  if (has_nocase(n, "tensorop") || has(n, "hmma") || has(n, "wgmma") || has(n, "xmma")) return GemmFormat::TensorCore;
-  if (has_nocase(n, "sgemm") || has(n, "gemmSN") || has(n, "gemmk1") || has(n, "simt") || has(n, "gemv2T") ||
-      has(n, "gemv2N"))
-    return GemmFormat::Fp32Simt;
+  if (!matches(n, kIsGemm)) return GemmFormat::NotGemm;
+  for (const auto& rule : kGemmRules)
+    if (matches(n, rule)) return rule.format;
   return GemmFormat::Unknown;
 }
 
