@@ -73,18 +73,10 @@ std::uint32_t hue_color(std::uint32_t key, int sat, int val) {
 
 }  // namespace
 
-Fields describe_event(const Document& d, EventRef e) {
-  const auto& t = d.trace;
-  const auto* c = span_columns(t, e.table);
-  Fields f;
-  if (!c || e.row >= c->size()) return f;
-  f.emplace_back("name", event_name(d, e));
-  f.emplace_back("kind", kind_label(e.table));
-  f.emplace_back("track", t.track_label(c->track[e.row]));
-  const auto proc = t.process_of_track(c->track[e.row]);
-  if (proc != trace::kNone && t.processes[proc].rank >= 0) f.emplace_back("rank", std::to_string(t.processes[proc].rank));
-  f.emplace_back("start", format_duration(c->start[e.row] - d.index.start) + " from the trace's start");
-  f.emplace_back("duration", format_duration(c->dur[e.row]));
+namespace {
+
+// The fields of a host-side event (ranges, API calls, syncs, I/O calls, steps).
+void host_fields(const trace::Trace& t, EventRef e, Fields& f) {
   const auto r = e.row;
   auto corr = [&](std::uint32_t v) { if (v) f.emplace_back("correlation", std::to_string(v)); };
   switch (e.table) {
@@ -115,6 +107,15 @@ Fields describe_event(const Document& d, EventRef e) {
       if (t.io_calls.err[r]) f.emplace_back("errno", std::to_string(t.io_calls.err[r]));
       break;
     case Table::Steps: f.emplace_back("step", std::to_string(t.steps.number[r])); break;
+    default: break;
+  }
+}
+
+// The fields of a GPU-side event (kernels, copies, sets, collectives).
+void gpu_fields(const trace::Trace& t, EventRef e, Fields& f) {
+  const auto r = e.row;
+  auto corr = [&](std::uint32_t v) { if (v) f.emplace_back("correlation", std::to_string(v)); };
+  switch (e.table) {
     case Table::Kernels: {
       corr(t.kernels.correlation[r]);
       if (t.kernels.external_id[r]) f.emplace_back("external id", std::to_string(t.kernels.external_id[r]));
@@ -154,16 +155,30 @@ Fields describe_event(const Document& d, EventRef e) {
       f.emplace_back("side", std::string(to_string(k.side[r])));
       break;
     }
-    case Table::Counters: break;
+    default: break;
   }
+}
+
+}  // namespace
+
+Fields describe_event(const Document& d, EventRef e) {
+  const auto& t = d.trace;
+  const auto* c = span_columns(t, e.table);
+  Fields f;
+  if (!c || e.row >= c->size()) return f;
+  f.emplace_back("name", event_name(d, e));
+  f.emplace_back("kind", kind_label(e.table));
+  f.emplace_back("track", t.track_label(c->track[e.row]));
+  const auto proc = t.process_of_track(c->track[e.row]);
+  if (proc != trace::kNone && t.processes[proc].rank >= 0) f.emplace_back("rank", std::to_string(t.processes[proc].rank));
+  f.emplace_back("start", format_duration(c->start[e.row] - d.index.start) + " from the trace's start");
+  f.emplace_back("duration", format_duration(c->dur[e.row]));
+  if (is_gpu_table(e.table)) gpu_fields(t, e, f);
+  else host_fields(t, e, f);
   return f;
 }
 
 namespace {
-
-bool is_gpu_op(Table t) {
-  return t == Table::Kernels || t == Table::Memcpys || t == Table::Memsets || t == Table::Collectives;
-}
 
 // The event of a GPU-op table (from a launch) or the API call (from a GPU op) on `track` that
 // contains time `ts`; the latest-starting one when several do.
@@ -245,7 +260,7 @@ Fields describe_counter(const Document& d, std::uint32_t row, Ns t) {
 EventRef correlated_event(const Document& d, EventRef e) {
   const auto& t = d.trace;
   const auto* c = span_columns(t, e.table);
-  if (!c || e.row >= c->size() || !(e.table == Table::ApiCalls || is_gpu_op(e.table))) return {};
+  if (!c || e.row >= c->size() || !(e.table == Table::ApiCalls || is_gpu_table(e.table))) return {};
   if (const auto corr = correlation_of(t, e)) {
     const auto proc = t.process_of_track(c->track[e.row]);
     auto scan = [&](Table table, const std::vector<std::uint32_t>& col, const std::vector<std::uint32_t>& track) -> EventRef {

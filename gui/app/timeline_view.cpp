@@ -100,14 +100,6 @@ TimelineView::~TimelineView() {
   delete canvas_;  // before renderer_, which it uses to free its GL names
 }
 
-namespace {
-
-bool is_gpu_table(Table t) {
-  return t == Table::Kernels || t == Table::Memcpys || t == Table::Memsets || t == Table::Collectives;
-}
-
-}  // namespace
-
 // Which groups a trace opens with. A small trace opens whole. With many rows, expanding
 // everything is what makes big timelines slow to scan, so the first view shows the ranks
 // (processes) open with their GPU streams, and folds the groups without GPU rows (host threads)
@@ -259,11 +251,11 @@ void TimelineView::zoomToArea() {
   if (area_ && area_->t1 > area_->t0) setView(area_->t0, area_->t1);
 }
 
-bool TimelineView::findNext(const QString& text, bool backwards) {
-  if (!doc_ || text.isEmpty()) return false;
-  const auto& t = doc_->trace;
-  const std::string needle = text.toStdString();
-  // names containing the text, case-insensitively: one pass over the string table
+namespace {
+
+// Which string ids name an event containing `needle`, case-insensitively (one pass over the
+// string table); empty when none does.
+std::vector<bool> names_containing(const trace::Trace& t, const std::string& needle) {
   std::vector<bool> match(t.strings.size(), false);
   bool any = false;
   for (trace::StringId i = 1; i < t.strings.size(); ++i) {
@@ -272,28 +264,45 @@ bool TimelineView::findNext(const QString& text, bool backwards) {
                                 [](char a, char b) { return std::tolower((unsigned char)a) == std::tolower((unsigned char)b); });
     if (it != s.end()) match[i] = any = true;
   }
-  if (!any) return false;
+  return any ? match : std::vector<bool>{};
+}
+
+// Events in time order: (start, table, row).
+using EventKey = std::tuple<trace::Ns, int, std::uint32_t>;
+EventKey event_key(trace::Ns start, EventRef e) { return {start, static_cast<int>(e.table), e.row}; }
+
+// The matching event nearest after (or, `backwards`, before) `from`, over every span table.
+std::optional<EventKey> nearest_match(const trace::Trace& t, const std::vector<bool>& match, EventKey from,
+                                      bool backwards) {
+  std::optional<EventKey> best;
+  for (int ti = 0; ti <= static_cast<int>(Table::Collectives); ++ti) {
+    const auto table = static_cast<Table>(ti);
+    const auto* c = span_columns(t, table);
+    for (std::uint32_t i = 0; i < c->size(); ++i) {
+      if (!match[c->name[i]]) continue;
+      const auto k = event_key(c->start[i], {table, i});
+      if (backwards ? (k < from && (!best || k > *best)) : (k > from && (!best || k < *best))) best = k;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+bool TimelineView::findNext(const QString& text, bool backwards) {
+  if (!doc_ || text.isEmpty()) return false;
+  const auto& t = doc_->trace;
+  const auto match = names_containing(t, text.toStdString());
+  if (match.empty()) return false;
   // from the selection (or the view's start), the nearest match in time order
   const Ns from = selected_.valid() ? event_start(*doc_, selected_) : (backwards ? t1_ : t0_);
-  auto key = [](Ns s, EventRef e) { return std::tuple(s, static_cast<int>(e.table), e.row); };
-  const auto cur = key(from, selected_.valid() ? selected_ : EventRef{backwards ? Table::Counters : Table::Ranges, backwards ? trace::kNone : 0});
-  using Key = std::tuple<Ns, int, std::uint32_t>;
-  auto nearest = [&](Key from_key) {
-    std::optional<Key> best;
-    for (int ti = 0; ti <= static_cast<int>(Table::Collectives); ++ti) {
-      const auto table = static_cast<Table>(ti);
-      const auto* c = span_columns(t, table);
-      for (std::uint32_t i = 0; i < c->size(); ++i) {
-        if (!match[c->name[i]]) continue;
-        const auto k = key(c->start[i], {table, i});
-        if (backwards ? (k < from_key && (!best || k > *best)) : (k > from_key && (!best || k < *best))) best = k;
-      }
-    }
-    return best;
-  };
-  auto best = nearest(cur);
+  const auto cur = event_key(from, selected_.valid() ? selected_
+                                                     : EventRef{backwards ? Table::Counters : Table::Ranges,
+                                                                backwards ? trace::kNone : 0});
+  auto best = nearest_match(t, match, cur, backwards);
   if (!best)  // wrap around to the other end of the trace
-    best = nearest(backwards ? Key{INT64_MAX, INT32_MAX, UINT32_MAX} : Key{INT64_MIN, INT32_MIN, 0});
+    best = nearest_match(t, match, backwards ? EventKey{INT64_MAX, INT32_MAX, UINT32_MAX} : EventKey{INT64_MIN, INT32_MIN, 0},
+                         backwards);
   if (!best) return false;
   const EventRef e{static_cast<Table>(std::get<1>(*best)), std::get<2>(*best)};
   select(e);
@@ -302,16 +311,24 @@ bool TimelineView::findNext(const QString& text, bool backwards) {
   if (en - s > span) fitSelected();
   else if (s < t0_ || en > t1_) setView(s - span / 2 + (en - s) / 2, s + span / 2 + (en - s) / 2);
   const auto pos = locate(doc_->index, t, e);
-  if (pos.row != trace::kNone) {  // expand its groups and scroll to it
-    for (auto g = doc_->index.rows[pos.row].group; g != trace::kNone; g = doc_->index.groups[g].parent) collapsed_[g] = false;
-    relayout();
-    for (const auto& en2 : entries_)
-      if (!en2.group && en2.id == pos.row && !pinned_[pos.row]) {
-        const int view_h = height() - kRulerHeight - pinnedHeight();
-        if (en2.y < vscroll_->value() || en2.y + en2.h > vscroll_->value() + view_h) vscroll_->setValue(en2.y - view_h / 3);
-      }
-  }
+  if (pos.row != trace::kNone) scrollToRow(pos.row);
   return true;
+}
+
+// Expands the groups holding `row` and scrolls it into view (a third down) unless it is pinned
+// or already visible.
+void TimelineView::scrollToRow(std::uint32_t row) {
+  openGroupsOf(row);
+  relayout();
+  for (const auto& en : entries_)
+    if (!en.group && en.id == row && !pinned_[row]) {
+      const int view_h = height() - kRulerHeight - pinnedHeight();
+      if (en.y < vscroll_->value() || en.y + en.h > vscroll_->value() + view_h) vscroll_->setValue(en.y - view_h / 3);
+    }
+}
+
+void TimelineView::openGroupsOf(std::uint32_t row) {
+  for (auto g = doc_->index.rows[row].group; g != trace::kNone; g = doc_->index.groups[g].parent) collapsed_[g] = false;
 }
 
 // ---- rows and layout ----
@@ -328,7 +345,7 @@ void TimelineView::revealRank(int rank) {
   for (std::uint32_t r = 0; r < idx.rows.size(); ++r) {
     if (idx.rows[r].rank != rank) continue;
     if (first == trace::kNone) first = r;
-    for (auto g = idx.rows[r].group; g != trace::kNone; g = idx.groups[g].parent) collapsed_[g] = false;
+    openGroupsOf(r);
   }
   relayout();
   if (first == trace::kNone) return;

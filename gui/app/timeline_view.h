@@ -135,6 +135,8 @@ class TimelineView : public QWidget {
 
  private:
   static std::vector<bool> initial_collapse(const TimelineIndex& idx);
+  void openGroupsOf(std::uint32_t row);
+  void scrollToRow(std::uint32_t row);
   struct Entry {
     bool group = false;
     std::uint32_t id = 0;  // group or row index

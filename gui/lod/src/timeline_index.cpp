@@ -19,6 +19,10 @@ const char* counter_unit(std::string_view name) {
   return "";
 }
 
+bool is_gpu_table(Table t) {
+  return t == Table::Kernels || t == Table::Memcpys || t == Table::Memsets || t == Table::Collectives;
+}
+
 const char* table_label(Table t) {
   switch (t) {
     case Table::Ranges: return "CPU ops";

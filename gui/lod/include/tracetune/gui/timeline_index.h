@@ -28,6 +28,7 @@ enum class Table : std::uint8_t {
   Ranges, ApiCalls, Syncs, IoCalls, Steps, Kernels, Memcpys, Memsets, Collectives, Counters,
 };
 const char* table_label(Table t);
+bool is_gpu_table(Table t);  // kernels, memcpys, memsets, collectives
 const trace::SpanColumns* span_columns(const trace::Trace& t, Table table);  // nullptr for Counters
 
 // A reference to one event: a table and its row.
