@@ -119,27 +119,31 @@ const trace::TrackSlice* slice_of(std::span<const trace::TrackSlice> slices, std
   return nullptr;
 }
 
-// The GPU time of the op that starts at `ts` on `track`: the kernels of the launch calls made
-// inside it on its thread. -1: no op range there.
+// The first row of a track's slice (rows sorted by start) that starts at or after `ts`.
+std::uint32_t first_at_or_after(const std::vector<Ns>& start, const trace::TrackSlice& slice, Ns ts) {
+  const auto b = start.begin() + slice.begin, e = start.begin() + slice.end;
+  return static_cast<std::uint32_t>(std::lower_bound(b, e, ts) - start.begin());
+}
+
+// The GPU time of the innermost op that starts at `ts` on `track`: the kernels of the launch
+// calls made inside it on its thread. -1: no op range there. Both lookups are binary searches, so the
+// rooflines cost O(ops log events), not O(ops x calls).
 Ns op_gpu_time(const trace::Trace& t, std::uint32_t track, Ns ts, const std::map<std::uint32_t, Ns>& kernel_time,
                trace::StringId& name) {
   const trace::TrackSlice* ranges = slice_of(t.slices_ranges(), track);
   if (ranges == nullptr) return -1;
   const auto& r = t.ranges;
-  std::uint32_t i = ranges->begin;
-  for (std::uint32_t n = ranges->end - ranges->begin; n > 0;) {  // first range starting at or after ts
-    const std::uint32_t half = n / 2;
-    if (r.start[i + half] < ts) i += half + 1, n -= half + 1;
-    else n = half;
-  }
+  std::uint32_t i = first_at_or_after(r.start, *ranges, ts);
   if (i == ranges->end || r.start[i] != ts) return -1;
+  // ranges starting together are ordered outermost first: the GEMM is the innermost (a wrapping
+  // aten::matmul or the step's annotation can start in the same microsecond)
+  while (i + 1 < ranges->end && r.start[i + 1] == ts) ++i;
   name = r.name[i];
   const Ns end = r.end(i);
   Ns gpu = 0;
   if (const trace::TrackSlice* calls = slice_of(t.slices_api_calls(), track))
-    for (std::uint32_t k = calls->begin; k < calls->end && t.api_calls.start[k] < end; ++k)
-      if (t.api_calls.start[k] >= ts)
-        if (auto it = kernel_time.find(t.api_calls.correlation[k]); it != kernel_time.end()) gpu += it->second;
+    for (std::uint32_t k = first_at_or_after(t.api_calls.start, *calls, ts); k < calls->end && t.api_calls.start[k] < end; ++k)
+      if (auto it = kernel_time.find(t.api_calls.correlation[k]); it != kernel_time.end()) gpu += it->second;
   return gpu;
 }
 

@@ -126,6 +126,31 @@ TEST(Efficiency, GemmsAgainstTheirRooflines) {
   EXPECT_LT(skinny.efficiency(), 0.6);
 }
 
+// At microsecond resolution a GEMM op often starts at the same timestamp as the op wrapping it
+// (aten::matmul -> aten::mm): the roofline is the GEMM's own (the innermost op starting there),
+// holding only the kernels launched inside it, not the wrapper's later copy kernel.
+TEST(Efficiency, RooflineTakesTheInnermostOpStartingAtTheGemm) {
+  const std::string json = R"({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}], "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 100, "dur": 10000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::matmul", "pid": 1, "tid": 1, "ts": 100, "dur": 90},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100, "dur": 50,
+     "args": {"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 110, "dur": 5,
+     "args": {"correlation": 11}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 160, "dur": 5,
+     "args": {"correlation": 12}},
+    {"ph": "X", "cat": "kernel", "name": "sm90_gemm_bf16", "pid": 0, "tid": 7, "ts": 200, "dur": 200,
+     "args": {"correlation": 11, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "copy_kernel", "pid": 0, "tid": 7, "ts": 400, "dur": 300,
+     "args": {"correlation": 12, "device": 0, "stream": 7}}]})";
+  const auto a = analyse(json);
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  const Efficiency& e = a.metrics.ranks[0].efficiency;
+  ASSERT_EQ(e.roofline.size(), 1u);
+  EXPECT_EQ(e.roofline[0].op, "aten::mm");
+  EXPECT_EQ(e.roofline[0].gpu_time, 200'000);
+}
+
 // Convolutions from their shapes (record_shapes=True, torch 2.x "Concrete Inputs"): forward
 // 2·N·K·(output positions)·(C/groups)·(kernel positions); the backward op once per gradient its
 // output_mask asks for. Here N=8, C=16 in 2 groups, K=32, 3x3, 32x32 input, stride 2, padding 1:
