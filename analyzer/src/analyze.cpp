@@ -1,7 +1,12 @@
-// analyze(): metrics, then the rules over them (analyze.h).
+// analyze(): the analyzer's stages in order (analyze.h; analyzer/CMakeLists.txt names the
+// folders): metrics, then the paths over them, then the rules. Reports are written from the
+// Analysis by report/ (analysis_json, analysis_text, ...).
 #include "tracetune/analyzer/analyze.h"
 
 #include <utility>
+
+#include "stage.h"          // metrics/
+#include "critical_path.h"  // paths/
 
 namespace tt::analyzer {
 
@@ -11,7 +16,13 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
   a.source = std::move(source);
   a.clock_domain = t.clock_domain;
   a.events = t.event_count();
-  a.metrics = compute_metrics(t, opt);
+  // metrics/: each rank's metrics, memory and efficiency; collectives matched across ranks
+  MetricsStage m = compute_metrics(t, opt);
+  // paths/: each step's critical path and the what-if replays on it (not under HTA's definitions)
+  if (!opt.hta_compat) compute_critical_paths(t, opt, m.groups, m.metrics);
+  if (opt.rank < 0) missing_rank_notes(m.metrics);
+  a.metrics = std::move(m.metrics);
+  // rules/: findings with their evidence, gains and knobs
   a.findings = run_rules(a.metrics);
   return a;
 }

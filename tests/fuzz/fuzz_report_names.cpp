@@ -9,7 +9,7 @@
 //     the same lines, and on each line the same Markdown tokens outside code spans (| < > [ ] (
 //     ) ! * _ # ~ and the code spans themselves), the same HTML < > " ' characters. A name can
 //     add no line, table cell, heading, link, image, tag or attribute.
-// The checks below are written independently of analyzer/src/escape.cpp, which they judge.
+// The checks below are written independently of analyzer/src/report/escape.cpp, which they judge.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Streamed Kineto import (trace/src/json_stream.cpp) reads what the in-memory import reads: every
+"""Streamed Kineto import (trace/src/import/json_stream.cpp) reads what the in-memory import reads: every
 input given imports with streaming forced (TRACETUNE_STREAM_FROM_BYTES=0) to the same `info
 --json` summary and the same `analyze --format json` report. Also: a gzip of two members, a
 UTF-8 byte order mark, a top-level array and metadata after traceEvents read the same; a

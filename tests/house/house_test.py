@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
 """The house rules that the code's own text can hold (docs/architecture.md):
+ - no circle between source units of analyzer/ and trace/ (UNIT_SCOPE; the collector's and the
+   tuner's four are still to be broken): a unit is a folder's `name.h` + `name.cpp` (+ `name.cu`),
+   and unit A depends on unit B when a file of A includes B's header (`#include "..."`,
+   resolved as the compiler would: beside the file, then the include roots below);
  - no circle between modules (top folders: analyzer, trace, tuner, collector, gui, cli, plugins);
+ - the stage folders of analyzer/src and trace/src (STAGES, in the order data flows through them)
+   include only from their own stage or the ones before it (a public header belongs to the stage
+   of its source file);
  - no circle between the Python integration's modules (plugins/python/tracetune, every
    `import`, function-level ones included);
  - every raw system call of the collector is a wrapper in collector/preload/sys.h.
@@ -17,6 +24,10 @@ REPO = pathlib.Path(sys.argv[1]).resolve()
 MODULES = ["analyzer", "trace", "tuner", "collector", "gui", "cli", "plugins"]
 SOURCE = {".h", ".hpp", ".cpp", ".cc", ".c", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+UNIT_SCOPE = ("analyzer", "trace")
+# Stage folders in flow order: a stage may include its own headers and those of earlier stages.
+STAGES = {"analyzer/src": ["metrics", "paths", "rules", "report", "shard"],
+          "trace/src": ["model", "files", "store", "import", "export"]}
 failures = []
 
 
@@ -90,11 +101,30 @@ def header_units(files):
     return units
 
 
+def stage_of(unit):
+    """(module src folder, stage index) of a unit in a stage folder, else None."""
+    rel = unit.relative_to(REPO).as_posix()
+    for root, order in STAGES.items():
+        if rel.startswith(root + "/"):
+            first = rel[len(root) + 1:].split("/")[0]
+            if first in order:
+                return root, order.index(first)
+    return None
+
+
+def check_stages(edges):
+    for a, b, f, name in edges:
+        sa, sb = stage_of(a), stage_of(b)
+        if sa and sb and sa[0] == sb[0] and sb[1] > sa[1]:
+            order = STAGES[sa[0]]
+            failures.append(f"{f.relative_to(REPO)} ({order[sa[1]]}) includes {name} of a later stage ({order[sb[1]]})")
+
+
 def check_includes():
     files = list(sources())
     roots = include_roots()
     units = header_units(files)
-    unit_graph, module_graph = {}, {}
+    unit_graph, module_graph, edges = {}, {}, []
     for f in files:
         text = f.read_text(errors="replace")
         for name in INCLUDE.findall(text):
@@ -103,14 +133,14 @@ def check_includes():
                 continue
             a, b = units[f.resolve()], units[target]
             if a != b:
-                unit_graph.setdefault(a, set()).add(b)
+                if f.relative_to(REPO).parts[0] in UNIT_SCOPE:
+                    unit_graph.setdefault(a, set()).add(b)
+                edges.append((a, b, f, name))
             ma, mb = f.relative_to(REPO).parts[0], target.relative_to(REPO).parts[0]
             if ma != mb:
                 module_graph.setdefault(ma, set()).add(mb)
-    # Circles between source units (a folder's name.h + name.cpp; A depends on B when a file of A
-    # includes B's header) are found the same way; the one left (analyzer/src/metrics <->
-    # critical_path) goes with the analyzer's stage folders, and the rule joins this list then.
-    for name, graph in (("modules", module_graph),):
+    check_stages(edges)
+    for name, graph in (("source units", unit_graph), ("modules", module_graph)):
         cycle = find_cycle(graph)
         if cycle:
             shown = " -> ".join(str(c.relative_to(REPO)) if isinstance(c, pathlib.Path) else c for c in cycle)

@@ -17,7 +17,7 @@ TRACETUNE, DATA = sys.argv[1], pathlib.Path(sys.argv[2])
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
 from harness import check, finish  # noqa: E402
 
-# The report's palette (analyzer/src/html_report.cpp): series -> #rrggbb.
+# The report's palette (analyzer/src/report/html_report.cpp): series -> #rrggbb.
 COMPUTE, KERNEL_BAR, GPU_IDLE, DATA_WAIT, HOST_COMPUTE = "#4e79a7", "#59a14f", "#bab0ac", "#edc948", "#9c755f"
 EXPOSED_COMM, LAUNCH_IDLE = "#e15759", "#ff9da7"
 

@@ -1,4 +1,4 @@
-// The part files' byte archive (analyzer/src/archive.h): one field list both ways, and every
+// The part files' byte archive (analyzer/src/shard/archive.h): one field list both ways, and every
 // read checked against the bytes left.
 #include "archive.h"
 

@@ -1,4 +1,4 @@
-// Trace-derived strings in reports (analyzer/src/escape.h): shown, never acted on.
+// Trace-derived strings in reports (analyzer/src/report/escape.h): shown, never acted on.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -290,7 +290,11 @@ struct Metrics {
   std::vector<std::string> notes;
 };
 
-Metrics compute_metrics(const trace::Trace& t, const Options& opt);
+// One rank's metrics on its own (the metrics stage runs it for every rank, in parallel): the
+// process `process`, with its descendants `tree` that are not ranks; `hta_step_filter` when
+// the trace names two or more ProfilerStep#N (HTA then drops the last step).
+RankMetrics rank_metrics(const trace::Trace& t, const Options& opt, std::uint32_t process,
+                         std::vector<std::uint32_t> tree, bool hta_step_filter);
 
 // GEMM FLOPs of the rank's process per step against its device's peak (exposed for tests).
 Efficiency efficiency_of(const trace::Trace& t, const RankMetrics& r);

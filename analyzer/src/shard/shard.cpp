@@ -26,7 +26,7 @@
 
 #include "archive.h"
 #include "critical_path.h"
-#include "cross_rank.h"
+#include "stage.h"
 #include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"

@@ -143,7 +143,7 @@ void write_efficiency(Json& j, const Efficiency& e) {
 
 // A scalar of a metrics struct in the JSON: its key and where its value comes from (a member, a
 // member function, or a function of the struct), described once as the store describes its
-// columns (trace/src/store.cpp).
+// columns (trace/src/store/store.cpp).
 template <class Get>
 struct Field {
   std::string_view key;

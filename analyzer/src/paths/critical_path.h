@@ -1,4 +1,5 @@
-// Inside the analyzer: what metrics.cpp shares with critical_path.cpp (not a public header).
+// Inside the analyzer: the paths stage (critical path, what-if replay) over the metrics stage's
+// results (not a public header).
 #pragma once
 
 #include <memory>
@@ -8,26 +9,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "call_names.h"
+#include "cross_rank.h"
 #include "tracetune/analyzer/intervals.h"
 #include "tracetune/analyzer/metrics.h"
 #include "tracetune/trace/model.h"
 
 namespace tt::analyzer {
-
-bool is_data_wait_name(std::string_view n);
-bool is_sync_call_name(std::string_view n);
-// A CUDA runtime call's name without CUPTI's callback version ("cudaMemcpy_v3020" -> "cudaMemcpy").
-std::string_view api_base_name(std::string_view n);
-
-// One rank's arrival at a collective matched across ranks (metrics.cpp's cross_rank): a
-// communication kernel or device-side record (host = false), or a host-side call.
-struct Arrival {
-  Ns start = 0, end = 0;
-  std::size_t rank = 0;  // index into Metrics::ranks
-  std::uint32_t track = 0;
-  bool host = false;
-};
-using CollectiveGroups = std::vector<std::vector<Arrival>>;
 
 // One rank's dependency graph: what the critical path walk and the what-if replay read.
 constexpr std::uint32_t kNoGroup = trace::kNone;

@@ -1,7 +1,7 @@
 // Memory per step (docs/analysis.md, "Memory"): counter samples named "<device> memory.<kind>"
 // on the rank's own process, by step. Sources: the Python integration samples the allocator
 // and the RSS at every step's end (stamped with the end time); Kineto's [memory] events become
-// samples at every allocation (imported by trace/src/kineto_import.cpp). A sample belongs to
+// samples at every allocation (imported by trace/src/import/kineto/kineto_import.cpp). A sample belongs to
 // the step with start < ts <= end.
 #include <algorithm>
 #include <map>
