@@ -7,6 +7,7 @@
 #include <optional>
 #include <map>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -469,7 +470,26 @@ std::vector<Finding> rule_late_arriver(const Metrics& m, const Thresholds& th) {
   return {f};
 }
 
-std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
+// Launch bound and CPU bound read the same evidence (the GPU idle while the host is late) and
+// tell it apart by the kernels' median length. Decided per rank, two ranks losing the same time
+// to the same lateness could fall either side of the line by a microsecond of kernel length and
+// get different labels; so the job decides once, on the median over its GPU ranks' kernel
+// medians, and every rank is judged by that decision.
+Thresholds job_thresholds(const Metrics& m, const Thresholds& th) {
+  std::vector<Ns> medians;
+  for (const auto& r : m.ranks)
+    if (r.has_gpu && r.launch.kernels > 0) medians.push_back(r.launch.kernel_median);
+  if (medians.size() < 2) return th;
+  std::sort(medians.begin(), medians.end());
+  const Ns job_median = medians[(medians.size() - 1) / 2];
+  Thresholds jt = th;
+  // every rank's median is below the line (launch bound) or none is (CPU bound)
+  jt.launch_short_kernel = job_median < th.launch_short_kernel ? std::numeric_limits<Ns>::max() : 0;
+  return jt;
+}
+
+std::vector<Finding> run_rules(const Metrics& m, const Thresholds& job_th) {
+  const Thresholds th = job_thresholds(m, job_th);
   std::vector<Finding> out;
   using Rule = std::vector<Finding> (*)(const RankMetrics&, const Thresholds&);
   static constexpr Rule kRules[] = {rule_data_loading,          rule_h2d_copy,  rule_launch_bound, rule_sync_stall,
@@ -510,6 +530,8 @@ std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) {
     std::sort(g.findings.begin(), g.findings.end(),
               [&](std::size_t a, std::size_t b) { return findings[a].rank < findings[b].rank; });
     std::sort(g.ranks.begin(), g.ranks.end());
+    // a rank with two findings of the category (two devices' memory) is one rank
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
   }
   return groups;
 }
