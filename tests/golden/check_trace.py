@@ -81,12 +81,30 @@ def has_op_shape(name, args):
     return rows > 0 and x[col] > 0
 
 
+def event_records(events):
+    """The event_record rows stream waits give: one per record id named by a Stream Wait Event,
+    on a recording stream that has device events of its own."""
+    device_cats = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_sync", "gpu_user_annotation")
+    streams, named = set(), {}
+    for e in events:
+        if e.get("ph") != "X" or e.get("cat") not in device_cats:
+            continue
+        args = e.get("args") or {}
+        device = args.get("device", e.get("pid"))
+        streams.add((device, args.get("stream", e.get("tid"))))
+        record = args.get("wait_on_cuda_event_record_corr_id")
+        if e.get("cat") == "cuda_sync" and record and "wait_on_stream" in args:
+            named.setdefault(record, (device, args["wait_on_stream"]))
+    return sum(1 for key in named.values() if key in streams)
+
+
 def source_counts(inputs):
     """Counts per kind from the Kineto files, by the mapping in docs/trace-format.md."""
     c = collections.Counter()
     for path in inputs:
         doc = load_json(path)
         events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        c["syncs"] += event_records(events)
         for e in events:
             ph, cat, name = e.get("ph"), e.get("cat"), e.get("name", "")
             args = e.get("args") or {}

@@ -174,6 +174,35 @@ struct Builder {
     t.memcpys.dst_kind.push_back(trace::MemoryKind::Device);
     t.memcpys.async.push_back(1);
   }
+  // a kernel launched from another host thread (the autograd engine's in backward())
+  void kernel_from(std::uint32_t thread, std::string_view name, Ns launch, Ns s, Ns e) {
+    const std::uint32_t keep = main;
+    main = thread;
+    kernel(name, launch, s, e);
+    main = keep;
+  }
+  // a kernel on another stream of the same device, launched at `launch`
+  void kernel_on(std::uint32_t track, std::string_view name, Ns launch, Ns s, Ns e) {
+    const std::uint32_t keep = stream;
+    stream = track;
+    kernel(name, launch, s, e);
+    stream = keep;
+  }
+  // cudaEventRecord on stream `rec` (id rec_id), then cudaStreamWaitEvent of the default stream
+  // on it, as CUPTI reports them: the record on its stream, the wait on the waiting stream
+  void record_and_wait(std::uint32_t rec, std::int64_t rec_id, Ns at) {
+    const auto rc = api("cudaEventRecord", at, at + kUs);
+    const auto wc = api("cudaStreamWaitEvent", at + kUs, at + 2 * kUs);
+    sync_row(rec, at, rc, trace::SyncType::EventRecord, rec_id);
+    sync_row(stream, at + kUs, wc, trace::SyncType::StreamWaitEvent, rec_id);
+  }
+  void sync_row(std::uint32_t track, Ns at, std::uint32_t corr, trace::SyncType type, std::int64_t stream_id) {
+    t.syncs.push_span(at, 0, track, t.strings.intern(type == trace::SyncType::EventRecord ? "Event Record" : "Stream Wait Event"));
+    t.syncs.correlation.push_back(corr);
+    t.syncs.type.push_back(type);
+    t.syncs.stream.push_back(stream_id);
+    t.syncs.event.push_back(1);
+  }
   Analysis run(Options o = {}) {
     t.finalize();
     o.threads = 1;
@@ -497,6 +526,90 @@ TEST(CriticalPath, DataWaitLaunchKernelSyncHost) {
   EXPECT_EQ(p.top[0].what, "my_gemm");
 }
 
+// Issue 26: a stream waiting on an event recorded on another stream waits for the work the
+// record captured; the path crosses to that stream (as HTA's does) instead of calling the
+// time GPU wait.
+TEST(CriticalPath, AStreamWaitCrossesToTheRecordedStream) {
+  // step [0, 1000) µs: fft launched at 10 on stream 20, [20, 600); record on 20 and wait of
+  // stream 7 at 12; gemm launched at 15 on stream 7 runs [605, 800); the host syncs [20, 805)
+  Builder b;
+  const auto side = b.t.add_stream({0, 20, ""});
+  b.step(0, 0, 1000 * kUs);
+  b.kernel_on(side, "fft2d_r2c", 10 * kUs, 20 * kUs, 600 * kUs);
+  b.record_and_wait(side, 20, 12 * kUs);
+  b.kernel("gcgemm", 15 * kUs, 605 * kUs, 800 * kUs);
+  b.api("cudaDeviceSynchronize", 20 * kUs, 805 * kUs);
+  const Analysis a = b.run();
+  ASSERT_EQ(a.metrics.ranks[0].paths.size(), 1u);
+  const StepPath& p = a.metrics.ranks[0].paths[0];
+  EXPECT_TRUE(p.complete);
+  EXPECT_EQ(p.length, 1000 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuCompute), (580 + 195) * kUs);  // both kernels
+  EXPECT_EQ(path_kind(p, PathKind::GpuWait), 0);
+  EXPECT_EQ(path_kind(p, PathKind::Launch), 5 * kUs + 10 * kUs);  // 600-605 on stream 7, fft's launch
+  // the replay keeps the edge: the unchanged replay gives the step back (else nothing is replayed)
+  EXPECT_TRUE(a.metrics.ranks[0].steps[0].replayed);
+}
+
+// Issue 26: backward's work runs on the autograd thread while the main thread waits in
+// backward(); the path must cross to that thread instead of calling it main-thread compute.
+TEST(CriticalPath, TheMainThreadWaitingInBackwardCrossesToTheAutogradThread) {
+  // main launches fwd at 10 and opt at 800; the autograd thread, busy [200, 790), launches
+  // bwd1 at 300 and bwd2 at 700
+  Builder b;
+  const auto autograd = b.t.add_thread({b.proc, 101, "autograd"});
+  b.step(0, 0, 1000 * kUs);
+  b.kernel("fwd", 10 * kUs, 20 * kUs, 100 * kUs);
+  b.t.ranges.push(200 * kUs, 590 * kUs, autograd, b.t.strings.intern("autograd::engine::evaluate_function"),
+                  trace::RangeKind::CpuOp, b.t.strings.intern("cpu_op"));
+  b.kernel_from(autograd, "bwd1", 300 * kUs, 305 * kUs, 400 * kUs);
+  b.kernel_from(autograd, "bwd2", 700 * kUs, 705 * kUs, 750 * kUs);
+  b.kernel("opt", 800 * kUs, 805 * kUs, 850 * kUs);
+  b.api("cudaDeviceSynchronize", 810 * kUs, 855 * kUs);
+  Options o;
+  o.path_pieces = true;
+  const Analysis a = b.run(o);
+  ASSERT_EQ(a.metrics.ranks[0].paths.size(), 1u);
+  const StepPath& p = a.metrics.ranks[0].paths[0];
+  EXPECT_TRUE(p.complete);
+  EXPECT_EQ(p.length, 1000 * kUs);
+  Ns on_autograd = 0, on_main = 0;
+  for (const auto& piece : p.pieces) {
+    if (piece.kind != PathKind::HostCompute && piece.kind != PathKind::Launch) continue;
+    if (piece.track == autograd) on_autograd += piece.end - piece.start;
+    if (piece.track == b.main) on_main += piece.end - piece.start;
+  }
+  // the autograd thread from its start to its last launch's end: [200, 702)
+  EXPECT_EQ(on_autograd, 502 * kUs);
+  // main: [0, 200) before backward, [702, 805) after it up to opt's start, [855, 1000) after the sync
+  EXPECT_EQ(on_main, (200 + 103 + 145) * kUs);
+}
+
+// Issue 26, on the real trace: HTA 0.6.1's critical path of alexnet runs through the FFT
+// convolution on stream 20 (fft2d_r2c 67 µs, gcgemm 323 µs, fft2d_c2r 146 µs: 536 µs), which
+// stream 7 waits for (Stream Wait Event on the record with correlation 5609); ours called the
+// wait 432 µs of gpu_wait and host time.
+TEST(CriticalPath, AlexnetRunsThroughTheFftKernelsItsStreamWaitsFor) {
+  trace::Trace t;
+  const std::string path = std::string(TT_SHARED_DATA_DIR) + "/kineto/hta/alexnet.json.gz";
+  ASSERT_TRUE(trace::import_kineto(path, t).ok()) << path;
+  t.finalize();
+  Options o;
+  o.path_pieces = true;
+  const auto a = analyze(t, o, path);
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  ASSERT_EQ(a.metrics.ranks[0].paths.size(), 1u);
+  const StepPath& p = a.metrics.ranks[0].paths[0];
+  EXPECT_TRUE(p.complete);
+  Ns on_stream20 = 0;
+  for (const auto& piece : p.pieces)
+    if (piece.kind == PathKind::GpuCompute && t.tracks[piece.track].type == trace::TrackType::Stream &&
+        t.streams[t.tracks[piece.track].owner].stream == 20)
+      on_stream20 += piece.end - piece.start;
+  EXPECT_EQ(on_stream20, 536 * kUs);
+  EXPECT_EQ(path_kind(p, PathKind::GpuWait), 0);
+}
+
 TEST(CriticalPath, StreamOrderQueueGapAndStepClipping) {
   // two kernels queued at once: K2 waits for K1 on the stream (a 5 µs gap: launch overhead);
   // a second step starts while K2's successor of the first step still runs (clipped)
@@ -783,6 +896,30 @@ TEST(Rules, LaunchAndCpuBoundSplitOnKernelLength) {
   EXPECT_TRUE(rule_cpu_bound(r, th).empty());
 }
 
+// Issue 26: two ranks that lose the same time to the same host lateness, with kernel medians
+// either side of the launch-bound line, got "CPU bound" and "Launch bound"; the job decides.
+TEST(Rules, EqualHostLatenessGetsOneLabelOnEveryRank) {
+  Metrics m;
+  for (std::int32_t rank : {0, 1}) {
+    RankMetrics r = base_rank(true);
+    r.rank = rank;
+    r.launch.kernels = 100;
+    r.launch.kernel_median = rank == 0 ? 21'000 : 19'000;  // around the 20 µs line
+    set_steps(r, [&](StepMetrics& s) { s.idle_launch = rank == 0 ? 250 : 247; });
+    m.ranks.push_back(r);
+  }
+  const auto fs = run_rules(m);
+  std::vector<Category> cats;
+  for (const auto& f : fs)
+    if (f.category == Category::LaunchBound || f.category == Category::CpuBound) cats.push_back(f.category);
+  ASSERT_EQ(cats.size(), 2u);
+  EXPECT_EQ(cats[0], cats[1]);
+  const auto groups = group_findings(fs);
+  const auto g = std::find_if(groups.begin(), groups.end(), [&](const FindingGroup& x) { return x.category == cats[0]; });
+  ASSERT_NE(g, groups.end());
+  EXPECT_EQ(g->ranks, (std::vector<std::int32_t>{0, 1}));
+}
+
 TEST(Rules, SyncExposedCommPrecisionMemoryBound) {
   const auto& th = default_thresholds();
   RankMetrics r = base_rank(true);
@@ -878,6 +1015,19 @@ TEST(FindingGroups, OneGroupPerCategoryOverRanksWithTheLargestGainAsWorst) {
   EXPECT_EQ(g[1].ranks, (std::vector<std::int32_t>{1}));
   EXPECT_TRUE(g[2].ranks.empty());  // a cross-rank finding stays on its own
   EXPECT_EQ(g[2].worst, 3u);
+}
+
+// Issue 26: "2 ranks (1, 1), worst rank 1" on a one-rank trace with two devices' memory findings.
+TEST(FindingGroups, TwoFindingsOfOneRankAreOneRank) {
+  Finding a, b;
+  a.category = b.category = Category::Memory;
+  a.rank = b.rank = 1;
+  a.title = "Memory fragmentation on cuda:1";
+  b.title = "Memory fragmentation on cuda:0";
+  const auto g = group_findings({a, b});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].findings.size(), 2u);
+  EXPECT_EQ(g[0].ranks, (std::vector<std::int32_t>{1}));
 }
 
 TEST(FindingGroups, RankListFoldsRuns) {

@@ -270,3 +270,38 @@ TEST(KinetoImport, CounterArgsBeforePhase) {
   ASSERT_EQ(t.ranges.size(), 1u);
   EXPECT_EQ(t.ranges.external_id[0], 7u);
 }
+
+// A stream wait that names its event record (wait_on_cuda_event_record_corr_id) also gives the
+// record: an event_record row on the recording stream with the record call's correlation id,
+// once per record, and none for a stream the trace has no other event on.
+TEST(KinetoImport, StreamWaitsGiveTheirEventRecords) {
+  const std::string json = R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "fft", "pid": 0, "tid": 20, "ts": 10, "dur": 5,
+     "args": {"device": 0, "stream": 20, "correlation": 5}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+     "args": {"device": 0, "stream": 7, "correlation": 9}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 16, "dur": 0,
+     "args": {"cuda_sync_kind": "Stream Wait Event", "device": 0, "stream": 7, "wait_on_stream": 20,
+              "wait_on_cuda_event_record_corr_id": 6, "wait_on_cuda_event_id": 3, "correlation": 7}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 17, "dur": 0,
+     "args": {"cuda_sync_kind": "Stream Wait Event", "device": 0, "stream": 7, "wait_on_stream": 20,
+              "wait_on_cuda_event_record_corr_id": 6, "wait_on_cuda_event_id": 3, "correlation": 8}},
+    {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 18, "dur": 0,
+     "args": {"cuda_sync_kind": "Stream Wait Event", "device": 0, "stream": 7, "wait_on_stream": 21,
+              "wait_on_cuda_event_record_corr_id": 4, "wait_on_cuda_event_id": 1, "correlation": 9}}]})";
+  Trace t;
+  auto st = import_kineto_buffer(json, "waits.json", t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  t.finalize();
+  std::vector<std::size_t> records;
+  for (std::size_t i = 0; i < t.syncs.size(); ++i)
+    if (t.syncs.type[i] == SyncType::EventRecord) records.push_back(i);
+  ASSERT_EQ(records.size(), 1u);  // one record named twice; stream 21 has no events
+  const std::size_t r = records[0];
+  EXPECT_EQ(t.syncs.correlation[r], 6u);
+  EXPECT_EQ(t.syncs.stream[r], 20);
+  EXPECT_EQ(t.syncs.event[r], 3);
+  EXPECT_EQ(t.streams[t.tracks[t.syncs.track[r]].owner].stream, 20);
+  EXPECT_EQ(t.streams.size(), 2u);
+  EXPECT_EQ(to_string(t.syncs.type[r]), "event_record");
+}

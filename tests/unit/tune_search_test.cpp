@@ -476,6 +476,18 @@ TEST(TuneSteady, WarmupCoversThePrefetchQueue) {
   EXPECT_EQ(steady_warmup(c, 3), 32);
 }
 
+// Issue 26: one knob's prediction is the analyzer's what-if; the old 0.9 cap said 10x for an
+// I/O-bound loader whose wait was 95.8% of the step (confirmed 23.9x, bench/calibration.md).
+TEST(TunePrediction, OneKnobTakesTheAnalyzersShareUncappedSeveralStayCapped) {
+  TuneSummary s;
+  s.findings = {{"data_loading", 0.958, {"dataloader.num_workers"}}, {"h2d_copy", 0.5, {"dataloader.pin_memory"}}};
+  s.plan = plan_search(s.findings, cat(), false);
+  EXPECT_NEAR(predicted_speedup(s, {"dataloader.num_workers"}), 1 / (1 - 0.958), 1e-9);
+  EXPECT_NEAR(predicted_speedup(s, {"dataloader.num_workers", "dataloader.pin_memory"}), 10.0, 1e-9);
+  s.findings[0].gain_share = 1.0;  // the whole step: short of infinity
+  EXPECT_NEAR(predicted_speedup(s, {"dataloader.num_workers"}), 100.0, 1e-9);
+}
+
 TEST(TuneSteady, TrendingStepTimesAreFlagged) {
   // what a short trial of many workers looks like: prefetched batches first, then the real rate
   const StepStats draining = stats_of({5, 5, 6, 5, 6, 30, 31, 29, 30, 32});

@@ -4,7 +4,9 @@
 // launch calls, and host compute between them), GPU ops, and collectives matched across ranks.
 // Edges: thread order; launch call -> GPU op (correlation id); stream order (an op waits for the
 // op before it); sync call -> the GPU op it waited for (the last one to end before it
-// returned); a non-main thread with nothing to do waits for the main thread; a collective ->
+// returned); stream wait -> the work its event record captured on another stream; a non-main
+// thread with nothing to do waits for the main thread, and a main thread that launched nothing
+// while another thread launched waits for that thread (backward()); a collective ->
 // its last arriver (metrics.cpp matches them across ranks). Starting at a step's end on the
 // rank's main thread, each move takes the edge that gated the current moment and emits the
 // segment of time it explains, so the segments tile [step start, step end) and the path's
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -118,6 +121,62 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
   std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
   // stable: an op comes after its stream predecessor even when both start at once (the replay's order)
   std::stable_sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
+}
+
+// The stream id of a stream track (-1 for another kind).
+std::int64_t stream_id(const Trace& t, std::uint32_t track) {
+  const auto& trk = t.tracks[track];
+  return trk.type == TrackType::Stream ? t.streams[trk.owner].stream : -1;
+}
+
+// A stream's ops by correlation id (ops without one left out), to find what a record captured
+// and what a wait held back.
+using OpsByCorr = std::vector<std::pair<std::uint32_t, std::uint32_t>>;  // (correlation, op), sorted
+
+std::unordered_map<std::int64_t, OpsByCorr> ops_by_stream(const Trace& t, const RankGraph& g) {
+  std::unordered_map<std::int64_t, OpsByCorr> by;
+  for (std::uint32_t i = 0; i < g.ops.size(); ++i)
+    if (g.ops[i].corr) by[stream_id(t, g.ops[i].track)].push_back({g.ops[i].corr, i});
+  for (auto& [id, v] : by) std::sort(v.begin(), v.end());
+  return by;
+}
+
+// Cross-stream edges: a stream wait (cudaStreamWaitEvent) holds back the first op launched on
+// the waiting stream after it until the work its event record captured has ended: the ops
+// launched on the recording stream before the record (the latest-ending of the last of them
+// and its stream predecessor). A wait matches the latest record of its event id with a lower
+// correlation id. Waits are on the waiting stream's track (Kineto) or carry it in `stream`
+// (nsys, CUPTI: on the calling thread); records carry their stream.
+void add_stream_waits(const Trace& t, std::uint32_t process, RankGraph& g) {
+  struct Record { std::uint32_t corr; std::int64_t stream; };
+  std::unordered_map<std::int64_t, std::vector<Record>> records;  // by event id
+  std::vector<std::uint32_t> waits;
+  for (bool streams : {true, false})
+    for_rank_tracks(t, t.slices_syncs(), process, streams, [&](std::uint32_t i) {
+      if (t.syncs.event[i] < 0 || !t.syncs.correlation[i]) return;
+      if (t.syncs.type[i] == trace::SyncType::EventRecord) records[t.syncs.event[i]].push_back({t.syncs.correlation[i], t.syncs.stream[i]});
+      else if (t.syncs.type[i] == trace::SyncType::StreamWaitEvent) waits.push_back(i);
+    });
+  if (records.empty() || waits.empty()) return;
+  for (auto& [id, v] : records) std::sort(v.begin(), v.end(), [](const Record& a, const Record& b) { return a.corr < b.corr; });
+  const auto by_stream = ops_by_stream(t, g);
+  for (const std::uint32_t w : waits) {
+    const std::uint32_t wc = t.syncs.correlation[w];
+    const auto& recs = records[t.syncs.event[w]];
+    auto r = std::lower_bound(recs.begin(), recs.end(), wc, [](const Record& x, std::uint32_t v) { return x.corr < v; });
+    if (r == recs.begin()) continue;
+    const Record rec = *(r - 1);
+    const std::int64_t waiting = stream_id(t, t.syncs.track[w]) >= 0 ? stream_id(t, t.syncs.track[w]) : t.syncs.stream[w];
+    const auto src = by_stream.find(rec.stream), dst = by_stream.find(waiting);
+    if (src == by_stream.end() || dst == by_stream.end() || rec.stream == waiting) continue;
+    auto before = std::lower_bound(src->second.begin(), src->second.end(), std::pair{rec.corr, 0u});
+    auto after = std::upper_bound(dst->second.begin(), dst->second.end(), std::pair{wc, kNone});
+    if (before == src->second.begin() || after == dst->second.end()) continue;
+    std::uint32_t captured = (before - 1)->second;
+    if (const auto p = g.ops[captured].pred; p != kNone && g.ops[p].e > g.ops[captured].e) captured = p;
+    std::uint32_t& held = g.ops[after->second].wait;
+    if (held == kNone || g.ops[captured].e > g.ops[held].e) held = captured;
+  }
 }
 
 // The host side before matching: data waits, syncs and launch calls per thread, and what kept
@@ -317,9 +376,33 @@ class PathWalker {
       auto b = std::lower_bound(busy.begin(), busy.end(), t, [](const Interval& iv, Ns v) { return iv.end < v; });
       if (b == busy.end() || b->start >= t) return resume_host(s, s.r, t);
       floor = std::max(floor, b->start);
+    } else if (const auto other = launching_thread(G, floor, t)) {
+      // the main thread launched nothing since `floor` while another thread (the autograd
+      // engine's, in backward()) launched GPU work: it was waiting for that thread
+      emit(other->second, t, PathKind::HostCompute, s.r, s.track, kNone);
+      s = {s.r, At::Host, other->first, kNone, other->second};
+      return;
     }
     emit(floor, t, PathKind::HostCompute, s.r, s.track, kNone);
     s.t = floor;
+  }
+
+  // The thread other than the main one whose last launch call in (floor, t] ended last, and
+  // when: the thread the main thread waited for (the autograd thread during backward()).
+  static std::optional<std::pair<std::uint32_t, Ns>> launching_thread(const RankGraph& G, Ns floor, Ns t) {
+    std::optional<std::pair<std::uint32_t, Ns>> best;
+    for (const auto& [track, th] : G.threads) {
+      if (track == G.main_track) continue;
+      auto it = std::upper_bound(th.marks.begin(), th.marks.end(), t, [](Ns v, const HostMark& m) { return v < m.e; });
+      while (it != th.marks.begin()) {
+        const HostMark& m = *--it;
+        if (m.e <= floor) break;
+        if (m.kind != PathKind::Launch || m.e <= m.s) continue;
+        if (!best || m.e > best->second || (m.e == best->second && track < best->first)) best = {track, m.e};
+        break;
+      }
+    }
+    return best;
   }
 
   void host_mark(State& s, const HostMark& m) {
@@ -376,13 +459,20 @@ class PathWalker {
     s.at = At::GpuStart;
   }
 
-  // What let the op start: its launch call (the host was late) or the op before it on its stream.
+  // What let the op start: its launch call (the host was late), the op before it on its
+  // stream, or the op on another stream it waited for (an event record and a stream wait).
   void gpu_start(State& s) {
     const RankGraph& G = g(s.r);
     const PathOp& o = G.ops[s.op];
     const Ns t = s.t;
     auto launch = o.corr ? G.launches.find(o.corr) : G.launches.end();
     const bool has_launch = launch != G.launches.end();
+    if (waited_last(G, o, has_launch ? launch->second.start : lo_, t)) {
+      const Ns we = G.ops[o.wait].e;
+      emit(we, t, t - we <= queue_gap_ ? PathKind::Launch : PathKind::GpuWait, s.r, o.track, o.name);
+      s = {s.r, At::Gpu, kNone, o.wait, std::max(we, lo_)};
+      return;
+    }
     if (has_launch && (o.pred == kNone || launch->second.start >= G.ops[o.pred].e)) {
       // the call, and its latency up to the op's start unless that is longer than a queued
       // op's launch overhead: then the op waited on something the trace does not name
@@ -404,6 +494,13 @@ class PathWalker {
       return;
     }
     resume_host(s, s.r, t);
+  }
+
+  // The op's cross-stream wait ended after its launch call began and its stream predecessor ended.
+  static bool waited_last(const RankGraph& G, const PathOp& o, Ns launch_start, Ns t) {
+    if (o.wait == kNone) return false;
+    const Ns we = G.ops[o.wait].e;
+    return we <= t && we > launch_start && (o.pred == kNone || we > G.ops[o.pred].e);
   }
 
   std::string label(const RawSegment& sg) {
@@ -461,6 +558,7 @@ GraphParts graph_parts(const Trace& t, const RankMetrics& rm) {
   g.main_track = rm.main_track;
   GraphNames names(t, g);
   add_gpu_ops(t, rm.process, names, g);
+  add_stream_waits(t, rm.process, g);
   add_host_parts(t, rm.process, names, parts);
   for (std::uint32_t tr = 0; tr < t.tracks.size(); ++tr)
     if (t.process_of_track(tr) == rm.process) g.track_labels.emplace(tr, track_label(t, tr));

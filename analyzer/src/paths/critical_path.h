@@ -29,6 +29,7 @@ struct PathOp {  // a GPU op of the rank
   std::uint32_t corr = 0;
   PathKind kind = PathKind::GpuCompute;
   std::uint32_t pred = trace::kNone;   // the op before it on its stream with the latest end
+  std::uint32_t wait = trace::kNone;   // an op on another stream it waited for (event record -> stream wait)
   std::uint32_t group = kNoGroup;  // matched collective (GPU side)
   std::uint8_t traits = 0;         // OpTrait bits: what a what-if may change about it
 };

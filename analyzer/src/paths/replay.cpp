@@ -5,8 +5,9 @@
 // order from lo: each item keeps its length except the ones the change removes, and a sync
 // returns when the GPU op it waited for ends in the replay (plus the call's own tail). A GPU op
 // starts at the later of its launch call (mapped to replayed host time, plus the call's
-// recorded latency) and its stream predecessor's replayed end (plus the recorded gap: queue
-// overhead and waits the trace does not name are kept as they were). Whichever dependency
+// recorded latency), its stream predecessor's replayed end (plus the recorded gap: queue
+// overhead and waits the trace does not name are kept as they were) and the replayed end of
+// the op on another stream it waited for (event record -> stream wait). Whichever dependency
 // gated an op in the recording gates it in the replay with its recorded latency and the other
 // can only gate it later, so the unchanged replay gives back every recorded time exactly;
 // shorter items can only move things earlier. Threads other than the main one are taken to
@@ -148,6 +149,13 @@ class Replay {
         const Ns recorded_gap = o.s - g_.ops[o.pred].e;
         const Ns gap = launch_gated ? std::min<Ns>(0, recorded_gap) : recorded_gap;
         start = std::max(start, op_times(o.pred).second + gap);
+      }
+      if (o.wait != trace::kNone && g_.ops[o.wait].e <= o.s) {
+        // a cross-stream wait: its recorded gap when it gated the op (ended after the launch
+        // call began and the stream predecessor ended), else none
+        const Ns we = g_.ops[o.wait].e;
+        const bool wait_gated = (o.pred == trace::kNone || we > g_.ops[o.pred].e) && (!launched || we > launch->second.start);
+        start = std::max(start, op_times(o.wait).second + (wait_gated ? o.s - we : 0));
       }
       ops_[i] = {start, start + changed_length(o, change_)};
     }

@@ -371,6 +371,7 @@ std::string render_json(const Analysis& a) {
     j.kv("gain_ns", f.gain);
     j.kv("gain_share", f.gain_share);
     j.kv("gain_model", f.gain_model);
+    j.kv("leaves_out", f.leaves_out);
     j.kv("gain_estimated", f.gain_estimated);
     j.key("evidence").begin_array();
     for (const auto& e : f.evidence) {
@@ -522,8 +523,9 @@ std::string text_findings(const Analysis& a, const Style& st) {
           "       costs {} to {}{} across these ranks; the lines below are rank {}'s (largest gain)\n",
           dur(g.cost_min), dur(g.cost_max), gain_unit(a, f), f.rank);
     if (f.gain_estimated)
-      o += fmt::format("       est. gain {}{} ({:.0f}%): {}\n", dur(f.gain), gain_unit(a, f),
-                       100 * f.gain_share, visible(f.gain_model));
+      o += fmt::format("       est. gain {}{} ({:.0f}%): {}{}\n", dur(f.gain), gain_unit(a, f),
+                       100 * f.gain_share, visible(f.gain_model),
+                       f.leaves_out.empty() ? std::string() : "; leaves out " + visible(f.leaves_out));
     else
       o += fmt::format("       est. gain: {}\n", visible(f.gain_model));
     for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", visible(e.what));

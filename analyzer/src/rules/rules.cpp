@@ -7,6 +7,7 @@
 #include <optional>
 #include <map>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -120,6 +121,8 @@ std::vector<Finding> rule_data_loading(const RankMetrics& r, const Thresholds& t
                        "step shortened by the GPU idle time spent waiting for data"}
                 : Gain{cost, "step shortened by the wait"});
   Finding f = make(Category::DataLoading, r, cost, gain.ns, th);
+  f.leaves_out = "the loading's own CPU time: DataLoader workers compete with the main thread for the cores (on a "
+                 "machine without spare cores the step gains less), their start-up and the batches' transfer between processes";
   f.title = fmt::format("Data loading: the main thread waits {} {} ({:.0f}% {}) for the next batch", dur(cost),
                         per(r), pct(f.share), of_step(r));
   f.detail = "Load batches ahead of the step: more DataLoader workers, a larger prefetch factor and "
@@ -151,6 +154,8 @@ std::vector<Finding> rule_h2d_copy(const RankMetrics& r, const Thresholds& th) {
                                               "faster once pinned",
                                               th.pinned_speedup)});
   Finding f = make(Category::H2dCopy, r, std::max(exposed, pageable), gain.ns, th);
+  f.leaves_out = "the cost of pinning (page-locked buffers, a pin-memory thread) and copies that cannot overlap the "
+                 "kernels that read them";
   const auto& T = r.transfers;
   f.title = fmt::format("Host-to-device copies: {} {} not overlapped with compute; {:.0f}% of bytes from "
                         "pageable memory",
@@ -176,6 +181,7 @@ std::vector<Finding> rule_launch_bound(const RankMetrics& r, const Thresholds& t
   const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
   if (share_of(idle, r.step_median) < th.launch_idle_share) return {};
   Finding f = make(Category::LaunchBound, r, idle, idle, th);
+  f.leaves_out = "the host work that stays (graph capture and replay, compilation) and kernels that get no faster";
   f.title = fmt::format("Launch bound: the GPU idles {} {} ({:.0f}%) waiting for the CPU to launch short "
                         "kernels (median {})",
                         dur(idle), per(r), pct(f.share), dur(r.launch.kernel_median));
@@ -198,6 +204,7 @@ std::vector<Finding> rule_cpu_bound(const RankMetrics& r, const Thresholds& th) 
     const Ns idle = median_of(r, [](const StepMetrics& s) { return s.idle_launch; });
     if (share_of(idle, r.step_median) < th.cpu_idle_share) return {};
     Finding f = make(Category::CpuBound, r, idle, idle, th);
+    f.leaves_out = "the host work that stays (compilation, other threads' CPU time competing for the cores)";
     f.title = fmt::format("CPU bound: the GPU idles {} {} ({:.0f}%) because the host is late issuing work",
                           dur(idle), per(r), pct(f.share));
     f.detail = "The Python/host side of the step is the bottleneck: compile the model (torch.compile), use more CPU "
@@ -311,6 +318,7 @@ std::vector<Finding> rule_sync_stall(const RankMetrics& r, const Thresholds& th)
       {std::min(sync, median_of(r, [](const StepMetrics& s) { return s.idle_sync; })),
        "GPU idle caused by the host's lateness after syncs, bounded by the blocked time"});
   Finding f = make(Category::SyncStall, r, sync, gain.ns, th);
+  f.leaves_out = "work that needs the synchronised result sooner (it waits where it is used instead)";
   f.title = fmt::format("Synchronization: the host blocks {} {} ({:.0f}%) in {} calls; top: {}", dur(sync),
                         per(r), pct(f.share), r.sync_calls, r.top_sync_call.empty() ? "?" : r.top_sync_call);
   f.detail = "Each sync drains the GPU queue and leaves it idle while the host catches up: avoid .item(), .cpu(), "
@@ -363,6 +371,7 @@ std::vector<Finding> rule_precision(const RankMetrics& r, const Thresholds& th) 
                        fmt::format("the FP32 GEMMs {:.1f}x faster on tensor cores (conservative)", th.tf32_speedup),
                        gain);
   Finding f = make(Category::Precision, r, cost, gain.ns, th);
+  f.leaves_out = "casts and layout changes the faster format adds, and kernels it does not speed up as assumed";
   f.title = fmt::format("Precision: FP32 GEMMs on CUDA cores take {:.0f}% of GPU busy time; tensor cores are unused for "
                         "them",
                         pct(share_of(r.gemm.fp32_simt, r.gpu.busy)));
@@ -399,6 +408,7 @@ std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& t
                                    pct(th.fusion_saving)),
                        gain);
   Finding f = make(Category::MemoryBound, r, cost, gain.ns, th);
+  f.leaves_out = "compilation time and kernels the compiler cannot fuse";
   f.title = fmt::format("Memory bound: elementwise, normalisation and reduction kernels take {:.0f}% of compute time",
                         pct(share_of(r.memory_bound_kernels, r.gpu.compute)));
   f.detail = "These kernels move data more than they compute; fusing them (torch.compile) removes round trips to memory.";
@@ -469,7 +479,26 @@ std::vector<Finding> rule_late_arriver(const Metrics& m, const Thresholds& th) {
   return {f};
 }
 
-std::vector<Finding> run_rules(const Metrics& m, const Thresholds& th) {
+// Launch bound and CPU bound read the same evidence (the GPU idle while the host is late) and
+// tell it apart by the kernels' median length. Decided per rank, two ranks losing the same time
+// to the same lateness could fall either side of the line by a microsecond of kernel length and
+// get different labels; so the job decides once, on the median over its GPU ranks' kernel
+// medians, and every rank is judged by that decision.
+Thresholds job_thresholds(const Metrics& m, const Thresholds& th) {
+  std::vector<Ns> medians;
+  for (const auto& r : m.ranks)
+    if (r.has_gpu && r.launch.kernels > 0) medians.push_back(r.launch.kernel_median);
+  if (medians.size() < 2) return th;
+  std::sort(medians.begin(), medians.end());
+  const Ns job_median = medians[(medians.size() - 1) / 2];
+  Thresholds jt = th;
+  // every rank's median is below the line (launch bound) or none is (CPU bound)
+  jt.launch_short_kernel = job_median < th.launch_short_kernel ? std::numeric_limits<Ns>::max() : 0;
+  return jt;
+}
+
+std::vector<Finding> run_rules(const Metrics& m, const Thresholds& job_th) {
+  const Thresholds th = job_thresholds(m, job_th);
   std::vector<Finding> out;
   using Rule = std::vector<Finding> (*)(const RankMetrics&, const Thresholds&);
   static constexpr Rule kRules[] = {rule_data_loading,          rule_h2d_copy,  rule_launch_bound, rule_sync_stall,
@@ -510,6 +539,8 @@ std::vector<FindingGroup> group_findings(const std::vector<Finding>& findings) {
     std::sort(g.findings.begin(), g.findings.end(),
               [&](std::size_t a, std::size_t b) { return findings[a].rank < findings[b].rank; });
     std::sort(g.ranks.begin(), g.ranks.end());
+    // a rank with two findings of the category (two devices' memory) is one rank
+    g.ranks.erase(std::unique(g.ranks.begin(), g.ranks.end()), g.ranks.end());
   }
   return groups;
 }

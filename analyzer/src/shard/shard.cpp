@@ -133,9 +133,10 @@ static_assert(archive::Bytes<StepMetrics> && archive::Bytes<GpuBreakdown> && arc
 
 namespace {
 
-// Version 2 added the header's lengths and checksum and the job's identity; the last byte of
+// Version 2 added the header's lengths and checksum and the job's identity, version 3 the ops'
+// cross-stream waits (PathOp::wait); the last byte of
 // the magic is the version (version 1 had 1 there).
-constexpr std::uint8_t kPartVersion = 2;
+constexpr std::uint8_t kPartVersion = 3;
 constexpr char kMagic[8] = {'T', 'T', 'P', 'A', 'R', 'T', '\0', static_cast<char>(kPartVersion)};
 constexpr std::int32_t kMaxRank = 1 << 24;  // far above any job's rank count; refuses forged ranks
 
@@ -632,7 +633,7 @@ class PartGraphs : public GraphSource {
     const auto index_ok = [](std::uint32_t i, std::size_t size) { return i == trace::kNone || i < size; };
     const auto kind_ok = [](PathKind k) { return static_cast<std::size_t>(k) < kPathKinds; };
     for (auto& o : g.ops) {
-      if (!index_ok(o.pred, n) || !index_ok(o.name, names) || !kind_ok(o.kind) || o.e < o.s) return false;
+      if (!index_ok(o.pred, n) || !index_ok(o.wait, n) || !index_ok(o.name, names) || !kind_ok(o.kind) || o.e < o.s) return false;
       o.group = kNoGroup;
     }
     for (const auto* order : {&g.by_end, &g.by_start}) {

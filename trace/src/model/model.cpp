@@ -52,6 +52,7 @@ std::string_view to_string(SyncType v) {
     case SyncType::StreamWaitEvent: return "stream_wait_event";
     case SyncType::StreamSync: return "stream_sync";
     case SyncType::ContextSync: return "context_sync";
+    case SyncType::EventRecord: return "event_record";
     case SyncType::Unknown: break;
   }
   return "unknown";

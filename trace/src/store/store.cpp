@@ -245,7 +245,7 @@ CREATE TABLE diagnostics(id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, source T
   enum_rows<MemcpyDirection>(s, "enum_memcpy_direction", 6);
   enum_rows<MemoryKind>(s, "enum_memory_kind", 6);
   enum_rows<ApiKind>(s, "enum_api_kind", 3);
-  enum_rows<SyncType>(s, "enum_sync_type", 5);
+  enum_rows<SyncType>(s, "enum_sync_type", 6);
   enum_rows<RangeKind>(s, "enum_range_kind", 9);
   enum_rows<CollectiveSide>(s, "enum_collective_side", 2);
   enum_rows<IoOp>(s, "enum_io_op", 8);

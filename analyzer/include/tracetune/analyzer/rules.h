@@ -38,6 +38,7 @@ struct Finding {
   Ns gain = 0;                   // estimated step-time saving from the what-if replay
   double gain_share = 0;         // gain / step time
   std::string gain_model;        // how the gain was estimated
+  std::string leaves_out;        // what the estimate does not model (the fix's own costs, e.g. workers' CPU time)
   bool gain_estimated = true;    // false: gain_model says why there is no estimate (gain 0)
   std::vector<Evidence> evidence;
   std::vector<std::string> knobs;  // tuner knob ids that address it

@@ -36,6 +36,7 @@ enum class MemoryKind : std::uint8_t {
 enum class ApiKind : std::uint8_t { Runtime = 0, Driver = 1, Other = 2 };
 enum class SyncType : std::uint8_t {
   Unknown = 0, EventSync = 1, StreamWaitEvent = 2, StreamSync = 3, ContextSync = 4,
+  EventRecord = 5,  // not a wait: where an event was recorded (the stream, the call's correlation)
 };
 enum class RangeKind : std::uint8_t {
   Nvtx = 0, UserAnnotation = 1, CpuOp = 2, PythonFunction = 3, GpuAnnotation = 4,
@@ -165,10 +166,13 @@ struct ApiCallTable : SpanColumns {
   std::vector<ApiKind> api;
 };
 
+// Stream waits and event records together say which stream's work another stream waited for:
+// a StreamWaitEvent row waits for the latest EventRecord row of the same process with its event
+// id and a lower correlation id; that record captured the work launched before it on its stream.
 struct SyncTable : SpanColumns {
-  std::vector<std::uint32_t> correlation;
+  std::vector<std::uint32_t> correlation;  // EventRecord: the record call's
   std::vector<SyncType> type;
-  std::vector<std::int64_t> stream;  // the stream waited on / synchronized, -1 unknown
+  std::vector<std::int64_t> stream;  // the stream waited on / synchronized (EventRecord: recording stream), -1 unknown
   std::vector<std::int64_t> event;   // CUDA event id, -1 unknown
 };
 

@@ -124,14 +124,14 @@ enum ArgBit : std::uint32_t {
   kCbid = 1u << 4, kRegisters = 1u << 5, kSharedMem = 1u << 6, kGrid = 1u << 7,
   kBlock = 1u << 8, kBytes = 1u << 9, kInNelems = 1u << 10, kGroupSize = 1u << 11,
   kWaitStream = 1u << 12, kWaitEvent = 1u << 13, kSize = 1u << 14, kSortIndex = 1u << 15,
-  kPgId = 1u << 16, kOutNelems = 1u << 17, kFlops = 1u << 18, kDims = 1u << 19,
+  kPgId = 1u << 16, kOutNelems = 1u << 17, kFlops = 1u << 18, kDims = 1u << 19, kWaitRecord = 1u << 20,
 };
 
 struct Args {
   std::uint32_t has = 0;
   std::int64_t external_id = 0, correlation = 0, stream = 0, device = 0, cbid = 0,
                registers = 0, shared_mem = 0, bytes = 0, in_nelems = 0, out_nelems = 0,
-               group_size = 0, wait_stream = 0, wait_event = 0, size = 0, sort_index = 0,
+               group_size = 0, wait_stream = 0, wait_event = 0, wait_record = 0, size = 0, sort_index = 0,
                pg_id = 0;
   std::int64_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   std::string_view coll_name, dtype, pg_name, pg_desc, sync_kind, kind, direction, name, labels;
@@ -258,6 +258,7 @@ SyncType sync_type_of(std::string_view kind) {
   if (kind == "Stream Wait Event") return SyncType::StreamWaitEvent;
   if (kind == "Stream Sync") return SyncType::StreamSync;
   if (kind == "Context Sync") return SyncType::ContextSync;
+  if (kind == "Event Record") return SyncType::EventRecord;
   return SyncType::Unknown;
 }
 
@@ -304,6 +305,7 @@ class Importer {
   void push_memcpy(const Event& e, std::uint32_t track, StringId nm, bool dma);
   void push_memset(const Event& e, std::uint32_t track, StringId nm);
   void push_sync(const Event& e, std::uint32_t track, StringId nm);
+  void push_event_records();
   void host_event(const Event& e, Cat c);
   void push_api_call(const Event& e, std::uint32_t track, StringId nm, Cat c);
   // numeric: 0 = ordinary args, 1 = a counter ('C'), 2 = unknown yet ('ph' after 'args')
@@ -355,6 +357,13 @@ class Importer {
   std::uint64_t cut_names_ = 0;
   std::unordered_map<std::string, std::uint64_t> skipped_phases_, other_categories_;
   std::vector<std::pair<std::int64_t, StringId>> pending_names_;
+  struct PendingRecord {
+    Ns ts;
+    std::int64_t device, stream, event;
+    std::uint32_t correlation;
+  };
+  std::vector<PendingRecord> pending_records_;
+  std::unordered_set<std::uint32_t> seen_records_;
   struct PendingFlow {
     std::size_t row;
     Id pid, tid;
@@ -681,6 +690,7 @@ Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dim
         else if (key == "cuda_sync_kind") take_str(a.sync_kind);
         else if (key == "wait_on_stream") take_int(a.wait_stream, kWaitStream);
         else if (key == "wait_on_cuda_event_id") take_int(a.wait_event, kWaitEvent);
+        else if (key == "wait_on_cuda_event_record_corr_id") take_int(a.wait_record, kWaitRecord);
         else if (key == "direction") take_str(a.direction);
         else if (key == "sort_index") take_int(a.sort_index, kSortIndex);
         else if (key == "stream_id") take_int(a.stream, kStream);
@@ -974,6 +984,28 @@ void Importer::push_sync(const Event& e, std::uint32_t track, StringId nm) {
   s.type.push_back(sync_type_of(args.sync_kind.empty() ? e.name : args.sync_kind));
   s.stream.push_back((args.has & kWaitStream) ? args.wait_stream : (args.has & kStream) ? args.stream : -1);
   s.event.push_back((args.has & kWaitEvent) ? args.wait_event : -1);
+  // The record a stream wait names: kept as an event_record row on the recording stream once
+  // the pass is over (only for a stream the trace has, so no empty tracks appear).
+  const std::uint32_t record = static_cast<std::uint32_t>(args.wait_record);
+  if ((args.has & kWaitRecord) && (args.has & kWaitStream) && record != 0 && seen_records_.insert(record).second) {
+    const std::int64_t device = (args.has & kDevice) ? args.device : id_of(e.pid);
+    pending_records_.push_back({e.ts, device, args.wait_stream, (args.has & kWaitEvent) ? args.wait_event : -1, record});
+  }
+}
+
+// The event records stream waits named, on their recording streams (see push_sync).
+void Importer::push_event_records() {
+  const StringId nm = t_.strings.intern("Event Record");
+  for (const auto& r : pending_records_) {
+    const auto st = streams_.find({r.device, r.stream});
+    if (st == streams_.end()) continue;
+    auto& s = t_.syncs;
+    s.start.push_back(r.ts); s.dur.push_back(0); s.track.push_back(st->second); s.name.push_back(nm);
+    s.correlation.push_back(r.correlation);
+    s.type.push_back(SyncType::EventRecord);
+    s.stream.push_back(r.stream);
+    s.event.push_back(r.event);
+  }
 }
 
 // A host-side complete event: an API call, or a range (also a step, a GEMM's FLOPs or a
@@ -1247,6 +1279,7 @@ Status Importer::parse_distributed_info(od::object obj) {
 }
 
 void Importer::finish() {
+  push_event_records();
   for (const auto& f : pending_flows_) {
     const auto st = streams_.find({id_of(f.pid), id_of(f.tid)});
     const bool on_gpu = st != streams_.end() && threads_.find({id_of(f.pid), id_of(f.tid)}) == threads_.end();

@@ -33,8 +33,8 @@ struct TuneSummary {
 };
 
 // The analyzer's prediction for a knob: 1 / (1 - the largest estimated gain share of the
-// findings that named it); for a set of knobs, over the distinct findings they address, with
-// the shares summed (capped at 0.9). 1 when no finding gave a gain.
+// findings that named it, capped at 0.99); for a set of knobs, over the distinct findings they
+// address, with the shares summed (capped at 0.9). 1 when no finding gave a gain.
 double predicted_speedup(const TuneSummary& summary, const std::vector<std::string>& knob_ids);
 
 // tuned.toml: [meta] (command, speedup and its 95% interval when confirmed, predicted speedup,
