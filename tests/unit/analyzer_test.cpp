@@ -591,7 +591,7 @@ TEST(CriticalPath, TheMainThreadWaitingInBackwardCrossesToTheAutogradThread) {
 // wait 432 µs of gpu_wait and host time.
 TEST(CriticalPath, AlexnetRunsThroughTheFftKernelsItsStreamWaitsFor) {
   trace::Trace t;
-  const std::string path = std::string(TT_SHARED_DATA_DIR) + "/kineto/hta/alexnet.json.gz";
+  const std::string path = std::string(TT_CORPUS_DIR) + "/kineto/hta/alexnet.json.gz";
   ASSERT_TRUE(trace::import_kineto(path, t).ok()) << path;
   t.finalize();
   Options o;
