@@ -334,6 +334,25 @@ void write_rank(Json& j, const RankMetrics& r) {
   j.end_object();
 }
 
+// A finding's Python attribution (only where the trace holds samples in its stretches).
+void json_hot_functions(Json& j, const HotSpots& h) {
+  j.key("hot_functions").begin_object();
+  j.kv("scope", h.scope);
+  j.kv("samples", h.samples);
+  j.key("top").begin_array();
+  for (const HotFunction& f : h.top) {
+    j.begin_object();
+    j.kv("function", f.function);
+    j.kv("file", f.file);
+    j.kv("line", f.line);
+    j.kv("samples", f.samples);
+    j.kv("share", f.share);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
 }  // namespace
 
 std::string render_json(const Analysis& a) {
@@ -387,6 +406,7 @@ std::string render_json(const Analysis& a) {
     j.key("knobs").begin_array();
     for (const auto& k : f.knobs) j.str(k);
     j.end_array();
+    if (f.hot.samples > 0) json_hot_functions(j, f.hot);
     j.end_object();
   }
   j.end_array();
@@ -527,6 +547,9 @@ std::string text_findings(const Analysis& a, const Style& st) {
     else
       o += fmt::format("       est. gain: {}\n", visible(f.gain_model));
     for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", visible(e.what));
+    if (f.hot.samples > 0)
+      o += fmt::format("       python: {} ({} samples of {})\n", visible(hot_spots_line(f.hot)), f.hot.samples,
+                       visible(f.hot.scope));
     o += fmt::format("       fix: {}\n", visible(f.detail));
     if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
   }
@@ -741,6 +764,9 @@ std::string render_markdown(const Analysis& a) {
     else
       o += fmt::format("   - Estimated gain: {}\n", md_text(f.gain_model));
     for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", md_text(e.what));
+    if (f.hot.samples > 0)
+      o += fmt::format("   - Python: {} ({} samples of {})\n", md_text(hot_spots_line(f.hot)), f.hot.samples,
+                       md_text(f.hot.scope));
     o += fmt::format("   - Fix: {}\n", md_text(f.detail));
     if (!f.knobs.empty()) {
       std::string knobs;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetune/analyzer/attribution.h"
 #include "tracetune/analyzer/metrics.h"
 
 namespace tt::analyzer {
@@ -41,6 +42,7 @@ struct Finding {
   bool gain_estimated = true;    // false: gain_model says why there is no estimate (gain 0)
   std::vector<Evidence> evidence;
   std::vector<std::string> knobs;  // tuner knob ids that address it
+  HotSpots hot;                    // Python functions in its stretches (attribution.h; samples 0: none)
 };
 
 struct Thresholds {
