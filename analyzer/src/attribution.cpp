@@ -2,6 +2,7 @@
 #include "tracetune/analyzer/attribution.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -156,12 +157,19 @@ std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, const Metrics& m, 
   return out;
 }
 
-HotSpots data_wait_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r) {
+// The rank's data waits clipped to [t0, t1).
+std::vector<std::pair<Ns, Ns>> data_waits(const Trace& t, const RankMetrics& r, Ns t0, Ns t1) {
   std::vector<std::pair<Ns, Ns>> waits;
   for (const trace::TrackSlice& s : t.slices_ranges())
     if (s.track == r.main_track)
       for (std::uint32_t i = s.begin; i < s.end; ++i)
-        if (is_data_wait_name(t.strings.get(t.ranges.name[i]))) waits.emplace_back(t.ranges.start[i], t.ranges.end(i));
+        if (is_data_wait_name(t.strings.get(t.ranges.name[i])) && t.ranges.start[i] < t1 && t.ranges.end(i) > t0)
+          waits.emplace_back(std::max(t0, t.ranges.start[i]), std::min(t1, t.ranges.end(i)));
+  return waits;
+}
+
+HotSpots fetching_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r,
+                            const std::vector<std::pair<Ns, Ns>>& waits) {
   std::vector<SampleWindow> windows;
   for (std::uint32_t track : rank_thread_tracks(t, m, r))
     for (const auto& [s, e] : waits) windows.push_back({track, s, e});
@@ -170,12 +178,39 @@ HotSpots data_wait_hot_spots(const Trace& t, const Metrics& m, const RankMetrics
   return h;
 }
 
+HotSpots data_wait_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r) {
+  return fetching_hot_spots(t, m, r, data_waits(t, r, std::numeric_limits<Ns>::min(), std::numeric_limits<Ns>::max()));
+}
+
+bool is_host_piece(const Trace& t, const PathPiece& piece) {
+  return (piece.kind == PathKind::HostCompute || piece.kind == PathKind::Launch) && piece.track < t.tracks.size() &&
+         t.tracks[piece.track].type == trace::TrackType::Thread;
+}
+
+// The longest segments of each of the rank's step paths: a host segment by the samples on its
+// pieces' threads, a data wait by the workers fetching during it.
+void attribute_segments(const Trace& t, const Metrics& m, RankMetrics& r) {
+  for (StepPath& p : r.paths)
+    for (PathSegment& sg : p.top) {
+      if (sg.kind == PathKind::DataWait) {
+        sg.hot = fetching_hot_spots(t, m, r, data_waits(t, r, sg.start, sg.end));
+        continue;
+      }
+      if (sg.kind != PathKind::HostCompute && sg.kind != PathKind::Launch) continue;
+      std::vector<SampleWindow> windows;
+      for (const PathPiece& piece : p.pieces)
+        if (piece.kind == sg.kind && is_host_piece(t, piece) && piece.start < sg.end && piece.end > sg.start)
+          windows.push_back({piece.track, std::max(piece.start, sg.start), std::min(piece.end, sg.end)});
+      sg.hot = hot_spots(t, std::move(windows), false);
+      sg.hot.scope = "the segment's thread";
+    }
+}
+
 HotSpots host_hot_spots(const Trace& t, const RankMetrics& r) {
   std::vector<SampleWindow> windows;
   for (const StepPath& p : r.paths)
     for (const PathPiece& piece : p.pieces)
-      if ((piece.kind == PathKind::HostCompute || piece.kind == PathKind::Launch) && piece.track < t.tracks.size() &&
-          t.tracks[piece.track].type == trace::TrackType::Thread)
+      if (is_host_piece(t, piece))
         windows.push_back({piece.track, piece.start, piece.end});
   if (!windows.empty()) {
     HotSpots h = hot_spots(t, std::move(windows), false);
@@ -191,8 +226,10 @@ HotSpots host_hot_spots(const Trace& t, const RankMetrics& r) {
 
 }  // namespace
 
-void attribute_findings(const Trace& t, const Metrics& m, std::vector<Finding>& findings) {
+void attribute_findings(const Trace& t, Metrics& m, std::vector<Finding>& findings) {
   if (t.py_samples.size() == 0) return;
+  for (RankMetrics& r : m.ranks)
+    if (r.main_track != trace::kNone) attribute_segments(t, m, r);
   for (Finding& f : findings) {
     const auto r = std::find_if(m.ranks.begin(), m.ranks.end(), [&](const RankMetrics& x) { return x.rank == f.rank; });
     if (f.rank < 0 || r == m.ranks.end() || r->main_track == trace::kNone) continue;

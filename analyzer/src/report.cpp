@@ -45,6 +45,8 @@ void write_breakdown(Json& j, const GpuBreakdown& g) {
 }
 
 // Critical paths (docs/analysis.md, "Critical path"): one object per step.
+void json_hot_functions(Json& j, const HotSpots& h);
+
 void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& paths) {
   j.key(key).begin_array();
   for (const auto& p : paths) {
@@ -74,6 +76,7 @@ void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& pat
       j.kv("what", sg.what);
       j.kv("start_ns", sg.start);
       j.kv("end_ns", sg.end);
+      if (sg.hot.samples > 0) json_hot_functions(j, sg.hot);
       j.end_object();
     }
     j.end_array();
@@ -468,6 +471,8 @@ std::string path_summary(std::string_view title, const std::vector<StepPath>& pa
     const std::string what = visible(clip(longest->what, 60));
     o += fmt::format("    longest segment: {:.2f} ms {} on rank {} ({})\n", ms(longest->end - longest->start),
                      to_string(longest->kind), longest->rank, what);
+    if (longest->hot.samples > 0)
+      o += fmt::format("      python: {} ({} samples)\n", visible(hot_spots_line(longest->hot)), longest->hot.samples);
   }
   return o;
 }

@@ -67,8 +67,13 @@ def cpu_bound(tmp):
     sample = SOURCE / "samples/cpu_bound/train.py"
     db = record(tmp, "cpu_bound", [str(sample), "--steps", "20"])
     check("cpu_bound: the trace holds samples", query(db, "SELECT count(*) FROM py_samples")[0][0] > 10)
-    f = finding(json.loads(analyze(db)), "cpu_bound")
+    doc = json.loads(analyze(db))
+    f = finding(doc, "cpu_bound")
     check("cpu_bound: a CPU-bound finding", f is not None)
+    segments = [sg for p in doc["ranks"][0]["critical_path"] for sg in p["top"] if sg.get("hot_functions")]
+    named = [sg for sg in segments if sg["hot_functions"]["top"][0]["function"] == "hash_features"]
+    check("cpu_bound: most attributed critical-path segments name hash_features()",
+          segments and len(named) > len(segments) / 2, [sg["hot_functions"]["top"][0] for sg in segments][:10])
     hot = (f or {}).get("hot_functions", {})
     top = (hot.get("top") or [{}])[0]
     loop = lines_of(sample, "hash_features", "for ") | lines_of(sample, "hash_features", "h = ")

@@ -32,8 +32,10 @@ struct Metrics;
 // Fills Finding::hot for the findings whose evidence is host time: data loading (the DataLoader
 // workers' and the main thread's samples that are fetching a batch, during the rank's data
 // waits), CPU bound and launch bound (the rank's samples on the threads and during the host
-// segments of its steps' critical paths). No-op for a trace without samples.
-void attribute_findings(const trace::Trace& t, const Metrics& m, std::vector<Finding>& findings);
+// segments of its steps' critical paths); and PathSegment::hot for the longest segments of each
+// rank's step paths (host compute and launch: the samples on their threads; data wait: as for
+// data loading). No-op for a trace without samples.
+void attribute_findings(const trace::Trace& t, Metrics& m, std::vector<Finding>& findings);
 
 // The attribution of the samples on `tracks` inside `windows` (sorted, disjoint [start, end) on
 // each track, given per track), keeping only samples whose stack passes `keep` (nullptr: all).
