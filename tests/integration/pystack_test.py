@@ -10,6 +10,8 @@ pystack):
   loop, and the samples that name it were taken in the worker process, not the main one.
 - off: --trace without pystack: no sample tables, no attribution, and the collapsed export
   says why it has nothing to write.
+- own_threads: a job that waits until threading.active_count() is 1 ends (it would wait for
+  ever if the sampler were a threading.Thread), and is sampled.
 
 usage: pystack_test.py TRACETUNE SOURCE_DIR [case...]
 """
@@ -38,10 +40,14 @@ def lines_of(path: pathlib.Path, function: str, text: str):
     return out
 
 
-def record(tmp, name, args, trace=None):
+def record(tmp, name, args, trace=None, timeout=600):
     db = os.path.join(tmp, name + ".db")
     cmd = [TRACETUNE, "record", "-o", db] + (["--trace", trace] if trace else []) + ["--", TORCH_PYTHON, *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        check(f"{name}: the job ends under record", False, "timed out")
+        raise
     check(f"{name}: the job runs under record", r.returncode == 0, r.stderr[-3000:])
     return db
 
@@ -92,6 +98,22 @@ def cpu_bound(tmp):
           stacks[:2000])
 
 
+WAITS_FOR_ITS_THREADS = """
+import threading, time
+t = threading.Thread(target=time.sleep, args=(0.3,))
+t.start()
+while threading.active_count() > 1:
+    time.sleep(0.02)
+print("alone:", [x.name for x in threading.enumerate()])
+"""
+
+
+def own_threads(tmp):
+    db = record(tmp, "own_threads", ["-c", WAITS_FOR_ITS_THREADS], timeout=120)
+    check("own_threads: the job's thread count is its own (the sampler is not a threading.Thread)",
+          query(db, "SELECT count(*) FROM py_samples")[0][0] > 0)
+
+
 def dataloader(tmp):
     data = os.path.join(tmp, "data")
     r = subprocess.run([TORCH_PYTHON, str(SOURCE / "samples/dataloader/make_dataset.py"), data, "--files", "96",
@@ -125,4 +147,4 @@ def off(tmp):
           r.stderr)
 
 
-run_cases({"cpu_bound": cpu_bound, "dataloader": dataloader, "off": off}, sys.argv[3:])
+run_cases({"cpu_bound": cpu_bound, "dataloader": dataloader, "off": off, "own_threads": own_threads}, sys.argv[3:])

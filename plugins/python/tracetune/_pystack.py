@@ -18,6 +18,7 @@ never stopped; the sampler only needs the GIL, like any other thread.
 - Threads that Python's threading module does not know (started by C code that never asked for
   threading.current_thread()) have no known kernel thread id and are not sampled.
 """
+import _thread
 import array
 import ctypes
 import os
@@ -57,7 +58,10 @@ class Sampler:
         self._stopped = False
 
     def start(self) -> None:
-        threading.Thread(target=self._run, name="tracetune-pystack", daemon=True).start()
+        # A bare _thread, not a threading.Thread: the job's threading.enumerate() and
+        # active_count() do not see it (a job waiting for active_count() == 1 still ends), and
+        # like a daemon thread it never holds up the interpreter's exit.
+        _thread.start_new_thread(self._run, ())
 
     def stop(self) -> None:
         self._stopped = True
