@@ -19,6 +19,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 
@@ -43,11 +44,16 @@ def lines_of(path: pathlib.Path, function: str, text: str):
 def record(tmp, name, args, trace=None, timeout=600):
     db = os.path.join(tmp, name + ".db")
     cmd = [TRACETUNE, "record", "-o", db] + (["--trace", trace] if trace else []) + ["--", TORCH_PYTHON, *args]
+    # its own session: on a timeout the job is killed with record, not left behind
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        _, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
         check(f"{name}: the job ends under record", False, "timed out")
         raise
+    r = subprocess.CompletedProcess(cmd, p.returncode, "", err)
     check(f"{name}: the job runs under record", r.returncode == 0, r.stderr[-3000:])
     return db
 
