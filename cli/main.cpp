@@ -28,6 +28,7 @@
 #include "tracetune/trace/exporters.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
+#include "tracetune/trace/py_stacks.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/strings.h"
 #include "tracetune/trace/summary.h"
@@ -94,16 +95,26 @@ int cmd_info(const std::string& input, bool json) {
 }
 
 int cmd_export(const std::string& input, const std::string& format, const std::string& output) {
-  if (format != "chrome") return fail("unknown export format '" + format + "' (supported: chrome)");
+  if (format != "chrome" && format != "collapsed")
+    return fail("unknown export format '" + format + "' (supported: chrome, collapsed)");
   const fs::path inputs[] = {input};
   if (output != kStdout)
     if (auto st = check_output(inputs, output); !st) return fail(st.error());
   auto t = trace::load_any(input);
   if (!t) return fail(t.error());
+  const bool collapsed = format == "collapsed";
+  if (collapsed && t->py_samples.size() == 0)
+    return fail(input + ": no Python stack samples in this trace (record with --trace pystack, a Python job)");
   if (output == kStdout) {
-    const std::string json = trace::to_chrome_json(t.value());
-    return std::fwrite(json.data(), 1, json.size(), stdout) == json.size() && std::fflush(stdout) == 0
+    const std::string text = collapsed ? trace::to_collapsed_stacks(t.value()) : trace::to_chrome_json(t.value());
+    return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0
                ? 0 : fail("stdout: cannot write the export");
+  }
+  if (collapsed) {
+    if (auto st = trace::write_file_atomic(output, trace::to_collapsed_stacks(t.value())); !st) return fail(st.error());
+    std::printf("wrote %s (%zu Python stack samples; open it in speedscope or feed it to flamegraph.pl)\n",
+                output.c_str(), t->py_samples.size());
+    return 0;
   }
   if (auto st = trace::export_chrome(t.value(), output); !st) return fail(st.error());
   std::printf("wrote %s (%zu events; open it in the Perfetto UI or chrome://tracing)\n", output.c_str(),
@@ -261,6 +272,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   if (!t) return fail(t.error());
   const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
   if (!step_note) return fail(input + ": " + step_note.error());
+  opt.path_pieces = t->py_samples.size() > 0;  // the Python attribution of host segments reads them
   analyzer::Analysis a = analyzer::analyze(t.value(), opt, input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
   if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, input));
@@ -367,7 +379,7 @@ Verb add_export(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("export", "Write a trace in another format (Chrome trace JSON for Perfetto / chrome://tracing)");
   cmd->add_option("trace", a->input, "A tracetune trace, or any importable input")->required();
-  cmd->add_option("--format", a->format, "Output format")->check(CLI::IsMember({"chrome"}));
+  cmd->add_option("--format", a->format, "Output format")->check(CLI::IsMember({"chrome", "collapsed"}));
   cmd->add_option("-o,--output", a->output, "Output file (written atomically, mode 0600; '-': stdout)")->required();
   return {cmd, [a] { return cmd_export(a->input, a->format, a->output); }};
 }
@@ -377,6 +389,7 @@ struct RecordArgs {
   std::string trace = collector::trace_source_ids(), output = "trace.db", raw_dir;
   bool no_env = false;
   int max_steps = 0;
+  int pystack_hz = 0;
 };
 
 int cmd_record(RecordArgs a) {
@@ -387,6 +400,7 @@ int cmd_record(RecordArgs a) {
   a.opt.raw_dir = a.raw_dir;
   a.opt.record_env = !a.no_env;
   if (a.max_steps > 0) a.opt.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(a.max_steps));
+  if (a.pystack_hz > 0) a.opt.extra_env.emplace_back("TRACETUNE_PYSTACK_HZ", std::to_string(a.pystack_hz));
   auto sources = collector::parse_trace_sources(a.trace);
   if (!sources) return fail("record: " + sources.error());
   a.opt.trace = std::move(sources.value());
@@ -411,6 +425,8 @@ Verb add_record(CLI::App& app) {
   cmd->add_flag("--keep-raw", a->opt.keep_raw, "Keep the per-process record files (OUT.db.raw/) after merging");
   cmd->add_option("--max-steps", a->max_steps, "Python jobs: end the job (exit 0) after this many recorded steps "
                                                 "(TRACETUNE_MAX_STEPS)")->check(CLI::Range(1, 1000000000));
+  cmd->add_option("--pystack-hz", a->pystack_hz, "Python stack samples per second and thread (--trace pystack; "
+                                                  "default 100)")->check(CLI::Range(1, 1000));
   cmd->add_option("command", a->opt.command, "The job to run, after --")->required();
   cmd->positionals_at_end();
   return {cmd, [a] { return cmd_record(*a); }};

@@ -1,5 +1,5 @@
 // analyze(): the analyzer's stages in order (analyze.h; analyzer/CMakeLists.txt names the
-// folders): metrics, then the paths over them, then the rules. Reports are written from the
+// folders): metrics, then the paths over them, then the rules, then the attribution. Reports are written from the
 // Analysis by report/ (analysis_json, analysis_text, ...).
 #include "tracetune/analyzer/analyze.h"
 
@@ -7,6 +7,7 @@
 
 #include "stage.h"          // metrics/
 #include "critical_path.h"  // paths/
+#include "tracetune/analyzer/attribution.h"  // attribution/
 
 namespace tt::analyzer {
 
@@ -24,6 +25,8 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
   a.metrics = std::move(m.metrics);
   // rules/: findings with their evidence, gains and knobs
   a.findings = run_rules(a.metrics);
+  // attribution/: the Python functions and lines behind findings and path segments (stack samples)
+  attribute_findings(t, a.metrics, a.findings);
   return a;
 }
 

@@ -117,3 +117,39 @@ TT_EXPORT void tracetune_step_end(int kind, std::int64_t start_ns, std::int64_t 
   if (const std::int64_t rss = tracetune_rss_bytes(); rss >= 0)
     tracetune_counter_at("host memory.rss", static_cast<double>(rss), end_ns);
 }
+
+// ---- Python stack sampling (record --trace pystack; tracetune/_pystack.py) ----
+
+// Defines the per-process frame `id` (>= 1): a PyFrame record with the function's and the file's
+// string ids. The sampler calls it once per (code object, line) it meets.
+TT_EXPORT void tracetune_py_frame(std::uint32_t id, const char* function, const char* file, std::int32_t line) {
+  if (id == 0 || !recording()) return;
+  ReentryGuard guard;
+  PyFrameRecord r{};
+  r.id = id;
+  r.function = intern(function);
+  r.file = intern(file);
+  r.line = line;
+  emit(RecordType::PyFrame, r);
+}
+
+// One sampling tick: `words` holds, per sampled thread, its tid, its depth and then `depth` frame
+// ids, innermost first ([tid, depth, f0, f1, ...] repeated), `n` words in all. Each thread becomes
+// one PySample record stamped `ts_ns`; a depth beyond kMaxPyStackDepth keeps the innermost
+// frames, and a block that runs past `n` ends the tick (the rest is not written).
+TT_EXPORT void tracetune_py_samples(std::int64_t ts_ns, const std::uint32_t* words, std::uint32_t n) {
+  if (words == nullptr || !recording()) return;
+  ReentryGuard guard;
+  std::uint32_t i = 0;
+  while (n - i >= 2) {
+    PySampleRecord r{};
+    r.ts_ns = ts_ns;
+    r.tid = words[i];
+    const std::uint32_t depth = words[i + 1];
+    i += 2;
+    if (depth > n - i) return;
+    r.depth = depth < kMaxPyStackDepth ? depth : kMaxPyStackDepth;
+    emit2(RecordType::PySample, &r, sizeof r, words + i, r.depth * static_cast<std::uint32_t>(sizeof(std::uint32_t)));
+    i += depth;
+  }
+}

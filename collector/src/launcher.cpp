@@ -552,7 +552,7 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
                                                            kv.compare(0, name.size(), name) == 0; });
     env.push_back(name + "=" + value);
   }
-  if ((has(opt.trace, "python") || python_settings) && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
+  if ((has(opt.trace, "python") || has(opt.trace, "pystack") || python_settings) && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
   return env;
 }
 

@@ -44,6 +44,7 @@
 
 #include "collective_clocks.h"
 #include "tracetune/collector/record_reader.h"
+#include "tracetune/trace/py_stacks.h"
 
 namespace tt::collector {
 namespace fs = std::filesystem;
@@ -406,6 +407,7 @@ class ProcessConverter {
     add_gpu_activity();
     add_gpu_memory();
     add_nccl();
+    add_py_samples();
     add_diagnostics();
   }
 
@@ -543,6 +545,7 @@ class ProcessConverter {
     collect(raw_.steps);
     collect(raw_.counters);
     collect(raw_.nccl_colls);
+    for (const auto& s : raw_.py_samples) tids.push_back(s.tid);  // the sampled thread, not the sampler
     for (const auto& r : raw_.gpu_apis) tids.push_back(r.rec.tid);  // the CUDA thread, not CUPTI's
     for (const auto& r : raw_.gpu_overheads)
       if (r.rec.object_kind == kCuptiObjectThread && r.rec.object_id != 0) tids.push_back(r.rec.object_id);
@@ -688,6 +691,29 @@ class ProcessConverter {
       c.track.push_back(track(tid));
       c.name.push_back(sid(r.name));
       c.value.push_back(r.value);
+    }
+  }
+
+  // Python stack samples: the file's frame ids become the trace's interned frames (the first
+  // definition of an id wins; an id never defined is an unknown frame), each sample's stack an
+  // interned node chain.
+  void add_py_samples() {
+    if (raw_.py_samples.empty()) return;
+    trace::PyStackBuilder stacks(t_);
+    std::unordered_map<std::uint32_t, std::uint32_t> frames;  // file frame id -> trace frame
+    for (const PyFrameRecord& f : raw_.py_frames)
+      if (!frames.contains(f.id)) frames.emplace(f.id, stacks.frame({sid(f.function), sid(f.file), f.line}));
+    std::vector<std::uint32_t> chain;
+    for (const auto& s : raw_.py_samples) {
+      chain.clear();
+      for (std::uint32_t i = 0; i < s.depth; ++i) {
+        const auto it = frames.find(raw_.py_sample_frames[s.first + i]);
+        if (it == frames.end()) ++undefined_py_frames_;
+        chain.push_back(it != frames.end() ? it->second : stacks.frame({}));
+      }
+      t_.py_samples.ts.push_back(at(s.ts_ns));
+      t_.py_samples.track.push_back(track(s.tid));
+      t_.py_samples.stack.push_back(stacks.stack(chain));
     }
   }
 
@@ -1028,6 +1054,9 @@ class ProcessConverter {
                         unresolved_);
     if (nvtx_categories_ > 0)
       t_.add_diagnostic(DiagnosticKind::Note, source_, "NVTX category names (not events)", nvtx_categories_);
+    if (undefined_py_frames_ > 0)
+      t_.add_diagnostic(DiagnosticKind::Note, source_, "Python sample frames without a PyFrame record (left unknown)",
+                        undefined_py_frames_);
     if (unmatched_syncs_ > 0)
       t_.add_diagnostic(DiagnosticKind::Note, source_,
                         "CUDA synchronizations without their API call (placed on the main thread)", unmatched_syncs_);
@@ -1045,7 +1074,8 @@ class ProcessConverter {
   std::unordered_map<std::uint32_t, StringId> sids_;
   std::unordered_map<std::uint32_t, std::uint32_t> devices_;  // CUDA ordinal -> trace device
   std::unordered_map<std::uint64_t, std::uint32_t> streams_;  // (device << 32 | stream) -> track
-  std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0, unmatched_syncs_ = 0;
+  std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0, unmatched_syncs_ = 0,
+                undefined_py_frames_ = 0;
 };
 
 }  // namespace

@@ -275,10 +275,33 @@ class FileDecoder {
       case RecordType::Counter:
         if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
         return;
+      case RecordType::PyFrame: {
+        PyFrameRecord f;
+        if (take(payload, n, f)) p_.py_frames.push_back(f);
+        return;
+      }
+      case RecordType::PySample:
+        decode_py_sample(payload, n);
+        return;
       default:  // GPU types are decode_gpu()'s
         break;
     }
     ++p_.unknown_records;
+  }
+
+  // A PySample and its frame ids; a depth the payload cannot hold is malformed.
+  void decode_py_sample(const unsigned char* payload, std::uint32_t n) {
+    PySampleRecord r;
+    if (!take(payload, n, r)) return;
+    if (r.depth > kMaxPyStackDepth || r.depth > (n - sizeof r) / sizeof(std::uint32_t)) {
+      ++p_.malformed_records;
+      return;
+    }
+    const auto first = static_cast<std::uint32_t>(p_.py_sample_frames.size());
+    p_.py_sample_frames.resize(first + r.depth);
+    std::memcpy(p_.py_sample_frames.data() + first, payload + sizeof r, r.depth * sizeof(std::uint32_t));
+    p_.py_samples.push_back({r.ts_ns, r.tid, first, r.depth});
+    saw_time(r.ts_ns);
   }
 
   // GPU records (false: a type this reader does not know). Only host-clock times advance

@@ -15,6 +15,14 @@ def _tracetune_bootstrap():
         _sys.stderr.write(f"tracetune: Python integration disabled: {e}\n")
 
 
+def _tracetune_pystack():
+    try:
+        import tracetune._pystack as pystack
+        pystack.start()
+    except Exception as e:  # never break the job
+        _sys.stderr.write(f"tracetune: Python stack sampling disabled: {e}\n")
+
+
 def _chain_next_sitecustomize():
     """Run the sitecustomize that would have run without us (the next one on sys.path)."""
     here = _os.path.dirname(_os.path.abspath(__file__))
@@ -47,4 +55,6 @@ if _os.environ.get("TRACETUNE_APPLY"):
     _tracetune_apply()
 if _os.environ.get("TRACETUNE_OUTPUT_DIR") and "python" in _os.environ.get("TRACETUNE_TRACE", "python").split(","):
     _tracetune_bootstrap()
+if _os.environ.get("TRACETUNE_OUTPUT_DIR") and "pystack" in _os.environ.get("TRACETUNE_TRACE", "python,pystack").split(","):
+    _tracetune_pystack()
 _chain_next_sitecustomize()

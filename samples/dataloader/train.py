@@ -23,12 +23,23 @@ from torch.utils.data import DataLoader, Dataset
 HEADER = 8  # int32 label, int32 side
 
 
+def slow_augment(img, ms: float):
+    """A planted per-sample cost (--slow-augment-ms): a pure-Python colour jitter that spins for `ms`
+    milliseconds, the kind of hand-written transform that makes a loader slow."""
+    end = time.perf_counter() + ms / 1000.0
+    jitter = 0.0
+    while time.perf_counter() < end:
+        jitter = (jitter * 31.0 + 7.0) % 1.0
+    return img * (1.0 + 0.01 * jitter)
+
+
 class FileImages(Dataset):
-    def __init__(self, root: str, crop: int):
+    def __init__(self, root: str, crop: int, slow_augment_ms: float = 0.0):
         self.paths = sorted(os.path.join(root, f) for f in os.listdir(root) if f.endswith(".timg"))
         if not self.paths:
             raise SystemExit(f"no .timg files in {root}: run make_dataset.py first")
         self.crop = crop
+        self.slow_augment_ms = slow_augment_ms
 
     def __len__(self):
         return len(self.paths)
@@ -47,6 +58,8 @@ class FileImages(Dataset):
         c, h, w = img.shape
         img = img.astype(np.float32).reshape(c, h // 2, 2, w // 2, 2).mean(axis=(2, 4))
         img = (img / 255.0 - 0.5) / 0.25
+        if self.slow_augment_ms > 0:
+            img = slow_augment(img, self.slow_augment_ms)
         return torch.from_numpy(np.ascontiguousarray(img)), int(label)
 
 
@@ -71,11 +84,13 @@ def main() -> None:
     ap.add_argument("--crop", type=int, default=112)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--slow-augment-ms", type=float, default=0.0,
+                    help="planted cost: a pure-Python augmentation spinning this long per sample")
     args = ap.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    ds = FileImages(args.data, args.crop)
+    ds = FileImages(args.data, args.crop, args.slow_augment_ms)
     extra = {}
     if args.num_workers > 0:
         extra = dict(prefetch_factor=args.prefetch_factor, persistent_workers=args.persistent_workers)

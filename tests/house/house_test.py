@@ -26,7 +26,7 @@ SOURCE = {".h", ".hpp", ".cpp", ".cc", ".c", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 UNIT_SCOPE = ("analyzer", "trace")
 # Stage folders in flow order: a stage may include its own headers and those of earlier stages.
-STAGES = {"analyzer/src": ["metrics", "paths", "rules", "report", "shard"],
+STAGES = {"analyzer/src": ["metrics", "paths", "rules", "attribution", "report", "shard"],
           "trace/src": ["model", "files", "store", "import", "export"]}
 failures = []
 

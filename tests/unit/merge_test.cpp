@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "record_file_writer.h"
+#include "tracetune/trace/py_stacks.h"
 #include "tracetune/trace/store.h"
 
 namespace tt::collector {
@@ -911,16 +912,84 @@ TEST(Merge, C10dCollectivesFromTwoRanksShareOneCommunicator) {
   EXPECT_TRUE(trace::write_trace(t, out.path() / "t.db", "test").ok());
 }
 
+
+// Python stack samples: frames defined once per file become the trace's interned frames, equal
+// frames of two processes one row, stacks a shared node chain; the sampled thread (not the
+// sampler) owns each sample; an undefined frame id and a depth the record cannot hold are counted;
+// the tables survive the store, and a trace without samples has none of them.
+TEST(Merge, PythonSamplesAreInternedAcrossProcessesAndStored) {
+  TempDir dir;
+  const std::int64_t t0 = 1'000'000'000;
+  for (std::int64_t pid : {100, 200}) {
+    RecordFileWriter w(pid, "node-a");
+    const auto sampler = static_cast<std::uint32_t>(pid + 9);
+    const auto main = static_cast<std::uint32_t>(pid);
+    w.py_frame(sampler, 1, "<module>", "/job/train.py", 40);
+    w.py_frame(sampler, 2, "augment", "/job/data.py", 88);
+    w.py_frame(sampler, 2, "ignored", "/job/data.py", 1);  // a second definition of an id: the first wins
+    w.py_sample(sampler, t0 + 10, main, {2, 1});
+    w.py_sample(sampler, t0 + 20, main, {2, 1});
+    w.py_sample(sampler, t0 + 30, main, {1});
+    if (pid == 200) {
+      w.py_sample(sampler, t0 + 40, main, {7, 1});    // frame 7 never defined
+      w.py_sample(sampler, t0 + 50, main, {1}, 1000);  // claims more frames than it holds
+    }
+    w.exit(t0 + 1000, 0);
+    w.write(dir.path() / "node-a" / ("proc-" + std::to_string(pid) + "-1.ttr"));
+  }
+  MergeReport report;
+  auto r = merge_dirs({dir.path()}, report);
+  ASSERT_TRUE(r) << r.error();
+  trace::Trace& t = r.value();
+  t.finalize();
+  ASSERT_EQ(t.py_samples.size(), 7u);
+  ASSERT_EQ(t.py_frames.size(), 3u);  // <module>, augment and the unknown frame
+  EXPECT_EQ(t.py_stacks.size(), 3u);  // <module>; <module> > augment; <module> > unknown
+  for (std::size_t i = 0; i < t.py_samples.size(); ++i) {
+    const auto& th = t.threads[t.tracks[t.py_samples.track[i]].owner];
+    EXPECT_EQ(th.tid, t.processes[th.process].pid) << "the sampled (main) thread owns the sample";
+  }
+  const auto leaf = trace::py_stack_frames(t, t.py_samples.stack[0]);
+  ASSERT_EQ(leaf.size(), 2u);
+  EXPECT_EQ(trace::py_frame_label(t, leaf[0]), "augment (job/data.py:88)");
+  EXPECT_EQ(trace::py_frame_label(t, leaf[1]), "<module> (job/train.py:40)");
+  auto note = [&](std::string_view reason) {
+    return std::any_of(t.diagnostics.begin(), t.diagnostics.end(), [&](const auto& d) { return d.reason == reason; });
+  };
+  EXPECT_TRUE(note("Python sample frames without a PyFrame record (left unknown)"));
+  EXPECT_TRUE(note("records too short for their type"));
+
+  const fs::path db = dir.path() / "t.db";
+  ASSERT_TRUE(trace::write_trace(t, db, "test"));
+  auto back = trace::read_trace(db);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->py_samples.ts, t.py_samples.ts);
+  EXPECT_EQ(back->py_samples.track, t.py_samples.track);
+  EXPECT_EQ(back->py_samples.stack, t.py_samples.stack);
+  ASSERT_EQ(back->py_frames.size(), t.py_frames.size());
+  EXPECT_EQ(trace::to_collapsed_stacks(back.value()), trace::to_collapsed_stacks(t));
+  EXPECT_NE(trace::to_collapsed_stacks(t).find(";<module> (job/train.py:40);augment (job/data.py:88) 2\n"),
+            std::string::npos) << trace::to_collapsed_stacks(t);
+
+  trace::Trace none;
+  none.add_thread({trace::kNone, 1, "main"});
+  const fs::path plain = dir.path() / "plain.db";
+  ASSERT_TRUE(trace::write_trace(none, plain, "test"));
+  auto plain_back = trace::read_trace(plain);
+  ASSERT_TRUE(plain_back) << plain_back.error();
+  EXPECT_EQ(plain_back->py_samples.size(), 0u);
+}
+
 }  // namespace tt::collector
 
 // `record --trace`: one table of what can be recorded (launcher.h), parsed and listed from it.
 TEST(TraceSources, ParsedAndListedFromOneTable) {
-  EXPECT_EQ(tt::collector::trace_source_ids(), "io,nvtx,python,cuda,nccl");
+  EXPECT_EQ(tt::collector::trace_source_ids(), "io,nvtx,python,pystack,cuda,nccl");
   auto some = tt::collector::parse_trace_sources("io,cuda");
   ASSERT_TRUE(some.ok()) << some.error();
   EXPECT_EQ(some.value(), (std::vector<std::string>{"io", "cuda"}));
   auto bad = tt::collector::parse_trace_sources("io,gpu");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error(), "unknown --trace item 'gpu' (known: io, nvtx, python, cuda, nccl)");
+  EXPECT_EQ(bad.error(), "unknown --trace item 'gpu' (known: io, nvtx, python, pystack, cuda, nccl)");
   EXPECT_EQ(tt::collector::RecordOptions{}.trace.size(), std::size(tt::collector::kTraceSources));
 }

@@ -179,6 +179,18 @@ class RecordFileWriter {
     r.value = value;
     add(RecordType::Counter, r, tid);
   }
+  void py_frame(std::uint32_t tid, std::uint32_t id, std::string_view function, std::string_view file, std::int32_t line) {
+    add(RecordType::PyFrame, PyFrameRecord{id, str(function, tid), str(file, tid), line}, tid);
+  }
+  // One PySample: `frames` innermost first; `depth` overrides the count written (damage).
+  RecordPos py_sample(std::uint32_t tid, std::int64_t ts, std::uint32_t sampled, const std::vector<std::uint32_t>& frames,
+                      std::uint32_t depth = 0xffffffffu) {
+    const PySampleRecord r{ts, sampled, depth == 0xffffffffu ? static_cast<std::uint32_t>(frames.size()) : depth};
+    std::vector<unsigned char> buf(sizeof r + frames.size() * sizeof(std::uint32_t));
+    std::memcpy(buf.data(), &r, sizeof r);
+    if (!frames.empty()) std::memcpy(buf.data() + sizeof r, frames.data(), frames.size() * sizeof(std::uint32_t));
+    return add_bytes(RecordType::PySample, buf.data(), buf.size(), tid);
+  }
   void clock_sync(std::int64_t tsc, std::int64_t mono_ns) {
     add(RecordType::ClockSync, ClockSyncRecord{tsc, mono_ns}, main_tid());
   }

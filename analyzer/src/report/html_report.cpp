@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/attribution.h"
 
 #include "escape.h"
 #include "format.h"
@@ -257,6 +258,9 @@ std::string findings_section(const Analysis& a) {
     else
       o += fmt::format("<li>Estimated gain: {}</li>", esc(f.gain_model, 400));
     for (const auto& e : f.evidence) o += fmt::format("<li>Evidence: {}</li>", esc(e.what, 400));
+    if (f.hot.samples > 0)
+      o += fmt::format("<li>Python: {} <small>({} samples of {})</small></li>", esc(hot_spots_line(f.hot, kTopHotFunctions), 600),
+                       f.hot.samples, esc(f.hot.scope));
     o += fmt::format("<li>Fix: {}</li>", esc(f.detail, 600));
     if (!f.knobs.empty()) {
       std::string knobs;

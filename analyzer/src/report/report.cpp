@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/attribution.h"
 #include "tracetune/analyzer/kernel_class.h"
 #include "tracetune/trace/summary.h"
 
@@ -45,6 +46,8 @@ void write_breakdown(Json& j, const GpuBreakdown& g) {
 }
 
 // Critical paths (docs/analysis.md, "Critical path"): one object per step.
+void json_hot_functions(Json& j, const HotSpots& h);
+
 void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& paths) {
   j.key(key).begin_array();
   for (const auto& p : paths) {
@@ -74,6 +77,7 @@ void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& pat
       j.kv("what", sg.what);
       j.kv("start_ns", sg.start);
       j.kv("end_ns", sg.end);
+      if (sg.hot.samples > 0) json_hot_functions(j, sg.hot);
       j.end_object();
     }
     j.end_array();
@@ -334,6 +338,25 @@ void write_rank(Json& j, const RankMetrics& r) {
   j.end_object();
 }
 
+// A finding's Python attribution (only where the trace holds samples in its stretches).
+void json_hot_functions(Json& j, const HotSpots& h) {
+  j.key("hot_functions").begin_object();
+  j.kv("scope", h.scope);
+  j.kv("samples", h.samples);
+  j.key("top").begin_array();
+  for (const HotFunction& f : h.top) {
+    j.begin_object();
+    j.kv("function", f.function);
+    j.kv("file", f.file);
+    j.kv("line", f.line);
+    j.kv("samples", f.samples);
+    j.kv("share", f.share);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
 }  // namespace
 
 std::string render_json(const Analysis& a) {
@@ -388,6 +411,7 @@ std::string render_json(const Analysis& a) {
     j.key("knobs").begin_array();
     for (const auto& k : f.knobs) j.str(k);
     j.end_array();
+    if (f.hot.samples > 0) json_hot_functions(j, f.hot);
     j.end_object();
   }
   j.end_array();
@@ -449,6 +473,8 @@ std::string path_summary(std::string_view title, const std::vector<StepPath>& pa
     const std::string what = visible(clip(longest->what, 60));
     o += fmt::format("    longest segment: {:.2f} ms {} on rank {} ({})\n", ms(longest->end - longest->start),
                      to_string(longest->kind), longest->rank, what);
+    if (longest->hot.samples > 0)
+      o += fmt::format("      python: {} ({} samples)\n", visible(hot_spots_line(longest->hot)), longest->hot.samples);
   }
   return o;
 }
@@ -529,6 +555,9 @@ std::string text_findings(const Analysis& a, const Style& st) {
     else
       o += fmt::format("       est. gain: {}\n", visible(f.gain_model));
     for (const auto& e : f.evidence) o += fmt::format("       evidence: {}\n", visible(e.what));
+    if (f.hot.samples > 0)
+      o += fmt::format("       python: {} ({} samples of {})\n", visible(hot_spots_line(f.hot)), f.hot.samples,
+                       visible(f.hot.scope));
     o += fmt::format("       fix: {}\n", visible(f.detail));
     if (!f.knobs.empty()) o += fmt::format("       knobs: {}\n", fmt::join(f.knobs, ", "));
   }
@@ -743,6 +772,9 @@ std::string render_markdown(const Analysis& a) {
     else
       o += fmt::format("   - Estimated gain: {}\n", md_text(f.gain_model));
     for (const auto& e : f.evidence) o += fmt::format("   - Evidence: {}\n", md_text(e.what));
+    if (f.hot.samples > 0)
+      o += fmt::format("   - Python: {} ({} samples of {})\n", md_text(hot_spots_line(f.hot)), f.hot.samples,
+                       md_text(f.hot.scope));
     o += fmt::format("   - Fix: {}\n", md_text(f.detail));
     if (!f.knobs.empty()) {
       std::string knobs;

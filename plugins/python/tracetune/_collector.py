@@ -9,7 +9,10 @@ STEP, BATCH_WAIT, OPTIMIZER_STEP = 0, 1, 2  # StepKind in record_format.h
 _lib = None
 if os.environ.get("TRACETUNE_OUTPUT_DIR"):
     try:
-        _self = ctypes.CDLL(None)
+        # PyDLL: the calls keep the GIL (they take microseconds). Through CDLL each would release
+        # and retake it, a switch point that draws the stack sampler's ticks (_pystack.py) to
+        # our own calls instead of the job's code.
+        _self = ctypes.PyDLL(None)
         _self.tracetune_is_recording.restype = ctypes.c_int
         if _self.tracetune_is_recording():
             _lib = _self

@@ -198,6 +198,9 @@ template <class F> void each_column(CounterTable& t, F&& f) {
 template <class F> void each_column(FlowTable& t, F&& f) {
   f(t.ts); f(t.track); f(t.category); f(t.id); f(t.phase);
 }
+template <class F> void each_column(PySampleTable& t, F&& f) {
+  f(t.ts); f(t.track); f(t.stack);
+}
 
 // Columns grown by push_back hold up to twice their rows (a third more on average): a table
 // finalize() does not reorder (reordering copies each column to its exact size) gives the
@@ -282,6 +285,7 @@ void Trace::finalize() {
   sort_span_table(io_calls);
   sort_point_table(counters);
   sort_point_table(flows);
+  sort_point_table(py_samples);
   compute_slices();
   finalized_ = true;
 }
@@ -400,6 +404,7 @@ void shift_process_times(Trace& t, std::span<const Ns> shift_by_process) {
   }
   shift_column(t.counters.ts, t.counters.track);
   shift_column(t.flows.ts, t.flows.track);
+  shift_column(t.py_samples.ts, t.py_samples.track);
 }
 
 std::string Trace::track_label(std::uint32_t track) const {

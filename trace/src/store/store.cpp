@@ -730,12 +730,48 @@ Status write_event_tables(sqlite3* db, const Trace& t) {
   return {};
 }
 
+// ---- Python stack samples: three tables, present only in traces that hold samples ----
+
+constexpr const char* kPySamplesDdl = R"SQL(
+CREATE TABLE py_frames(id INTEGER PRIMARY KEY, function_id INTEGER NOT NULL REFERENCES strings(id),
+  file_id INTEGER NOT NULL REFERENCES strings(id), line INTEGER NOT NULL);
+CREATE TABLE py_stacks(id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES py_stacks(id),
+  frame_id INTEGER NOT NULL REFERENCES py_frames(id));
+CREATE TABLE py_samples(id INTEGER PRIMARY KEY, track_id INTEGER NOT NULL REFERENCES tracks(id),
+  ts_ns INTEGER NOT NULL, stack_id INTEGER REFERENCES py_stacks(id));
+)SQL";
+
+Status write_py_samples(sqlite3* db, const Trace& t) {
+  if (t.py_samples.size() == 0 && t.py_frames.empty()) return {};
+  if (auto st = sql::exec(db, kPySamplesDdl); !st) return make_error("py_samples schema: " + st.error());
+  auto st = insert_rows(db, "INSERT INTO py_frames VALUES(?,?,?,?)", "py_frames", t.py_frames.size(), [&](Stmt& s, std::size_t i) {
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind(2, static_cast<std::int64_t>(t.py_frames[i].function));
+    s.bind(3, static_cast<std::int64_t>(t.py_frames[i].file));
+    s.bind(4, static_cast<std::int64_t>(t.py_frames[i].line));
+  });
+  if (!st) return st;
+  st = insert_rows(db, "INSERT INTO py_stacks VALUES(?,?,?)", "py_stacks", t.py_stacks.size(), [&](Stmt& s, std::size_t i) {
+    s.bind(1, static_cast<std::int64_t>(i));
+    s.bind_or_null(2, t.py_stacks[i].parent, kNone);
+    s.bind(3, static_cast<std::int64_t>(t.py_stacks[i].frame));
+  });
+  if (!st) return st;
+  return insert_rows(db, "INSERT INTO py_samples VALUES(?,?,?,?)", "py_samples", t.py_samples.size(), [&](Stmt& s, std::size_t i) {
+    s.bind(1, static_cast<std::int64_t>(i + 1));
+    s.bind(2, static_cast<std::int64_t>(t.py_samples.track[i]));
+    s.bind(3, t.py_samples.ts[i]);
+    s.bind_or_null(4, t.py_samples.stack[i], kNone);
+  });
+}
+
 Status write_all(sqlite3* db, const Trace& t, std::string_view created_by) {
   if (auto st = write_meta(db, t, created_by); !st) return st;
   if (auto st = write_strings(db, t); !st) return st;
   if (auto st = write_entity_tables(db, t); !st) return st;
   if (auto st = write_point_tables(db, t); !st) return st;
   if (auto st = write_diagnostics(db, t); !st) return st;
+  if (auto st = write_py_samples(db, t); !st) return st;
   return write_event_tables(db, t);
 }
 
@@ -865,7 +901,7 @@ Status read_entities(sqlite3* db, const char* table, const char* sql, ReadRow re
   auto s = Stmt::prepare(db, sql);
   if (!s) return make_error(s.error());
   const std::string_view name(table);
-  std::int64_t row = name == "counters" || name == "flows" || name == "diagnostics" ? 1 : 0;
+  std::int64_t row = name == "counters" || name == "flows" || name == "diagnostics" || name == "py_samples" ? 1 : 0;
   int rc;
   while ((rc = s->step()) == SQLITE_ROW) {
     EntityRow r(*s, table, row++);
@@ -1002,6 +1038,46 @@ Status read_point_tables(sqlite3* db, Trace& t, const TrackFilter& keep) {
                        });
 }
 
+// The Python stack sample tables, where the file has them (traces without samples do not).
+Status read_py_samples(sqlite3* db, Trace& t, const TrackFilter& keep) {
+  {
+    auto q = Stmt::prepare(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'py_samples'");
+    if (!q || q->step() != SQLITE_ROW) return make_error("sqlite_master: " + std::string(sqlite3_errmsg(db)));
+    if (q->i64(0) == 0) return {};
+  }
+  auto st = read_entities(db, "py_frames", "SELECT function_id, file_id, line FROM py_frames ORDER BY id", [&](EntityRow& r) {
+    t.py_frames.push_back({r.u32(0), r.u32(1), static_cast<std::int32_t>(r.in_range(2, INT32_MIN, INT32_MAX))});
+  });
+  if (!st) return st;
+  st = read_entities(db, "py_stacks", "SELECT parent_id, frame_id FROM py_stacks ORDER BY id", [&](EntityRow& r) {
+    t.py_stacks.push_back({r.id_or_none(0), r.u32(1)});
+  });
+  if (!st) return st;
+  return read_entities(db, "py_samples", "SELECT track_id, ts_ns, stack_id FROM py_samples ORDER BY id", [&](EntityRow& r) {
+    if (!keeps(keep, r.i64(0))) return;
+    t.py_samples.track.push_back(r.u32(0));
+    t.py_samples.ts.push_back(r.i64(1));
+    t.py_samples.stack.push_back(r.id_or_none(2));
+  });
+}
+
+// Python samples' references: strings, frames, parents (always an earlier node, so no cycle), tracks.
+Status check_py_sample_refs(const Trace& t) {
+  for (const PyFrame& f : t.py_frames)
+    if (f.function >= t.strings.size() || f.file >= t.strings.size()) return make_error("py_frames: string id out of range");
+  for (std::size_t i = 0; i < t.py_stacks.size(); ++i) {
+    const PyStackNode& n = t.py_stacks[i];
+    if (n.frame >= t.py_frames.size()) return make_error("py_stacks: frame_id out of range");
+    if (n.parent != kNone && n.parent >= i) return make_error("py_stacks: parent_id is not an earlier row");
+  }
+  for (std::size_t i = 0; i < t.py_samples.size(); ++i) {
+    if (t.py_samples.track[i] >= t.tracks.size()) return make_error("py_samples: track out of range");
+    if (t.py_samples.stack[i] != kNone && t.py_samples.stack[i] >= t.py_stacks.size())
+      return make_error("py_samples: stack_id out of range");
+  }
+  return {};
+}
+
 // The event tables, read in chunks by a few connections in parallel.
 Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t, const TrackFilter& keep) {
   const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
@@ -1090,7 +1166,7 @@ Status check_references(const Trace& t) {
     if (t.flows.track[i] >= ntracks) return make_error("flow track out of range");
   for (std::uint32_t c : t.kernels.config)
     if (c != kNone && c >= t.launch_configs.size()) return make_error("kernel config out of range");
-  return {};
+  return check_py_sample_refs(t);
 }
 
 }  // namespace
@@ -1115,6 +1191,7 @@ Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep) {
   if (!read) return make_error(read.error());
   const int version = read.value();
   if (auto st = read_point_tables(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = read_py_samples(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = read_event_tables(db, p, version, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tracetune/analyzer/intervals.h"
+#include "tracetune/analyzer/hot_spots.h"
 #include "tracetune/trace/model.h"
 
 namespace tt::analyzer {
@@ -168,6 +169,7 @@ struct PathSegment {
   PathKind kind = PathKind::HostCompute;
   std::int32_t rank = -1;
   std::string what;  // the kernel, call or thread
+  HotSpots hot;      // host compute, launch and data-wait segments: Python functions in it (hot_spots.h)
 };
 
 struct PathPiece {  // one stretch of the path on one track (for drawing it over a timeline)

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetune/analyzer/hot_spots.h"
 #include "tracetune/analyzer/metrics.h"
 
 namespace tt::analyzer {
@@ -42,6 +43,7 @@ struct Finding {
   bool gain_estimated = true;    // false: gain_model says why there is no estimate (gain 0)
   std::vector<Evidence> evidence;
   std::vector<std::string> knobs;  // tuner knob ids that address it
+  HotSpots hot;                    // Python functions in its stretches (hot_spots.h; samples 0: none)
 };
 
 struct Thresholds {

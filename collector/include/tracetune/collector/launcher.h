@@ -24,6 +24,7 @@ inline constexpr TraceSource kTraceSources[] = {
     {"io", "file I/O"},
     {"nvtx", "NVTX ranges"},
     {"python", "Python steps, ranges and counters"},
+    {"pystack", "Python stack samples of every thread (rate: --pystack-hz)"},
     {"cuda", "CUDA kernels, copies, syncs and API calls, by CUPTI"},
     {"nccl", "NCCL operations, by the NCCL profiler plugin"},
 };

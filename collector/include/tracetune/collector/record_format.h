@@ -122,6 +122,8 @@ enum class RecordType : std::uint16_t {
   Counter = 12,     // CounterRecord
   IoCompact = 13,   // IoCompactRecord (format version 2): an I/O call whose values fit 32 bits
   ClockSync = 14,   // ClockSyncRecord (format version 2): a TSC reading and CLOCK_MONOTONIC together
+  PyFrame = 15,     // PyFrameRecord: defines a per-process Python frame id (function, file, line)
+  PySample = 16,    // PySampleRecord + frame ids: one Python thread's stack at one instant
   // 100..199: GPU capture. Written by the CUPTI injection library (libtracetune_cupti.so) and
   // the NCCL profiler plugin (libtracetune_nccl_profiler.so) through the collector's exported
   // tracetune_emit_gpu_record(); see docs/collector.md, "GPU capture".
@@ -368,6 +370,26 @@ struct CounterRecord {
   double value;
 };
 static_assert(sizeof(CounterRecord) == 24, "CounterRecord: on-disk layout (a new size needs a new kFormatVersion)");
+
+// Python stack sampling (`record --trace pystack`, docs/collector.md): the Python integration's
+// sampler thread interns each (code object, line) once per process as a PyFrame record and writes
+// one PySample per sampled thread and tick. Frame ids are per process file, like string ids,
+// and start at 1. The record header's tid is the sampler's; the sampled thread is `tid`.
+struct PyFrameRecord {
+  std::uint32_t id;
+  std::uint32_t function;  // string id: the code object's name (co_qualname where Python has it)
+  std::uint32_t file;      // string id: co_filename
+  std::int32_t line;       // the line executing in that frame (-1: unknown)
+};
+static_assert(sizeof(PyFrameRecord) == 16, "PyFrameRecord: on-disk layout (a new size needs a new kFormatVersion)");
+// Followed by `depth` 32-bit frame ids, innermost (the executing frame) first.
+struct PySampleRecord {
+  std::int64_t ts_ns;  // CLOCK_MONOTONIC when the sampler read the stacks
+  std::uint32_t tid;   // kernel thread id of the sampled thread
+  std::uint32_t depth;
+};
+static_assert(sizeof(PySampleRecord) == 16, "PySampleRecord: on-disk layout (a new size needs a new kFormatVersion)");
+inline constexpr std::uint32_t kMaxPyStackDepth = 1024;  // deeper stacks keep their innermost frames
 
 // ---- GPU capture (types 100..199) ----
 // Times are CLOCK_MONOTONIC ns like every other record, except where a field says "GPU

@@ -78,6 +78,16 @@ struct RawProcess {
   std::vector<ThreadRecord<ExitRecord>> exits;
   std::vector<ThreadRecord<DroppedRecord>> dropped;
   std::vector<ThreadRecord<CounterRecord>> counters;
+  // Python stack sampling: frame definitions (the first of an id wins) and samples, each
+  // sample's frame ids (innermost first) at py_sample_frames[first, first + depth).
+  std::vector<PyFrameRecord> py_frames;
+  struct PySample {
+    std::int64_t ts_ns = 0;
+    std::uint32_t tid = 0;
+    std::uint32_t first = 0, depth = 0;
+  };
+  std::vector<PySample> py_samples;
+  std::vector<std::uint32_t> py_sample_frames;
   // (TSC, CLOCK_MONOTONIC) pairs of a kIoClockTsc file, in file order. `io` is already mapped
   // to CLOCK_MONOTONIC ns with them when read_record_file returns.
   std::vector<ClockSyncRecord> clock_syncs;

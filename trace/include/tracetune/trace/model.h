@@ -265,6 +265,24 @@ struct FlowTable {  // Chrome-trace flow endpoints (Kineto ac2g, fwdbwd), kept a
   std::size_t size() const { return ts.size(); }
 };
 
+// Python stack samples (`record --trace pystack`; docs/trace-format.md): each (function, file,
+// line) once, stacks as a tree of nodes (a node is a frame under its caller's node), and per
+// sample its thread's track and its innermost node.
+struct PyFrame {
+  StringId function = 0, file = 0;
+  std::int32_t line = -1;  // -1: unknown
+};
+struct PyStackNode {
+  std::uint32_t parent = kNone;  // the caller's node; kNone: an outermost frame
+  std::uint32_t frame = 0;       // index into Trace::py_frames
+};
+struct PySampleTable {
+  std::vector<Ns> ts;
+  std::vector<std::uint32_t> track;  // the sampled thread
+  std::vector<std::uint32_t> stack;  // its innermost node (index into Trace::py_stacks)
+  std::size_t size() const { return ts.size(); }
+};
+
 // A contiguous run of one track's events inside a table, after finalize().
 struct TrackSlice {
   std::uint32_t track = 0;
@@ -297,6 +315,9 @@ struct Trace {
   IoTable io_calls;
   CounterTable counters;
   FlowTable flows;
+  std::vector<PyFrame> py_frames;
+  std::vector<PyStackNode> py_stacks;
+  PySampleTable py_samples;  // sorted by (track, ts) by finalize()
 
   // ---- building ----
   std::uint32_t add_process(Process p);

@@ -1,0 +1,44 @@
+// Python hot spots of a finding (docs/analysis.md, "Python attribution"): where the trace holds
+// Python stack samples (`record --trace pystack`), the functions and lines the samples taken
+// inside a finding's stretches of time fall in, with their share of those samples.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tracetune/analyzer/hot_spots.h"
+#include "tracetune/trace/model.h"
+
+namespace tt::analyzer {
+
+
+struct Finding;
+struct Metrics;
+
+// Fills Finding::hot for the findings whose evidence is host time: data loading (the DataLoader
+// workers' and the main thread's samples that are fetching a batch, during the rank's data
+// waits), CPU bound and launch bound (the rank's samples on the threads and during the host
+// segments of its steps' critical paths); and PathSegment::hot for the longest segments of each
+// rank's step paths (host compute and launch: the samples on their threads; data wait: as for
+// data loading). No-op for a trace without samples.
+void attribute_findings(const trace::Trace& t, Metrics& m, std::vector<Finding>& findings);
+
+// The attribution of the samples on `tracks` inside `windows` (sorted, disjoint [start, end) on
+// each track, given per track), keeping only samples whose stack passes `keep` (nullptr: all).
+// Each sample counts for the innermost frame of the job's own code (not under site-packages,
+// dist-packages, the Python library or tracetune's integration), else its innermost frame.
+struct SampleWindow {
+  std::uint32_t track = trace::kNone;
+  trace::Ns start = 0, end = 0;
+};
+HotSpots hot_spots(const trace::Trace& t, std::vector<SampleWindow> windows, bool fetching_only);
+
+// "61% in augment() at data.py:88, 20% in ..." (the first `n` functions).
+std::string hot_spots_line(const HotSpots& h, std::size_t n = 3);
+
+// True for code outside the job's own: site-packages, dist-packages, the Python library,
+// frozen modules and tracetune's Python integration.
+bool is_library_file(std::string_view file);
+
+}  // namespace tt::analyzer

@@ -1,0 +1,243 @@
+// Python hot spots of findings (attribution.h; docs/analysis.md, "Python attribution").
+#include "tracetune/analyzer/attribution.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "critical_path.h"
+#include "tracetune/analyzer/metrics.h"
+#include "tracetune/analyzer/rules.h"
+#include "tracetune/trace/py_stacks.h"
+
+namespace tt::analyzer {
+
+using trace::Ns;
+using trace::Trace;
+
+bool is_library_file(std::string_view file) {
+  for (std::string_view part : {"/site-packages/", "/dist-packages/", "/lib/python3", "<frozen ", "/tracetune/_"})
+    if (file.find(part) != std::string_view::npos) return true;
+  return file.ends_with("/sitecustomize.py");
+}
+
+namespace {
+
+// A DataLoader fetching a batch: torch's fetcher (a worker's loop, or the main thread without workers).
+bool is_fetch_file(std::string_view file) { return file.ends_with("torch/utils/data/_utils/fetch.py"); }
+
+// [first, last) of the samples on `track` with ts in [t0, t1) (the table is sorted by (track, ts)).
+std::pair<std::size_t, std::size_t> samples_in(const trace::PySampleTable& s, std::uint32_t track, Ns t0, Ns t1) {
+  auto before = [&](std::size_t i, std::pair<std::uint32_t, Ns> key) {
+    return std::pair(s.track[i], s.ts[i]) < key;
+  };
+  std::size_t lo = 0, hi = s.size();
+  auto bound = [&](std::pair<std::uint32_t, Ns> key) {
+    std::size_t a = lo, b = hi;
+    while (a < b) {
+      const std::size_t mid = a + (b - a) / 2;
+      if (before(mid, key)) a = mid + 1; else b = mid;
+    }
+    return a;
+  };
+  return {bound({track, t0}), bound({track, t1})};
+}
+
+// The frame a stack counts for (kNone: the sample is left out).
+class FrameChooser {
+ public:
+  FrameChooser(const Trace& t, bool fetching_only) : t_(t), fetching_only_(fetching_only) {}
+  std::uint32_t operator()(std::uint32_t stack) {
+    const auto [it, added] = chosen_.try_emplace(stack, trace::kNone);
+    if (added) it->second = choose(stack);
+    return it->second;
+  }
+
+ private:
+  std::string_view file(std::uint32_t frame) const { return t_.strings.get(t_.py_frames[frame].file); }
+  std::uint32_t choose(std::uint32_t stack) const {
+    const std::vector<std::uint32_t> frames = trace::py_stack_frames(t_, stack);
+    if (frames.empty()) return trace::kNone;
+    if (fetching_only_ && std::none_of(frames.begin(), frames.end(), [&](std::uint32_t f) { return is_fetch_file(file(f)); }))
+      return trace::kNone;
+    for (std::uint32_t f : frames)
+      if (!is_library_file(file(f))) return f;
+    return frames.front();
+  }
+  const Trace& t_;
+  bool fetching_only_;
+  std::unordered_map<std::uint32_t, std::uint32_t> chosen_;
+};
+
+}  // namespace
+
+HotSpots hot_spots(const Trace& t, std::vector<SampleWindow> windows, bool fetching_only) {
+  HotSpots out;
+  if (t.py_samples.size() == 0) return out;
+  std::sort(windows.begin(), windows.end(),
+            [](const SampleWindow& a, const SampleWindow& b) { return std::pair(a.track, a.start) < std::pair(b.track, b.start); });
+  FrameChooser choose(t, fetching_only);
+  struct Counts {
+    std::uint64_t samples = 0;
+    std::map<std::int32_t, std::uint64_t> lines;
+  };
+  std::map<std::pair<trace::StringId, trace::StringId>, Counts> by_function;
+  Ns covered_to = 0;  // overlapping windows on a track count each sample once
+  std::uint32_t covered_track = trace::kNone;
+  for (const SampleWindow& w : windows) {
+    if (w.track != covered_track) covered_track = w.track, covered_to = w.start;
+    const Ns from = std::max(w.start, covered_to);
+    if (w.end <= from) continue;
+    covered_to = w.end;
+    const auto [first, last] = samples_in(t.py_samples, w.track, from, w.end);
+    for (std::size_t i = first; i < last; ++i) {
+      const std::uint32_t frame = choose(t.py_samples.stack[i]);
+      if (frame == trace::kNone) continue;
+      const trace::PyFrame& f = t.py_frames[frame];
+      Counts& c = by_function[{f.function, f.file}];
+      ++c.samples;
+      ++c.lines[f.line];
+      ++out.samples;
+    }
+  }
+  for (const auto& [key, c] : by_function) {
+    HotFunction h;
+    h.function = std::string(t.strings.get(key.first));
+    h.file = std::string(t.strings.get(key.second));
+    h.samples = c.samples;
+    h.share = static_cast<double>(c.samples) / static_cast<double>(out.samples);
+    h.line = std::max_element(c.lines.begin(), c.lines.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    out.top.push_back(std::move(h));
+  }
+  // most samples first; ties by name, so the order does not depend on string ids
+  std::sort(out.top.begin(), out.top.end(), [](const HotFunction& a, const HotFunction& b) {
+    return a.samples != b.samples ? a.samples > b.samples : std::tie(a.function, a.file, a.line) < std::tie(b.function, b.file, b.line);
+  });
+  if (out.top.size() > kTopHotFunctions) out.top.resize(kTopHotFunctions);
+  return out;
+}
+
+std::string hot_spots_line(const HotSpots& h, std::size_t n) {
+  std::string o;
+  for (std::size_t i = 0; i < h.top.size() && i < n; ++i) {
+    const HotFunction& f = h.top[i];
+    o += fmt::format("{}{:.0f}% in {}() at {}{}", i == 0 ? "" : ", ", 100 * f.share, f.function,
+                     trace::short_file(f.file), f.line >= 0 ? fmt::format(":{}", f.line) : std::string());
+  }
+  return o;
+}
+
+namespace {
+
+// The thread tracks of the rank's process and its descendants that are not ranks themselves
+// (DataLoader workers).
+std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, const Metrics& m, const RankMetrics& r) {
+  std::unordered_set<std::uint32_t> rank_processes;
+  for (const RankMetrics& other : m.ranks) rank_processes.insert(other.process);
+  std::unordered_set<std::uint32_t> tree{r.process};
+  for (bool grew = true; grew;) {  // few processes: a fixed point is cheap
+    grew = false;
+    for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
+      if (tree.contains(p) || rank_processes.contains(p)) continue;
+      for (std::uint32_t q : tree)
+        if (t.processes[q].pid == t.processes[p].parent_pid && t.processes[q].host == t.processes[p].host) {
+          tree.insert(p);
+          grew = true;
+          break;
+        }
+    }
+  }
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t k = 0; k < t.tracks.size(); ++k)
+    if (t.tracks[k].type == trace::TrackType::Thread && tree.contains(t.threads[t.tracks[k].owner].process)) out.push_back(k);
+  return out;
+}
+
+// The rank's data waits clipped to [t0, t1).
+std::vector<std::pair<Ns, Ns>> data_waits(const Trace& t, const RankMetrics& r, Ns t0, Ns t1) {
+  std::vector<std::pair<Ns, Ns>> waits;
+  for (const trace::TrackSlice& s : t.slices_ranges())
+    if (s.track == r.main_track)
+      for (std::uint32_t i = s.begin; i < s.end; ++i)
+        if (is_data_wait_name(t.strings.get(t.ranges.name[i])) && t.ranges.start[i] < t1 && t.ranges.end(i) > t0)
+          waits.emplace_back(std::max(t0, t.ranges.start[i]), std::min(t1, t.ranges.end(i)));
+  return waits;
+}
+
+HotSpots fetching_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r,
+                            const std::vector<std::pair<Ns, Ns>>& waits) {
+  std::vector<SampleWindow> windows;
+  for (std::uint32_t track : rank_thread_tracks(t, m, r))
+    for (const auto& [s, e] : waits) windows.push_back({track, s, e});
+  HotSpots h = hot_spots(t, std::move(windows), true);
+  h.scope = "DataLoader workers and main thread fetching a batch during the data waits";
+  return h;
+}
+
+HotSpots data_wait_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r) {
+  return fetching_hot_spots(t, m, r, data_waits(t, r, std::numeric_limits<Ns>::min(), std::numeric_limits<Ns>::max()));
+}
+
+bool is_host_piece(const Trace& t, const PathPiece& piece) {
+  return (piece.kind == PathKind::HostCompute || piece.kind == PathKind::Launch) && piece.track < t.tracks.size() &&
+         t.tracks[piece.track].type == trace::TrackType::Thread;
+}
+
+// The longest segments of each of the rank's step paths: a host segment by the samples on its
+// pieces' threads, a data wait by the workers fetching during it.
+void attribute_segments(const Trace& t, const Metrics& m, RankMetrics& r) {
+  for (StepPath& p : r.paths)
+    for (PathSegment& sg : p.top) {
+      if (sg.kind == PathKind::DataWait) {
+        sg.hot = fetching_hot_spots(t, m, r, data_waits(t, r, sg.start, sg.end));
+        continue;
+      }
+      if (sg.kind != PathKind::HostCompute && sg.kind != PathKind::Launch) continue;
+      std::vector<SampleWindow> windows;
+      for (const PathPiece& piece : p.pieces)
+        if (piece.kind == sg.kind && is_host_piece(t, piece) && piece.start < sg.end && piece.end > sg.start)
+          windows.push_back({piece.track, std::max(piece.start, sg.start), std::min(piece.end, sg.end)});
+      sg.hot = hot_spots(t, std::move(windows), false);
+      sg.hot.scope = "the segment's thread";
+    }
+}
+
+HotSpots host_hot_spots(const Trace& t, const RankMetrics& r) {
+  std::vector<SampleWindow> windows;
+  for (const StepPath& p : r.paths)
+    for (const PathPiece& piece : p.pieces)
+      if (is_host_piece(t, piece))
+        windows.push_back({piece.track, piece.start, piece.end});
+  if (!windows.empty()) {
+    HotSpots h = hot_spots(t, std::move(windows), false);
+    h.scope = "the host segments of the steps' critical paths";
+    return h;
+  }
+  for (const StepMetrics& s : r.steps) windows.push_back({r.main_track, s.start, s.end});
+  if (r.steps.empty()) windows.push_back({r.main_track, r.window_start, r.window_end});
+  HotSpots h = hot_spots(t, std::move(windows), false);
+  h.scope = "the main thread during the steps";
+  return h;
+}
+
+}  // namespace
+
+void attribute_findings(const Trace& t, Metrics& m, std::vector<Finding>& findings) {
+  if (t.py_samples.size() == 0) return;
+  for (RankMetrics& r : m.ranks)
+    if (r.main_track != trace::kNone) attribute_segments(t, m, r);
+  for (Finding& f : findings) {
+    const auto r = std::find_if(m.ranks.begin(), m.ranks.end(), [&](const RankMetrics& x) { return x.rank == f.rank; });
+    if (f.rank < 0 || r == m.ranks.end() || r->main_track == trace::kNone) continue;
+    if (f.category == Category::DataLoading)
+      f.hot = data_wait_hot_spots(t, m, *r);
+    else if (f.category == Category::CpuBound || f.category == Category::LaunchBound)
+      f.hot = host_hot_spots(t, *r);
+  }
+}
+
+}  // namespace tt::analyzer
