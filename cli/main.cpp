@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -377,7 +378,42 @@ struct RecordArgs {
   std::string trace = collector::trace_source_ids(), output = "trace.db", raw_dir;
   bool no_env = false;
   int max_steps = 0;
+  std::string steps, delay, duration;
 };
+
+// "5", "5s", "1.5s", "2m", "1h" -> seconds; -1 when it is none of those.
+double parse_seconds(const std::string& text) {
+  if (text.empty()) return -1;
+  double unit = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's': number.pop_back(); break;
+    case 'm': unit = 60, number.pop_back(); break;
+    case 'h': unit = 3600, number.pop_back(); break;
+    default: break;
+  }
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(v >= 0)) return -1;
+  return v * unit;
+}
+
+// --steps/--delay/--duration (--start-on and --armed are set directly) into opt.window.
+Status window_options(RecordArgs& a) {
+  if (!a.steps.empty()) {
+    auto range = collector::parse_step_range(a.steps);
+    if (!range) return make_error(range.error());
+    std::tie(a.opt.window.steps_first, a.opt.window.steps_last) = range.value();
+  }
+  for (auto [text, flag, to] : {std::tuple{&a.delay, "--delay", &a.opt.window.delay_s},
+                                std::tuple{&a.duration, "--duration", &a.opt.window.duration_s}}) {
+    if (text->empty()) continue;
+    *to = parse_seconds(*text);
+    if (*to < 0) return make_error(fmt::format("{} {}: expected seconds (5, 5s, 2m, 1h)", flag, *text));
+  }
+  if (auto st = collector::check_window(a.opt.window); !st) return make_error(st.error());
+  return {};
+}
 
 int cmd_record(RecordArgs a) {
   if (a.output == kStdout) return refuse_stdout("record", "a trace database");
@@ -387,6 +423,7 @@ int cmd_record(RecordArgs a) {
   a.opt.raw_dir = a.raw_dir;
   a.opt.record_env = !a.no_env;
   if (a.max_steps > 0) a.opt.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(a.max_steps));
+  if (auto st = window_options(a); !st) return usage_error("record", st.error());
   auto sources = collector::parse_trace_sources(a.trace);
   if (!sources) return fail("record: " + sources.error());
   a.opt.trace = std::move(sources.value());
@@ -411,6 +448,13 @@ Verb add_record(CLI::App& app) {
   cmd->add_flag("--keep-raw", a->opt.keep_raw, "Keep the per-process record files (OUT.db.raw/) after merging");
   cmd->add_option("--max-steps", a->max_steps, "Python jobs: end the job (exit 0) after this many recorded steps "
                                                 "(TRACETUNE_MAX_STEPS)")->check(CLI::Range(1, 1000000000));
+  cmd->add_option("--steps", a->steps, "Record only steps A to B (A:B, both included, numbered as analyze numbers them); "
+                                       "outside them the collector stays armed but writes no events");
+  cmd->add_option("--delay", a->delay, "Record from this long after the job starts (5, 5s, 2m)");
+  cmd->add_option("--duration", a->duration, "Record for this long (from the start, from --delay, or from --start-on's range)");
+  cmd->add_option("--start-on", a->opt.window.start_on, "Record from the first NVTX or Python range whose name matches "
+                                                        "this regular expression (POSIX extended)");
+  cmd->add_flag("--armed", a->opt.window.armed, "Record nothing until `tracetune capture` asks for a window");
   cmd->add_option("command", a->opt.command, "The job to run, after --")->required();
   cmd->positionals_at_end();
   return {cmd, [a] { return cmd_record(*a); }};

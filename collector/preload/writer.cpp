@@ -26,6 +26,7 @@
 #include "clock_pair.h"
 #include "interner.h"
 #include "sys.h"
+#include "window.h"
 
 #include "tracetune/collector/redact.h"
 
@@ -528,7 +529,8 @@ void commit_words(ThreadState& ts, char* rec, RecordType type, std::uint16_t fla
 
 // Appends one record (head + tail bytes as its payload) for this thread.
 bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
-                 std::uint32_t tail_size, bool force) {
+                 std::uint32_t tail_size, bool force, bool gated = true) {
+  if (gated && window_blocks(type)) return false;
   const std::size_t payload = std::size_t{head_size} + tail_size;
   ThreadState& ts = t_state;
   char* rec = begin_record(ts, payload, force);
@@ -981,6 +983,7 @@ __attribute__((constructor)) void tracetune_collector_init() {
   resolve_process_functions();
   dlerror();  // do not leave our failed lookups for the application's dlerror()
   g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
+  window_attach(g.out_dir);  // before the first event record
   if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
   g.configured = true;
   install_process_handlers();
@@ -1025,12 +1028,17 @@ void emit(RecordType type, const void* payload, std::uint32_t size) {
   emit_record(type, payload, size, nullptr, 0, false);
 }
 
+void emit_ungated(RecordType type, const void* payload, std::uint32_t size) {
+  emit_record(type, payload, size, nullptr, 0, false, false);
+}
+
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size) {
   emit_record(type, head, head_size, tail, tail_size, false);
 }
 
 void emit_io(const IoRecord& r) {
+  if (!window_open_now()) return;
   ThreadState& ts = t_state;
   // Room for the wide form: which form fits is known only once the chunk (and so the chain's
   // base) is settled.
@@ -1097,7 +1105,7 @@ bool trace_enabled(const char* category) {
 
 bool should_record_io() {
   const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
-  if (__builtin_expect(mode == kRecording, 1)) return g.io;
+  if (__builtin_expect(mode == kRecording, 1)) return g.io && window_open_now();
   if (mode == kStopped && g.io) drop(kDropStopped);
   return false;
 }

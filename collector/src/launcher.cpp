@@ -542,6 +542,8 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   env.push_back("TRACETUNE_TRACE=" + join(opt.trace, ","));
   if (!opt.record_env) env.push_back("TRACETUNE_NO_ENV=1");
   if (has(opt.trace, "nvtx")) env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  // tracetune.range tells the collector when a Python range starts, for --start-on only
+  if (!opt.window.start_on.empty()) env.push_back("TRACETUNE_WINDOW_START_ON=1");
   bool python_settings = false;
   for (const auto& var : opt.extra_env) {
     const std::string& name = var.first;  // not a structured binding: clang 14 cannot capture one
@@ -576,10 +578,23 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                    "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
 
   RecordOutcome outcome;
+  std::unique_ptr<WindowDriver> window;
+  if (opt.window.any()) {
+    auto created = WindowDriver::create(raw_dir, opt.window);
+    if (!created) {
+      fs::remove_all(raw_dir, ec);
+      return make_error("record: " + created.error());
+    }
+    window = std::move(created.value());
+  }
   const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
   RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
   // woken by the watch's inotify fd: a record file is held as soon as it appears
-  const JobTick tick{[&watch] { watch.poll(); }, watch.fd()};
+  const JobTick tick{[&watch, &window] {
+                       watch.poll();
+                       if (window) window->tick();
+                     },
+                     watch.fd()};
   Result<int> status = 0;
   if (opt.timeout_s > 0) {
     auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log, tick);

@@ -27,6 +27,7 @@
 // Damage never fails the merge: it becomes diagnostics, counts in the MergeReport and, for
 // things a user should act on, warnings.
 #include "tracetune/collector/merge.h"
+#include "tracetune/collector/window.h"
 
 #include <algorithm>
 #include <cctype>
@@ -1113,6 +1114,8 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
     return make_error("no readable record file among " + std::to_string(files.size()) +
                       " found (first: " + first_error + ")");
   refine_clocks_from_collectives(t, report, timed_texts);
+  for (const fs::path& dir : dirs)
+    for (auto& [key, value] : window_metadata(dir)) set_metadata(t, key, value);
   return t;
 }
 

@@ -1,0 +1,199 @@
+// Recording windows, host side (window.h). The job's side is collector/preload/window.cpp.
+#include "tracetune/collector/window.h"
+
+#include <fcntl.h>
+#include <regex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "tracetune/collector/window_control.h"
+
+namespace tt::collector {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::optional<std::int64_t> parse_step_number(std::string_view s) {
+  std::int64_t v = -1;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+void copy_text(char (&to)[256], const std::string& from) {
+  const std::size_t n = std::min(from.size(), sizeof to - 1);
+  std::memcpy(to, from.data(), n);
+  to[n] = '\0';
+}
+
+std::string seconds(double s) { return fmt::format("{:g}s", s); }
+
+WindowControl* map_control(int fd) {
+  void* p = ::mmap(nullptr, sizeof(WindowControl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<WindowControl*>(p);
+}
+
+template <class T>
+T load(const T& v) { return __atomic_load_n(&v, __ATOMIC_ACQUIRE); }
+
+void add_holder(WindowControl* w) {
+  if (__atomic_fetch_add(&w->holders, 1, __ATOMIC_ACQ_REL) == 0) {
+    std::int64_t none = 0;
+    __atomic_compare_exchange_n(&w->first_open_ns, &none, monotonic_ns(), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&w->times_opened, 1, __ATOMIC_ACQ_REL);
+  }
+}
+
+void remove_holder(WindowControl* w) {
+  std::uint32_t cur = load(w->holders);
+  while (cur > 0 && !__atomic_compare_exchange_n(&w->holders, &cur, cur - 1, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+  }
+  if (cur == 1) __atomic_store_n(&w->last_close_ns, monotonic_ns(), __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+std::string WindowRequest::describe() const {
+  std::vector<std::string> parts;
+  if (steps_first >= 0) parts.push_back(fmt::format("steps {}:{}", steps_first, steps_last));
+  if (!start_on.empty()) parts.push_back("start-on " + start_on);
+  if (delay_s > 0) parts.push_back("delay " + seconds(delay_s));
+  if (duration_s > 0) parts.push_back("duration " + seconds(duration_s));
+  if (armed) parts.push_back("armed");
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+Result<std::pair<std::int64_t, std::int64_t>> parse_step_range(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return make_error("--steps: " + text + ": expected A:B (step numbers, both included)");
+  const auto a = parse_step_number(std::string_view(text).substr(0, colon));
+  const auto b = parse_step_number(std::string_view(text).substr(colon + 1));
+  if (!a || !b) return make_error("--steps: " + text + ": A and B must be step numbers (0, 1, 2, ...)");
+  if (*b < *a) return make_error("--steps: " + text + ": the end is before the start");
+  return std::pair{*a, *b};
+}
+
+Result<void> check_window(const WindowRequest& w) {
+  if (w.delay_s < 0 || w.duration_s < 0) return make_error("--delay and --duration must not be negative");
+  if (w.steps_first >= 0 && (w.delay_s > 0 || w.duration_s > 0 || !w.start_on.empty()))
+    return make_error("--steps cannot be combined with --delay, --duration or --start-on");
+  if (!w.start_on.empty() && w.delay_s > 0) return make_error("--start-on cannot be combined with --delay");
+  if (w.start_on.size() >= 256) return make_error("--start-on: the expression is longer than 255 characters");
+  if (!w.start_on.empty()) {
+    regex_t re;
+    const int rc = regcomp(&re, w.start_on.c_str(), REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char why[256];
+      regerror(rc, &re, why, sizeof why);
+      return make_error("--start-on: " + w.start_on + ": " + why);
+    }
+    regfree(&re);
+  }
+  return {};
+}
+
+Result<std::unique_ptr<WindowDriver>> WindowDriver::create(const fs::path& raw_dir, const WindowRequest& w) {
+  const fs::path path = raw_dir / kWindowControlName;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return make_error(path.string() + ": " + std::strerror(errno));
+  const bool sized = ::ftruncate(fd, sizeof(WindowControl)) == 0;
+  WindowControl* c = sized ? map_control(fd) : nullptr;
+  const int err = errno;
+  ::close(fd);
+  if (c == nullptr) return make_error(path.string() + ": " + std::strerror(err));
+  c->version = kWindowControlVersion;
+  c->steps_first = w.steps_first;
+  c->steps_last = w.steps_last;
+  copy_text(c->start_on, w.start_on);
+  copy_text(c->spec, w.describe());
+  // A step window from step 0 is open from the first instruction: the launcher holds it until
+  // the first process is past step B (preload/window.cpp releases the hold).
+  // A --duration without --delay opens at once.
+  if (w.steps_first == 0) {
+    c->launcher_hold = 1;
+    add_holder(c);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(c->magic, kWindowControlMagic, sizeof c->magic);  // last: processes accept it complete
+  auto driver = std::unique_ptr<WindowDriver>(new WindowDriver(c, w));
+  driver->tick();
+  return driver;
+}
+
+WindowDriver::WindowDriver(WindowControl* control, WindowRequest w)
+    : control_(control), request_(std::move(w)), job_start_ns_(monotonic_ns()) {}
+
+WindowDriver::~WindowDriver() { ::munmap(control_, sizeof(WindowControl)); }
+
+void WindowDriver::tick() {
+  const bool timed = request_.delay_s > 0 || (request_.duration_s > 0 && request_.start_on.empty());
+  const std::int64_t now = monotonic_ns();
+  if (timed && !time_opened_ && now >= job_start_ns_ + static_cast<std::int64_t>(request_.delay_s * 1e9)) {
+    time_opened_ = true;
+    time_opened_ns_ = now;
+    add_holder(control_);
+  }
+  if (request_.duration_s <= 0 || time_closed_) return;
+  // the duration counts from the time window's opening, or from the --start-on range's start
+  std::int64_t opened = 0;
+  if (timed && time_opened_) opened = time_opened_ns_;
+  if (!request_.start_on.empty() && load(control_->start_on_fired) != 0) opened = load(control_->start_on_fired_ns);
+  if (opened == 0 || now < opened + static_cast<std::int64_t>(request_.duration_s * 1e9)) return;
+  time_closed_ = true;
+  remove_holder(control_);
+}
+
+Result<std::shared_ptr<WindowControl>> open_window_control(const fs::path& raw_dir) {
+  const fs::path path = raw_dir / kWindowControlName;
+  const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return make_error(path.string() + ": " + std::strerror(errno) +
+                      " (was the job started with tracetune record --armed or a window option?)");
+  struct stat st {};
+  WindowControl* c = nullptr;
+  if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid() && st.st_size >= static_cast<off_t>(sizeof(WindowControl)))
+    c = map_control(fd);
+  ::close(fd);
+  if (c == nullptr || std::memcmp(c->magic, kWindowControlMagic, sizeof c->magic) != 0 ||
+      c->version != kWindowControlVersion) {
+    if (c != nullptr) ::munmap(c, sizeof(WindowControl));
+    return make_error(path.string() + ": not a tracetune window control file of this version");
+  }
+  return std::shared_ptr<WindowControl>(c, [](WindowControl* p) { ::munmap(p, sizeof(WindowControl)); });
+}
+
+std::vector<std::pair<std::string, std::string>> window_metadata(const fs::path& raw_dir) {
+  auto control = open_window_control(raw_dir);
+  if (!control) return {};
+  const WindowControl& c = **control;
+  char spec[sizeof c.spec];
+  std::memcpy(spec, c.spec, sizeof spec);
+  spec[sizeof spec - 1] = '\0';
+  return {
+      {"window", spec},
+      {"window.times_opened", std::to_string(load(c.times_opened))},
+      {"window.first_open_ns", std::to_string(load(c.first_open_ns))},
+      {"window.last_close_ns", std::to_string(load(c.last_close_ns))},
+      {"window.captures", std::to_string(load(c.capture_request))},
+  };
+}
+
+}  // namespace tt::collector
