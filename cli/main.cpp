@@ -378,7 +378,7 @@ struct RecordArgs {
   std::string trace = collector::trace_source_ids(), output = "trace.db", raw_dir;
   bool no_env = false;
   int max_steps = 0;
-  std::string steps, delay, duration;
+  std::string steps, delay, duration, ring, hang;
 };
 
 // "5", "5s", "1.5s", "2m", "1h" -> seconds; -1 when it is none of those.
@@ -406,7 +406,9 @@ Status window_options(RecordArgs& a) {
     std::tie(a.opt.window.steps_first, a.opt.window.steps_last) = range.value();
   }
   for (auto [text, flag, to] : {std::tuple{&a.delay, "--delay", &a.opt.window.delay_s},
-                                std::tuple{&a.duration, "--duration", &a.opt.window.duration_s}}) {
+                                std::tuple{&a.duration, "--duration", &a.opt.window.duration_s},
+                                std::tuple{&a.ring, "--ring", &a.opt.window.ring_s},
+                                std::tuple{&a.hang, "--dump-on-hang", &a.opt.window.hang_s}}) {
     if (text->empty()) continue;
     *to = parse_seconds(*text);
     if (*to < 0) return make_error(fmt::format("{} {}: expected seconds (5, 5s, 2m, 1h)", flag, *text));
@@ -455,6 +457,13 @@ Verb add_record(CLI::App& app) {
   cmd->add_option("--start-on", a->opt.window.start_on, "Record from the first NVTX or Python range whose name matches "
                                                         "this regular expression (POSIX extended)");
   cmd->add_flag("--armed", a->opt.window.armed, "Record nothing until `tracetune capture` asks for a window");
+  cmd->add_option("--ring", a->ring, "Flight recorder: keep only the last N seconds (120s, 10m) of each process, in "
+                                     "a fixed disk budget; dump them on a trigger and at the end");
+  cmd->add_option("--ring-budget", a->opt.window.ring_budget_mib, "Flight recorder: MiB of events kept per process "
+                                                                  "(default 64)");
+  cmd->add_option("--dump-on-hang", a->hang, "Flight recorder: dump when no step ended for this long (60s)");
+  cmd->add_option("--dump-on-slow-step", a->opt.window.slow_step_factor, "Flight recorder: dump when a step takes "
+                                                                         "over K times the running median");
   cmd->add_option("command", a->opt.command, "The job to run, after --")->required();
   cmd->positionals_at_end();
   return {cmd, [a] { return cmd_record(*a); }};

@@ -13,6 +13,7 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
   a.events = t.event_count();
   a.metrics = compute_metrics(t, opt);
   a.findings = run_rules(a.metrics);
+  a.hang = diagnose_hang(t);
   return a;
 }
 

@@ -32,7 +32,7 @@ static bool write_step(int kind, std::int64_t start_ns, std::int64_t end_ns, std
   r.end_ns = end_ns;
   r.number = number;
   r.kind = static_cast<StepKind>(kind);
-  if (!window_admits_step(kind, number, end_ns)) return false;
+  if (!window_admits_step(kind, number, start_ns, end_ns)) return false;
   emit_ungated(RecordType::Step, &r, sizeof r);
   return true;
 }

@@ -14,6 +14,7 @@
 #include <regex.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -96,6 +97,40 @@ void take_capture_request(StepWindow& s, std::int64_t number) {
   s.last = number + n;
 }
 
+// record --dump-on-slow-step K: the durations of this process's last steps, and a slow step
+// counted in the control file when one takes over K times their median (after 8 steps).
+constexpr int kStepHistory = 64;
+struct StepDurations {
+  std::int64_t owner = 0;
+  std::int64_t ns[kStepHistory] = {};
+  int count = 0;
+};
+StepDurations g_durations;
+SpinLock g_durations_lock;
+
+std::int64_t median_of(const StepDurations& d) {
+  std::int64_t sorted[kStepHistory];
+  const int n = d.count < kStepHistory ? d.count : kStepHistory;
+  std::memcpy(sorted, d.ns, sizeof(std::int64_t) * static_cast<std::size_t>(n));
+  std::nth_element(sorted, sorted + n / 2, sorted + n);
+  return sorted[n / 2];
+}
+
+void note_step_duration(std::int64_t ns) {
+  WindowControl* w = g_window_control;
+  const std::int64_t permille = load(w->slow_step_permille);
+  if (permille <= 0 || ns <= 0) return;
+  std::lock_guard<SpinLock> held(g_durations_lock);
+  StepDurations& d = g_durations;
+  if (const std::int64_t pid = sys_getpid(); d.owner != pid) {
+    d = StepDurations{};
+    d.owner = pid;
+  }
+  if (d.count >= 8 && ns > median_of(d) / 1000 * permille) __atomic_fetch_add(&w->slow_steps, 1, __ATOMIC_ACQ_REL);
+  d.ns[d.count % kStepHistory] = ns;
+  ++d.count;
+}
+
 }  // namespace
 
 void window_attach(const char* out_dir) {
@@ -124,10 +159,11 @@ void window_attach(const char* out_dir) {
   if (pattern[0] != '\0') g_start_on_ok = regcomp(&g_start_on, pattern, REG_EXTENDED | REG_NOSUB) == 0;
 }
 
-bool window_admits_step(int kind, std::int64_t number, std::int64_t end_ns) {
+bool window_admits_step(int kind, std::int64_t number, std::int64_t start_ns, std::int64_t end_ns) {
   WindowControl* w = g_window_control;
   if (w == nullptr) return true;
   if (kind == static_cast<int>(StepKind::Step)) {
+    note_step_duration(end_ns - start_ns);
     std::int64_t seen = load(w->last_step_end_ns);
     while (seen < end_ns && !__atomic_compare_exchange_n(&w->last_step_end_ns, &seen, end_ns, true,
                                                          __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {

@@ -28,7 +28,7 @@ void window_attach(const char* out_dir);
 
 // A step record is about to be written (python_api.cpp): moves this process's step window
 // (--steps, captures) and returns whether the record belongs in the trace.
-bool window_admits_step(int kind, std::int64_t number, std::int64_t end_ns);
+bool window_admits_step(int kind, std::int64_t number, std::int64_t start_ns, std::int64_t end_ns);
 // After that step record was written: closes this process's step window after its last step.
 void window_after_step(int kind, std::int64_t number);
 

@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -542,6 +543,10 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   env.push_back("TRACETUNE_TRACE=" + join(opt.trace, ","));
   if (!opt.record_env) env.push_back("TRACETUNE_NO_ENV=1");
   if (has(opt.trace, "nvtx")) env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  if (opt.window.ring()) {
+    env.push_back("TRACETUNE_RING_CHUNKS=" + std::to_string(opt.window.ring_budget_mib));  // 1 MiB chunks
+    env.push_back("TRACETUNE_COLLECTIVE_ENTRY=1");  // host collectives say when they start (hang diagnosis)
+  }
   // tracetune.range tells the collector when a Python range starts, for --start-on only
   if (!opt.window.start_on.empty()) env.push_back("TRACETUNE_WINDOW_START_ON=1");
   bool python_settings = false;
@@ -590,9 +595,20 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
   RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
   // woken by the watch's inotify fd: a record file is held as soon as it appears
-  const JobTick tick{[&watch, &window] {
+  int dumps = 0;
+  const std::vector<std::pair<std::string, std::string>> dump_meta{{"command", redacted_command(opt.command)}};
+  const JobTick tick{[&] {
                        watch.poll();
-                       if (window) window->tick();
+                       if (!window) return;
+                       if (const std::string why = window->tick(); !why.empty()) {
+                         auto dumped = dump_ring(raw_dir, opt.output, ++dumps, why, opt.window, dump_meta);
+                         if (dumped)
+                           std::fprintf(stderr, "tracetune: %s: flight recorder dumped into %s\n", why.c_str(),
+                                        dumped->c_str());
+                         else
+                           std::fprintf(stderr, "tracetune: %s: the flight recorder could not be dumped: %s\n",
+                                        why.c_str(), dumped.error().c_str());
+                       }
                      },
                      watch.fd()};
   Result<int> status = 0;
@@ -623,6 +639,11 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
       std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
       if (done == total) std::fputc('\n', stderr);
     };
+  if (opt.window.ring()) {  // the flight recorder's trace at the end: its last N seconds
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    mopt.keep_from_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
+  }
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
   auto merged = merge_raw(dirs, mopt, report);

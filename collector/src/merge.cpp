@@ -1102,6 +1102,8 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   read_in_order(files, readable, [&](std::size_t i, Result<RawProcess>* raw) {
     if (raw != nullptr && !*raw) skip(files[i], raw->error());
     if (raw != nullptr && *raw) {
+      if (options.keep_from_ns != INT64_MIN || options.keep_to_ns != INT64_MAX)
+        crop_raw_process(raw->value(), options.keep_from_ns, options.keep_to_ns);
       const RawProcess& p = raw->value();
       const auto off = offsets.find(p.header.host);
       ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second, environments, timed_texts).run();

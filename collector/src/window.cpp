@@ -16,7 +16,9 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/collector/merge.h"
 #include "tracetune/collector/window_control.h"
+#include "tracetune/trace/store.h"
 
 namespace tt::collector {
 namespace fs = std::filesystem;
@@ -96,6 +98,14 @@ Result<void> check_window(const WindowRequest& w) {
   if (w.steps_first >= 0 && (w.delay_s > 0 || w.duration_s > 0 || !w.start_on.empty()))
     return make_error("--steps cannot be combined with --delay, --duration or --start-on");
   if (!w.start_on.empty() && w.delay_s > 0) return make_error("--start-on cannot be combined with --delay");
+  if (w.ring() && (w.steps_first >= 0 || w.delay_s > 0 || w.duration_s > 0 || !w.start_on.empty() || w.armed))
+    return make_error("--ring records all the time: it cannot be combined with a window option");
+  if (!w.ring() && (w.hang_s > 0 || w.slow_step_factor > 0))
+    return make_error("--dump-on-hang and --dump-on-slow-step need --ring");
+  if (w.ring() && (w.ring_budget_mib < 2 || w.ring_budget_mib > 4096))
+    return make_error("--ring-budget: between 2 and 4096 MiB per process");
+  if (w.slow_step_factor != 0 && w.slow_step_factor <= 1)
+    return make_error("--dump-on-slow-step: the factor must be above 1");
   if (w.start_on.size() >= 256) return make_error("--start-on: the expression is longer than 255 characters");
   if (!w.start_on.empty()) {
     regex_t re;
@@ -131,10 +141,12 @@ Result<std::unique_ptr<WindowDriver>> WindowDriver::create(const fs::path& raw_d
     c->launcher_hold = 1;
     add_holder(c);
   }
+  if (w.ring()) add_holder(c);  // the flight recorder records all the time; the ring bounds it
+  c->slow_step_permille = static_cast<std::int64_t>(w.slow_step_factor * 1000);
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(c->magic, kWindowControlMagic, sizeof c->magic);  // last: processes accept it complete
   auto driver = std::unique_ptr<WindowDriver>(new WindowDriver(c, w));
-  driver->tick();
+  (void)driver->tick();
   return driver;
 }
 
@@ -143,9 +155,29 @@ WindowDriver::WindowDriver(WindowControl* control, WindowRequest w)
 
 WindowDriver::~WindowDriver() { ::munmap(control_, sizeof(WindowControl)); }
 
-void WindowDriver::tick() {
-  const bool timed = request_.delay_s > 0 || (request_.duration_s > 0 && request_.start_on.empty());
+std::string WindowDriver::tick() {
   const std::int64_t now = monotonic_ns();
+  time_transitions(now);
+  if (!request_.ring()) return {};
+  if (const std::int64_t asked = load(control_->dump_request); asked > dumps_requested_) {
+    dumps_requested_ = asked;
+    return "tracetune capture --dump";
+  }
+  if (const std::int64_t slow = load(control_->slow_steps); slow > slow_steps_seen_) {
+    slow_steps_seen_ = slow;
+    return fmt::format("a step slower than {:g} x the running median", request_.slow_step_factor);
+  }
+  const std::int64_t last_step = load(control_->last_step_end_ns);
+  if (request_.hang_s > 0 && last_step > 0 && last_step != stalled_since_step_ &&
+      now - last_step > static_cast<std::int64_t>(request_.hang_s * 1e9)) {
+    stalled_since_step_ = last_step;  // one dump per stall
+    return fmt::format("no step for {:g} s (hang)", request_.hang_s);
+  }
+  return {};
+}
+
+void WindowDriver::time_transitions(std::int64_t now) {
+  const bool timed = request_.delay_s > 0 || (request_.duration_s > 0 && request_.start_on.empty());
   if (timed && !time_opened_ && now >= job_start_ns_ + static_cast<std::int64_t>(request_.delay_s * 1e9)) {
     time_opened_ = true;
     time_opened_ns_ = now;
@@ -159,6 +191,27 @@ void WindowDriver::tick() {
   if (opened == 0 || now < opened + static_cast<std::int64_t>(request_.duration_s * 1e9)) return;
   time_closed_ = true;
   remove_holder(control_);
+}
+
+Result<fs::path> dump_ring(const fs::path& raw_dir, const fs::path& output, int n, const std::string& reason,
+                           const WindowRequest& request, const std::vector<std::pair<std::string, std::string>>& metadata) {
+  const std::int64_t at = monotonic_ns();
+  MergeOptions options;
+  options.keep_from_ns = at - static_cast<std::int64_t>(request.ring_s * 1e9);
+  options.keep_to_ns = at;
+  MergeReport report;
+  const fs::path dirs[] = {raw_dir};
+  auto merged = merge_raw(dirs, options, report);
+  if (!merged) return make_error(merged.error());
+  trace::Trace& t = merged.value();
+  for (const auto& kv : metadata) t.metadata.push_back(kv);
+  t.metadata.emplace_back("dump.reason", reason);
+  t.metadata.emplace_back("dump.at_ns", std::to_string(at));
+  fs::path out = output;
+  out.replace_extension();
+  out += fmt::format(".dump-{}{}", n, output.extension().string());
+  if (auto st = trace::write_trace(t, out, "tracetune record --ring"); !st) return make_error(st.error());
+  return out;
 }
 
 Result<std::shared_ptr<WindowControl>> open_window_control(const fs::path& raw_dir) {

@@ -25,8 +25,16 @@ struct WindowRequest {
   double duration_s = 0;          // --duration: and closes this long after it opened (0: at the end)
   std::string start_on;           // --start-on: opens at the first range matching (POSIX ERE)
   bool armed = false;             // --armed: closed until `tracetune capture` opens it
+  // Flight recorder (--ring): the last ring_s seconds, in ring_budget_mib MiB of ring per process;
+  // dumped into a trace on `capture --dump`, on a step slower than slow_step_factor x the running
+  // median (0: off), and after hang_s seconds without a step (0: off).
+  double ring_s = 0;
+  int ring_budget_mib = 64;
+  double slow_step_factor = 0;
+  double hang_s = 0;
+  bool ring() const { return ring_s > 0; }
   // True when any window was asked for: the job then records only inside it.
-  bool any() const { return steps_first >= 0 || delay_s > 0 || duration_s > 0 || !start_on.empty() || armed; }
+  bool any() const { return steps_first >= 0 || delay_s > 0 || duration_s > 0 || !start_on.empty() || armed || ring(); }
   // The window as the user wrote it ("steps 100:120", "delay 5s, duration 10s"...).
   std::string describe() const;
 };
@@ -44,18 +52,30 @@ class WindowDriver {
   ~WindowDriver();
   WindowDriver(const WindowDriver&) = delete;
   WindowDriver& operator=(const WindowDriver&) = delete;
-  // Called every 20 ms while the job runs: opens and closes the time window.
-  void tick();
+  // Called every 20 ms while the job runs: opens and closes the time window. Returns why the
+  // flight recorder must be dumped now ("" for not now).
+  std::string tick();
 
  private:
   WindowDriver(WindowControl* control, WindowRequest w);
+  void time_transitions(std::int64_t now);
   WindowControl* control_;
   WindowRequest request_;
   std::int64_t job_start_ns_;
   bool time_opened_ = false;
   std::int64_t time_opened_ns_ = 0;  // when tick() opened the time window
   bool time_closed_ = false;
+  std::int64_t dumps_requested_ = 0;  // capture --dump requests seen
+  std::int64_t slow_steps_seen_ = 0;
+  std::int64_t stalled_since_step_ = 0;  // last_step_end_ns of the stall already dumped
 };
+
+// Flight recorder dump: merges what the job's processes hold now (their rings, while they keep
+// running) into <output stem>.dump-<n>.db, keeping the last `request.ring_s` seconds, with
+// metadata dump.reason and dump.at_ns. Returns the trace written.
+Result<std::filesystem::path> dump_ring(const std::filesystem::path& raw_dir, const std::filesystem::path& output, int n,
+                                        const std::string& reason, const WindowRequest& request,
+                                        const std::vector<std::pair<std::string, std::string>>& metadata);
 
 // Maps an existing job's control file (`tracetune capture`); nullptr with an error when the
 // directory holds none or it is not ours.

@@ -51,10 +51,16 @@ struct WindowControl {
   // stepping process serves each request once, from its next step on.
   std::int64_t capture_request;
   std::int64_t capture_steps;
+  // Flight recorder (record --ring): `tracetune capture --dump` increments dump_request; a
+  // process whose step took over slow_step_permille/1000 times its running median increments
+  // slow_steps (0: not watched).
+  std::int64_t dump_request;
+  std::int64_t slow_steps;
+  std::int64_t slow_step_permille;
   char start_on[256];  // --start-on's regular expression (POSIX extended), "" for none
   char spec[256];      // the window as asked for, for the trace's `window` metadata entry
 };
-static_assert(sizeof(WindowControl) == 608, "WindowControl: shared layout (a new size needs a new version)");
+static_assert(sizeof(WindowControl) == 632, "WindowControl: shared layout (a new size needs a new version)");
 
 // Records written whatever the window: they describe processes, threads and strings, or are
 // the collector's own bookkeeping.
