@@ -525,6 +525,44 @@ Verb add_merge(CLI::App& app) {
   return {cmd, [a] { return cmd_merge(a->dirs, a->output); }};
 }
 
+// `tracetune capture PID|--job DIR [--steps N] [--dump]` (docs/collector.md §9.2).
+int cmd_capture(const std::string& pid, const std::string& job, std::int64_t steps, bool dump) {
+  if (pid.empty() == job.empty()) return usage_error("capture", "name the job: a PID of one of its processes, or --job RAW_DIR");
+  std::filesystem::path raw = job;
+  if (!pid.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(pid.c_str(), &end, 10);
+    if (end == pid.c_str() || *end != '\0' || n <= 0) return usage_error("capture", pid + ": not a process id");
+    auto found = collector::raw_dir_of_process(n);
+    if (!found) return fail("capture: " + found.error());
+    raw = found.value();
+  }
+  const Status st = dump ? collector::request_dump(raw) : collector::request_capture(raw, steps);
+  if (!st) return fail("capture: " + st.error());
+  std::fprintf(stderr, dump ? "tracetune: capture: flight recorder dump requested from %s\n"
+                            : "tracetune: capture: window requested from %s; its trace is written beside the job's "
+                              "(OUT.capture-N.db) when it closes\n",
+               raw.c_str());
+  return 0;
+}
+
+Verb add_capture(CLI::App& app) {
+  struct Args {
+    std::string pid, job;
+    std::int64_t steps = 10;
+    bool dump = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("capture", "Record a window of a running job started with `tracetune record --armed` "
+                                            "(every process, from its next step), or dump a --ring job's flight recorder:\n"
+                                            "  tracetune capture PID|--job RAW_DIR [--steps N] [--dump]");
+  cmd->add_option("pid", a->pid, "A process of the job");
+  cmd->add_option("--job", a->job, "The job's raw record directory (record's --raw-dir, default OUT.db.raw)");
+  cmd->add_option("--steps", a->steps, "Steps to record (default 10)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_flag("--dump", a->dump, "Dump the flight recorder (record --ring) instead");
+  return {cmd, [a] { return cmd_capture(a->pid, a->job, a->steps, a->dump); }};
+}
+
 Verb add_run(CLI::App& app) {
   auto opt = std::make_shared<tuner::RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a job with a tuned config applied (no recording):\n"
@@ -661,7 +699,7 @@ static int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
   cli::Verbs verbs;
-  for (auto* add : {add_import, add_info, add_export, add_record, add_analyze, add_diff, add_merge, add_run})
+  for (auto* add : {add_import, add_info, add_export, add_record, add_analyze, add_diff, add_merge, add_capture, add_run})
     verbs.push_back(add(app));
   verbs.push_back(add_tune(app, argc, argv));
   cli::add_bench_verbs(app, verbs);

@@ -60,6 +60,7 @@ void take_hold(const char* why) {
     std::int64_t none = 0;
     const std::int64_t t = now_ns();
     __atomic_compare_exchange_n(&w->first_open_ns, &none, t, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->last_open_ns, t, __ATOMIC_RELEASE);
     __atomic_fetch_add(&w->times_opened, 1, __ATOMIC_ACQ_REL);
   }
   window_mark(why);

@@ -563,6 +563,22 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   return env;
 }
 
+namespace {
+std::int64_t monotonic_now_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// One stderr line per flight recorder dump or capture trace written while the job runs.
+void report_partial_trace(const std::string& what, const char* done, const Result<fs::path>& written) {
+  if (written)
+    std::fprintf(stderr, "tracetune: %s: %s into %s\n", what.c_str(), done, written.value().c_str());
+  else
+    std::fprintf(stderr, "tracetune: %s: no trace written: %s\n", what.c_str(), written.error().c_str());
+}
+}  // namespace
+
 Result<RecordOutcome> record(const RecordOptions& opt) {
   if (opt.command.empty()) return make_error("record: no command given (usage: tracetune record -- CMD...)");
   if (collector_library_path().empty())
@@ -600,15 +616,21 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   const JobTick tick{[&] {
                        watch.poll();
                        if (!window) return;
-                       if (const std::string why = window->tick(); !why.empty()) {
-                         auto dumped = dump_ring(raw_dir, opt.output, ++dumps, why, opt.window, dump_meta);
-                         if (dumped)
-                           std::fprintf(stderr, "tracetune: %s: flight recorder dumped into %s\n", why.c_str(),
-                                        dumped->c_str());
-                         else
-                           std::fprintf(stderr, "tracetune: %s: the flight recorder could not be dumped: %s\n",
-                                        why.c_str(), dumped.error().c_str());
+                       const WindowDriver::Tick done = window->tick();
+                       if (!done.dump_reason.empty()) {
+                         const std::int64_t at = monotonic_now_ns();
+                         auto meta = dump_meta;
+                         meta.emplace_back("dump.reason", done.dump_reason);
+                         meta.emplace_back("dump.at_ns", std::to_string(at));
+                         report_partial_trace(done.dump_reason, "flight recorder dumped",
+                                              write_partial_trace(raw_dir, opt.output, fmt::format(".dump-{}", ++dumps),
+                                                                  at - static_cast<std::int64_t>(opt.window.ring_s * 1e9),
+                                                                  at, std::move(meta)));
                        }
+                       if (done.capture > 0)
+                         report_partial_trace(fmt::format("capture {}", done.capture), "its window written",
+                                              write_partial_trace(raw_dir, opt.output, fmt::format(".capture-{}", done.capture),
+                                                                  done.capture_from_ns, done.capture_to_ns, dump_meta));
                      },
                      watch.fd()};
   Result<int> status = 0;
@@ -639,11 +661,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
       std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
       if (done == total) std::fputc('\n', stderr);
     };
-  if (opt.window.ring()) {  // the flight recorder's trace at the end: its last N seconds
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    mopt.keep_from_ns = std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
-  }
+  if (opt.window.ring())  // the flight recorder's trace at the end: its last N seconds
+    mopt.keep_from_ns = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
   auto merged = merge_raw(dirs, mopt, report);

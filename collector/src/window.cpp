@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <string_view>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -57,7 +59,9 @@ T load(const T& v) { return __atomic_load_n(&v, __ATOMIC_ACQUIRE); }
 void add_holder(WindowControl* w) {
   if (__atomic_fetch_add(&w->holders, 1, __ATOMIC_ACQ_REL) == 0) {
     std::int64_t none = 0;
-    __atomic_compare_exchange_n(&w->first_open_ns, &none, monotonic_ns(), false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    const std::int64_t t = monotonic_ns();
+    __atomic_compare_exchange_n(&w->first_open_ns, &none, t, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->last_open_ns, t, __ATOMIC_RELEASE);
     __atomic_fetch_add(&w->times_opened, 1, __ATOMIC_ACQ_REL);
   }
 }
@@ -78,6 +82,7 @@ std::string WindowRequest::describe() const {
   if (delay_s > 0) parts.push_back("delay " + seconds(delay_s));
   if (duration_s > 0) parts.push_back("duration " + seconds(duration_s));
   if (armed) parts.push_back("armed");
+  if (ring()) parts.push_back(fmt::format("ring {} ({} MiB per process)", seconds(ring_s), ring_budget_mib));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;
@@ -146,7 +151,7 @@ Result<std::unique_ptr<WindowDriver>> WindowDriver::create(const fs::path& raw_d
   std::atomic_thread_fence(std::memory_order_release);
   std::memcpy(c->magic, kWindowControlMagic, sizeof c->magic);  // last: processes accept it complete
   auto driver = std::unique_ptr<WindowDriver>(new WindowDriver(c, w));
-  (void)driver->tick();
+  (void)driver->tick();  // a window open from the start is open before the job starts
   return driver;
 }
 
@@ -155,10 +160,16 @@ WindowDriver::WindowDriver(WindowControl* control, WindowRequest w)
 
 WindowDriver::~WindowDriver() { ::munmap(control_, sizeof(WindowControl)); }
 
-std::string WindowDriver::tick() {
+WindowDriver::Tick WindowDriver::tick() {
   const std::int64_t now = monotonic_ns();
   time_transitions(now);
-  if (!request_.ring()) return {};
+  Tick out;
+  capture_closed(out);
+  if (request_.ring()) out.dump_reason = dump_reason(now);
+  return out;
+}
+
+std::string WindowDriver::dump_reason(std::int64_t now) {
   if (const std::int64_t asked = load(control_->dump_request); asked > dumps_requested_) {
     dumps_requested_ = asked;
     return "tracetune capture --dump";
@@ -174,6 +185,22 @@ std::string WindowDriver::tick() {
     return fmt::format("no step for {:g} s (hang)", request_.hang_s);
   }
   return {};
+}
+
+// A capture's window has closed since its request: the span of its trace (opening to closing).
+int WindowDriver::capture_closed(Tick& out) {
+  if (const std::int64_t request = load(control_->capture_request); request > captures_seen_) {
+    captures_seen_ = request;
+    capture_pending_since_ = load(control_->capture_requested_ns);
+  }
+  if (capture_pending_since_ == 0 || load(control_->holders) != 0) return 0;
+  const std::int64_t opened = load(control_->last_open_ns), closed = load(control_->last_close_ns);
+  if (opened < capture_pending_since_ || closed < opened) return 0;
+  capture_pending_since_ = 0;
+  out.capture = static_cast<int>(captures_seen_);
+  out.capture_from_ns = opened;
+  out.capture_to_ns = closed;
+  return out.capture;
 }
 
 void WindowDriver::time_transitions(std::int64_t now) {
@@ -193,25 +220,64 @@ void WindowDriver::time_transitions(std::int64_t now) {
   remove_holder(control_);
 }
 
-Result<fs::path> dump_ring(const fs::path& raw_dir, const fs::path& output, int n, const std::string& reason,
-                           const WindowRequest& request, const std::vector<std::pair<std::string, std::string>>& metadata) {
-  const std::int64_t at = monotonic_ns();
+Result<fs::path> write_partial_trace(const fs::path& raw_dir, const fs::path& output, const std::string& suffix,
+                                     std::int64_t from_ns, std::int64_t to_ns,
+                                     std::vector<std::pair<std::string, std::string>> metadata) {
   MergeOptions options;
-  options.keep_from_ns = at - static_cast<std::int64_t>(request.ring_s * 1e9);
-  options.keep_to_ns = at;
+  options.keep_from_ns = from_ns;
+  options.keep_to_ns = to_ns;
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
   auto merged = merge_raw(dirs, options, report);
   if (!merged) return make_error(merged.error());
   trace::Trace& t = merged.value();
-  for (const auto& kv : metadata) t.metadata.push_back(kv);
-  t.metadata.emplace_back("dump.reason", reason);
-  t.metadata.emplace_back("dump.at_ns", std::to_string(at));
+  for (auto& kv : metadata) t.metadata.push_back(std::move(kv));
   fs::path out = output;
   out.replace_extension();
-  out += fmt::format(".dump-{}{}", n, output.extension().string());
-  if (auto st = trace::write_trace(t, out, "tracetune record --ring"); !st) return make_error(st.error());
+  out += suffix + output.extension().string();
+  if (auto st = trace::write_trace(t, out, "tracetune record " + suffix.substr(1)); !st) return make_error(st.error());
   return out;
+}
+
+namespace {
+Result<std::shared_ptr<WindowControl>> open_for_request(const fs::path& raw_dir) { return open_window_control(raw_dir); }
+}  // namespace
+
+Result<void> request_capture(const fs::path& raw_dir, std::int64_t steps) {
+  auto control = open_for_request(raw_dir);
+  if (!control) return make_error(control.error());
+  WindowControl* c = control->get();
+  __atomic_store_n(&c->capture_steps, steps, __ATOMIC_RELEASE);
+  __atomic_store_n(&c->capture_requested_ns, monotonic_ns(), __ATOMIC_RELEASE);
+  __atomic_fetch_add(&c->capture_request, 1, __ATOMIC_ACQ_REL);  // last: the request is complete
+  return {};
+}
+
+Result<void> request_dump(const fs::path& raw_dir) {
+  auto control = open_for_request(raw_dir);
+  if (!control) return make_error(control.error());
+  if (std::string_view((*control)->spec).find("ring") == std::string_view::npos)
+    return make_error("--dump: the job was not started with tracetune record --ring");
+  __atomic_fetch_add(&(*control)->dump_request, 1, __ATOMIC_ACQ_REL);
+  return {};
+}
+
+Result<fs::path> raw_dir_of_process(long pid) {
+  const fs::path environ_path = fs::path("/proc") / std::to_string(pid) / "environ";
+  std::FILE* f = std::fopen(environ_path.c_str(), "rb");
+  if (f == nullptr) return make_error(fmt::format("process {}: {}", pid, std::strerror(errno)));
+  std::string env;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) env.append(buf, n);
+  std::fclose(f);
+  constexpr std::string_view key = "TRACETUNE_OUTPUT_DIR=";
+  for (std::size_t at = 0; at < env.size();) {
+    const std::size_t end = std::min(env.find('\0', at), env.size());
+    const std::string_view entry(env.data() + at, end - at);
+    if (entry.starts_with(key)) return fs::path(std::string(entry.substr(key.size())));
+    at = end + 1;
+  }
+  return make_error(fmt::format("process {} is not recorded by tracetune (no TRACETUNE_OUTPUT_DIR)", pid));
 }
 
 Result<std::shared_ptr<WindowControl>> open_window_control(const fs::path& raw_dir) {

@@ -101,6 +101,17 @@ def case_hang(tmp):
             print("summary:", summary)
             reason = dict(query(dump, "SELECT key, value FROM meta WHERE key LIKE 'dump.%'")).get("dump.reason", "")
             check("hang: the dump says why it was taken", "hang" in reason, reason)
+        before = set(tmp.glob("trace.dump-*.db"))
+        c = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
+        check("hang: capture --dump is accepted", c.returncode == 0, c.stderr)
+
+        def asked_dump():
+            for dump in set(tmp.glob("trace.dump-*.db")) - before:
+                if dict(query(dump, "SELECT key, value FROM meta")).get("dump.reason") == "tracetune capture --dump":
+                    return dump
+            return None
+
+        check("hang: capture --dump writes one more dump", wait_for(asked_dump, 120))
     finally:
         # every process of the job (torchrun 2.x starts its workers in sessions of their own: their
         # pids are in the record files' names), tracetune record and what is left of its group

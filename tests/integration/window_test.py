@@ -10,6 +10,8 @@
   itself: every mark it made while the window was open is in the trace, none made while closed.
 - start_on: --start-on '^train_phase$': ranges before the first matching one are absent, it and
   what follows are present.
+- capture: a job started with --armed, captured twice while it runs (by its raw directory, then
+  by its pid) with `tracetune capture --steps 5`: two traces, each of 5 successive steps.
 - usage: bad window options are one-line usage errors and the job is not run.
 
 usage: window_test.py TRACETUNE [CASE...]
@@ -19,6 +21,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 TRACETUNE = sys.argv[1]
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
@@ -185,6 +188,64 @@ def case_start_on(tmp):
     check("start_on: the mark inside it too", "inside" in mark_names(db), mark_names(db))
 
 
+CAPTURE_JOB = """
+import os, pathlib, sys, time, torch
+tmp = pathlib.Path(sys.argv[1])
+model = torch.nn.Linear(16, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(8, 16)
+for step in range(20000):
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+    time.sleep(0.005)
+    if step == 20:
+        (tmp / "ready").write_text(str(os.getpid()))
+    if (tmp / "stop").exists():
+        break
+"""
+
+
+def case_capture(tmp):
+    tmp = pathlib.Path(tmp)
+    job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "trace.db.raw"
+    job.write_text(CAPTURE_JOB)
+    rec = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--armed", "--", TORCH_PYTHON, str(job), str(tmp)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        check("capture: the armed job starts stepping", wait_for(lambda: (tmp / "ready").exists(), 300))
+        steps = []
+        for k, target in ((1, ["--job", str(raw)]), (2, [(tmp / "ready").read_text()])):
+            c = subprocess.run([TRACETUNE, "capture", *target, "--steps", "5"], capture_output=True, text=True, timeout=60)
+            check(f"capture {k}: requested ({' '.join(target[:1])})", c.returncode == 0, c.stderr)
+            trace = tmp / f"trace.capture-{k}.db"
+            check(f"capture {k}: its trace is written while the job runs", wait_for(trace.exists, 300))
+            doc = analyze(trace) if trace.exists() else {"ranks": []}
+            got = [s["number"] for x in doc["ranks"] if x["has_steps"] for s in x["steps"]]
+            check(f"capture {k}: it holds the 5 requested steps", len(got) == 5 and got == list(range(got[0], got[0] + 5)), got)
+            steps.append(got)
+        check("capture: the two captures are separate traces of successive windows",
+              len(steps) == 2 and steps[0] and steps[1] and steps[1][0] > steps[0][-1], steps)
+        d = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
+        check("capture: --dump on a job without --ring is refused in one line",
+              d.returncode == 1 and "--ring" in d.stderr and len(d.stderr.strip().splitlines()) == 1, d.stderr)
+    finally:
+        (tmp / "stop").write_text("")
+        _, err = rec.communicate(timeout=300)
+    check("capture: the job ends normally", rec.returncode == 0, err[-2000:])
+    m = meta(db)
+    check("capture: the job's trace counts its captures", m.get("window") == "armed" and m.get("window.captures") == "2", m)
+
+
+def wait_for(predicate, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def case_usage(tmp):
     marker = pathlib.Path(tmp) / "ran"
     for options, says in ((["--steps", "5"], "expected A:B"), (["--steps", "9:3"], "end is before the start"),
@@ -199,4 +260,4 @@ def case_usage(tmp):
 
 
 run_cases({"steps": case_steps, "steps_ranks": case_steps_ranks, "time": case_time, "start_on": case_start_on,
-           "usage": case_usage}, sys.argv[2:])
+           "capture": case_capture, "usage": case_usage}, sys.argv[2:])

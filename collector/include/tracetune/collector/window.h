@@ -52,9 +52,15 @@ class WindowDriver {
   ~WindowDriver();
   WindowDriver(const WindowDriver&) = delete;
   WindowDriver& operator=(const WindowDriver&) = delete;
-  // Called every 20 ms while the job runs: opens and closes the time window. Returns why the
-  // flight recorder must be dumped now ("" for not now).
-  std::string tick();
+  // What the launcher must write after a tick.
+  struct Tick {
+    std::string dump_reason;  // the flight recorder must be dumped now, and why ("": no)
+    int capture = 0;          // a capture's window closed: its number (1, 2, ...; 0: none) and span
+    std::int64_t capture_from_ns = 0, capture_to_ns = 0;
+  };
+  // Called every 20 ms while the job runs: opens and closes the time window, and says when to
+  // dump the flight recorder or write a capture's trace.
+  Tick tick();
 
  private:
   WindowDriver(WindowControl* control, WindowRequest w);
@@ -68,14 +74,26 @@ class WindowDriver {
   std::int64_t dumps_requested_ = 0;  // capture --dump requests seen
   std::int64_t slow_steps_seen_ = 0;
   std::int64_t stalled_since_step_ = 0;  // last_step_end_ns of the stall already dumped
+  std::int64_t captures_seen_ = 0;       // capture requests seen
+  std::int64_t capture_pending_since_ = 0;  // the request whose window has not closed yet (0: none)
+  std::string dump_reason(std::int64_t now);
+  int capture_closed(Tick& out);
 };
 
-// Flight recorder dump: merges what the job's processes hold now (their rings, while they keep
-// running) into <output stem>.dump-<n>.db, keeping the last `request.ring_s` seconds, with
-// metadata dump.reason and dump.at_ns. Returns the trace written.
-Result<std::filesystem::path> dump_ring(const std::filesystem::path& raw_dir, const std::filesystem::path& output, int n,
-                                        const std::string& reason, const WindowRequest& request,
-                                        const std::vector<std::pair<std::string, std::string>>& metadata);
+// A trace of what the job's processes hold now (while they keep running): the record files of
+// `raw_dir` merged with only the events in [from_ns, to_ns], written to <output stem><suffix><ext>
+// (trace.db, ".dump-1" -> trace.dump-1.db) with `metadata` added. Flight recorder dumps and
+// captures' traces. Returns the path written.
+Result<std::filesystem::path> write_partial_trace(const std::filesystem::path& raw_dir, const std::filesystem::path& output,
+                                                  const std::string& suffix, std::int64_t from_ns, std::int64_t to_ns,
+                                                  std::vector<std::pair<std::string, std::string>> metadata);
+
+// `tracetune capture`: asks every stepping process of the job to record its next `steps` steps
+// (each from its next step boundary); `dump` asks the launcher for a flight recorder dump.
+Result<void> request_capture(const std::filesystem::path& raw_dir, std::int64_t steps);
+Result<void> request_dump(const std::filesystem::path& raw_dir);
+// The raw record directory of a recorded process (its TRACETUNE_OUTPUT_DIR).
+Result<std::filesystem::path> raw_dir_of_process(long pid);
 
 // Maps an existing job's control file (`tracetune capture`); nullptr with an error when the
 // directory holds none or it is not ours.

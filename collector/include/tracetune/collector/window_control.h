@@ -45,12 +45,14 @@ struct WindowControl {
   std::int64_t last_close_ns;
   std::uint32_t times_opened;
   std::uint32_t pad0;
+  std::int64_t last_open_ns;  // CLOCK_MONOTONIC of the latest opening
   // End of the latest step of any process (the launcher's hang/progress view).
   std::int64_t last_step_end_ns;
   // `tracetune capture`: a request is (capture_request incremented, capture_steps set). Each
   // stepping process serves each request once, from its next step on.
   std::int64_t capture_request;
   std::int64_t capture_steps;
+  std::int64_t capture_requested_ns;  // CLOCK_MONOTONIC of the latest request
   // Flight recorder (record --ring): `tracetune capture --dump` increments dump_request; a
   // process whose step took over slow_step_permille/1000 times its running median increments
   // slow_steps (0: not watched).
@@ -60,7 +62,7 @@ struct WindowControl {
   char start_on[256];  // --start-on's regular expression (POSIX extended), "" for none
   char spec[256];      // the window as asked for, for the trace's `window` metadata entry
 };
-static_assert(sizeof(WindowControl) == 632, "WindowControl: shared layout (a new size needs a new version)");
+static_assert(sizeof(WindowControl) == 648, "WindowControl: shared layout (a new size needs a new version)");
 
 // Records written whatever the window: they describe processes, threads and strings, or are
 // the collector's own bookkeeping.
