@@ -611,12 +611,19 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
   RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
   // woken by the watch's inotify fd: a record file is held as soon as it appears
-  int dumps = 0;
+  int dumps = 0, ticks = 0, pruned = 0;
   const std::vector<std::pair<std::string, std::string>> dump_meta{{"command", redacted_command(opt.command)}};
   const JobTick tick{[&] {
                        watch.poll();
                        if (!window) return;
                        const WindowDriver::Tick done = window->tick();
+                       if (opt.window.ring() && ++ticks % 50 == 0) {  // about once a second
+                         const auto cutoff = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
+                         for (const fs::path& rel : files_ended_before(raw_dir, cutoff)) {
+                           watch.release(rel);
+                           pruned += fs::remove(raw_dir / rel, ec) ? 1 : 0;
+                         }
+                       }
                        if (!done.dump_reason.empty()) {
                          const std::int64_t at = monotonic_now_ns();
                          auto meta = dump_meta;
@@ -652,6 +659,9 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   }
   outcome.exit_code = exit_code_of(status.value());
   if (const std::string lost = watch.restore(); !lost.empty()) std::fprintf(stderr, "tracetune: warning: %s\n", lost.c_str());
+  if (pruned > 0)
+    std::fprintf(stderr, "tracetune: flight recorder: %d record file(s) of processes that ended before the last %gs "
+                 "removed while the job ran\n", pruned, opt.window.ring_s);
 
   // Merge what every process recorded.
   MergeOptions mopt;

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/collector/merge.h"
+#include "tracetune/collector/record_reader.h"
 #include "tracetune/collector/window_control.h"
 #include "tracetune/trace/store.h"
 
@@ -242,6 +243,18 @@ Result<fs::path> write_partial_trace(const fs::path& raw_dir, const fs::path& ou
 namespace {
 Result<std::shared_ptr<WindowControl>> open_for_request(const fs::path& raw_dir) { return open_window_control(raw_dir); }
 }  // namespace
+
+std::vector<fs::path> files_ended_before(const fs::path& raw_dir, std::int64_t cutoff_ns) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(raw_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".ttr" || !it->is_regular_file(ec)) continue;
+    auto h = read_record_header(it->path());
+    if (h && (h->flags & (kExited | kExecReplaced)) != 0 && h->end_mono_ns > 0 && h->end_mono_ns < cutoff_ns)
+      out.push_back(fs::relative(it->path(), raw_dir, ec));
+  }
+  return out;
+}
 
 Result<void> request_capture(const fs::path& raw_dir, std::int64_t steps) {
   auto control = open_for_request(raw_dir);

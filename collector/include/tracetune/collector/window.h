@@ -95,6 +95,12 @@ Result<void> request_dump(const std::filesystem::path& raw_dir);
 // The raw record directory of a recorded process (its TRACETUNE_OUTPUT_DIR).
 Result<std::filesystem::path> raw_dir_of_process(long pid);
 
+// Flight recorder: the record files (host/proc-*.ttr, relative to raw_dir) of processes that
+// ended (exit, or exec into a new image) before `cutoff_ns`: none of their events is in the span
+// a dump or the final trace keeps, and a job that starts processes all the time (DataLoader
+// workers each epoch) would otherwise grow its raw directory without bound.
+std::vector<std::filesystem::path> files_ended_before(const std::filesystem::path& raw_dir, std::int64_t cutoff_ns);
+
 // Maps an existing job's control file (`tracetune capture`); nullptr with an error when the
 // directory holds none or it is not ours.
 Result<std::shared_ptr<WindowControl>> open_window_control(const std::filesystem::path& raw_dir);
