@@ -53,6 +53,7 @@ def main():
                 if out.returncode != 0 or not m:
                     sys.exit(f"{name}: failed: {out.stderr[-2000:]}")
                 times[name].append(float(m.group(1)))
+                print(f"round {r}: {name}: step_ms={m.group(1)}", flush=True)
         bare = statistics.median(times["bare"])
         print(f"DataLoader sample, {args.workers} workers, {args.steps} steps, {args.rounds} rounds, {args.python}")
         for name, ts in times.items():
