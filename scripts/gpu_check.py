@@ -764,7 +764,7 @@ def window_kernel_facts(db):
     """Kernels inside and outside the trace's recording window (record --steps, docs/collector.md §9)."""
     meta = dict(query(db, "SELECT key, value FROM meta WHERE key LIKE 'window%'"))
     opened, closed = int(meta.get("window.first_open_ns", 0)), int(meta.get("window.last_close_ns", 0))
-    outside = query(db, "SELECT count(*) FROM kernels WHERE start_ns < ? OR start_ns + dur_ns > ?", opened, closed)[0][0]
+    outside = query(db, "SELECT count(*) FROM kernels WHERE start_ns < ? OR end_ns > ?", opened, closed)[0][0]
     return {"window": meta, "kernels": query(db, "SELECT count(*) FROM kernels")[0][0], "kernels_outside": outside,
             "step_numbers": [n for (n,) in query(db, "SELECT DISTINCT number FROM steps ORDER BY number")]}
 
