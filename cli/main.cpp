@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -390,7 +391,44 @@ struct RecordArgs {
   bool no_env = false;
   int max_steps = 0;
   int pystack_hz = 0;
+  std::string steps, delay, duration, ring, hang;
 };
+
+// "5", "5s", "1.5s", "2m", "1h" -> seconds; -1 when it is none of those.
+double parse_seconds(const std::string& text) {
+  if (text.empty()) return -1;
+  double unit = 1;
+  std::string number = text;
+  switch (text.back()) {
+    case 's': number.pop_back(); break;
+    case 'm': unit = 60, number.pop_back(); break;
+    case 'h': unit = 3600, number.pop_back(); break;
+    default: break;
+  }
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(v >= 0)) return -1;
+  return v * unit;
+}
+
+// --steps/--delay/--duration (--start-on and --armed are set directly) into opt.window.
+Status window_options(RecordArgs& a) {
+  if (!a.steps.empty()) {
+    auto range = collector::parse_step_range(a.steps);
+    if (!range) return make_error(range.error());
+    std::tie(a.opt.window.steps_first, a.opt.window.steps_last) = range.value();
+  }
+  for (auto [text, flag, to] : {std::tuple{&a.delay, "--delay", &a.opt.window.delay_s},
+                                std::tuple{&a.duration, "--duration", &a.opt.window.duration_s},
+                                std::tuple{&a.ring, "--ring", &a.opt.window.ring_s},
+                                std::tuple{&a.hang, "--dump-on-hang", &a.opt.window.hang_s}}) {
+    if (text->empty()) continue;
+    *to = parse_seconds(*text);
+    if (*to < 0) return make_error(fmt::format("{} {}: expected seconds (5, 5s, 2m, 1h)", flag, *text));
+  }
+  if (auto st = collector::check_window(a.opt.window); !st) return make_error(st.error());
+  return {};
+}
 
 int cmd_record(RecordArgs a) {
   if (a.output == kStdout) return refuse_stdout("record", "a trace database");
@@ -401,6 +439,7 @@ int cmd_record(RecordArgs a) {
   a.opt.record_env = !a.no_env;
   if (a.max_steps > 0) a.opt.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(a.max_steps));
   if (a.pystack_hz > 0) a.opt.extra_env.emplace_back("TRACETUNE_PYSTACK_HZ", std::to_string(a.pystack_hz));
+  if (auto st = window_options(a); !st) return usage_error("record", st.error());
   auto sources = collector::parse_trace_sources(a.trace);
   if (!sources) return fail("record: " + sources.error());
   a.opt.trace = std::move(sources.value());
@@ -427,6 +466,20 @@ Verb add_record(CLI::App& app) {
                                                 "(TRACETUNE_MAX_STEPS)")->check(CLI::Range(1, 1000000000));
   cmd->add_option("--pystack-hz", a->pystack_hz, "Python stack samples per second and thread (--trace pystack; "
                                                   "default 100)")->check(CLI::Range(1, 1000));
+  cmd->add_option("--steps", a->steps, "Record only steps A to B (A:B, both included, numbered as analyze numbers them); "
+                                       "outside them the collector stays armed but writes no events");
+  cmd->add_option("--delay", a->delay, "Record from this long after the job starts (5, 5s, 2m)");
+  cmd->add_option("--duration", a->duration, "Record for this long (from the start, from --delay, or from --start-on's range)");
+  cmd->add_option("--start-on", a->opt.window.start_on, "Record from the first NVTX or Python range whose name matches "
+                                                        "this regular expression (POSIX extended)");
+  cmd->add_flag("--armed", a->opt.window.armed, "Record nothing until `tracetune capture` asks for a window");
+  cmd->add_option("--ring", a->ring, "Flight recorder: keep only the last N seconds (120s, 10m) of each process, in "
+                                     "a fixed disk budget; dump them on a trigger and at the end");
+  cmd->add_option("--ring-budget", a->opt.window.ring_budget_mib, "Flight recorder: MiB of events kept per process "
+                                                                  "(default 64)");
+  cmd->add_option("--dump-on-hang", a->hang, "Flight recorder: dump when no step ended for this long (60s)");
+  cmd->add_option("--dump-on-slow-step", a->opt.window.slow_step_factor, "Flight recorder: dump when a step takes "
+                                                                         "over K times the running median");
   cmd->add_option("command", a->opt.command, "The job to run, after --")->required();
   cmd->positionals_at_end();
   return {cmd, [a] { return cmd_record(*a); }};
@@ -486,6 +539,44 @@ Verb add_merge(CLI::App& app) {
   cmd->add_option("dirs", a->dirs, "Raw record directories")->required();
   cmd->add_option("-o,--output", a->output, "Output trace database")->required();
   return {cmd, [a] { return cmd_merge(a->dirs, a->output); }};
+}
+
+// `tracetune capture PID|--job DIR [--steps N] [--dump]` (docs/collector.md §9.2).
+int cmd_capture(const std::string& pid, const std::string& job, std::int64_t steps, bool dump) {
+  if (pid.empty() == job.empty()) return usage_error("capture", "name the job: a PID of one of its processes, or --job RAW_DIR");
+  std::filesystem::path raw = job;
+  if (!pid.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(pid.c_str(), &end, 10);
+    if (end == pid.c_str() || *end != '\0' || n <= 0) return usage_error("capture", pid + ": not a process id");
+    auto found = collector::raw_dir_of_process(n);
+    if (!found) return fail("capture: " + found.error());
+    raw = found.value();
+  }
+  const Status st = dump ? collector::request_dump(raw) : collector::request_capture(raw, steps);
+  if (!st) return fail("capture: " + st.error());
+  std::fprintf(stderr, dump ? "tracetune: capture: flight recorder dump requested from %s\n"
+                            : "tracetune: capture: window requested from %s; its trace is written beside the job's "
+                              "(OUT.capture-N.db) when it closes\n",
+               raw.c_str());
+  return 0;
+}
+
+Verb add_capture(CLI::App& app) {
+  struct Args {
+    std::string pid, job;
+    std::int64_t steps = 10;
+    bool dump = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("capture", "Record a window of a running job started with `tracetune record --armed` "
+                                            "(every process, from its next step), or dump a --ring job's flight recorder:\n"
+                                            "  tracetune capture PID|--job RAW_DIR [--steps N] [--dump]");
+  cmd->add_option("pid", a->pid, "A process of the job");
+  cmd->add_option("--job", a->job, "The job's raw record directory (record's --raw-dir, default OUT.db.raw)");
+  cmd->add_option("--steps", a->steps, "Steps to record (default 10)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  cmd->add_flag("--dump", a->dump, "Dump the flight recorder (record --ring) instead");
+  return {cmd, [a] { return cmd_capture(a->pid, a->job, a->steps, a->dump); }};
 }
 
 Verb add_run(CLI::App& app) {
@@ -624,7 +715,7 @@ static int run_cli(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tracetune ") + TT_VERSION);
   app.require_subcommand(1);
   cli::Verbs verbs;
-  for (auto* add : {add_import, add_info, add_export, add_record, add_analyze, add_diff, add_merge, add_run})
+  for (auto* add : {add_import, add_info, add_export, add_record, add_analyze, add_diff, add_merge, add_capture, add_run})
     verbs.push_back(add(app));
   verbs.push_back(add_tune(app, argc, argv));
   cli::add_bench_verbs(app, verbs);

@@ -27,6 +27,8 @@ Stages (`all` runs them in this order; docs/gpu-check.md has the 15-minute plan)
   kernels   the kernel pack's CUDA kernels against stock PyTorch (`bench kernels --device cuda`):
             parity of outputs and gradients, and the speed ratio at the default shapes
   tune      `tracetune tune --allow-numerics` finds the planted fixes; `run --config` reproduces them
+  window    `record --steps A:B`: exactly those steps, no kernel outside the window (CUPTI activity
+            on only inside it: the plan), and the step time of a closed window vs bare
 
 --budget bounds the whole call: a stage that no longer fits is skipped (said in the summary),
 and no command runs past the deadline. --pack writes one archive of everything but the trace
@@ -52,7 +54,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from harness import free_port, query  # noqa: E402
 
-STAGES = ("capture", "diagnose", "nccl", "coexist", "kill", "overhead", "bench", "kernels", "tune")
+STAGES = ("capture", "diagnose", "nccl", "coexist", "kill", "overhead", "bench", "kernels", "tune", "window")
 SAMPLE_PY = REPO / "samples" / "gpu" / "train_gpu.py"
 # planted case -> the analyzer category that must rank first on the bad run
 PLANTED = {"h2d": "h2d_copy", "tiny": "launch_bound", "gemm": "precision", "sync": "sync_stall"}
@@ -758,6 +760,48 @@ def stage_tune(e, s):
 
 # ---- driver -----------------------------------------------------------------------------------
 
+def window_kernel_facts(db):
+    """Kernels inside and outside the trace's recording window (record --steps, docs/collector.md §9)."""
+    meta = dict(query(db, "SELECT key, value FROM meta WHERE key LIKE 'window%'"))
+    opened, closed = int(meta.get("window.first_open_ns", 0)), int(meta.get("window.last_close_ns", 0))
+    outside = query(db, "SELECT count(*) FROM kernels WHERE start_ns < ? OR end_ns > ?", opened, closed)[0][0]
+    return {"window": meta, "kernels": query(db, "SELECT count(*) FROM kernels")[0][0], "kernels_outside": outside,
+            "step_numbers": [n for (n,) in query(db, "SELECT DISTINCT number FROM steps ORDER BY number")]}
+
+
+def stage_window(e, s):
+    """record --steps A:B on the tiny-kernels case: only those steps and their kernels; and the
+    cost of a window that never opens (the collector armed) against the bare job."""
+    d = e.stage_dir("window")
+    first = e.steps // 2
+    last = first + 4
+    case = "train" if e.rehearsal else "tiny"  # a rehearsal has no GPU: the CPU case
+    r = e.record(d / "tiny_window.db", e.sample(case), d / "tiny_window.log", extra=("--steps", f"{first}:{last}"))
+    if s.check("tiny --steps: job and record exit 0", r.returncode == 0, r.stderr[-800:]):
+        f = window_kernel_facts(d / "tiny_window.db")
+        (d / "tiny_window.facts.json").write_text(json.dumps(f, indent=1))
+        s.figure("tiny_window.kernels", f["kernels"])
+        s.truth("tiny --steps: the trace holds exactly the window's steps", f["step_numbers"] == list(range(first, last + 1)),
+                f["step_numbers"])
+        s.truth("tiny --steps: thousands of kernels per window step", f["kernels"] >= 1000 * 5, f["kernels"])
+        # CUPTI activity on only inside the window (planned): kernels flushed later must not slip in
+        s.truth("tiny --steps: no kernel outside the window", f["kernels_outside"] == 0, f["kernels_outside"])
+    times = {"bare": [], "outside_window": []}
+    far = f"{100 * e.steps}:{100 * e.steps + 1}"  # never reached
+    for i in range(1 if e.rehearsal else max(1, min(e.rounds, 3))):
+        for cfg in times:
+            log = d / f"overhead_{cfg}_{i}.log"
+            cmd = e.sample("train", steps=8 if e.rehearsal else 80)
+            r = e.run(cmd, log) if cfg == "bare" else e.record(d / "outside.db", cmd, log, extra=("--steps", far))
+            if r.returncode == 0 and ms_per_step(r.stdout) is not None:
+                times[cfg].append(ms_per_step(r.stdout))
+    if all(times.values()):
+        bare, outside = statistics.median(times["bare"]), statistics.median(times["outside_window"])
+        s.figure("outside_window.median_ms_per_step", {"bare": bare, "outside_window": outside})
+        s.truth("record outside its window costs <= 0.5% step time (target)", outside <= 1.005 * bare,
+                f"{(outside / bare - 1) * 100:.2f}%")
+
+
 def gpu_environment():
     """The GPU, driver and versions (None when nvidia-smi lists no GPU)."""
     try:
@@ -780,7 +824,7 @@ def versions(e, tracetune_version):
 # Seconds a stage takes on one H100 (its smallest useful run): with --budget a stage is only
 # started when this much is left. overhead: per round of its two jobs.
 STAGE_SECONDS = {"capture": 200, "diagnose": 30, "nccl": 60, "coexist": 30, "kill": 60, "overhead": 80, "bench": 90,
-                 "kernels": 30, "tune": TUNE_CASE_SECONDS}  # kernels: 9.2 and 9.4 s on the H100
+                 "kernels": 30, "tune": TUNE_CASE_SECONDS, "window": 90}  # kernels: 9.2 and 9.4 s on the H100
 
 
 def stage_list(text):

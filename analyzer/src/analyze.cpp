@@ -25,6 +25,8 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
   a.metrics = std::move(m.metrics);
   // rules/: findings with their evidence, gains and knobs
   a.findings = run_rules(a.metrics);
+  // metrics/hang.cpp: which ranks are stuck, where, and which never arrived (flight recorder dumps)
+  a.hang = diagnose_hang(t);
   // attribution/: the Python functions and lines behind findings and path segments (stack samples)
   attribute_findings(t, a.metrics, a.findings);
   return a;

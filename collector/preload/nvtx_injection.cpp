@@ -110,6 +110,7 @@
 #include <cstring>
 #include <cwchar>
 
+#include "window.h"
 #include "writer.h"
 
 namespace tt::collector {
@@ -908,6 +909,13 @@ void do_mark(Key domain, const nvtxEventAttributes_t* a) {
   emit_mark(ts, ev.name, text_id(domain), ev.category);
 }
 
+// record --start-on: the window opens at the first range whose name matches (window.cpp).
+void note_range_start(const Event& ev) {
+  if (g_window_control == nullptr || ev.name == 0) return;
+  char text[1024];
+  window_range_started(text, copy_string(ev.name, text, sizeof text));
+}
+
 int do_push(Key domain, const nvtxEventAttributes_t* a) {
   Scope sc;
   Event ev;
@@ -915,6 +923,7 @@ int do_push(Key domain, const nvtxEventAttributes_t* a) {
   if (sc.live()) {
     ts = now_ns();
     decode_attributes(a, domain, ev);
+    note_range_start(ev);
   }
   return push_range(domain, sc.live(), ts, ev);
 }
@@ -932,6 +941,7 @@ nvtxRangeId_t do_start(Key domain, const nvtxEventAttributes_t* a) {
   if (sc.live()) {
     ts = now_ns();
     decode_attributes(a, domain, ev);
+    note_range_start(ev);
   }
   return start_range(domain, sc.live(), ts, ev);
 }

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 
 #include "sys.h"
+#include "window.h"
 #include "writer.h"
 
 #define TT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -23,17 +25,25 @@ TT_EXPORT std::int64_t tracetune_now_ns(void) { return now_ns(); }
 
 TT_EXPORT int tracetune_is_recording(void) { return recording() ? 1 : 0; }
 
-// kind: StepKind (0 step, 1 batch wait, 2 optimizer step); other values are ignored.
-TT_EXPORT void tracetune_step(int kind, std::int64_t start_ns, std::int64_t end_ns,
-                              std::int64_t number) {
-  if (kind < 0 || kind > static_cast<int>(StepKind::OptimizerStep) || !recording()) return;
-  ReentryGuard guard;
+// Writes a step record when the recording window admits it (window.cpp); returns whether it did.
+static bool write_step(int kind, std::int64_t start_ns, std::int64_t end_ns, std::int64_t number) {
   StepRecord r{};
   r.start_ns = start_ns;
   r.end_ns = end_ns;
   r.number = number;
   r.kind = static_cast<StepKind>(kind);
-  emit(RecordType::Step, r);
+  if (!window_admits_step(kind, number, start_ns, end_ns)) return false;
+  emit_ungated(RecordType::Step, &r, sizeof r);
+  return true;
+}
+
+// kind: StepKind (0 step, 1 batch wait, 2 optimizer step); other values are ignored.
+TT_EXPORT void tracetune_step(int kind, std::int64_t start_ns, std::int64_t end_ns,
+                              std::int64_t number) {
+  if (kind < 0 || kind > static_cast<int>(StepKind::OptimizerStep) || !recording()) return;
+  ReentryGuard guard;
+  write_step(kind, start_ns, end_ns, number);
+  window_after_step(kind, number);
 }
 
 // A closed range measured by Python. Depth 0 and flags 0: the merger nests Python ranges
@@ -49,6 +59,14 @@ TT_EXPORT void tracetune_range(const char* name, const char* domain, std::int64_
   r.domain = intern(domain);
   r.source = RangeSource::Python;
   emit(RecordType::Range, r);
+}
+
+// A Python range starts (tracetune.range's enter, called only under record --start-on):
+// the window opens at the first range whose name matches.
+TT_EXPORT void tracetune_range_begin(const char* name) {
+  if (name == nullptr || !recording()) return;
+  ReentryGuard guard;
+  window_range_started(name, std::strlen(name));
 }
 
 TT_EXPORT void tracetune_mark(const char* name, const char* domain) {
@@ -113,9 +131,17 @@ TT_EXPORT std::int64_t tracetune_rss_bytes(void) {
 // for tracetune_step; an unknown RSS writes the step alone.
 TT_EXPORT void tracetune_step_end(int kind, std::int64_t start_ns, std::int64_t end_ns, std::int64_t number) {
   if (kind < 0 || kind > static_cast<int>(StepKind::OptimizerStep) || !recording()) return;
-  tracetune_step(kind, start_ns, end_ns, number);
-  if (const std::int64_t rss = tracetune_rss_bytes(); rss >= 0)
-    tracetune_counter_at("host memory.rss", static_cast<double>(rss), end_ns);
+  ReentryGuard guard;
+  if (write_step(kind, start_ns, end_ns, number)) {
+    if (const std::int64_t rss = tracetune_rss_bytes(); rss >= 0) {
+      CounterRecord c{};
+      c.ts_ns = end_ns;
+      c.name = intern("host memory.rss");
+      c.value = static_cast<double>(rss);
+      emit_ungated(RecordType::Counter, &c, sizeof c);  // the step's own sample, admitted with it
+    }
+  }
+  window_after_step(kind, number);
 }
 
 // ---- Python stack sampling (record --trace pystack; tracetune/_pystack.py) ----

@@ -26,6 +26,7 @@
 #include "clock_pair.h"
 #include "interner.h"
 #include "sys.h"
+#include "window.h"
 
 #include "tracetune/collector/redact.h"
 
@@ -192,6 +193,10 @@ struct Process {
   bool zero_fill = true;    // populated chunks are reserved by writing zeros (not on tmpfs)
   bool no_env = false;
   bool trace_all = true;
+  // Flight recorder (TRACETUNE_RING_CHUNKS, record --ring): event records go to chunks
+  // 0..ring_chunks-1, reused oldest-first; the other records to chunks from ring_chunks on.
+  std::uint32_t ring_chunks = 0;
+  std::atomic<std::uint32_t> ring_next{0};
   char trace_list[256]{};
   char out_dir[PATH_MAX]{};   // absolute
   char host[64]{};            // sanitized host name: the directory and FileHeader::host
@@ -212,6 +217,7 @@ struct ThreadState {
   std::uint16_t depth;     // ReentryGuard nesting
   std::uint8_t busy;       // Busy bits: re-entry from signal handlers / dlsym
   std::uint8_t key_set;    // pthread key value set (destructor will run)
+  std::uint32_t ring_slot; // flight recorder: 1 + the ring slot `chunk` maps, 0 none
 };
 static_assert(sizeof(ThreadState) <= 32, "initial-exec TLS must stay tiny (docs/collector.md, section 5)");
 constinit thread_local ThreadState t_state{};
@@ -343,6 +349,29 @@ constexpr long kTmpfsMagic = 0x01021994;
 // MADV_POPULATE_WRITE, from Linux 5.14's uapi (older headers lack it).
 constexpr int kMadvPopulateWrite = 23;
 
+// ---- flight recorder ring (record --ring; docs/collector.md §9.3) ----
+// A slot is busy while it is some thread's current chunk: a slot is reused only when no thread
+// writes into it any more, so a thread that writes rarely keeps its chunk while others wrap.
+constexpr std::uint32_t kMaxRingChunks = 4096;
+constinit std::atomic<std::uint8_t> g_ring_busy[kMaxRingChunks]{};
+
+// The next free slot after the last one taken (the oldest data, in the order slots were taken);
+// -1 when every slot is some thread's current chunk.
+std::int64_t take_ring_slot() {
+  const std::uint32_t n = g.ring_chunks;
+  for (std::uint32_t tries = 0; tries < n; ++tries) {
+    const std::uint32_t slot = g.ring_next.fetch_add(1, std::memory_order_relaxed) % n;
+    std::uint8_t idle = 0;
+    if (g_ring_busy[slot].compare_exchange_strong(idle, 1, std::memory_order_acq_rel)) return slot;
+  }
+  return -1;
+}
+
+void free_ring_slot(ThreadState& ts) {
+  if (ts.ring_slot != 0) g_ring_busy[ts.ring_slot - 1].store(0, std::memory_order_release);
+  ts.ring_slot = 0;
+}
+
 // Reserves and maps the next chunk of the file; nullptr (recording stopped) on failure.
 // `populate` pre-faults the chunk's pages for writing in one call: about a third of the cost
 // of first-touch write faults taken one page at a time (2.5 vs 7.3 us per page measured on
@@ -350,8 +379,13 @@ constexpr int kMadvPopulateWrite = 23;
 // writing its zeros (reserve_space), which makes the population itself cheaper. Only threads
 // that already filled a chunk get it: a thread that writes a handful of records should not
 // make the kernel materialize 1 MiB for it.
-char* map_new_chunk(bool populate) {
-  const std::uint32_t index = g.next_chunk.fetch_add(1, std::memory_order_relaxed);
+char* map_new_chunk(bool populate, std::int64_t ring_slot) {
+  // A ring slot is written over: its zeros are written again (reserve_space with zero_fill), so
+  // no record of its previous round is left behind the new ones.
+  const bool ring = ring_slot >= 0;
+  if (ring) populate = true;
+  const std::uint32_t index =
+      ring ? static_cast<std::uint32_t>(ring_slot) : g.next_chunk.fetch_add(1, std::memory_order_relaxed);
   if (index >= kMaxChunks) {
     stop_recording("the record file reached its size limit (1 TiB)", 0);
     return nullptr;
@@ -362,7 +396,7 @@ char* map_new_chunk(bool populate) {
     return nullptr;
   }
   const off_t off = static_cast<off_t>(kHeaderSize) + static_cast<off_t>(index) * kChunkSize;
-  const int err = reserve_space(fd, off, kChunkSize, populate && g.zero_fill);
+  const int err = reserve_space(fd, off, kChunkSize, ring || (populate && g.zero_fill));
   void* p = MAP_FAILED;
   if (err == 0) p = sys_mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
   const int map_err = errno;
@@ -388,6 +422,9 @@ char* map_new_chunk(bool populate) {
 void thread_exit(void*);
 
 // Gives the thread a fresh chunk. Slow path: once per 1 MiB of records.
+ThreadState g_pinned{};  // flight recorder: the chunk of the records kept out of the ring
+SpinLock g_pinned_lock;
+
 bool next_chunk(ThreadState& ts) {
   if (g.mode.load(std::memory_order_relaxed) != kRecording) {
     drop(kDropStopped);
@@ -398,13 +435,24 @@ bool next_chunk(ThreadState& ts) {
     drop(kDropVforkChild);
     return false;
   }
-  char* fresh = map_new_chunk(ts.chunk != nullptr);
+  std::int64_t slot = -1;
+  if (g.ring_chunks != 0 && &ts != &g_pinned) {
+    slot = take_ring_slot();
+    if (slot < 0) {  // more writing threads than ring slots: this record is lost, recording goes on
+      drop(kDropStopped);
+      return false;
+    }
+  }
+  char* fresh = map_new_chunk(ts.chunk != nullptr, slot);
   if (fresh == nullptr) {
+    if (slot >= 0) g_ring_busy[slot].store(0, std::memory_order_release);
     drop(kDropStopped);
     return false;
   }
   const std::uint32_t tid = thread_id(ts);
   if (ts.chunk != nullptr) release_chunk(ts.chunk, tid);
+  free_ring_slot(ts);
+  if (slot >= 0) ts.ring_slot = static_cast<std::uint32_t>(slot) + 1;
   ts.chunk = fresh;
   ts.used = 0;
   ts.io_base = 0;  // the IoCompact chain starts again in every chunk
@@ -424,6 +472,7 @@ void thread_exit(void*) {
   if (ts.chunk == nullptr) return;
   ErrnoSaver errno_saver;
   release_chunk(ts.chunk, ts.tid);
+  free_ring_slot(ts);
   ts.chunk = nullptr;
   ts.used = 0;
 }
@@ -507,10 +556,38 @@ void commit_words(ThreadState& ts, char* rec, RecordType type, std::uint16_t fla
   seal_record(ts, rec, type16, flags, checksum_final(x), tid, padded_record_size(8 * N));
 }
 
+// Flight recorder: a record that must outlive the ring (strings, processes, threads: what the
+// ring's records refer to) goes to the process's pinned chunks, one writer at a time.
+bool emit_pinned(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
+                 std::uint32_t tail_size, bool force) {
+  ThreadState& self = t_state;
+  if (self.busy & kInEmit) {  // a signal handler interrupted this thread inside emit: never spin here
+    drop(kDropNested);
+    return false;
+  }
+  self.busy |= kInEmit;
+  g_pinned_lock.lock();
+  g_pinned.tid = thread_id(self);  // the record is this thread's
+  const std::size_t payload = std::size_t{head_size} + tail_size;
+  char* rec = begin_record(g_pinned, payload, force);
+  if (rec != nullptr) {
+    char* body = rec + sizeof(RecordHeader);
+    std::memcpy(body, head, head_size);
+    if (tail_size != 0) std::memcpy(body + head_size, tail, tail_size);
+    commit_record(g_pinned, rec, type, 0, payload);
+  }
+  g_pinned_lock.unlock();
+  self.busy &= static_cast<std::uint8_t>(~kInEmit);
+  return rec != nullptr;
+}
+
 // Appends one record (head + tail bytes as its payload) for this thread.
 bool emit_record(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
-                 std::uint32_t tail_size, bool force) {
+                 std::uint32_t tail_size, bool force, bool gated = true) {
+  if (gated && window_blocks(type)) return false;
   const std::size_t payload = std::size_t{head_size} + tail_size;
+  if (g.ring_chunks != 0 && window_always_recorded(type))
+    return emit_pinned(type, head, head_size, tail, tail_size, force);
   ThreadState& ts = t_state;
   char* rec = begin_record(ts, payload, force);
   if (rec == nullptr) return false;
@@ -889,8 +966,11 @@ bool start_file(std::int64_t ppid, std::uint32_t flags) {
   g.file_dev = st.st_dev;
   g.file_ino = st.st_ino;
   g.header = static_cast<FileHeader*>(hp);
-  fill_header(g.header, pid, ppid, flags | (g.io_tsc ? std::uint32_t{kIoClockTsc} : 0u), mono, real);
-  g.next_chunk.store(0, std::memory_order_relaxed);
+  fill_header(g.header, pid, ppid,
+              flags | (g.io_tsc ? std::uint32_t{kIoClockTsc} : 0u) | (g.ring_chunks != 0 ? std::uint32_t{kRingChunks} : 0u),
+              mono, real);
+  g.next_chunk.store(g.ring_chunks, std::memory_order_relaxed);  // the ring's slots come first
+  g.ring_next.store(0, std::memory_order_relaxed);
   g.mode.store(kRecording, std::memory_order_release);
   start_clock_sync();
   write_process_info();
@@ -934,7 +1014,11 @@ bool configure(const char* dir) {
     if (list.terminate()) g.trace_all = false;  // an over-long list means "everything"
   }
   g.io = trace_enabled("io");
-  g.io_tsc = g.io && tsc_usable();
+  std::int32_t ring = 0;
+  if (parse_int(env_get("TRACETUNE_RING_CHUNKS"), &ring) && ring >= 2)
+    g.ring_chunks = static_cast<std::uint32_t>(ring < static_cast<std::int32_t>(kMaxRingChunks) ? ring : kMaxRingChunks);
+  // ring chunks are not in time order: I/O keeps CLOCK_MONOTONIC rather than TSC ticks mapped by pairs
+  g.io_tsc = g.io && g.ring_chunks == 0 && tsc_usable();
   const char* no_env = env_get("TRACETUNE_NO_ENV");
   g.no_env = no_env != nullptr && std::strcmp(no_env, "1") == 0;
   return true;
@@ -962,6 +1046,7 @@ __attribute__((constructor)) void tracetune_collector_init() {
   resolve_process_functions();
   dlerror();  // do not leave our failed lookups for the application's dlerror()
   g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
+  window_attach(g.out_dir);  // before the first event record
   if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
   g.configured = true;
   install_process_handlers();
@@ -1006,12 +1091,17 @@ void emit(RecordType type, const void* payload, std::uint32_t size) {
   emit_record(type, payload, size, nullptr, 0, false);
 }
 
+void emit_ungated(RecordType type, const void* payload, std::uint32_t size) {
+  emit_record(type, payload, size, nullptr, 0, false, false);
+}
+
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size) {
   emit_record(type, head, head_size, tail, tail_size, false);
 }
 
 void emit_io(const IoRecord& r) {
+  if (!window_open_now()) return;
   ThreadState& ts = t_state;
   // Room for the wide form: which form fits is known only once the chunk (and so the chain's
   // base) is settled.
@@ -1078,7 +1168,7 @@ bool trace_enabled(const char* category) {
 
 bool should_record_io() {
   const std::uint32_t mode = g.mode.load(std::memory_order_acquire);
-  if (__builtin_expect(mode == kRecording, 1)) return g.io;
+  if (__builtin_expect(mode == kRecording, 1)) return g.io && window_open_now();
   if (mode == kStopped && g.io) drop(kDropStopped);
   return false;
 }
@@ -1145,9 +1235,13 @@ void restart_in_fork_child() {
   ts.used = 0;
   ts.tid = 0;
   ts.busy = 0;
+  ts.ring_slot = 0;
   for (auto& slot : g_chunk_slots) {
     if (char* p = slot.exchange(nullptr, std::memory_order_relaxed)) sys_munmap(p, kChunkSize);
   }
+  for (auto& busy : g_ring_busy) busy.store(0, std::memory_order_relaxed);
+  g_pinned = ThreadState{};  // its chunk was the parent's (unmapped above)
+  g_pinned_lock.reset();
   if (g.header != nullptr) sys_munmap(g.header, kHeaderSize);
   g.header = nullptr;
   g.exit_recorded.store(0, std::memory_order_relaxed);

@@ -67,6 +67,10 @@ inline void emit(RecordType type, const T& payload) {
   emit(type, &payload, static_cast<std::uint32_t>(sizeof(T)));
 }
 
+// emit() for a record the caller has already admitted to the recording window (window.cpp:
+// step records, whose window is decided by their number; the window's own marks).
+void emit_ungated(RecordType type, const void* payload, std::uint32_t size);
+
 // One I/O call: an IoCompact record when its values fit (record_format.h), else a wide Io
 // record. Lock-free, like emit().
 void emit_io(const IoRecord& r);

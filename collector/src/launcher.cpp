@@ -23,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -542,6 +543,12 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   env.push_back("TRACETUNE_TRACE=" + join(opt.trace, ","));
   if (!opt.record_env) env.push_back("TRACETUNE_NO_ENV=1");
   if (has(opt.trace, "nvtx")) env.push_back("NVTX_INJECTION64_PATH=" + lib);
+  if (opt.window.ring()) {
+    env.push_back("TRACETUNE_RING_CHUNKS=" + std::to_string(opt.window.ring_budget_mib));  // 1 MiB chunks
+    env.push_back("TRACETUNE_COLLECTIVE_ENTRY=1");  // host collectives say when they start (hang diagnosis)
+  }
+  // tracetune.range tells the collector when a Python range starts, for --start-on only
+  if (!opt.window.start_on.empty()) env.push_back("TRACETUNE_WINDOW_START_ON=1");
   bool python_settings = false;
   for (const auto& var : opt.extra_env) {
     const std::string& name = var.first;  // not a structured binding: clang 14 cannot capture one
@@ -555,6 +562,22 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   if ((has(opt.trace, "python") || has(opt.trace, "pystack") || python_settings) && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
   return env;
 }
+
+namespace {
+std::int64_t monotonic_now_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// One stderr line per flight recorder dump or capture trace written while the job runs.
+void report_partial_trace(const std::string& what, const char* done, const Result<fs::path>& written) {
+  if (written)
+    std::fprintf(stderr, "tracetune: %s: %s into %s\n", what.c_str(), done, written.value().c_str());
+  else
+    std::fprintf(stderr, "tracetune: %s: no trace written: %s\n", what.c_str(), written.error().c_str());
+}
+}  // namespace
 
 Result<RecordOutcome> record(const RecordOptions& opt) {
   if (opt.command.empty()) return make_error("record: no command given (usage: tracetune record -- CMD...)");
@@ -576,10 +599,47 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                    "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
 
   RecordOutcome outcome;
+  std::unique_ptr<WindowDriver> window;
+  if (opt.window.any()) {
+    auto created = WindowDriver::create(raw_dir, opt.window);
+    if (!created) {
+      fs::remove_all(raw_dir, ec);
+      return make_error("record: " + created.error());
+    }
+    window = std::move(created.value());
+  }
   const auto env = job_environment(opt, fs::absolute(raw_dir), environ);
   RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
   // woken by the watch's inotify fd: a record file is held as soon as it appears
-  const JobTick tick{[&watch] { watch.poll(); }, watch.fd()};
+  int dumps = 0, ticks = 0, pruned = 0;
+  const std::vector<std::pair<std::string, std::string>> dump_meta{{"command", redacted_command(opt.command)}};
+  const JobTick tick{[&] {
+                       watch.poll();
+                       if (!window) return;
+                       const WindowDriver::Tick done = window->tick();
+                       if (opt.window.ring() && ++ticks % 50 == 0) {  // about once a second
+                         const auto cutoff = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
+                         for (const fs::path& rel : files_ended_before(raw_dir, cutoff)) {
+                           watch.release(rel);
+                           pruned += fs::remove(raw_dir / rel, ec) ? 1 : 0;
+                         }
+                       }
+                       if (!done.dump_reason.empty()) {
+                         const std::int64_t at = monotonic_now_ns();
+                         auto meta = dump_meta;
+                         meta.emplace_back("dump.reason", done.dump_reason);
+                         meta.emplace_back("dump.at_ns", std::to_string(at));
+                         report_partial_trace(done.dump_reason, "flight recorder dumped",
+                                              write_partial_trace(raw_dir, opt.output, fmt::format(".dump-{}", ++dumps),
+                                                                  at - static_cast<std::int64_t>(opt.window.ring_s * 1e9),
+                                                                  at, std::move(meta)));
+                       }
+                       if (done.capture > 0)
+                         report_partial_trace(fmt::format("capture {}", done.capture), "its window written",
+                                              write_partial_trace(raw_dir, opt.output, fmt::format(".capture-{}", done.capture),
+                                                                  done.capture_from_ns, done.capture_to_ns, dump_meta));
+                     },
+                     watch.fd()};
   Result<int> status = 0;
   if (opt.timeout_s > 0) {
     auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log, tick);
@@ -599,6 +659,9 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   }
   outcome.exit_code = exit_code_of(status.value());
   if (const std::string lost = watch.restore(); !lost.empty()) std::fprintf(stderr, "tracetune: warning: %s\n", lost.c_str());
+  if (pruned > 0)
+    std::fprintf(stderr, "tracetune: flight recorder: %d record file(s) of processes that ended before the last %gs "
+                 "removed while the job ran\n", pruned, opt.window.ring_s);
 
   // Merge what every process recorded.
   MergeOptions mopt;
@@ -608,6 +671,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
       std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
       if (done == total) std::fputc('\n', stderr);
     };
+  if (opt.window.ring())  // the flight recorder's trace at the end: its last N seconds
+    mopt.keep_from_ns = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
   auto merged = merge_raw(dirs, mopt, report);

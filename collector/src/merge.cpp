@@ -27,6 +27,7 @@
 // Damage never fails the merge: it becomes diagnostics, counts in the MergeReport and, for
 // things a user should act on, warnings.
 #include "tracetune/collector/merge.h"
+#include "tracetune/collector/window.h"
 
 #include <algorithm>
 #include <cctype>
@@ -1133,6 +1134,8 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   read_in_order(files, readable, [&](std::size_t i, Result<RawProcess>* raw) {
     if (raw != nullptr && !*raw) skip(files[i], raw->error());
     if (raw != nullptr && *raw) {
+      if (options.keep_from_ns != INT64_MIN || options.keep_to_ns != INT64_MAX)
+        crop_raw_process(raw->value(), options.keep_from_ns, options.keep_to_ns);
       const RawProcess& p = raw->value();
       const auto off = offsets.find(p.header.host);
       ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second, environments, timed_texts).run();
@@ -1145,6 +1148,8 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
     return make_error("no readable record file among " + std::to_string(files.size()) +
                       " found (first: " + first_error + ")");
   refine_clocks_from_collectives(t, report, timed_texts);
+  for (const fs::path& dir : dirs)
+    for (auto& [key, value] : window_metadata(dir)) set_metadata(t, key, value);
   return t;
 }
 

@@ -93,6 +93,14 @@ void RawDirWatch::hold_file(const fs::path& rel) {
   files_.push_back({rel, fd});
 }
 
+void RawDirWatch::release(const fs::path& rel) {
+  std::erase_if(files_, [&](const Held& h) {
+    if (h.path != rel) return false;
+    ::close(h.fd);
+    return true;
+  });
+}
+
 void RawDirWatch::scan() {
   std::error_code ec;
   for (fs::directory_iterator it(raw_dir_, ec), end; !ec && it != end; it.increment(ec))

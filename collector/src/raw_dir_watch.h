@@ -32,6 +32,9 @@ class RawDirWatch {
   std::string restore();
 
   std::size_t held() const { return files_.size(); }
+  // Stops holding `rel` (host/proc-*.ttr): the flight recorder removes the files of processes
+  // that ended before its span, which must then not be restored.
+  void release(const std::filesystem::path& rel);
 
  private:
   struct Held {

@@ -359,6 +359,30 @@ void json_hot_functions(Json& j, const HotSpots& h) {
 
 }  // namespace
 
+// "hang": only in a report of a trace where some rank is stuck in a collective (hang.h).
+void write_hang(Json& j, const HangReport& h) {
+  j.key("hang").begin_object();
+  j.kv("summary", h.summary);
+  j.key("ranks").begin_array();
+  for (const auto& r : h.ranks) {
+    j.begin_object();
+    j.kv("rank", r.rank);
+    j.kv("pid", r.pid);
+    j.kv("state", r.state);
+    j.kv("communicator", r.communicator);
+    j.kv("op", r.op);
+    j.kv("seq", r.seq);
+    j.kv("bytes", r.bytes);
+    j.kv("last_seq", r.last_seq);
+    j.kv("waiting_since_ns", r.waiting_since);
+    j.kv("last_event", r.last_event);
+    j.kv("last_event_end_ns", r.last_event_end);
+    j.end_object();
+  }
+  j.end_array();
+  j.end_object();
+}
+
 std::string render_json(const Analysis& a) {
   Json j;
   j.begin_object();
@@ -381,6 +405,7 @@ std::string render_json(const Analysis& a) {
   }
   j.kv("kernel_wait_threshold_ns", a.options.kernel_wait_threshold);
   j.end_object();
+  if (a.hang) write_hang(j, *a.hang);
   j.key("findings").begin_array();
   for (const auto& f : a.findings) {
     j.begin_object();
@@ -739,10 +764,20 @@ std::string_view gain_unit(const Analysis& a, const Finding& f) {
   return "/step";
 }
 
+std::string text_hang(const Analysis& a, const Style& st) {
+  if (!a.hang) return {};
+  std::string o = st.bold("Hang") + "\n  " + visible(a.hang->summary) + "\n";
+  for (const auto& r : a.hang->ranks)
+    o += fmt::format("  {:>8}  {:<20} last entered #{}, last event: {}\n",
+                     r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid), r.state, r.last_seq,
+                     visible(r.last_event.empty() ? std::string("none") : r.last_event));
+  return o + "\n";
+}
+
 std::string render_text(const Analysis& a, bool color) {
   const Style st{color};
   const auto& M = a.metrics;
-  std::string o = text_header(a, st) + text_findings(a, st) + text_rank_table(M, st);
+  std::string o = text_header(a, st) + text_hang(a, st) + text_findings(a, st) + text_rank_table(M, st);
   for (const auto& r : M.ranks) o += text_rank(r, st);
   if (M.cross.ranks >= 2) o += text_across_ranks(M, st);
   for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", visible(note))) + "\n";

@@ -59,6 +59,8 @@ class range:  # noqa: A001 - mirrors NVTX naming
         self._name, self._domain, self._start = name, domain, 0
 
     def __enter__(self):
+        if _collector.WATCH_RANGE_STARTS:
+            _collector.range_begin(self._name)
         self._start = _collector.now_ns()
         return self
 

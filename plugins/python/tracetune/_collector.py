@@ -20,6 +20,7 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib.tracetune_step.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
             _lib.tracetune_step_end.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
             _lib.tracetune_range.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
+            _lib.tracetune_range_begin.argtypes = [ctypes.c_char_p]
             _lib.tracetune_mark.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
             _lib.tracetune_counter.argtypes = [ctypes.c_char_p, ctypes.c_double]
             _lib.tracetune_counter_at.argtypes = [ctypes.c_char_p, ctypes.c_double, ctypes.c_int64]
@@ -56,6 +57,16 @@ def step_end(kind: int, start_ns: int, end_ns: int, number: int) -> None:
 def range(name: str, domain: str, start_ns: int, end_ns: int) -> None:  # noqa: A001
     if _lib is not None:
         _lib.tracetune_range(name.encode("utf-8", "replace"), domain.encode("utf-8", "replace"), start_ns, end_ns)
+
+
+# `record --start-on`: the collector is told when each Python range starts (else it is not).
+WATCH_RANGE_STARTS = os.environ.get("TRACETUNE_WINDOW_START_ON") == "1"
+
+
+def range_begin(name: str) -> None:
+    """A tracetune.range starts: the recording window may open on it (record --start-on)."""
+    if _lib is not None:
+        _lib.tracetune_range_begin(name.encode("utf-8", "replace"))
 
 
 def mark(name: str, domain: str) -> None:

@@ -96,6 +96,12 @@ def _comm(dist, group, backend):
     return comm["id"], comm["rank"], comm["seq"] - 1
 
 
+# record --ring: each call also says when it starts, as a mark
+# "tracetune.collective.enter <Func> comm=<id hex> seq=<n> bytes=<n>", so a rank stuck inside a
+# collective shows in a dump (the completed call's record is written only when it returns).
+_ENTRY_MARKS = os.environ.get("TRACETUNE_COLLECTIVE_ENTRY") == "1"
+
+
 def _wrap(dist, fname, original):
     func, counted = _FUNCS[fname]
 
@@ -105,12 +111,22 @@ def _wrap(dist, fname, original):
         backend = _backend(dist, group)
         if backend in (None, "nccl"):  # not set up (the call will say so), or NCCL: our plugin records it
             return original(*args, **kwargs)
+        try:
+            comm_id, rank, seq = _comm(dist, group, backend)
+            tensor = counted(args, kwargs)
+        except Exception:  # never break the job's collective over its record
+            return original(*args, **kwargs)
+        if _ENTRY_MARKS:
+            try:
+                nbytes = tensor.numel() * tensor.element_size() if tensor is not None else 0
+            except Exception:  # not a tensor: the byte count is unknown
+                nbytes = -1
+            _collector.mark(f"tracetune.collective.enter {func} comm={comm_id:016x} seq={seq} bytes={nbytes}",
+                            "tracetune")
         start = _collector.now_ns()
         result = original(*args, **kwargs)
         end = _collector.now_ns()
         try:
-            comm_id, rank, seq = _comm(dist, group, backend)
-            tensor = counted(args, kwargs)
             dtype = _NCCL_DTYPES.get(str(getattr(tensor, "dtype", "")).replace("torch.", ""), "")
             root_at = _ROOT_ARG.get(fname)
             root = _arg(args, kwargs, *root_at) if root_at else -1

@@ -3,9 +3,11 @@
 // documented in docs/analysis.md; the GUI and the tuner read it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tracetune/analyzer/hang.h"
 #include "tracetune/analyzer/metrics.h"
 #include "tracetune/analyzer/rules.h"
 #include "tracetune/trace/model.h"
@@ -21,6 +23,7 @@ struct Analysis {
   std::size_t events = 0;
   Metrics metrics;
   std::vector<Finding> findings;
+  std::optional<HangReport> hang;  // only when some rank is stuck inside a collective (hang.h)
 };
 
 Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "tracetune/collector/window.h"
 #include "tracetune/trace/result.h"
 
 namespace tt::collector {
@@ -57,6 +58,8 @@ struct RecordOptions {
   // Extra key/values for the trace's metadata (the tuner's "tuned.<knob>" settings, which
   // `tracetune diff` shows among the settings that differ).
   std::vector<std::pair<std::string, std::string>> metadata;
+  // Record only inside this window (window.h); none: from the first instruction to the last.
+  WindowRequest window;
 };
 
 struct RecordOutcome {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <climits>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <span>
@@ -19,7 +21,17 @@ struct MergeOptions {
   // Called with (files done, files total) after each file, always on the calling thread
   // (files are read in parallel, but handed over and reported in order); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
+  // Only events that overlap [keep_from_ns, keep_to_ns] (the hosts' CLOCK_MONOTONIC) are kept: a
+  // flight recorder's dump holds the last N seconds before its trigger, a capture its window.
+  // Processes, threads and strings are kept whatever their time; GPU activity is not cut.
+  std::int64_t keep_from_ns = INT64_MIN;
+  std::int64_t keep_to_ns = INT64_MAX;
 };
+
+struct RawProcess;
+// Removes from `p` the host-clock events (I/O, ranges, marks, steps, counters, host-side
+// collectives) outside [from, to] (raw_crop.cpp).
+void crop_raw_process(RawProcess& p, std::int64_t from, std::int64_t to);
 
 struct HostClock {
   std::string host;

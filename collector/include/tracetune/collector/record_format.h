@@ -84,6 +84,8 @@ enum FileFlags : std::uint32_t {
   kRecordingStopped = 1u << 3,  // an error (e.g. ENOSPC) stopped recording; see kDropped
   kIoClockTsc = 1u << 4,     // version 2: I/O records' times are TSC ticks (see ClockSyncRecord)
   kDropsInHeader = 1u << 5,  // FileHeader::dropped and stop_reason are kept (else zero, unused)
+  kRingChunks = 1u << 6,     // flight recorder: chunks below the first pinned one are a ring, reused
+                             // oldest first (their file order is not time order)
 };
 
 // Why an event was not recorded: FileHeader::dropped's index.
