@@ -529,9 +529,16 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
   cmd.add_option("--min-gain", a.opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
       ->check(cli::finite_number(0.0, 1.0));
   cmd.add_option("--confirm", a.opt.confirm,
-                 "Interleaved baseline/choice pairs measured after the search; the choice is applied only when\n"
-                 "the 95% interval of its speedup is above 1 (default 5; 0: no confirmation)")
+                 "Most interleaved baseline/choice pairs after the search (default 10; 0: no confirmation). Sequential:\n"
+                 "pairs stop once the interval excludes 1; the choice is applied only when it is above 1")
       ->check(CLI::Range(0, 1000));
+  cmd.add_option("--baseline-every", a.opt.baseline_every,
+                 "Run the baseline again after every N candidates, each judged against the baselines beside it\n"
+                 "(default 2; 0: one baseline, the first run)")
+      ->check(CLI::Range(0, 1000));
+  cmd.add_option("--run-steps", a.opt.run_steps,
+                 "Steps of each confirmation run, measured end to end with start-up (default: the trial length)")
+      ->check(CLI::Range(0, 100000000));
   cmd.add_option("--budget", a.budget, "Wall-time cap over the search and the confirmation, e.g. 10m, 90s, 1h "
                                        "(default: none; --max-trials still applies)");
   cmd.add_option("--early-stop", a.opt.early_stop,
