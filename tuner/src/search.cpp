@@ -402,6 +402,25 @@ class Searcher {
   int total_;
 };
 
+// The settings of `c` that belong to group `g`.
+Candidate group_part(const Candidate& c, const SearchGroup& g) {
+  Candidate part;
+  for (const KnobPlan* k : g.knobs)
+    if (const Value* v = c.find(k->knob->id)) part.set(k->knob->id, *v);
+  return part;
+}
+
+// Whether `c` holds every setting of a candidate that failed: a crash or hang with 2 workers
+// says nothing good about 2 workers and 1 thread, so such candidates are not tried.
+bool includes_a_failure(const Candidate& c, const std::vector<Candidate>& failed) {
+  return std::any_of(failed.begin(), failed.end(), [&](const Candidate& f) {
+    return std::all_of(f.settings.begin(), f.settings.end(), [&](const auto& kv) {
+      const Value* v = c.find(kv.first);
+      return v != nullptr && *v == kv.second;
+    });
+  });
+}
+
 void Searcher::search_group(const SearchGroup& g) {
   int best_here = -1;  // trial index of this group's best candidate, when it beat the best before it
   int misses = 0;
@@ -409,6 +428,7 @@ void Searcher::search_group(const SearchGroup& g) {
   const std::size_t first_trial = r.trials.size();
   const bool walk = g.knobs.size() == 1 && is_ordered_numeric(*g.knobs.front()->knob);
   std::size_t next = 0;
+  std::vector<Candidate> failed;  // this group's settings of the trials that failed, hung or were refused
   while (!done && next < g.candidates.size()) {
     // the prediction: no candidate left can beat the best by more than min_gain
     const double best_speedup = r.speedup_of(best_here >= 0 ? best_here : r.best_trial);
@@ -429,12 +449,18 @@ void Searcher::search_group(const SearchGroup& g) {
         done = true;
         break;
       }
+      if (includes_a_failure(g.candidates[next], failed)) {
+        ++next;
+        continue;
+      }
       Candidate c = r.best;
       for (const auto& [id, v] : g.candidates[next].settings) c.set(id, v);
       ++next;
       arm_early_stop(best_here >= 0 ? best_here : r.best_trial);
       block.push_back(run_one(c, g.knobs.size() == 1 ? g.knobs.front()->knob->id : "group:" + g.name()));
       runner_.set_early_stop(0, 0);
+      const Trial& t = r.trials.back();
+      if (t.status != TrialStatus::Ok) failed.push_back(group_part(t.candidate, g));
     }
     if (interleaved() && !block.empty()) run_baseline();
     for (int i : block) {

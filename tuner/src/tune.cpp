@@ -59,6 +59,14 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// The live table's knob column: "-" for the first run, "group" for knobs searched together,
+// else the knob's name after its prefix ("num_workers", "baseline", "choice").
+std::string knob_column(const std::string& knob) {
+  if (knob.empty()) return "-";
+  if (knob.starts_with("group:")) return "group";
+  return knob.substr(knob.find_first_of(".:") + 1);
+}
+
 // The live table: one line per trial on stderr; on a terminal, a progress bar while a trial runs.
 class LiveTable {
  public:
@@ -84,7 +92,7 @@ class LiveTable {
     std::fprintf(stderr, "%-5d %-9s %10s %10s %7s  %-11s %s%s\n", t.index, std::string(to_string(t.status)).c_str(),
                  ok ? fmt::format("{:.1f}", t.stats.median_ms).c_str() : "-",
                  ok ? fmt::format("{:.1f}", t.stats.spread_ms()).c_str() : "-", speed.c_str(),
-                 t.knob.empty() ? "-" : t.knob.substr(t.knob.find_first_of(".:") + 1).c_str(), t.candidate.label().c_str(),
+                 knob_column(t.knob).c_str(), t.candidate.label().c_str(),
                  t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
     if (ok && t.stats.trending())
       std::fprintf(stderr, "      step times trend %+.0f%% from the first half to the second: not steady (warm-up %d)\n",
