@@ -567,11 +567,13 @@ Verb add_tune(CLI::App& app, int argc, char** argv) {
   auto* cmd = app.add_subcommand(
       "tune", "Find faster settings for a job with short trial runs and write tuned.toml:\n"
               "  tracetune tune [TRACE] [--max-trials 12] [--steps 15] -- CMD...\n"
-              "Records the job (or analyses TRACE), searches only the knobs its findings name (coordinate\n"
-              "descent, one knob at a time, kept only when faster by more than the noise), runs each trial\n"
+              "Records the job (or analyses TRACE), searches only the knobs its findings name (knobs that\n"
+              "interact as combinations, bounded by the machine, best predicted first; kept only when faster\n"
+              "by more than the noise against the baseline runs beside them: --baseline-every), runs each trial\n"
               "for --steps steps under the collector (TRACETUNE_MAX_STEPS; DataLoader workers get a longer\n"
-              "warm-up: workers x prefetch_factor batches), confirms the choice with --confirm interleaved\n"
-              "baseline/choice pairs (applied only when the 95% interval of its speedup is above 1), prints\n"
+              "warm-up: workers x prefetch_factor batches), confirms the choice with interleaved baseline/choice\n"
+              "pairs until the interval excludes 1 (at most --confirm; steady state and end to end, applied only\n"
+              "when the steady-state interval is above 1 and the run is not slower end to end), prints\n"
               "the diff of the last pair and writes tuned.toml plus tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
               "--allow-numerics. Apply with `tracetune run --config tuned.toml -- CMD`. docs/tuning.md");
   add_tune_search_options(*cmd, *a);
