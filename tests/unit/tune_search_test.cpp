@@ -820,3 +820,18 @@ TEST(TuneEndToEnd, BothFiguresAreMeasuredAndASlowerRunIsNotApplied) {
   EXPECT_GT(l.e2e_low, 1.5);
   EXPECT_EQ(l.e2e_steps, 2000);
 }
+
+// 2 workers crash: 2 workers with 1 thread, or with prefetch, are not tried; the search goes on to 4.
+TEST(TuneJoint, CandidatesHoldingAFailedOneAreSkipped) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.6, {"dataloader.num_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  const auto groups = group_plan(plan, cat(), findings, two_cores());
+  FakeRunner runner([](const Candidate& c) { return workers(c) == 2 ? -1.0 : workers(c) == 4 ? 50.0 : 100.0; });
+  SearchOptions opt;
+  opt.max_trials = 40;
+  const SearchResult r = search(groups, runner, opt);
+  int failed = 0;
+  for (const auto& t : r.trials) failed += t.status == TrialStatus::Failed ? 1 : 0;
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(workers(r.best), 4);
+}
