@@ -288,8 +288,8 @@ def case_kernels(tmp):
     (decoy / "python3").chmod(0o755)
     env = {**os.environ, "PATH": f"{decoy}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     r = tune(["--kernels", "--kernel-shapes", "layernorm=256x16,cross_entropy=256x4000,optimizer=17x4000",
-              "--kernel-threads", "1", "--steps", "6", "--warmup", "2", "--max-trials", "4",
-              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp, env=env)
+              "--kernel-threads", "1", "--steps", "6", "--warmup", "2", "--max-trials", "7", "--confirm", "3",
+              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp, env=env, timeout=560)
     print(r.stdout + r.stderr)
     check("tune --kernels exits 0", r.returncode == 0, f"rc={r.returncode}")
     check("bench kernels ran in the job's interpreter", f"run in the job's Python: {PY}" in r.stderr and
@@ -302,6 +302,8 @@ def case_kernels(tmp):
     check("the trace's op shapes are read", "(the trace's: layernorm=256x16,cross_entropy=256x4000)" in r.stderr,
           [l for l in r.stderr.splitlines() if "shapes" in l])
     trials = json.loads((tmp / "tuned.trials.json").read_text())
+    # (7 trials: the first run, a warm baseline and up to 3 candidates, each pair of them followed by
+    # a baseline run)
     tried = [t for t in trials["trials"] if any(k.startswith("kernels.") for k in t.get("settings", {}))]
     kept = re.findall(r"^(\w+)\s+tracetune\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+keep$", r.stderr, re.M)
     check("every substitution the bench kept was trialled on the job", len(tried) >= len(kept), f"kept {kept}, tried {tried}")
