@@ -835,3 +835,28 @@ TEST(TuneJoint, CandidatesHoldingAFailedOneAreSkipped) {
   EXPECT_EQ(failed, 1);
   EXPECT_EQ(workers(r.best), 4);
 }
+
+// The bench's failure: a noisy trial measured above its own (bounded) prediction stopped the group
+// before the best candidate. A best measured beyond its prediction makes the prediction stop
+// nothing; the group goes on to the better candidate.
+TEST(TuneJoint, ABestAboveItsPredictionDoesNotStopTheGroup) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.2, {"dataloader.num_workers", "dataloader.persistent_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  const auto groups = group_plan(plan, cat(), findings, two_cores());
+  ASSERT_EQ(groups.size(), 1u);
+  // predictions are at most 1.25x; 2 workers measure 2x, 2 persistent workers 3x
+  FakeRunner runner([](const Candidate& c) {
+    const Value* p = c.find("dataloader.persistent_workers");
+    const bool persistent = p != nullptr && std::get<bool>(*p);
+    if (workers(c) == 2 && threads(c) <= 1) return persistent ? 33.0 : 50.0;
+    return 100.0;
+  });
+  SearchOptions opt;
+  opt.max_trials = 60;
+  opt.patience = 100;
+  const SearchResult r = search(groups, runner, opt);
+  EXPECT_EQ(workers(r.best), 2);
+  ASSERT_NE(r.best.find("dataloader.persistent_workers"), nullptr) << r.best.label();
+  EXPECT_TRUE(std::get<bool>(*r.best.find("dataloader.persistent_workers")));
+  for (const auto& l : r.log) EXPECT_EQ(l.find("stopped: the best predicted"), std::string::npos) << l;
+}

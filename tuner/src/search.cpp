@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -429,11 +430,16 @@ void Searcher::search_group(const SearchGroup& g) {
   const bool walk = g.knobs.size() == 1 && is_ordered_numeric(*g.knobs.front()->knob);
   std::size_t next = 0;
   std::vector<Candidate> failed;  // this group's settings of the trials that failed, hung or were refused
+  std::map<int, double> predicted_of;  // trial index -> its candidate's prediction
+  double best_predicted = 0;           // the prediction of best_here's candidate
   while (!done && next < g.candidates.size()) {
     // the prediction: no candidate left can beat the best by more than min_gain
     const double best_speedup = r.speedup_of(best_here >= 0 ? best_here : r.best_trial);
     const double best_left = *std::max_element(g.predicted.begin() + static_cast<std::ptrdiff_t>(next), g.predicted.end());
-    if (best_here >= 0 && best_left > 0 && best_left < best_speedup * (1 + opt_.min_gain)) {
+    // A best measured above its own prediction (by more than min_gain) says the prediction
+    // is not credible for this job (or the best's figure is noise's winner): it stops nothing.
+    const bool credible = best_predicted > 0 && best_speedup <= best_predicted * (1 + opt_.min_gain);
+    if (best_here >= 0 && credible && best_left > 0 && best_left < best_speedup * (1 + opt_.min_gain)) {
       r.log.push_back(fmt::format("{}: stopped: the best predicted of the {} candidates left ({:.2f}x) cannot beat {:.2f}x "
                                   "by {:.0f}%", g.name(), g.candidates.size() - next, best_left, best_speedup,
                                   100 * opt_.min_gain));
@@ -458,6 +464,7 @@ void Searcher::search_group(const SearchGroup& g) {
       ++next;
       arm_early_stop(best_here >= 0 ? best_here : r.best_trial);
       block.push_back(run_one(c, g.knobs.size() == 1 ? g.knobs.front()->knob->id : "group:" + g.name()));
+      predicted_of[block.back()] = g.predicted[next - 1];
       runner_.set_early_stop(0, 0);
       const Trial& t = r.trials.back();
       if (t.status != TrialStatus::Ok) failed.push_back(group_part(t.candidate, g));
@@ -468,6 +475,7 @@ void Searcher::search_group(const SearchGroup& g) {
       const int ref = best_here >= 0 ? best_here : r.best_trial;
       if (t.status == TrialStatus::Ok && significantly_faster(r.normalized(i), r.normalized(ref), opt_.min_gain)) {
         best_here = i;
+        best_predicted = predicted_of[i];
         misses = 0;
       } else if (best_here >= 0 && t.status == TrialStatus::Ok &&
                  significantly_faster(r.normalized(ref), r.normalized(i), opt_.min_gain)) {
