@@ -107,7 +107,7 @@ def case_dataloader(tmp):
     # The confirmation: 3 interleaved pairs when the search chose something, none otherwise; the
     # config applies the choice only when the interval is above 1, and says which way it went.
     c = doc["confirmation"]
-    if doc["best_trial"] > 0:
+    if bool(everything[doc["best_trial"]]["settings"]):
         check("3 confirmation pairs, baseline and choice interleaved", c is not None and len(confirm) == 6 and
               [t["knob"] for t in confirm] == ["confirm:baseline", "confirm:choice", "confirm:choice",
                                                "confirm:baseline", "confirm:baseline", "confirm:choice"], confirm)
@@ -131,7 +131,7 @@ def case_dataloader(tmp):
     check("every chosen setting is a searched knob",
           all(k.startswith("dataloader.") or k == "torch.num_threads" for k, _ in chosen), chosen)
     check("the config is consistent with the trials file",
-          (len(chosen) > 0) == (doc["best_trial"] > 0 and (c is None or c["confirmed"])), text)
+          (len(chosen) > 0) == (bool(everything[doc["best_trial"]]["settings"]) and (c is None or c["confirmed"])), text)
     chk = subprocess.run([TRACETUNE, "run", "--config", str(cfg), "--check"], capture_output=True, text=True)
     check("tracetune run --config accepts it", chk.returncode == 0, chk.stderr)
     m = re.search(r'^"dataloader\.num_workers" = (\d+)$', text, re.M)
