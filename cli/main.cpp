@@ -636,9 +636,16 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
   cmd.add_option("--min-gain", a.opt.min_gain, "Smallest speedup share a setting must bring to be kept (default 0.03)")
       ->check(cli::finite_number(0.0, 1.0));
   cmd.add_option("--confirm", a.opt.confirm,
-                 "Interleaved baseline/choice pairs measured after the search; the choice is applied only when\n"
-                 "the 95% interval of its speedup is above 1 (default 5; 0: no confirmation)")
+                 "Most interleaved baseline/choice pairs after the search (default 10; 0: no confirmation). Sequential:\n"
+                 "pairs stop once the interval excludes 1; the choice is applied only when it is above 1")
       ->check(CLI::Range(0, 1000));
+  cmd.add_option("--baseline-every", a.opt.baseline_every,
+                 "Run the baseline again after every N candidates, each judged against the baselines beside it\n"
+                 "(default 2; 0: one baseline, the first run)")
+      ->check(CLI::Range(0, 1000));
+  cmd.add_option("--run-steps", a.opt.run_steps,
+                 "Steps of each confirmation run, measured end to end with start-up (default: the trial length)")
+      ->check(CLI::Range(0, 100000000));
   cmd.add_option("--budget", a.budget, "Wall-time cap over the search and the confirmation, e.g. 10m, 90s, 1h "
                                        "(default: none; --max-trials still applies)");
   cmd.add_option("--early-stop", a.opt.early_stop,
@@ -667,11 +674,13 @@ Verb add_tune(CLI::App& app, int argc, char** argv) {
   auto* cmd = app.add_subcommand(
       "tune", "Find faster settings for a job with short trial runs and write tuned.toml:\n"
               "  tracetune tune [TRACE] [--max-trials 12] [--steps 15] -- CMD...\n"
-              "Records the job (or analyses TRACE), searches only the knobs its findings name (coordinate\n"
-              "descent, one knob at a time, kept only when faster by more than the noise), runs each trial\n"
+              "Records the job (or analyses TRACE), searches only the knobs its findings name (knobs that\n"
+              "interact as combinations, bounded by the machine, best predicted first; kept only when faster\n"
+              "by more than the noise against the baseline runs beside them: --baseline-every), runs each trial\n"
               "for --steps steps under the collector (TRACETUNE_MAX_STEPS; DataLoader workers get a longer\n"
-              "warm-up: workers x prefetch_factor batches), confirms the choice with --confirm interleaved\n"
-              "baseline/choice pairs (applied only when the 95% interval of its speedup is above 1), prints\n"
+              "warm-up: workers x prefetch_factor batches), confirms the choice with interleaved baseline/choice\n"
+              "pairs until the interval excludes 1 (at most --confirm; steady state and end to end, applied only\n"
+              "when the steady-state interval is above 1 and the run is not slower end to end), prints\n"
               "the diff of the last pair and writes tuned.toml plus tuned.trials.json (every trial). TF32, AMP and gradient compression are tried only with\n"
               "--allow-numerics. Apply with `tracetune run --config tuned.toml -- CMD`. docs/tuning.md");
   add_tune_search_options(*cmd, *a);

@@ -12,6 +12,12 @@
   or recorded as failed, and the search goes on to a setting that works.
 - usage: bad invocations exit 2 with one line.
 - daemon: a trial job that leaves a setsid daemon: it is gone when tune returns.
+- interaction: a fake job whose step time is scripted (sleeps, so the machine's speed barely
+  matters): it gets slower with every run (a drifting machine), and it is faster only with
+  DataLoader workers and 1 intra-op thread together (workers beside its own 2 threads
+  oversubscribe 2 cores). tune must find both knobs together, judge them against the baselines
+  beside them, confirm sequentially and write the end-to-end figure. Applied through the real
+  trial path (candidate.toml, run --config's apply code).
 
 usage: tune_test.py TRACETUNE SOURCE_DIR CASE
 """
@@ -81,13 +87,17 @@ def case_dataloader(tmp):
     check("trials file: baseline first, every trial stored with its measurement",
           doc["schema"] == "tracetune.trials" and ts[0]["settings"] == {} and 2 <= len(ts) <= 6 and
           all(t["status"] == "ok" and t["median_ms"] > 0 and
-              (t["steps"] == 12 - 3 or t["stopped_early"] and t["steps"] == 3) for t in everything),
+              (t["steps"] == 12 - 3 or t["stopped_early"] and t["steps"] == 3 or
+               t["knob"].startswith("confirm:") and t["steps"] == t["job_steps"] - t["warmup"]) for t in everything),
           json.dumps(everything, indent=1))
     check("steady state: a trial with W workers leaves out at least W x 2 warm-up steps",
           all(t["warmup"] >= max(3, 2 * t["settings"].get("dataloader.num_workers", 0)) for t in everything),
           [(t["settings"], t["warmup"]) for t in everything])
+    # the baseline runs again beside the candidates; workers are searched with prefetch,
+    # persistent workers and intra-op threads (they share the cores)
     check("data_loading found and searched", "data_loading" in doc["findings"] and
-          all(t["knob"].startswith("dataloader.") for t in ts[1:]), doc["findings"])
+          all(t["knob"] == "baseline" or t["knob"].startswith("group:dataloader.") for t in ts[1:]), doc["findings"])
+    check("a warm baseline run follows the first (analysed) one", len(ts) < 2 or ts[1]["knob"] == "baseline", ts[:2])
     text = cfg.read_text()
     check("tuned.toml says speedup, trials and findings", re.search(r"^speedup = [0-9.]+$", text, re.M) and
           f"trials = {len(everything)}" in text and 'findings = ["data_loading"' in text, text)
@@ -97,7 +107,7 @@ def case_dataloader(tmp):
     # The confirmation: 3 interleaved pairs when the search chose something, none otherwise; the
     # config applies the choice only when the interval is above 1, and says which way it went.
     c = doc["confirmation"]
-    if doc["best_trial"] > 0:
+    if bool(everything[doc["best_trial"]]["settings"]):
         check("3 confirmation pairs, baseline and choice interleaved", c is not None and len(confirm) == 6 and
               [t["knob"] for t in confirm] == ["confirm:baseline", "confirm:choice", "confirm:choice",
                                                "confirm:baseline", "confirm:baseline", "confirm:choice"], confirm)
@@ -118,9 +128,10 @@ def case_dataloader(tmp):
     # What wins depends on the free cores of the machine (timings are noisy here): whatever was
     # chosen must be a searched DataLoader knob, with the trial that measured it.
     chosen = re.findall(r'^"([a-z_.]+)" = (.+)$', text, re.M)
-    check("every chosen setting is a searched knob", all(k.startswith("dataloader.") for k, _ in chosen), chosen)
+    check("every chosen setting is a searched knob",
+          all(k.startswith("dataloader.") or k == "torch.num_threads" for k, _ in chosen), chosen)
     check("the config is consistent with the trials file",
-          (len(chosen) > 0) == (doc["best_trial"] > 0 and (c is None or c["confirmed"])), text)
+          (len(chosen) > 0) == (bool(everything[doc["best_trial"]]["settings"]) and (c is None or c["confirmed"])), text)
     chk = subprocess.run([TRACETUNE, "run", "--config", str(cfg), "--check"], capture_output=True, text=True)
     check("tracetune run --config accepts it", chk.returncode == 0, chk.stderr)
     m = re.search(r'^"dataloader\.num_workers" = (\d+)$', text, re.M)
@@ -136,7 +147,7 @@ def case_dataloader(tmp):
     else:
         # Nothing kept (timings on this machine decided so): the applied-setting path is still
         # checked, with the searched value of the best trial, and the log says so.
-        tried = [t for t in ts[1:] if "dataloader.num_workers" in t["settings"]]
+        tried = [t for t in ts[1:] if t["settings"].get("dataloader.num_workers", 0) > 0]
         workers = min(tried, key=lambda t: t["median_ms"])["settings"]["dataloader.num_workers"] if tried else 2
         print(f"NOTE: the search kept no setting here; checking num_workers = {workers} from a config instead")
         own = tmp / "own.toml"
@@ -162,7 +173,7 @@ class Slow(Dataset):
     def __len__(self):
         return 10000
     def __getitem__(self, i):
-        time.sleep(0.01)
+        time.sleep(0.005)
         return torch.zeros(4)
 
 loader = DataLoader(Slow(), batch_size=4, num_workers=0)
@@ -173,7 +184,7 @@ if loader.num_workers == 2:
     print("crashing", flush=True)
     os.abort()
 for step, x in enumerate(loader):
-    x.sum()
+    time.sleep(0.02)  # the step's own work: workers beside it can halve the step
 '''
 
 
@@ -182,7 +193,9 @@ def case_hang_crash(tmp):
     script = tmp / "job.py"
     script.write_text(HANG_CRASH)
     t0 = time.monotonic()
-    r = tune(["--steps", "8", "--warmup", "2", "--max-trials", "6", "--confirm", "0", "--trial-timeout", "20", "-o", str(tmp / "t.toml"),
+    # 1 and 2 workers (best predicted) hang and crash; candidates that include them are then not
+    # tried, and 4 workers are (room for a baseline beside them: 8 trials)
+    r = tune(["--steps", "8", "--warmup", "2", "--max-trials", "8", "--confirm", "0", "--trial-timeout", "20", "-o", str(tmp / "t.toml"),
               "--", PY, str(script)], cwd=tmp)
     wall = time.monotonic() - t0
     print(r.stdout + r.stderr)
@@ -275,8 +288,8 @@ def case_kernels(tmp):
     (decoy / "python3").chmod(0o755)
     env = {**os.environ, "PATH": f"{decoy}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
     r = tune(["--kernels", "--kernel-shapes", "layernorm=256x16,cross_entropy=256x4000,optimizer=17x4000",
-              "--kernel-threads", "1", "--steps", "6", "--warmup", "2", "--max-trials", "4",
-              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp, env=env)
+              "--kernel-threads", "1", "--steps", "6", "--warmup", "2", "--max-trials", "7", "--confirm", "3",
+              "-o", str(tmp / "tuned.toml"), "--", *job], cwd=tmp, env=env, timeout=560)
     print(r.stdout + r.stderr)
     check("tune --kernels exits 0", r.returncode == 0, f"rc={r.returncode}")
     check("bench kernels ran in the job's interpreter", f"run in the job's Python: {PY}" in r.stderr and
@@ -289,6 +302,8 @@ def case_kernels(tmp):
     check("the trace's op shapes are read", "(the trace's: layernorm=256x16,cross_entropy=256x4000)" in r.stderr,
           [l for l in r.stderr.splitlines() if "shapes" in l])
     trials = json.loads((tmp / "tuned.trials.json").read_text())
+    # (7 trials: the first run, a warm baseline and up to 3 candidates, each pair of them followed by
+    # a baseline run)
     tried = [t for t in trials["trials"] if any(k.startswith("kernels.") for k in t.get("settings", {}))]
     kept = re.findall(r"^(\w+)\s+tracetune\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+keep$", r.stderr, re.M)
     check("every substitution the bench kept was trialled on the job", len(tried) >= len(kept), f"kept {kept}, tried {tried}")
@@ -318,7 +333,83 @@ def case_kernels(tmp):
     print(f"step_ms plain {step_ms(plain.stdout)} vs substituted {step_ms(swapped.stdout)} (printed, not judged)")
 
 
-CASES = {"dataloader": case_dataloader, "hang_crash": case_hang_crash, "usage": case_usage, "kernels": case_kernels,
+INTERACTION = r'''
+import os, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+# the machine drifts: each run of this job is 4% slower than the one before
+counter = sys.argv[1]
+with open(counter, "a+") as f:
+    f.seek(0)
+    run = len(f.read())
+    f.write("x")
+drift = 1 + 0.04 * run
+torch.set_num_threads(2)  # the job's own choice
+
+class Slow(Dataset):
+    def __len__(self):
+        return 100000
+    def __getitem__(self, i):
+        time.sleep(0.040 * drift)  # decoding a sample: in the main process without workers
+        return torch.zeros(4)
+
+loader = DataLoader(Slow(), batch_size=1, num_workers=0)
+workers, threads = loader.num_workers, torch.get_num_threads()
+print(f"workers={workers} threads={threads}", flush=True)
+if os.environ.get("JOB_SAY_ONLY"):
+    sys.exit(0)
+# the step's compute: workers beside 2 busy threads oversubscribe the 2 cores
+compute = 0.060 if workers > 0 and threads > 1 else 0.020
+for x in loader:
+    time.sleep(compute * drift)
+'''
+
+
+def case_interaction(tmp):
+    tmp = pathlib.Path(tmp)
+    script = tmp / "job.py"
+    script.write_text(INTERACTION)
+    counter = tmp / "runs"
+    r = tune(["--steps", "10", "--warmup", "2", "--max-trials", "24", "--confirm", "5", "--early-stop", "0",
+              "--trial-timeout", "120", "-o", str(tmp / "t.toml"), "--", PY, str(script), str(counter)], cwd=tmp, timeout=900)
+    print(r.stdout + r.stderr)
+    check("tune exits 0", r.returncode == 0, f"rc={r.returncode}")
+    p = tmp / "t.trials.json"
+    if not p.exists():
+        check("trials file written", False)
+        return
+    doc = json.loads(p.read_text())
+    trials = doc["trials"]
+    knobs = [t["knob"] for t in trials]
+    check("the workers and threads are searched together (one group)",
+          any(k == "group:dataloader.num_workers x dataloader.prefetch_factor x dataloader.persistent_workers x "
+                   "torch.num_threads" for k in knobs), knobs)
+    check("a warm baseline follows the cold first run, and the baseline runs again after every 2 candidates",
+          knobs[1] == "baseline" and doc["baseline_runs"][0] == 1 and
+          all(b - a <= 3 for a, b in zip(doc["baseline_runs"], doc["baseline_runs"][1:])), (knobs, doc["baseline_runs"]))
+    check("candidates are bounded by the 2-core machine (at most 4 workers, 2 threads)",
+          all(t["settings"].get("dataloader.num_workers", 0) <= 2 * os.cpu_count() and
+              t["settings"].get("torch.num_threads", 1) <= os.cpu_count() for t in trials), [t["settings"] for t in trials])
+    text = (tmp / "t.toml").read_text()
+    w = re.search(r'^"dataloader\.num_workers" = (\d+)$', text, re.M)
+    th = re.search(r'^"torch\.num_threads" = (\d+)$', text, re.M)
+    check("both knobs chosen together: workers and 1 thread", w and int(w.group(1)) >= 1 and th and th.group(1) == "1", text)
+    c = doc["confirmation"]
+    check("the confirmation is sequential and reports the pairs it used", c and 3 <= c["pairs"] <= 5 and
+          c["looks_planned"] == 2 and f"confirm_pairs = {c['pairs']}" in text, c)
+    check("confirmed, with the steady-state and the end-to-end figure in tuned.toml", c and c["confirmed"] and
+          "e2e_speedup = " in text and re.search(r"^speedup = [0-9.]+$", text, re.M) and c["e2e_steps"] >= 10, (c, text))
+    # the drift: later runs are slower, yet the search's figure stays near the true one (60 ms -> about 20-25 ms)
+    check("judged beside its baselines, the search's speedup is not the drift's (1.8x to 4x)", 1.8 <= doc["speedup"] <= 4.0,
+          doc["speedup"])
+    used = subprocess.run([TRACETUNE, "run", "--config", str(tmp / "t.toml"), "--", PY, str(script), str(tmp / "other")],
+                          capture_output=True, text=True, cwd=tmp, timeout=60, env=dict(os.environ, JOB_SAY_ONLY="1"))
+    check("run --config applies both inside the job", w and th and
+          f"workers={w.group(1)} threads=1" in used.stdout, (used.stdout, used.stderr[-400:]))
+
+
+CASES = {"dataloader": case_dataloader, "interaction": case_interaction, "hang_crash": case_hang_crash, "usage": case_usage, "kernels": case_kernels,
          "daemon": case_daemon}
 if CASE not in CASES:
     sys.exit(f"unknown case {CASE!r}")

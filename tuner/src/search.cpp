@@ -1,8 +1,12 @@
 // Coordinate descent over the knobs the findings name. See search.h for the contract.
 #include "tracetune/tuner/search.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -76,35 +80,450 @@ double SearchResult::wall_s() const {
   return s;
 }
 
-double SearchResult::speedup() const {
-  if (trials.empty() || best_trial < 0 || best_trial >= static_cast<int>(trials.size())) return 1;
-  const double base = trials.front().stats.median_ms, best = trials[best_trial].stats.median_ms;
-  return trials.front().status == TrialStatus::Ok && best > 0 ? base / best : 1;
+double SearchResult::local_baseline_ms(int index) const {
+  if (trials.empty()) return 0;
+  if (std::find(baseline_runs.begin(), baseline_runs.end(), index) != baseline_runs.end())
+    return trials[static_cast<std::size_t>(index)].stats.median_ms;  // a baseline run is its own reference
+  const Trial* before = nullptr;
+  const Trial* after = nullptr;
+  for (int b : baseline_runs) {
+    const Trial& t = trials[static_cast<std::size_t>(b)];
+    if (t.status != TrialStatus::Ok) continue;
+    if (b <= index) before = &t;
+    else if (after == nullptr) after = &t;
+  }
+  if (before == nullptr) before = after;
+  if (before == nullptr) return trials.front().status == TrialStatus::Ok ? trials.front().stats.median_ms : 0;
+  if (after == nullptr || before == after) return before->stats.median_ms;
+  return std::sqrt(before->stats.median_ms * after->stats.median_ms);
 }
 
+double SearchResult::speedup_of(int index) const {
+  if (index < 0 || index >= static_cast<int>(trials.size())) return 1;
+  const Trial& t = trials[static_cast<std::size_t>(index)];
+  const double base = local_baseline_ms(index);
+  return t.status == TrialStatus::Ok && base > 0 && t.stats.median_ms > 0 ? base / t.stats.median_ms : 1;
+}
+
+double SearchResult::speedup() const { return speedup_of(best_trial); }
+
 namespace {
+
+StepStats scaled(StepStats s, double k) {
+  s.median_ms *= k;
+  s.p10_ms *= k;
+  s.p25_ms *= k;
+  s.p75_ms *= k;
+  s.p90_ms *= k;
+  for (double& x : s.step_ms) x *= k;
+  return s;
+}
+
+// The median the normalized statistics are expressed in: the first warm baseline run.
+double reference_ms(const SearchResult& r) {
+  for (int b : r.baseline_runs)
+    if (r.trials[static_cast<std::size_t>(b)].status == TrialStatus::Ok) return r.trials[static_cast<std::size_t>(b)].stats.median_ms;
+  return r.trials.empty() ? 0 : r.trials.front().stats.median_ms;
+}
 
 bool is_ordered_numeric(const Knob& k) { return k.type == KnobType::Int || k.type == KnobType::Float; }
 
 }  // namespace
 
-SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, const SearchOptions& opt,
-                    const Trial* baseline, const std::function<bool()>& stop) {
-  SearchResult r;
-  int total = 1;
-  for (const auto& p : plan) total += static_cast<int>(p.values.size());
-  total = std::min(total, opt.max_trials);
+StepStats SearchResult::normalized(int index) const {
+  const Trial& t = trials[static_cast<std::size_t>(index)];
+  const double local = local_baseline_ms(index), ref = reference_ms(*this);
+  return local > 0 && ref > 0 ? scaled(t.stats, ref / local) : t.stats;
+}
 
-  auto run_one = [&](const Candidate& c, const std::string& knob) {
-    if (opt.on_start) opt.on_start(static_cast<int>(r.trials.size()), total, c.label());
-    Trial t = runner.run(c);
+// ---- the machine, groups and predictions ----
+
+MachineLimits this_machine() {
+  MachineLimits m;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) m.cores = std::max(1, CPU_COUNT(&set));
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") m.memory_bytes = kib * 1024;
+  }
+  return m;
+}
+
+std::string SearchGroup::name() const {
+  std::string s;
+  for (const KnobPlan* k : knobs) s += (s.empty() ? "" : " x ") + k->knob->id;
+  return s;
+}
+
+namespace {
+
+std::int64_t int_setting(const Candidate& c, std::string_view id, std::int64_t unset) {
+  const Value* v = c.find(id);
+  const auto* i = v != nullptr ? std::get_if<std::int64_t>(v) : nullptr;
+  return i != nullptr ? *i : unset;
+}
+
+// The summed gain share of the distinct findings these knobs address (capped at 0.9), as
+// tuned_writer's predicted_speedup sums them.
+double addressed_share(const Candidate& c, const std::vector<KnobPlan>& plan, const std::vector<FindingRef>& findings,
+                       std::string_view only = {}) {
+  std::vector<std::string> addressed;
+  for (const auto& [id, v] : c.settings)
+    for (const auto& p : plan)
+      if (p.knob->id == id)
+        for (const auto& f : p.findings)
+          if ((only.empty() || f == only) && std::find(addressed.begin(), addressed.end(), f) == addressed.end())
+            addressed.push_back(f);
+  double share = 0;
+  for (const auto& f : findings)
+    if (std::find(addressed.begin(), addressed.end(), f.id) != addressed.end()) share += f.gain_share;
+  return std::clamp(share, 0.0, 0.9);
+}
+
+}  // namespace
+
+// The analyzer's gain shares as given, spread over the machine. Without DataLoader workers or
+// threads in the candidate: 1 / (1 - the summed share of the findings its knobs address). With
+// them, the data-loading share g of the step can move off the main thread only as far as the
+// cores allow: with W workers and t intra-op threads (unset: 1) on N cores the step is at best
+// max(1 - g, g / min(W, N)) of what it was, and W + t threads on N cores (one may wait for data)
+// are slowed by (W + t) / (N + 1) when they exceed it. So 16 workers on 2 cores predict no more
+// than 2 workers, and less: what a 2-core trace can support. prefetch_factor and persistent
+// workers refine workers (without them they are predicted to change nothing).
+double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, const std::vector<FindingRef>& findings,
+                         const MachineLimits& m) {
+  const double all = addressed_share(c, plan, findings);
+  const bool sets_cores = std::any_of(c.settings.begin(), c.settings.end(), [](const auto& kv) {
+    return kv.first.starts_with("dataloader.") || kv.first == "torch.num_threads";
+  });
+  if (!sets_cores || m.cores <= 0) return 1.0 / (1.0 - all);
+  const double g = addressed_share(c, plan, findings, "data_loading");
+  const auto workers = int_setting(c, "dataloader.num_workers", 0);
+  const auto threads = int_setting(c, "torch.num_threads", 1);
+  const double n = std::max(1, m.cores);
+  double f = 1;  // step time, share of the baseline's
+  if (workers > 0) f = std::max(1 - g, g / std::min<double>(static_cast<double>(workers), n));
+  f *= std::max(1.0, static_cast<double>(workers + threads) / (n + 1));
+  const double other = std::max(0.0, all - g);  // findings the threads address beyond data loading
+  if (c.find("torch.num_threads") != nullptr) f *= 1 - other * std::min(1.0, (static_cast<double>(threads) - 1) / n);
+  return std::min(1.0 / f, 1.0 / (1.0 - all));
+}
+
+namespace {
+
+// Why the machine rules a value out ("" when it does not).
+std::string out_of_machine(const Knob& k, const Value& v, const MachineLimits& m) {
+  const auto* i = std::get_if<std::int64_t>(&v);
+  if (k.id == "dataloader.num_workers" && i != nullptr) {
+    if (m.cores > 0 && *i > 2 * m.cores) return fmt::format("more than 2 x the {} cores", m.cores);
+    if (m.memory_bytes > 0 && m.job_rss_bytes > 0 && static_cast<double>(*i + 1) * m.job_rss_bytes > m.memory_bytes)
+      return fmt::format("{} copies of the job's {:.0f} MiB do not fit in {:.0f} MiB available", *i + 1,
+                         m.job_rss_bytes / 1048576, m.memory_bytes / 1048576);
+  }
+  if ((k.id == "torch.num_threads" || k.id == "cpu.omp_num_threads") && i != nullptr && m.cores > 0 && *i > m.cores)
+    return fmt::format("more than the {} cores", m.cores);
+  const auto* b = std::get_if<bool>(&v);
+  const bool cuda_only = k.id == "optimizer.fused" || k.id == "torch.tf32_matmul" || k.id == "torch.cudnn_tf32" ||
+                         k.id == "torch.cudnn_benchmark" || k.id == "dataloader.pin_memory";
+  if (cuda_only && b != nullptr && *b && m.cores > 0 && m.gpus == 0) return "acts on CUDA only, and the trace shows no GPU";
+  return "";
+}
+
+// Which group a knob joins: its partner knobs (searched together), or none.
+const std::vector<std::vector<std::string>>& interacting() {
+  static const std::vector<std::vector<std::string>> kGroups = {
+      {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers", "torch.num_threads"},
+      {"ddp.bucket_cap_mb", "ddp.comm_hook"}};
+  return kGroups;
+}
+
+// Every assignment of the group's knobs (each knob unset or one of its values), but the empty one.
+std::vector<Candidate> grid(const std::vector<const KnobPlan*>& knobs) {
+  std::vector<Candidate> out{Candidate{}};
+  for (const KnobPlan* k : knobs) {
+    std::vector<Candidate> next;
+    for (const Candidate& c : out) {
+      next.push_back(c);
+      for (const auto& v : k->values) {
+        Candidate with = c;
+        with.set(k->knob->id, v);
+        next.push_back(std::move(with));
+      }
+    }
+    out = std::move(next);
+  }
+  out.erase(out.begin());
+  return out;
+}
+
+// A candidate PyTorch would refuse or ignore: prefetch_factor / persistent_workers without workers.
+bool pointless(const Candidate& c) {
+  const bool loader_extras = c.find("dataloader.prefetch_factor") != nullptr || c.find("dataloader.persistent_workers") != nullptr;
+  return loader_extras && int_setting(c, "dataloader.num_workers", 0) <= 0 && c.find("dataloader.num_workers") != nullptr;
+}
+
+SearchGroup make_group(std::vector<const KnobPlan*> knobs, const std::vector<KnobPlan>& plan,
+                       const std::vector<FindingRef>& findings, const MachineLimits& m, bool predicted_order) {
+  SearchGroup g;
+  g.knobs = std::move(knobs);
+  std::vector<std::pair<Candidate, double>> scored;
+  for (Candidate& c : grid(g.knobs)) {
+    if (pointless(c)) continue;
+    scored.emplace_back(c, predict_candidate(c, plan, findings, m));
+  }
+  // best predicted first; ties: fewer settings first, then grid order
+  if (predicted_order) std::stable_sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
+    if (std::abs(a.second - b.second) > 1e-9) return a.second > b.second;
+    return a.first.settings.size() < b.first.settings.size();
+  });
+  for (auto& [c, p] : scored) {
+    g.candidates.push_back(std::move(c));
+    g.predicted.push_back(p);
+  }
+  return g;
+}
+
+}  // namespace
+
+std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& cat, const std::vector<FindingRef>& findings,
+                                    const MachineLimits& m, std::vector<std::string>* skipped) {
+  auto has = [&](std::string_view id) {
+    return std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; });
+  };
+  if (has("dataloader.num_workers") && !has("torch.num_threads") && cat.find("torch.num_threads") != nullptr) {
+    const Knob* t = cat.find("torch.num_threads");
+    const auto w = std::find_if(plan.begin(), plan.end(), [](const KnobPlan& p) { return p.knob->id == "dataloader.num_workers"; });
+    plan.push_back(KnobPlan{t, t->values, w->findings});
+    if (skipped != nullptr) skipped->push_back("torch.num_threads: added beside dataloader.num_workers (they share the cores)");
+  }
+  for (auto& p : plan) {  // values beyond the machine
+    std::vector<Value> kept;
+    for (const auto& v : p.values) {
+      const std::string why = out_of_machine(*p.knob, v, m);
+      if (why.empty()) kept.push_back(v);
+      else if (skipped != nullptr) skipped->push_back(fmt::format("{} = {}: not tried: {}", p.knob->id, display(v), why));
+    }
+    p.values = std::move(kept);
+  }
+  std::vector<SearchGroup> groups;
+  std::vector<bool> placed(plan.size(), false);
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    if (placed[i] || plan[i].values.empty()) continue;
+    std::vector<const KnobPlan*> members;
+    for (const auto& ids : interacting()) {
+      if (std::find(ids.begin(), ids.end(), plan[i].knob->id) == ids.end()) continue;
+      for (const auto& id : ids)
+        for (std::size_t j = i; j < plan.size(); ++j)
+          if (!placed[j] && plan[j].knob->id == id && !plan[j].values.empty()) {
+            members.push_back(&plan[j]);
+            placed[j] = true;
+          }
+    }
+    if (members.empty()) {
+      members.push_back(&plan[i]);
+      placed[i] = true;
+    }
+    // a knob alone keeps its catalogue order (ordered numeric knobs are walked up); groups are ordered by prediction
+    groups.push_back(make_group(members, plan, findings, m, members.size() > 1));
+  }
+  return groups;
+}
+
+std::vector<SearchGroup> single_knob_groups(const std::vector<KnobPlan>& plan) {
+  std::vector<SearchGroup> groups;
+  for (const auto& p : plan) {
+    SearchGroup g;
+    g.knobs = {&p};
+    for (const auto& v : p.values) {
+      Candidate c;
+      c.set(p.knob->id, v);
+      g.candidates.push_back(std::move(c));
+      g.predicted.push_back(0);  // no prediction: never stopped by one
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// ---- the search ----
+
+namespace {
+
+// The search's state while it runs: trials, the best so far, the budget.
+class Searcher {
+ public:
+  Searcher(TrialRunner& runner, const SearchOptions& opt, const std::function<bool()>& stop, int total)
+      : runner_(runner), opt_(opt), stop_(stop), total_(total) {}
+  SearchResult r;
+
+  int run_one(const Candidate& c, const std::string& knob) {
+    if (opt_.on_start) opt_.on_start(static_cast<int>(r.trials.size()), total_, c.label());
+    Trial t = runner_.run(c);
     t.index = static_cast<int>(r.trials.size());
     t.knob = knob;
-    r.trials.push_back(t);
-    if (opt.on_trial) opt.on_trial(r.trials.back());
-    return r.trials.back();
-  };
+    r.trials.push_back(std::move(t));
+    if (knob == "baseline") r.baseline_runs.push_back(r.trials.back().index);
+    if (opt_.on_trial) opt_.on_trial(r.trials.back());
+    return r.trials.back().index;
+  }
+  int run_baseline() { return run_one(Candidate{}, "baseline"); }
+  bool interleaved() const { return opt_.baseline_every > 0; }
 
+  // Why no further candidate may start ("" when one may); `extra` trials must follow it.
+  std::string no_room(int extra) const {
+    if (stop_ && stop_()) return "interrupted";
+    if (static_cast<int>(r.trials.size()) + 1 + extra > opt_.max_trials) return fmt::format("trial budget ({}) used", opt_.max_trials);
+    const double reserve = 2.0 * std::min(opt_.confirm_pairs, opt_.confirm_min_pairs) * r.trials.front().wall_s;
+    if (opt_.budget_s > 0 && r.wall_s() + reserve >= opt_.budget_s)
+      return fmt::format("wall-time budget ({:.0f} s, {:.0f} s of it kept for the confirmation) used", opt_.budget_s, reserve);
+    return "";
+  }
+
+  // The early-stop limit for the next trial: factor x the best's median in today's units.
+  void arm_early_stop(int best_index) {
+    const double best = r.normalized(best_index).median_ms;
+    const double ref = reference_ms(r);
+    const double now = interleaved() && !r.baseline_runs.empty()
+                           ? r.trials[static_cast<std::size_t>(r.baseline_runs.back())].stats.median_ms : ref;
+    runner_.set_early_stop(opt_.early_stop_factor > 0 && ref > 0 ? opt_.early_stop_factor * best * now / ref : 0,
+                           opt_.early_stop_steps);
+  }
+
+  void search_group(const SearchGroup& g);
+
+ private:
+  TrialRunner& runner_;
+  const SearchOptions& opt_;
+  const std::function<bool()>& stop_;
+  int total_;
+};
+
+// The settings of `c` that belong to group `g`.
+Candidate group_part(const Candidate& c, const SearchGroup& g) {
+  Candidate part;
+  for (const KnobPlan* k : g.knobs)
+    if (const Value* v = c.find(k->knob->id)) part.set(k->knob->id, *v);
+  return part;
+}
+
+// Whether `c` holds every setting of a candidate that failed: a crash or hang with 2 workers
+// says nothing good about 2 workers and 1 thread, so such candidates are not tried.
+bool includes_a_failure(const Candidate& c, const std::vector<Candidate>& failed) {
+  return std::any_of(failed.begin(), failed.end(), [&](const Candidate& f) {
+    return std::all_of(f.settings.begin(), f.settings.end(), [&](const auto& kv) {
+      const Value* v = c.find(kv.first);
+      return v != nullptr && *v == kv.second;
+    });
+  });
+}
+
+void Searcher::search_group(const SearchGroup& g) {
+  int best_here = -1;  // trial index of this group's best candidate, when it beat the best before it
+  int misses = 0;
+  bool done = false;
+  const std::size_t first_trial = r.trials.size();
+  const bool walk = g.knobs.size() == 1 && is_ordered_numeric(*g.knobs.front()->knob);
+  std::size_t next = 0;
+  std::vector<Candidate> failed;  // this group's settings of the trials that failed, hung or were refused
+  std::map<int, double> predicted_of;  // trial index -> its candidate's prediction
+  double best_predicted = 0;           // the prediction of best_here's candidate
+  while (!done && next < g.candidates.size()) {
+    // the prediction: no candidate left can beat the best by more than min_gain
+    const double best_speedup = r.speedup_of(best_here >= 0 ? best_here : r.best_trial);
+    const double best_left = *std::max_element(g.predicted.begin() + static_cast<std::ptrdiff_t>(next), g.predicted.end());
+    // A best measured above its own prediction (by more than min_gain) says the prediction
+    // is not credible for this job (or the best's figure is noise's winner): it stops nothing.
+    const bool credible = best_predicted > 0 && best_speedup <= best_predicted * (1 + opt_.min_gain);
+    if (best_here >= 0 && credible && best_left > 0 && best_left < best_speedup * (1 + opt_.min_gain)) {
+      r.log.push_back(fmt::format("{}: stopped: the best predicted of the {} candidates left ({:.2f}x) cannot beat {:.2f}x "
+                                  "by {:.0f}%", g.name(), g.candidates.size() - next, best_left, best_speedup,
+                                  100 * opt_.min_gain));
+      break;
+    }
+    // a block of candidates, then the baseline beside them
+    std::vector<int> block;
+    const int per_block = interleaved() ? opt_.baseline_every : 1;
+    while (static_cast<int>(block.size()) < per_block && next < g.candidates.size()) {
+      if (const std::string why = no_room(interleaved() ? 1 : 0); !why.empty()) {
+        r.stopped_early = true;
+        r.log.push_back(fmt::format("stopped before {}: {}", g.candidates[next].label(), why));
+        done = true;
+        break;
+      }
+      if (includes_a_failure(g.candidates[next], failed)) {
+        ++next;
+        continue;
+      }
+      Candidate c = r.best;
+      for (const auto& [id, v] : g.candidates[next].settings) c.set(id, v);
+      ++next;
+      arm_early_stop(best_here >= 0 ? best_here : r.best_trial);
+      block.push_back(run_one(c, g.knobs.size() == 1 ? g.knobs.front()->knob->id : "group:" + g.name()));
+      predicted_of[block.back()] = g.predicted[next - 1];
+      runner_.set_early_stop(0, 0);
+      const Trial& t = r.trials.back();
+      if (t.status != TrialStatus::Ok) failed.push_back(group_part(t.candidate, g));
+    }
+    if (interleaved() && !block.empty()) run_baseline();
+    for (int i : block) {
+      const Trial& t = r.trials[static_cast<std::size_t>(i)];
+      const int ref = best_here >= 0 ? best_here : r.best_trial;
+      if (t.status == TrialStatus::Ok && significantly_faster(r.normalized(i), r.normalized(ref), opt_.min_gain)) {
+        best_here = i;
+        best_predicted = predicted_of[i];
+        misses = 0;
+      } else if (best_here >= 0 && t.status == TrialStatus::Ok &&
+                 significantly_faster(r.normalized(ref), r.normalized(i), opt_.min_gain)) {
+        // Past the best, values get clearly slower (oversubscription); a tie is not a miss, and
+        // misses before anything helped (failed or hung trials included) do not count.
+        if ((walk || g.knobs.size() > 1) && ++misses >= opt_.patience) {
+          r.log.push_back(fmt::format("{}: stopped after {} candidates that did not improve", g.name(), misses));
+          done = true;
+          break;
+        }
+      }
+    }
+  }
+  if (best_here >= 0) {
+    const Trial& t = r.trials[static_cast<std::size_t>(best_here)];
+    KnobOutcome outcome{g.name(), best_here, r.best_trial, r.speedup_of(best_here) / r.speedup_of(r.best_trial), 0, 0};
+    for (std::size_t i = first_trial; i < r.trials.size(); ++i) {
+      outcome.trial_steps += r.trials[i].steps_run();
+      outcome.wall_s += r.trials[i].wall_s;
+    }
+    for (const KnobPlan* k : g.knobs) {  // one outcome per knob the best candidate changes
+      const Value* now = t.candidate.find(k->knob->id);
+      const Value* before = r.best.find(k->knob->id);
+      if (now != nullptr && (before == nullptr || !(*before == *now))) {
+        outcome.id = k->knob->id;
+        r.kept.push_back(outcome);
+      }
+    }
+    r.best = t.candidate;
+    r.best_trial = best_here;
+    std::vector<std::string> set;
+    for (const KnobPlan* k : g.knobs)
+      if (const Value* v = t.candidate.find(k->knob->id)) set.push_back(fmt::format("{} = {}", k->knob->id, display(*v)));
+    r.log.push_back(fmt::format("{} kept: median {:.1f} ms, {:.2f}x the baseline beside it", fmt::join(set, ", "),
+                                t.stats.median_ms, r.speedup()));
+  } else {
+    r.log.push_back(fmt::format("{}: no candidate beat the current best by more than the noise; left as the job sets it", g.name()));
+  }
+}
+
+}  // namespace
+
+SearchResult search(const std::vector<SearchGroup>& groups, TrialRunner& runner, const SearchOptions& opt,
+                    const Trial* baseline, const std::function<bool()>& stop) {
+  int total = 1 + (opt.baseline_every > 0 ? 1 : 0);
+  for (const auto& g : groups) total += static_cast<int>(g.candidates.size()) * (opt.baseline_every > 0 ? 2 : 1);
+  Searcher s(runner, opt, stop, std::min(total, opt.max_trials));
+  SearchResult& r = s.r;
   if (baseline != nullptr) {
     Trial b = *baseline;
     b.index = 0;
@@ -113,153 +532,32 @@ SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, cons
     r.trials.push_back(b);
     if (opt.on_trial) opt.on_trial(r.trials.back());
   } else {
-    run_one(Candidate{}, "");
+    s.run_one(Candidate{}, "");
   }
   if (r.trials.front().status != TrialStatus::Ok) {
     r.log.push_back(fmt::format("the baseline run did not give a measurement ({}: {}); nothing to compare with",
                                 to_string(r.trials.front().status), r.trials.front().note));
     r.stopped_early = true;
-    return r;
+    return std::move(r);
   }
-
-  // the wall time the confirmation is expected to take, kept free of the budget
-  const double reserve = 2.0 * opt.confirm_pairs * r.trials.front().wall_s;
-  auto out_of_time = [&] { return opt.budget_s > 0 && r.wall_s() + reserve >= opt.budget_s; };
-  for (const auto& p : plan) {
-    const Knob& k = *p.knob;
-    int best_here = -1;  // trial index of this knob's best value, when it beat the best before it
-    int misses = 0;
-    const std::size_t first_trial = r.trials.size();
-    for (const auto& v : p.values) {
-      if (static_cast<int>(r.trials.size()) >= opt.max_trials || (stop && stop()) || out_of_time()) {
-        r.stopped_early = true;
-        r.log.push_back(fmt::format("stopped before {} = {}: {}", k.id, display(v),
-                                    stop && stop() ? "interrupted"
-                                    : out_of_time() ? fmt::format("wall-time budget ({:.0f} s, {:.0f} s of it kept for the "
-                                                                  "confirmation) used", opt.budget_s, reserve)
-                                                    : fmt::format("trial budget ({}) used", opt.max_trials)));
-        break;
-      }
-      Candidate c = r.best;
-      c.set(k.id, v);
-      const Trial& best_so_far = r.trials[best_here >= 0 ? best_here : r.best_trial];
-      runner.set_early_stop(opt.early_stop_factor > 0 ? opt.early_stop_factor * best_so_far.stats.median_ms : 0,
-                            opt.early_stop_steps);
-      const Trial& t = run_one(c, k.id);
-      runner.set_early_stop(0, 0);
-      const Trial& reference = r.trials[best_here >= 0 ? best_here : r.best_trial];
-      if (t.status == TrialStatus::Ok && significantly_faster(t.stats, reference.stats, opt.min_gain)) {
-        best_here = t.index;
-        misses = 0;
-      } else if (best_here >= 0 && t.status == TrialStatus::Ok &&
-                 significantly_faster(reference.stats, t.stats, opt.min_gain)) {
-        // Ordered knobs get worse past their best (oversubscription); stop walking up once
-        // values are clearly slower than the best. A value within the noise of the best is
-        // not a miss: on a noisy machine 1 and 2 workers can tie with 0 while 4 wins. Misses
-        // before any value helped (failed or hung trials included) do not count either: a
-        // crash at one value says nothing about the next.
-        if (is_ordered_numeric(k) && ++misses >= opt.patience) {
-          r.log.push_back(fmt::format("{}: stopped after {} values that did not improve", k.id, misses));
-          break;
-        }
-      }
+  if (s.interleaved() && !groups.empty()) {
+    // the first run was cold (caches, imports, the machine's state): a warm one is the reference
+    if (const std::string why = s.no_room(0); why.empty()) {
+      if (r.trials[static_cast<std::size_t>(s.run_baseline())].status == TrialStatus::Ok) r.best_trial = r.baseline_runs.front();
+      r.log.push_back(fmt::format("baseline: first run {:.1f} ms (cold, analysed only), warm run {:.1f} ms (the reference)",
+                                  r.trials.front().stats.median_ms, r.trials[static_cast<std::size_t>(r.best_trial)].stats.median_ms));
     }
-    if (best_here >= 0) {
-      const Trial& t = r.trials[best_here];
-      KnobOutcome outcome{k.id, best_here, r.best_trial, r.trials[r.best_trial].stats.median_ms / t.stats.median_ms, 0, 0};
-      for (std::size_t i = first_trial; i < r.trials.size(); ++i) {
-        outcome.trial_steps += r.trials[i].steps_run();
-        outcome.wall_s += r.trials[i].wall_s;
-      }
-      r.kept.push_back(outcome);
-      r.best = t.candidate;
-      r.best_trial = best_here;
-      r.log.push_back(fmt::format("{} = {} kept: median {:.1f} ms, {:.2f}x the baseline", k.id,
-                                  display(*t.candidate.find(k.id)), t.stats.median_ms, r.speedup()));
-    } else {
-      r.log.push_back(fmt::format("{}: no value beat the current best by more than the noise; left as the job sets it", k.id));
-    }
+  }
+  for (const auto& g : groups) {
+    s.search_group(g);
     if (r.stopped_early) break;
   }
-  return r;
+  return std::move(r);
 }
 
-namespace {
-
-// Student's t, two-sided 95%, by degrees of freedom (1..30); 1.96 beyond.
-double t975(std::size_t df) {
-  static constexpr double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                  2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                  2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  return df >= 1 && df <= 30 ? kT[df - 1] : 1.96;
-}
-
-}  // namespace
-
-SpeedupInterval speedup_interval(const std::vector<double>& ratios) {
-  SpeedupInterval s;
-  if (ratios.empty()) return s;
-  double sum = 0;
-  for (double r : ratios) sum += std::log(r);
-  const double n = static_cast<double>(ratios.size());
-  const double mean = sum / n;
-  s.mean = s.low = s.high = std::exp(mean);
-  if (ratios.size() < 2) return s;
-  double ss = 0;
-  for (double r : ratios) ss += (std::log(r) - mean) * (std::log(r) - mean);
-  const double half = t975(ratios.size() - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
-  s.low = std::exp(mean - half);
-  s.high = std::exp(mean + half);
-  s.defined = true;
-  return s;
-}
-
-Confirmation confirm(const Candidate& choice, int pairs, TrialRunner& runner, SearchResult& r, const SearchOptions& opt,
-                     const std::function<bool()>& stop) {
-  Confirmation c;
-  auto run_one = [&](const Candidate& cand, const char* role) {
-    if (opt.on_start) opt.on_start(c.pairs_run * 2 + (role[0] == 'c' ? 1 : 0), 2 * pairs, std::string(role) + ": " + cand.label());
-    Trial t = runner.run(cand);
-    t.index = static_cast<int>(r.trials.size());
-    t.knob = std::string("confirm:") + role;
-    r.trials.push_back(t);
-    if (opt.on_trial) opt.on_trial(r.trials.back());
-    return t.index;
-  };
-  for (int i = 0; i < pairs && !(stop && stop()); ++i) {
-    if (opt.budget_s > 0 && r.wall_s() >= opt.budget_s) {
-      r.log.push_back(fmt::format("confirmation stopped after {} pairs: wall-time budget ({:.0f} s) used", i, opt.budget_s));
-      break;
-    }
-    int b = -1, h = -1;
-    if (i % 2 == 0) {
-      b = run_one(Candidate{}, "baseline");
-      h = run_one(choice, "choice");
-    } else {
-      h = run_one(choice, "choice");
-      b = run_one(Candidate{}, "baseline");
-    }
-    ++c.pairs_run;
-    const Trial& tb = r.trials[b];
-    const Trial& th = r.trials[h];
-    if (tb.status != TrialStatus::Ok || th.status != TrialStatus::Ok || th.stats.median_ms <= 0) continue;
-    c.ratios.push_back(tb.stats.median_ms / th.stats.median_ms);
-    c.last_baseline = b;
-    c.last_choice = h;
-  }
-  const SpeedupInterval s = speedup_interval(c.ratios);
-  c.speedup = s.mean;
-  c.low = s.low;
-  c.high = s.high;
-  c.confirmed = s.defined && s.low > 1.0;
-  r.log.push_back(c.confirmed ? fmt::format("confirmed over {} interleaved pairs: {:.3f}x (95% interval {:.3f}x to {:.3f}x)",
-                                            c.ratios.size(), c.speedup, c.low, c.high)
-                              : fmt::format("no confirmed gain: {} measured {:.3f}x over {} interleaved pairs (95% interval "
-                                            "{:.3f}x to {:.3f}x{}); the job's own settings are kept",
-                                            choice.label(), c.speedup, c.ratios.size(), c.low, c.high,
-                                            !s.defined ? ", too few pairs for an interval"
-                                            : s.high < 1.0 ? ", below 1.0: slower" : " includes 1.0"));
-  return c;
+SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, const SearchOptions& opt, const Trial* baseline,
+                    const std::function<bool()>& stop) {
+  return search(single_knob_groups(plan), runner, opt, baseline, stop);
 }
 
 }  // namespace tt::tuner

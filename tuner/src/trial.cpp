@@ -80,6 +80,7 @@ std::string last_line_of(const fs::path& log) {
 
 StepStats stats_of(std::vector<double> ms) {
   StepStats s;
+  s.step_ms = ms;
   if (ms.size() >= 4) {
     const auto half = static_cast<std::ptrdiff_t>(ms.size() / 2);
     std::vector<double> first(ms.begin(), ms.begin() + half), second(ms.end() - half, ms.end());
@@ -115,6 +116,16 @@ Result<StepStats> measure_steps(const trace::Trace& t, int warmup) {
   std::vector<double> ms;
   for (const auto& [n, d] : by_number) ms.push_back(static_cast<double>(d) / 1e6);
   return stats_of(std::move(ms));
+}
+
+double job_seconds(const trace::Trace& t) {
+  trace::Ns start = 0, end = 0;
+  for (const auto& p : t.processes) {
+    if (p.start > 0 && (start == 0 || p.start < start)) start = p.start;
+    end = std::max(end, p.end);
+  }
+  for (std::size_t i = 0; i < t.steps.size(); ++i) end = std::max(end, t.steps.end(i));
+  return start > 0 && end > start ? static_cast<double>(end - start) / 1e9 : 0;
 }
 
 std::vector<double> recorded_losses(const trace::Trace& t) {
@@ -186,7 +197,8 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   rec.summary = false;
   rec.extra_env = vars.value();
   t.warmup = steady_warmup(candidate, opt_.warmup);
-  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(opt_.steps + t.warmup - opt_.warmup));
+  const int total_steps = run_steps_ > 0 ? std::max(run_steps_, t.warmup + 1) : opt_.steps + t.warmup - opt_.warmup;
+  rec.extra_env.emplace_back("TRACETUNE_MAX_STEPS", std::to_string(total_steps));
   if (opt_.compare_loss) rec.extra_env.emplace_back("TRACETUNE_RECORD_LOSS", "1");
   for (const auto& [id, v] : candidate.settings) rec.metadata.emplace_back("tuned." + id, display(v));
   if (early_stop_ms_ > 0 && early_stop_steps_ > 0)
@@ -194,7 +206,9 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
                                                                    static_cast<std::int64_t>(early_stop_ms_ * 1e6)));
   rec.timeout_s = opt_.timeout_s;
   rec.job_log = dir / "job.log";
+  const auto launched = std::chrono::steady_clock::now();
   auto outcome = collector::record(rec);
+  const double launch_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - launched).count();
   if (!outcome) return finish(TrialStatus::Failed, outcome.error());
   t.exit_code = outcome->exit_code;
   if (outcome->interrupted) {
@@ -214,6 +228,9 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
   auto stats = measure_steps(tr.value(), t.warmup);
   if (!stats) return finish(TrialStatus::NoSteps, stats.error());
   t.stats = stats.value();
+  t.e2e_s = job_seconds(tr.value());
+  if (t.e2e_s <= 0) t.e2e_s = launch_s;
+  t.job_steps = total_steps;
   if (opt_.compare_loss) {
     std::vector<double> losses = recorded_losses(tr.value());
     const bool substitutes = std::any_of(candidate.settings.begin(), candidate.settings.end(),

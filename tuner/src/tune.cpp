@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,14 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// The live table's knob column: "-" for the first run, "group" for knobs searched together,
+// else the knob's name after its prefix ("num_workers", "baseline", "choice").
+std::string knob_column(const std::string& knob) {
+  if (knob.empty()) return "-";
+  if (knob.starts_with("group:")) return "group";
+  return knob.substr(knob.find_first_of(".:") + 1);
+}
+
 // The live table: one line per trial on stderr; on a terminal, a progress bar while a trial runs.
 class LiveTable {
  public:
@@ -83,7 +92,7 @@ class LiveTable {
     std::fprintf(stderr, "%-5d %-9s %10s %10s %7s  %-11s %s%s\n", t.index, std::string(to_string(t.status)).c_str(),
                  ok ? fmt::format("{:.1f}", t.stats.median_ms).c_str() : "-",
                  ok ? fmt::format("{:.1f}", t.stats.spread_ms()).c_str() : "-", speed.c_str(),
-                 t.knob.empty() ? "-" : t.knob.substr(t.knob.find_first_of(".:") + 1).c_str(), t.candidate.label().c_str(),
+                 knob_column(t.knob).c_str(), t.candidate.label().c_str(),
                  t.note.empty() ? "" : ("  (" + t.note + ")").c_str());
     if (ok && t.stats.trending())
       std::fprintf(stderr, "      step times trend %+.0f%% from the first half to the second: not steady (warm-up %d)\n",
@@ -244,13 +253,26 @@ struct JobFacts {
   std::vector<FindingRef> findings;
   KernelMatch kernel_match;
   bool job_uses_nccl = false;
+  MachineLimits machine;
 };
+
+// The largest "host memory.rss" any process of the job reported (0: none).
+double job_rss_bytes(const trace::Trace& t) {
+  const trace::StringId name = t.strings.find("host memory.rss");
+  double most = 0;
+  for (std::size_t i = 0; i < t.counters.size(); ++i)
+    if (t.counters.name[i] == name) most = std::max(most, t.counters.value[i]);
+  return most;
+}
 
 JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::string& label) {
   JobFacts f;
   f.findings = finding_refs(analyzer::analyze(t, analyzer::Options{}, label));
   if (opt.kernels) f.kernel_match = match_kernels(t);
   f.job_uses_nccl = t.collectives.size() > 0;
+  f.machine = this_machine();
+  f.machine.job_rss_bytes = job_rss_bytes(t);
+  f.machine.gpus = static_cast<int>(t.devices.size());
   return f;
 }
 
@@ -319,16 +341,30 @@ TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::pa
   summary.steps = opt.steps;
   summary.plan = plan_search(facts.findings, cat, opt.allow_numerics, &summary.skipped);
   if (opt.kernels) add_kernel_candidates(opt, cat, work_dir, facts.kernel_match, summary.plan);
+  summary.machine = facts.machine;
   if (opt.quiet) return summary;
   if (facts.findings.empty()) say("tune: the analysis found no bottleneck a knob addresses");
   for (const auto& f : facts.findings) say(fmt::format("  finding {} (estimated gain {:.0f}% of the step)", f.id, f.gain_share * 100));
-  for (const auto& p : summary.plan) {
-    std::vector<std::string> vals;
-    for (const auto& v : p.values) vals.push_back(display(v));
-    say(fmt::format("  search {} over {}", p.knob->id, fmt::join(vals, ", ")));
+  say(fmt::format("  machine: {} cores, {:.0f} MiB available, the job's largest RSS {:.0f} MiB, {} GPUs",
+                  facts.machine.cores, facts.machine.memory_bytes / 1048576, facts.machine.job_rss_bytes / 1048576,
+                  facts.machine.gpus));
+  return summary;
+}
+
+// The plan's groups (knobs that interact searched together), bounded by the machine and
+// ordered by prediction; said unless quiet.
+std::vector<SearchGroup> search_groups(const TuneOptions& opt, const Catalogue& cat, TuneSummary& summary) {
+  std::vector<SearchGroup> groups = group_plan(summary.plan, cat, summary.findings, summary.machine, &summary.skipped);
+  if (opt.quiet) return groups;
+  for (const auto& g : groups) {
+    std::string first;
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, g.candidates.size()); ++i)
+      first += fmt::format("{}{} ({:.2f}x)", i ? ", " : "", g.candidates[i].label(), g.predicted[i]);
+    say(fmt::format("  search {}: {} candidates, best predicted first: {}{}", g.name(), g.candidates.size(), first,
+                    g.candidates.size() > 3 ? ", ..." : ""));
   }
   for (const auto& s : summary.skipped) say("  not searched: " + s);
-  return summary;
+  return groups;
 }
 
 // The search's options; its callbacks draw the live table (both must outlive the search).
@@ -339,9 +375,11 @@ SearchOptions search_options(const TuneOptions& opt, LiveTable& table, const Tri
   sopt.budget_s = opt.budget_s;
   sopt.confirm_pairs = opt.confirm;
   sopt.early_stop_factor = opt.early_stop;
+  sopt.baseline_every = opt.baseline_every;
   sopt.on_start = [&table](int done, int total, const std::string& label) { table.start(done, total, label); };
-  sopt.on_trial = [&table, &baseline](const Trial& t) {
-    if (t.index > 0) table.row(t, baseline.stats.median_ms);
+  sopt.on_trial = [&table, reference = std::make_shared<double>(baseline.stats.median_ms)](const Trial& t) {
+    if (t.knob == "baseline" || t.knob == "confirm:baseline") *reference = t.stats.median_ms;  // the latest baseline beside it
+    if (t.index > 0) table.row(t, *reference);
   };
   return sopt;
 }
@@ -351,8 +389,13 @@ SearchOptions search_options(const TuneOptions& opt, LiveTable& table, const Tri
 std::string confirm_choice(const TuneOptions& opt, JobTrialRunner& runner, const SearchOptions& sopt, TuneSummary& summary) {
   SearchResult& r = summary.result;
   if (r.best.settings.empty() || opt.confirm <= 0 || runner.interrupted()) return "";
-  if (!opt.quiet) say(fmt::format("tune: confirming {} with {} interleaved baseline/choice pairs", r.best.label(), opt.confirm));
-  summary.confirmation = confirm(r.best, opt.confirm, runner, r, sopt, [&] { return runner.interrupted(); });
+  // end to end: both runs of a pair run the same steps, at least the choice's trial length
+  const int trial_length = opt.steps + steady_warmup(r.best, opt.warmup) - opt.warmup;
+  const int run_steps = std::max(opt.run_steps, trial_length);
+  if (!opt.quiet)
+    say(fmt::format("tune: confirming {} with up to {} interleaved baseline/choice pairs of {} steps each (sequential)",
+                    r.best.label(), opt.confirm, run_steps));
+  summary.confirmation = confirm(r.best, opt.confirm, runner, r, sopt, [&] { return runner.interrupted(); }, run_steps);
   return confirmation_diff(r, *summary.confirmation);
 }
 
@@ -410,9 +453,14 @@ void print_outcome(const TuneOptions& opt, const TuneSummary& summary, const Tri
   }());
   if (summary.confirmation) {
     const Confirmation& c = *summary.confirmation;
-    std::printf("%s %.3fx (95%% interval %.3fx to %.3fx, %zu interleaved pairs); predicted %.3fx; search %.3fx over %zu "
-                "trials\n", c.confirmed ? "confirmed speedup" : "measured (not a gain)", c.speedup, c.low, c.high,
-                c.ratios.size(), predicted, r.speedup(), r.trials.size());
+    std::printf("%s %.3fx steady state (%.1f%% interval %.3fx to %.3fx, %zu interleaved pairs: %s); predicted %.3fx%s; "
+                "search %.3fx over %zu trials\n", c.confirmed ? "confirmed speedup" : "measured (not a gain)", c.speedup,
+                100 * c.level, c.low, c.high, c.ratios.size(), c.ended.c_str(), predicted,
+                summary.machine.cores > 0 ? fmt::format(" (bounded by {} cores)", summary.machine.cores).c_str() : "",
+                r.speedup(), r.trials.size());
+    if (c.e2e_ratios.size() >= 2)
+      std::printf("end to end (start-up included, %d steps per run): %.3fx (%.1f%% interval %.3fx to %.3fx)\n", c.e2e_steps,
+                  c.e2e_speedup, 100 * c.level, c.e2e_low, c.e2e_high);
   } else {
     std::printf("speedup %.3fx (median step %.2f ms -> %.2f ms) over %zu trials%s\n", r.speedup(), baseline.stats.median_ms,
                 r.trials[r.best_trial].stats.median_ms, r.trials.size(), r.best.settings.empty() ? "" : ", not confirmed");
@@ -495,7 +543,8 @@ int run_tune(const TuneOptions& opt) {
 
   TuneSummary summary = plan_tune(opt, cat.value(), work.value(), facts);
   const SearchOptions sopt = search_options(opt, table, baseline);
-  summary.result = search(summary.plan, runner, sopt, &baseline, [&] { return runner.interrupted(); });
+  const std::vector<SearchGroup> groups = search_groups(opt, cat.value(), summary);
+  summary.result = search(groups, runner, sopt, &baseline, [&] { return runner.interrupted(); });
   if (!opt.nccl_sweep.empty() && !runner.interrupted())
     try_nccl_table(sweep_table, facts.job_uses_nccl, runner, sopt, summary);
   const std::string diff_report = confirm_choice(opt, runner, sopt, summary);

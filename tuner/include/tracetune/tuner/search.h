@@ -34,36 +34,76 @@ struct KnobPlan {
 std::vector<KnobPlan> plan_search(const std::vector<FindingRef>& findings, const Catalogue& catalogue,
                                   bool allow_numerics, std::vector<std::string>* skipped = nullptr);
 
+// What the machine allows: candidate values beyond it are not tried (more DataLoader workers
+// than 2x the cores, more intra-op threads than cores, more workers than the memory holds
+// copies of the job; CUDA-only values without a GPU).
+struct MachineLimits {
+  int cores = 0;                 // CPUs this process may run on (sched_getaffinity); 0: unknown (no bound)
+  double memory_bytes = 0;       // available memory (MemAvailable); 0: unknown
+  double job_rss_bytes = 0;      // the job's largest resident set in the analysed trace; 0: unknown
+  int gpus = 0;                  // devices in the analysed trace
+};
+MachineLimits this_machine();    // cores and available memory; the trace's facts are added by tune
+
+// Knobs searched together: their values are tried as combinations (a grid), because their
+// effects interact. DataLoader workers x prefetch x persistent workers x intra-op threads
+// (workers and threads share the cores), DDP bucket size x gradient compression; every other
+// knob is a group of its own (coordinate descent, as before).
+struct SearchGroup {
+  std::vector<const KnobPlan*> knobs;
+  std::vector<Candidate> candidates;   // assignments of this group's knobs, best predicted first
+  std::vector<double> predicted;       // predicted speedup of each candidate (same order)
+  std::string name() const;            // "dataloader.num_workers x torch.num_threads"
+};
+
+// The speedup a candidate's settings can be expected to bring (1: none), from the analyzer's
+// gain shares as they are (findings) and the machine: see predict_candidate in search.cpp.
+double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, const std::vector<FindingRef>& findings,
+                         const MachineLimits& machine);
+
+// The groups of `plan` (in plan order), each with its candidates bounded by the machine and
+// ordered by predicted speedup (ties: fewer settings first, then grid order). `plan` gets
+// torch.num_threads added beside dataloader.num_workers when the findings did not name it
+// (they share the cores); `skipped` gets a line per value the machine rules out.
+std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& catalogue,
+                                    const std::vector<FindingRef>& findings, const MachineLimits& machine,
+                                    std::vector<std::string>* skipped = nullptr);
+
 struct SearchOptions {
   int max_trials = 12;        // including the baseline
   double min_gain = 0.03;     // a value must be at least this much faster (share of best median)
-  int patience = 2;           // ordered numeric knobs: stop after this many values in a row clearly slower than the best
+  int patience = 2;           // stop a group after this many candidates in a row clearly slower than its best
   // Early stop: a search trial ends after its warm-up and `early_stop_steps` steps when their
   // median is above early_stop_factor x the best median so far (0: off). Baseline and
   // confirmation runs always run in full.
   double early_stop_factor = 1.5;
   int early_stop_steps = 3;
   // Wall-time cap over the search and the confirmation (0: none): no trial starts once the time
-  // spent plus the confirmation's expected cost (2 x confirm_pairs x the baseline's wall time)
+  // spent plus the confirmation's expected cost (2 x min_pairs x the baseline's wall time)
   // reaches it.
   double budget_s = 0;
-  int confirm_pairs = 0;
+  int confirm_pairs = 0;      // the confirmation's most pairs (0: none)
+  int confirm_min_pairs = 3;  // its first look
+  // Baselines beside candidates: a warm baseline run starts the search (the first run, cold,
+  // is only analysed), and the baseline runs again after every `baseline_every` candidates;
+  // each candidate is judged against its neighbouring baseline runs (0: one baseline only).
+  int baseline_every = 0;
   std::function<void(const Trial&)> on_trial;  // after each trial (live table)
   std::function<void(int done, int total, const std::string& next)> on_start;  // before each trial
 };
 
 // A knob kept by the search: the speedup it brought where it was kept (the best before it vs
-// its best value, both measured in this search).
+// its best value, both measured in this search, each against its neighbouring baselines).
 struct KnobOutcome {
   std::string id;
   int trial = 0, reference_trial = 0;
   double measured_speedup = 1;
-  int trial_steps = 0;   // steps run by all of this knob's trials (warm-up included): its cost
+  int trial_steps = 0;   // steps run by all of this knob's (group's) trials (warm-up included): its cost
   double wall_s = 0;     // their wall time
 };
 
 struct SearchResult {
-  std::vector<Trial> trials;  // every trial, in order; [0] is the baseline
+  std::vector<Trial> trials;  // every trial, in order; [0] is the first (analysed) baseline run
   Candidate best;             // the chosen settings (empty: nothing beat the baseline)
   int best_trial = 0;         // index into trials
   std::vector<std::string> log;  // decisions in plain words ("dataloader.num_workers: 4 kept (1.9x)")
@@ -71,7 +111,17 @@ struct SearchResult {
   std::vector<KnobOutcome> kept; // per knob kept, in the order kept
   int trial_steps() const;       // steps run by every trial (warm-up included)
   double wall_s() const;         // wall time of every trial
-  double speedup() const;     // baseline median / best median (1 when unknown)
+  // Baseline runs beside the candidates (knob "baseline"); empty: trials[0] is the only one.
+  std::vector<int> baseline_runs;
+  // The baseline median a trial is compared with: the geometric mean of the nearest baseline
+  // runs before and after it (trials[0] when there are none).
+  double local_baseline_ms(int index) const;
+  // A trial's speedup over its neighbouring baselines (1 when unknown).
+  double speedup_of(int index) const;
+  double speedup() const;     // speedup_of(best_trial)
+  // A trial's step statistics in the units of the first warm baseline (drift of the machine
+  // between its baseline and that one divided out).
+  StepStats normalized(int index) const;
 };
 
 // Whether `b` is faster than `a` by more than the noise: the difference of the medians must
@@ -80,30 +130,58 @@ struct SearchResult {
 bool significantly_faster(const StepStats& b, const StepStats& a, double min_gain);
 
 // Runs the baseline (unless `baseline` is given: a trial already run, e.g. the recording that
-// was analysed), then coordinate descent over `plan`. `stop` is polled between trials.
+// was analysed), then the groups in order, each candidate on top of the best settings so far.
+// A group stops when the prediction says no candidate left can beat the best by min_gain, or
+// after `patience` candidates clearly slower than its best. `stop` is polled between trials.
+SearchResult search(const std::vector<SearchGroup>& groups, TrialRunner& runner, const SearchOptions& options,
+                    const Trial* baseline = nullptr, const std::function<bool()>& stop = {});
+// The same with every knob of `plan` a group of its own, in catalogue value order (no prediction).
 SearchResult search(const std::vector<KnobPlan>& plan, TrialRunner& runner, const SearchOptions& options,
                     const Trial* baseline = nullptr, const std::function<bool()>& stop = {});
+std::vector<SearchGroup> single_knob_groups(const std::vector<KnobPlan>& plan);
 
-// The search's choice measured again against the baseline: `pairs` interleaved runs (baseline
-// then choice, then choice then baseline, ... so a slow drift of the machine cancels), each
-// pair giving the ratio of the medians. The speedup is their geometric mean with a 95%
-// Student-t interval on the log ratios; the choice is confirmed only when the whole interval is
-// above 1 (a pair or less gives no interval: not confirmed).
+// The search's choice measured again against the baseline in interleaved pairs (baseline then
+// choice, then choice then baseline, ... so a slow drift of the machine cancels), both runs of
+// a pair the same length (the same number of steps). Sequential: after min_pairs and then at
+// planned looks (3, 5, 8, 12, 20, 30, ..., and max_pairs) the interval is computed; the pairs
+// stop as soon as it excludes 1 on either side, at max_pairs, or when the budget is spent.
+// Each look uses level 1 - 0.05 / L (L: the looks planned; Bonferroni), so the chance of a
+// false confirmation over all looks stays below 5%.
+// Per pair: the steady-state ratio is exp(Hodges-Lehmann shift of the log step times) of the
+// two runs (the median of every baseline-step / choice-step log ratio: every step is used, and
+// an outlier step moves it little); the interval is over pairs, because steps of one run share
+// that run's machine state (they are not independent samples). The end-to-end ratio is the
+// baseline run's wall time over the choice's (launch to the job's end, start-up included).
 struct Confirmation {
   int pairs_run = 0;
-  std::vector<double> ratios;   // baseline median / choice median, one per measured pair
+  std::vector<double> ratios;   // steady state: baseline / choice, one per measured pair
   double speedup = 1, low = 1, high = 1;
   bool confirmed = false;
+  std::vector<double> e2e_ratios;   // end to end: baseline wall / choice wall, same steps
+  double e2e_speedup = 1, e2e_low = 1, e2e_high = 1;
+  int e2e_steps = 0;            // steps each end-to-end run ran
+  double level = 0.95;          // confidence level of each look
+  bool e2e_slower = false;      // the end-to-end interval is below 1: not applied even if the steady state is faster
+  int looks_planned = 1;
+  std::string ended;            // why the pairs stopped
   int last_baseline = -1, last_choice = -1;  // indices into the search's trials (for the diff)
 };
 struct SpeedupInterval {
   double mean = 1, low = 1, high = 1;
   bool defined = false;  // at least two ratios
 };
-SpeedupInterval speedup_interval(const std::vector<double>& ratios);
+// Geometric mean of the ratios with a Student-t interval on the log ratios at `level`.
+SpeedupInterval speedup_interval(const std::vector<double>& ratios, double level = 0.95);
+// Two-sided Student-t quantile: t such that P(|T_df| <= t) = level.
+double t_quantile(double level, std::size_t df);
+// exp of the Hodges-Lehmann shift between log step times: the pair's steady-state ratio.
+double pair_ratio(const StepStats& baseline, const StepStats& choice);
+// The looks of a sequential confirmation: min_pairs, 5, 8, 12, 20, 30, 50, ... below max_pairs, and max_pairs.
+std::vector<int> planned_looks(int min_pairs, int max_pairs);
 
-// Runs the pairs through `runner`, appending the trials (knob "confirm") to `result.trials`.
-Confirmation confirm(const Candidate& choice, int pairs, TrialRunner& runner, SearchResult& result,
-                     const SearchOptions& options, const std::function<bool()>& stop = {});
+// Runs the pairs through `runner`, appending the trials (knob "confirm:...") to `result.trials`.
+// `run_steps` > 0: both runs of every pair run that many steps (the end-to-end length).
+Confirmation confirm(const Candidate& choice, int max_pairs, TrialRunner& runner, SearchResult& result,
+                     const SearchOptions& options, const std::function<bool()>& stop = {}, int run_steps = 0);
 
 }  // namespace tt::tuner

@@ -37,6 +37,7 @@ struct StepStats {
   double trend = 0;
   bool trending() const { return trend > kTrendShare || trend < -kTrendShare; }
   static constexpr double kTrendShare = 0.2;
+  std::vector<double> step_ms;  // the measured steps, in step order (for the confirmation's per-step ratio)
 };
 // Steps numbered below `warmup` are excluded. An error when nothing is left to measure.
 Result<StepStats> measure_steps(const trace::Trace& t, int warmup);
@@ -63,6 +64,10 @@ struct Trial {
   int steps_run() const { return status == TrialStatus::Ok ? warmup + static_cast<int>(stats.steps) : 0; }
   int exit_code = 0;
   double wall_s = 0;
+  // End to end, what a user of the job waits for: from the launch to the job's end, start-up
+  // included (the trace's processes; else the launch's wall time), over `job_steps` steps.
+  double e2e_s = 0;
+  int job_steps = 0;
   std::string note;           // why it failed, in one line
   std::filesystem::path trace;  // its trace (in the private trials directory), may be removed later
 };
@@ -75,6 +80,10 @@ class TrialRunner {
   // Trials from now on may end early when, after their warm-up and `steps` measured steps,
   // the median is above `slower_than_ms` (0: never). Runners that cannot do it ignore it.
   virtual void set_early_stop(double slower_than_ms, int steps) { (void)slower_than_ms, (void)steps; }
+  // Trials from now on run exactly `steps` steps whatever their warm-up (0: the default length,
+  // --steps plus the candidate's extra warm-up). The confirmation's pairs use it so both runs of
+  // a pair do the same work and their end-to-end times compare.
+  virtual void set_run_steps(int steps) { (void)steps; }
 };
 
 struct JobTrialOptions {
@@ -111,6 +120,7 @@ class JobTrialRunner final : public TrialRunner {
     early_stop_ms_ = slower_than_ms;
     early_stop_steps_ = steps;
   }
+  void set_run_steps(int steps) override { run_steps_ = steps; }
   bool interrupted() const { return interrupted_; }
 
  private:
@@ -121,6 +131,11 @@ class JobTrialRunner final : public TrialRunner {
   std::vector<double> baseline_losses_;  // of the first trial without settings (compare_loss)
   double early_stop_ms_ = 0;
   int early_stop_steps_ = 0;
+  int run_steps_ = 0;
 };
+
+// The job's end-to-end seconds from its trace: the earliest process start to the latest process
+// end (or the last step's end); 0 when the trace has no process times.
+double job_seconds(const trace::Trace& t);
 
 }  // namespace tt::tuner

@@ -18,7 +18,10 @@ struct TuneOptions {
   int warmup = 3;                         // excluded from each trial's measurement
   double timeout_s = 120;                 // per trial
   double min_gain = 0.03;
-  int confirm = 5;                        // interleaved baseline/choice pairs after the search (0: none)
+  int confirm = 10;                       // most interleaved baseline/choice pairs after the search (0: none);
+                                          // sequential: they stop once the interval excludes 1
+  int baseline_every = 2;                 // the baseline runs again after every this many candidates (0: never)
+  int run_steps = 0;                      // steps of each end-to-end confirmation run (0: the choice's trial length)
   double budget_s = 0;                    // wall-time cap over search and confirmation (0: none)
   double early_stop = 1.5;                // search trials end early when this much slower than the best (0: off)
   bool allow_numerics = false;

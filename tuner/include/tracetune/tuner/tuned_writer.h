@@ -26,6 +26,7 @@ struct TuneSummary {
   int warmup = 0, steps = 0;       // per trial
   std::vector<std::string> skipped;  // knobs not searched and why
   std::optional<Confirmation> confirmation;  // absent: --confirm 0, or nothing to confirm
+  MachineLimits machine;           // bounds the predictions (cores 0: unknown, no bound)
 
   // The settings the config applies: the search's choice, unless the confirmation refused it.
   const Candidate& written() const;
@@ -34,7 +35,8 @@ struct TuneSummary {
 
 // The analyzer's prediction for a knob: 1 / (1 - the largest estimated gain share of the
 // findings that named it, capped at 0.99); for a set of knobs, over the distinct findings they
-// address, with the shares summed (capped at 0.9). 1 when no finding gave a gain.
+// address, with the shares summed (capped at 0.9). 1 when no finding gave a gain. Bounded by the
+// machine where the knobs share its cores (predict_candidate, with the search's chosen values).
 double predicted_speedup(const TuneSummary& summary, const std::vector<std::string>& knob_ids);
 
 // tuned.toml: [meta] (command, speedup and its 95% interval when confirmed, predicted speedup,

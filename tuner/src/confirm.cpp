@@ -1,0 +1,193 @@
+// The confirmation: the search's choice against the baseline in interleaved pairs, sequential
+// (pairs go on until the interval decides), steady state and end to end. See search.h.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "tracetune/tuner/search.h"
+
+namespace tt::tuner {
+
+namespace {
+
+// Regularized incomplete beta I_x(a, b) by its continued fraction (Lentz's method).
+double incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  if (x > (a + 1) / (a + b + 2)) return 1 - incomplete_beta(b, a, 1 - x);
+  const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x)) / a;
+  constexpr double kTiny = 1e-300;
+  double f = 1, c = 1, d = 0;
+  for (int i = 0; i <= 400; ++i) {
+    const int m = i / 2;
+    double num;
+    if (i == 0) num = 1;
+    else if (i % 2 == 0) num = (m * (b - m) * x) / ((a + 2.0 * m - 1) * (a + 2.0 * m));
+    else num = -((a + m) * (a + b + m) * x) / ((a + 2.0 * m) * (a + 2.0 * m + 1));
+    d = 1 + num * d;
+    d = 1 / (std::abs(d) < kTiny ? kTiny : d);
+    c = 1 + num / (std::abs(c) < kTiny ? kTiny : c);
+    const double cd = c * d;
+    f *= cd;
+    if (std::abs(1 - cd) < 1e-12) break;
+  }
+  return front * (f - 1);
+}
+
+// P(|T| <= t) for Student's t with df degrees of freedom.
+double t_two_sided(double t, double df) { return 1 - incomplete_beta(df / 2, 0.5, df / (df + t * t)); }
+
+}  // namespace
+
+double t_quantile(double level, std::size_t df) {
+  if (df == 0) return INFINITY;
+  double lo = 0, hi = 1e6;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = (lo + hi) / 2;
+    (t_two_sided(mid, static_cast<double>(df)) < level ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+SpeedupInterval speedup_interval(const std::vector<double>& ratios, double level) {
+  SpeedupInterval s;
+  if (ratios.empty()) return s;
+  double sum = 0;
+  for (double r : ratios) sum += std::log(r);
+  const double n = static_cast<double>(ratios.size());
+  const double mean = sum / n;
+  s.mean = s.low = s.high = std::exp(mean);
+  if (ratios.size() < 2) return s;
+  double ss = 0;
+  for (double r : ratios) ss += (std::log(r) - mean) * (std::log(r) - mean);
+  const double half = t_quantile(level, ratios.size() - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
+  s.low = std::exp(mean - half);
+  s.high = std::exp(mean + half);
+  s.defined = true;
+  return s;
+}
+
+double pair_ratio(const StepStats& b, const StepStats& c) {
+  if (b.step_ms.empty() || c.step_ms.empty()) return c.median_ms > 0 ? b.median_ms / c.median_ms : 1;
+  std::vector<double> diffs;
+  diffs.reserve(b.step_ms.size() * c.step_ms.size());
+  for (double x : b.step_ms)
+    for (double y : c.step_ms)
+      if (x > 0 && y > 0) diffs.push_back(std::log(x) - std::log(y));
+  if (diffs.empty()) return 1;
+  const auto mid = diffs.begin() + static_cast<std::ptrdiff_t>(diffs.size() / 2);
+  std::nth_element(diffs.begin(), mid, diffs.end());
+  double m = *mid;
+  if (diffs.size() % 2 == 0) m = (m + *std::max_element(diffs.begin(), mid)) / 2;
+  return std::exp(m);
+}
+
+std::vector<int> planned_looks(int min_pairs, int max_pairs) {
+  std::vector<int> looks;
+  min_pairs = std::max(2, min_pairs);
+  for (int n : {min_pairs, 5, 8, 12, 20, 30, 50, 80, 120, 200, 300, 500, 800})
+    if (n >= min_pairs && n < max_pairs && (looks.empty() || n > looks.back())) looks.push_back(n);
+  if (max_pairs >= 1 && (looks.empty() || looks.back() != max_pairs)) looks.push_back(max_pairs);
+  return looks;
+}
+
+namespace {
+
+void set_intervals(Confirmation& c) {
+  const SpeedupInterval s = speedup_interval(c.ratios, c.level);
+  c.speedup = s.mean;
+  c.low = s.low;
+  c.high = s.high;
+  c.confirmed = s.defined && s.low > 1.0;
+  const SpeedupInterval e = speedup_interval(c.e2e_ratios, c.level);
+  c.e2e_speedup = e.mean;
+  c.e2e_low = e.low;
+  c.e2e_high = e.high;
+  // what the user gets decides too: a choice that is slower end to end is not applied
+  c.e2e_slower = e.defined && e.high < 1.0;
+  if (c.e2e_slower) c.confirmed = false;
+}
+
+// One interleaved pair: baseline then choice on even pairs, choice then baseline on odd ones.
+void run_pair(const Candidate& choice, TrialRunner& runner, SearchResult& r, const SearchOptions& opt, Confirmation& c,
+              int total) {
+  auto run_one = [&](const Candidate& cand, const char* role) {
+    if (opt.on_start) opt.on_start(c.pairs_run * 2 + (role[0] == 'c' ? 1 : 0), 2 * total, std::string(role) + ": " + cand.label());
+    Trial t = runner.run(cand);
+    t.index = static_cast<int>(r.trials.size());
+    t.knob = std::string("confirm:") + role;
+    r.trials.push_back(t);
+    if (opt.on_trial) opt.on_trial(r.trials.back());
+    return t.index;
+  };
+  int b = -1, h = -1;
+  if (c.pairs_run % 2 == 0) {
+    b = run_one(Candidate{}, "baseline");
+    h = run_one(choice, "choice");
+  } else {
+    h = run_one(choice, "choice");
+    b = run_one(Candidate{}, "baseline");
+  }
+  ++c.pairs_run;
+  const Trial& tb = r.trials[static_cast<std::size_t>(b)];
+  const Trial& th = r.trials[static_cast<std::size_t>(h)];
+  if (tb.status != TrialStatus::Ok || th.status != TrialStatus::Ok || th.stats.median_ms <= 0) return;
+  c.ratios.push_back(pair_ratio(tb.stats, th.stats));
+  if (tb.e2e_s > 0 && th.e2e_s > 0 && tb.job_steps == th.job_steps) {
+    c.e2e_ratios.push_back(tb.e2e_s / th.e2e_s);
+    c.e2e_steps = tb.job_steps;
+  }
+  c.last_baseline = b;
+  c.last_choice = h;
+}
+
+}  // namespace
+
+Confirmation confirm(const Candidate& choice, int max_pairs, TrialRunner& runner, SearchResult& r, const SearchOptions& opt,
+                     const std::function<bool()>& stop, int run_steps) {
+  Confirmation c;
+  const std::vector<int> looks = planned_looks(opt.confirm_min_pairs, max_pairs);
+  c.looks_planned = static_cast<int>(looks.size());
+  c.level = 1 - 0.05 / c.looks_planned;
+  runner.set_run_steps(run_steps);
+  std::size_t look = 0;
+  while (c.pairs_run < max_pairs) {
+    if (stop && stop()) {
+      c.ended = "interrupted";
+      break;
+    }
+    if (opt.budget_s > 0 && r.wall_s() >= opt.budget_s) {
+      c.ended = fmt::format("the wall-time budget ({:.0f} s) was used", opt.budget_s);
+      break;
+    }
+    run_pair(choice, runner, r, opt, c, max_pairs);
+    if (look < looks.size() && c.pairs_run >= looks[look]) {
+      ++look;
+      set_intervals(c);
+      if (c.ratios.size() >= 2 && (c.low > 1.0 || c.high < 1.0)) {
+        c.ended = fmt::format("the interval excludes 1 after {} pairs", c.pairs_run);
+        break;
+      }
+    }
+  }
+  runner.set_run_steps(0);
+  if (c.ended.empty()) c.ended = fmt::format("the most pairs ({}) were run", max_pairs);
+  set_intervals(c);
+  const std::string level = fmt::format("{:.1f}%", 100 * c.level);
+  const std::string e2e = c.e2e_ratios.size() >= 2
+                              ? fmt::format("; end to end over {} steps {:.3f}x ({} interval {:.3f}x to {:.3f}x)", c.e2e_steps,
+                                            c.e2e_speedup, level, c.e2e_low, c.e2e_high)
+                              : "";
+  r.log.push_back(c.confirmed ? fmt::format("confirmed over {} interleaved pairs ({}): steady state {:.3f}x ({} interval {:.3f}x "
+                                            "to {:.3f}x){}", c.ratios.size(), c.ended, c.speedup, level, c.low, c.high, e2e)
+                              : fmt::format("no confirmed gain: {} measured {:.3f}x over {} interleaved pairs ({}; {} interval "
+                                            "{:.3f}x to {:.3f}x{}){}; the job's own settings are kept",
+                                            choice.label(), c.speedup, c.ratios.size(), c.ended, level, c.low, c.high,
+                                            c.ratios.size() < 2 ? ", too few pairs for an interval"
+                                            : c.high < 1.0 ? ", below 1.0: slower"
+                                            : c.e2e_slower ? ", but slower end to end" : " includes 1.0", e2e));
+  return c;
+}
+
+}  // namespace tt::tuner
