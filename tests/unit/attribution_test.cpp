@@ -1,4 +1,4 @@
-// The Python attribution of findings (analyzer/src/attribution.cpp) on hand-built samples.
+// The Python attribution of findings (analyzer/src/attribution/attribution.cpp) on hand-built samples.
 #include "tracetune/analyzer/attribution.h"
 
 #include <gtest/gtest.h>
