@@ -709,9 +709,11 @@ TEST(TuneJoint, CandidatesAreBoundedByTheMachineAndOrderedByPrediction) {
   EXPECT_TRUE(said("torch.num_threads = 4: not tried: more than the 2 cores"));
   EXPECT_TRUE(said("torch.num_threads: added beside dataloader.num_workers"));
   // prefetch or persistent workers without workers would be refused by PyTorch: not candidates
-  for (const auto& c : groups[0].candidates)
-    if (c.find("dataloader.num_workers") != nullptr && workers(c) == 0)
+  for (const auto& c : groups[0].candidates) {
+    if (c.find("dataloader.num_workers") != nullptr && workers(c) == 0) {
       EXPECT_EQ(c.find("dataloader.prefetch_factor"), nullptr) << c.label();
+    }
+  }
   // best predicted first: 2 workers with 1 thread (the cores the trace can use), never above the analyzer's 2.5x
   const auto& first = groups[0].candidates.front();
   EXPECT_EQ(workers(first), 2) << first.label();
