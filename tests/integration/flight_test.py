@@ -52,6 +52,14 @@ for i in range(1_200_000):
 """
 
 
+def still_of_job(pid, raw):
+    """Whether process `pid` is still one of the recorded job's: its environment names `raw`."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"TRACETUNE_OUTPUT_DIR={raw}".encode() in f.read()
+    except OSError:
+        return False
+
 def analyze_json(db):
     a = subprocess.run([TRACETUNE, "analyze", "--format", "json", str(db)], capture_output=True, text=True, timeout=300)
     return json.loads(a.stdout) if a.returncode == 0 else {"error": a.stderr[-2000:]}
@@ -114,12 +122,15 @@ def case_hang(tmp):
         check("hang: capture --dump writes one more dump", wait_for(asked_dump, 120))
     finally:
         # every process of the job (torchrun 2.x starts its workers in sessions of their own: their
-        # pids are in the record files' names), tracetune record and what is left of its group
+        # pids are in the record files' names), tracetune record and what is left of its group.
+        # Only a pid whose environment still names this raw directory: the job's processes that
+        # ended long ago may have their pids reused by another test's (pid_max is 32768 here).
         for pid in {int(f.name.split("-")[1]) for f in raw.glob("*/proc-*.ttr")}:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            if still_of_job(pid, raw):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         os.killpg(rec.pid, signal.SIGKILL)
         rec.wait(timeout=60)
     m = subprocess.run([TRACETUNE, "merge", str(raw), "-o", str(tmp / "killed.db")], capture_output=True, text=True,
