@@ -260,6 +260,11 @@ constexpr auto kKernelFields =
     std::tuple(field("name", &KernelTotal::name), field("class", &KernelTotal::kernel_class),
                field("count", &KernelTotal::count), field("total_ns", &KernelTotal::total));
 
+constexpr auto kHotFunctionFields =
+    std::tuple(field("function", &HotFunction::function), field("file", &HotFunction::file),
+               field("line", &HotFunction::line), field("samples", &HotFunction::samples),
+               field("share", &HotFunction::share));
+
 using SM = StepMetrics;
 constexpr auto kStepFields = std::tuple(
     field("number", &SM::number), field("start_ns", &SM::start), field("end_ns", &SM::end),
@@ -343,17 +348,7 @@ void json_hot_functions(Json& j, const HotSpots& h) {
   j.key("hot_functions").begin_object();
   j.kv("scope", h.scope);
   j.kv("samples", h.samples);
-  j.key("top").begin_array();
-  for (const HotFunction& f : h.top) {
-    j.begin_object();
-    j.kv("function", f.function);
-    j.kv("file", f.file);
-    j.kv("line", f.line);
-    j.kv("samples", f.samples);
-    j.kv("share", f.share);
-    j.end_object();
-  }
-  j.end_array();
+  write_objects(j, "top", h.top, kHotFunctionFields);
   j.end_object();
 }
 
