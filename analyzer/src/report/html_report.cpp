@@ -272,6 +272,21 @@ std::string findings_section(const Analysis& a) {
   return o;
 }
 
+// The hang diagnosis (hang.h), as the text and JSON reports give it: the sentence, then each rank.
+std::string hang_section(const Analysis& a) {
+  if (!a.hang) return {};
+  std::string o = fmt::format("<h2>Hang</h2><p>{}</p><table><tr><th>rank</th><th>state</th><th>communicator</th>"
+                              "<th>collective</th><th>seq</th><th>bytes</th><th>last entered</th><th>last event</th></tr>",
+                              esc(a.hang->summary, 1000));
+  for (const auto& r : a.hang->ranks)
+    o += fmt::format("<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>#{}</td><td>{}</td><td>#{}</td>"
+                     "<td class=name>{}</td></tr>",
+                     r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid), esc(r.state),
+                     esc(r.communicator), esc(r.op), r.seq, r.bytes >= 0 ? std::to_string(r.bytes) : std::string("unknown"),
+                     r.last_seq, esc(r.last_event.empty() ? std::string("none") : r.last_event));
+  return o + "</table>";
+}
+
 std::string notes_section(const Metrics& m) {
   std::string o;
   for (const auto& n : m.notes) o += fmt::format("<li>{}</li>", esc(n, 400));
@@ -302,6 +317,7 @@ std::string render_html(const Analysis& a) {
                    "<code>{}</code>{}.</p>",
                    esc(a.source), m.ranks.size(), steps, a.events, esc(a.clock_domain),
                    a.options.hta_compat ? ", HTA-compatible definitions" : "");
+  o += hang_section(a);
   o += "<h2>Findings</h2>" + findings_section(a);
   o += "<h2>Step time, step by step</h2>" + per_rank_folded(m, steps_chart);
   o += "<h2>GPU time by what ran</h2>" + gpu_chart(m);

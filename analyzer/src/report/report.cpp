@@ -779,6 +779,20 @@ std::string render_text(const Analysis& a, bool color) {
   return o;
 }
 
+std::string markdown_hang(const Analysis& a) {
+  if (!a.hang) return {};
+  std::string o = "## Hang\n\n" + md_text(a.hang->summary) +
+                  "\n\n| rank | state | communicator | collective | seq | bytes | last entered | last event |\n"
+                  "|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : a.hang->ranks)
+    o += fmt::format("| {} | {} | {} | {} | #{} | {} | #{} | {} |\n",
+                     r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.pid), md_text(r.state),
+                     md_code(r.communicator, MdPlace::TableCell), md_text(r.op), r.seq,
+                     r.bytes >= 0 ? std::to_string(r.bytes) : std::string("unknown"), r.last_seq,
+                     md_text(r.last_event.empty() ? std::string("none") : r.last_event));
+  return o + "\n";
+}
+
 // Every trace-derived string goes through md_text or md_code (escape.h); the rest is ours.
 std::string render_markdown(const Analysis& a) {
   std::string o;
@@ -786,6 +800,7 @@ std::string render_markdown(const Analysis& a) {
   o += fmt::format("# tracetune analysis: {}\n\n", md_code(a.source, MdPlace::Inline));
   o += fmt::format("{} rank(s), {} steps analysed, {} events, clock {}{}.\n\n", M.ranks.size(), total_steps(a), a.events,
                    md_code(a.clock_domain, MdPlace::Inline), a.options.hta_compat ? ", HTA-compatible definitions" : "");
+  o += markdown_hang(a);
   o += "## Findings\n\n";
   if (a.findings.empty()) o += "No rule passed its threshold.\n\n";
   int n = 0;
