@@ -391,7 +391,7 @@ struct RecordArgs {
   bool no_env = false;
   int max_steps = 0;
   int pystack_hz = 0;
-  std::string steps, delay, duration, ring, hang;
+  std::string steps, delay, duration, ring, hang, dump_signal;
 };
 
 // "5", "5s", "1.5s", "2m", "1h" -> seconds; -1 when it is none of those.
@@ -411,6 +411,28 @@ double parse_seconds(const std::string& text) {
   return v * unit;
 }
 
+// --ring (120s, 10m, 50steps) and --dump-signal (default SIGUSR2 with --ring) into opt.window.
+Status ring_options(RecordArgs& a) {
+  constexpr std::string_view steps = "steps";
+  if (a.ring.size() > steps.size() && a.ring.ends_with(steps)) {
+    const std::string n = a.ring.substr(0, a.ring.size() - steps.size());
+    char* end = nullptr;
+    const long long v = std::strtoll(n.c_str(), &end, 10);
+    if (end != n.c_str() + n.size() || v < 1 || v > 1'000'000)
+      return make_error(fmt::format("--ring {}: expected a number of steps from 1 to 1000000 (50steps)", a.ring));
+    a.opt.window.ring_steps = v;
+  } else if (!a.ring.empty()) {
+    a.opt.window.ring_s = parse_seconds(a.ring);
+    if (a.opt.window.ring_s <= 0)
+      return make_error(fmt::format("--ring {}: expected seconds (120s, 10m) or steps (50steps)", a.ring));
+  }
+  const std::string signal = a.dump_signal.empty() ? (a.opt.window.ring() ? "USR2" : "none") : a.dump_signal;
+  auto signo = collector::parse_dump_signal(signal);
+  if (!signo) return make_error(signo.error());
+  a.opt.window.dump_signal = signo.value();
+  return {};
+}
+
 // --steps/--delay/--duration (--start-on and --armed are set directly) into opt.window.
 Status window_options(RecordArgs& a) {
   if (!a.steps.empty()) {
@@ -420,12 +442,12 @@ Status window_options(RecordArgs& a) {
   }
   for (auto [text, flag, to] : {std::tuple{&a.delay, "--delay", &a.opt.window.delay_s},
                                 std::tuple{&a.duration, "--duration", &a.opt.window.duration_s},
-                                std::tuple{&a.ring, "--ring", &a.opt.window.ring_s},
                                 std::tuple{&a.hang, "--dump-on-hang", &a.opt.window.hang_s}}) {
     if (text->empty()) continue;
     *to = parse_seconds(*text);
     if (*to < 0) return make_error(fmt::format("{} {}: expected seconds (5, 5s, 2m, 1h)", flag, *text));
   }
+  if (auto st = ring_options(a); !st) return st;
   if (auto st = collector::check_window(a.opt.window); !st) return make_error(st.error());
   return {};
 }
@@ -473,11 +495,14 @@ Verb add_record(CLI::App& app) {
   cmd->add_option("--start-on", a->opt.window.start_on, "Record from the first NVTX or Python range whose name matches "
                                                         "this regular expression (POSIX extended)");
   cmd->add_flag("--armed", a->opt.window.armed, "Record nothing until `tracetune capture` asks for a window");
-  cmd->add_option("--ring", a->ring, "Flight recorder: keep only the last N seconds (120s, 10m) of each process, in "
-                                     "a fixed disk budget; dump them on a trigger and at the end");
+  cmd->add_option("--ring", a->ring, "Flight recorder: keep only the last N seconds (120s, 10m) or steps (50steps) of "
+                                     "each process, in a fixed disk budget; dump them on a trigger and at the end");
   cmd->add_option("--ring-budget", a->opt.window.ring_budget_mib, "Flight recorder: MiB of events kept per process "
                                                                   "(default 64)");
   cmd->add_option("--dump-on-hang", a->hang, "Flight recorder: dump when no step ended for this long (60s)");
+  cmd->add_option("--dump-signal", a->dump_signal, "Flight recorder: the signal that, sent to any process of the job "
+                                                   "(or to record), dumps it: USR1, USR2 (default), RTMIN+N, or none. "
+                                                   "A handler the job installs for it still runs");
   cmd->add_option("--dump-on-slow-step", a->opt.window.slow_step_factor, "Flight recorder: dump when a step takes "
                                                                          "over K times the running median");
   cmd->add_option("command", a->opt.command, "The job to run, after --")->required();

@@ -20,8 +20,9 @@
 //    posix_spawn needs no hook: its child runs only libc-internal code, then a new image.
 //  - exit(): an on_exit handler (gets the status); _exit()/_Exit() are wrapped because
 //    multiprocessing children (PyTorch DataLoader workers) leave through os._exit().
-//  - Signals: no handlers are installed; a killed process keeps every committed record and
-//    the merger marks it truncated (no Exit record).
+//  - Signals: no handlers are installed (but the flight recorder's dump signal, dump_signal.cpp,
+//    under the job's own); a killed process keeps every committed record and the merger marks
+//    it truncated (no Exit record).
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>

@@ -198,6 +198,16 @@ void window_after_step(int kind, std::int64_t number) {
   drop_hold("tracetune.window close");
 }
 
+void window_signal_dump() {
+  WindowControl* w = g_window_control;
+  if (w == nullptr) return;
+  const std::int64_t t = now_ns();
+  std::int64_t last = load(w->signal_dump_ns);
+  if (last != 0 && t - last < 1'000'000'000) return;  // this signal already asked (it reached several processes)
+  if (!__atomic_compare_exchange_n(&w->signal_dump_ns, &last, t, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+  __atomic_fetch_add(&w->signal_dumps, 1, __ATOMIC_ACQ_REL);
+}
+
 void window_range_started(const char* name, std::size_t n) {
   WindowControl* w = g_window_control;
   if (w == nullptr || !g_start_on_ok || load(w->start_on_fired) != 0 || name == nullptr) return;

@@ -35,4 +35,11 @@ void window_after_step(int kind, std::int64_t number);
 // A range named `name` (text, n bytes) starts (NVTX push/start, Python range enter): --start-on.
 void window_range_started(const char* name, std::size_t n);
 
+// record --ring --dump-signal: the signal arrived in this process (async-signal-safe). Asks the
+// launcher for one dump; the same signal reaching several processes within a second asks once.
+void window_signal_dump();
+
+// Installs the flight recorder's signal handler for `signo` underneath the job's (dump_signal.cpp).
+void dump_signal_install(int signo);
+
 }  // namespace tt::collector

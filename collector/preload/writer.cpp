@@ -1050,6 +1050,8 @@ __attribute__((constructor)) void tracetune_collector_init() {
   if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
   g.configured = true;
   install_process_handlers();
+  if (std::int32_t signo = 0; g_window_control != nullptr && parse_int(env_get("TRACETUNE_DUMP_SIGNAL"), &signo))
+    dump_signal_install(signo);  // record --ring: a signal asks for a dump (dump_signal.cpp)
   second_clock_pair();
 }
 

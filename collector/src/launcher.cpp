@@ -546,6 +546,7 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   if (opt.window.ring()) {
     env.push_back("TRACETUNE_RING_CHUNKS=" + std::to_string(opt.window.ring_budget_mib));  // 1 MiB chunks
     env.push_back("TRACETUNE_COLLECTIVE_ENTRY=1");  // host collectives say when they start (hang diagnosis)
+    if (opt.window.dump_signal > 0) env.push_back("TRACETUNE_DUMP_SIGNAL=" + std::to_string(opt.window.dump_signal));
   }
   // tracetune.range tells the collector when a Python range starts, for --start-on only
   if (!opt.window.start_on.empty()) env.push_back("TRACETUNE_WINDOW_START_ON=1");
@@ -617,7 +618,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                        watch.poll();
                        if (!window) return;
                        const WindowDriver::Tick done = window->tick();
-                       if (opt.window.ring() && ++ticks % 50 == 0) {  // about once a second
+                       if (opt.window.ring_s > 0 && ++ticks % 50 == 0) {  // about once a second
                          const auto cutoff = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
                          for (const fs::path& rel : files_ended_before(raw_dir, cutoff)) {
                            watch.release(rel);
@@ -630,9 +631,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                          meta.emplace_back("dump.reason", done.dump_reason);
                          meta.emplace_back("dump.at_ns", std::to_string(at));
                          report_partial_trace(done.dump_reason, "flight recorder dumped",
-                                              write_partial_trace(raw_dir, opt.output, fmt::format(".dump-{}", ++dumps),
-                                                                  at - static_cast<std::int64_t>(opt.window.ring_s * 1e9),
-                                                                  at, std::move(meta)));
+                                              write_ring_dump(raw_dir, opt.output, fmt::format(".dump-{}", ++dumps),
+                                                              opt.window, at, std::move(meta)));
                        }
                        if (done.capture > 0)
                          report_partial_trace(fmt::format("capture {}", done.capture), "its window written",
@@ -664,15 +664,14 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                  "removed while the job ran\n", pruned, opt.window.ring_s);
 
   // Merge what every process recorded.
-  MergeOptions mopt;
+  // the flight recorder's trace at the end: its last N seconds or steps
+  MergeOptions mopt = opt.window.ring() ? ring_span(opt.window, monotonic_now_ns()) : MergeOptions{};
   const bool tty = opt.progress && ::isatty(STDERR_FILENO) != 0;
   if (tty)
     mopt.progress = [](std::size_t done, std::size_t total) {
       std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
       if (done == total) std::fputc('\n', stderr);
     };
-  if (opt.window.ring())  // the flight recorder's trace at the end: its last N seconds
-    mopt.keep_from_ns = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
   auto merged = merge_raw(dirs, mopt, report);

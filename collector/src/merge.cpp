@@ -1131,7 +1131,7 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   std::set<std::string> environments;
   std::vector<TimedText> timed_texts;
 
-  read_in_order(files, readable, [&](std::size_t i, Result<RawProcess>* raw) {
+  auto convert = [&](std::size_t i, Result<RawProcess>* raw) {
     if (raw != nullptr && !*raw) skip(files[i], raw->error());
     if (raw != nullptr && *raw) {
       if (options.keep_from_ns != INT64_MIN || options.keep_to_ns != INT64_MAX)
@@ -1142,7 +1142,20 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
       ++report.files;
     }
     if (options.progress) options.progress(i + 1, files.size());
-  });
+  };
+  if (options.keep_last_steps > 0) {  // each process's cut depends on the others': all of them first
+    std::vector<std::optional<Result<RawProcess>>> all(files.size());
+    read_in_order(files, readable, [&](std::size_t i, Result<RawProcess>* raw) {
+      if (raw != nullptr) all[i].emplace(std::move(*raw));
+    });
+    std::vector<RawProcess*> read;
+    for (auto& raw : all)
+      if (raw && *raw) read.push_back(&raw->value());
+    crop_to_last_steps(read, options.keep_last_steps);
+    for (std::size_t i = 0; i < files.size(); ++i) convert(i, all[i] ? &*all[i] : nullptr);
+  } else {
+    read_in_order(files, readable, convert);
+  }
 
   if (report.files == 0)
     return make_error("no readable record file among " + std::to_string(files.size()) +

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <regex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -83,10 +84,35 @@ std::string WindowRequest::describe() const {
   if (delay_s > 0) parts.push_back("delay " + seconds(delay_s));
   if (duration_s > 0) parts.push_back("duration " + seconds(duration_s));
   if (armed) parts.push_back("armed");
-  if (ring()) parts.push_back(fmt::format("ring {} ({} MiB per process)", seconds(ring_s), ring_budget_mib));
+  if (ring())
+    parts.push_back(fmt::format("ring {} ({} MiB per process)",
+                                ring_steps > 0 ? fmt::format("{} steps", ring_steps) : seconds(ring_s), ring_budget_mib));
+  if (ring() && dump_signal > 0) parts.push_back("dump on " + signal_name(dump_signal));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out;
+}
+
+std::string signal_name(int signo) {
+  if (signo == SIGUSR1) return "SIGUSR1";
+  if (signo == SIGUSR2) return "SIGUSR2";
+  if (signo >= SIGRTMIN && signo <= SIGRTMAX) return fmt::format("SIGRTMIN+{}", signo - SIGRTMIN);
+  return fmt::format("signal {}", signo);
+}
+
+Result<int> parse_dump_signal(const std::string& text) {
+  std::string_view name(text);
+  if (name == "none") return 0;
+  if (name.starts_with("SIG")) name.remove_prefix(3);
+  int signo = -1;
+  if (name == "USR1") signo = SIGUSR1;
+  if (name == "USR2") signo = SIGUSR2;
+  if (name.starts_with("RTMIN+")) {
+    if (const auto n = parse_step_number(name.substr(6)); n && *n <= SIGRTMAX - SIGRTMIN) signo = SIGRTMIN + static_cast<int>(*n);
+  }
+  if (const auto n = parse_step_number(name); n && *n < 1024) signo = static_cast<int>(*n);
+  if (signo == SIGUSR1 || signo == SIGUSR2 || (signo >= SIGRTMIN && signo <= SIGRTMAX)) return signo;
+  return make_error("--dump-signal: " + text + ": expected USR1, USR2, RTMIN+N (or their numbers) or none");
 }
 
 Result<std::pair<std::int64_t, std::int64_t>> parse_step_range(const std::string& text) {
@@ -106,8 +132,9 @@ Result<void> check_window(const WindowRequest& w) {
   if (!w.start_on.empty() && w.delay_s > 0) return make_error("--start-on cannot be combined with --delay");
   if (w.ring() && (w.steps_first >= 0 || w.delay_s > 0 || w.duration_s > 0 || !w.start_on.empty() || w.armed))
     return make_error("--ring records all the time: it cannot be combined with a window option");
-  if (!w.ring() && (w.hang_s > 0 || w.slow_step_factor > 0))
-    return make_error("--dump-on-hang and --dump-on-slow-step need --ring");
+  if (!w.ring() && (w.hang_s > 0 || w.slow_step_factor > 0 || w.dump_signal > 0))
+    return make_error("--dump-on-hang, --dump-on-slow-step and --dump-signal need --ring");
+  if (w.ring_s > 0 && w.ring_steps > 0) return make_error("--ring: seconds or steps, not both");
   if (w.ring() && (w.ring_budget_mib < 2 || w.ring_budget_mib > 4096))
     return make_error("--ring-budget: between 2 and 4096 MiB per process");
   if (w.slow_step_factor != 0 && w.slow_step_factor <= 1)
@@ -175,6 +202,10 @@ std::string WindowDriver::dump_reason(std::int64_t now) {
     dumps_requested_ = asked;
     return "tracetune capture --dump";
   }
+  if (const std::int64_t signalled = load(control_->signal_dumps); signalled > signal_dumps_seen_) {
+    signal_dumps_seen_ = signalled;
+    return signal_name(request_.dump_signal);
+  }
   if (const std::int64_t slow = load(control_->slow_steps); slow > slow_steps_seen_) {
     slow_steps_seen_ = slow;
     return fmt::format("a step slower than {:g} x the running median", request_.slow_step_factor);
@@ -221,12 +252,9 @@ void WindowDriver::time_transitions(std::int64_t now) {
   remove_holder(control_);
 }
 
-Result<fs::path> write_partial_trace(const fs::path& raw_dir, const fs::path& output, const std::string& suffix,
-                                     std::int64_t from_ns, std::int64_t to_ns,
-                                     std::vector<std::pair<std::string, std::string>> metadata) {
-  MergeOptions options;
-  options.keep_from_ns = from_ns;
-  options.keep_to_ns = to_ns;
+namespace {
+Result<fs::path> write_trace_kept(const fs::path& raw_dir, const fs::path& output, const std::string& suffix,
+                                  const MergeOptions& options, std::vector<std::pair<std::string, std::string>> metadata) {
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
   auto merged = merge_raw(dirs, options, report);
@@ -238,6 +266,32 @@ Result<fs::path> write_partial_trace(const fs::path& raw_dir, const fs::path& ou
   out += suffix + output.extension().string();
   if (auto st = trace::write_trace(t, out, "tracetune record " + suffix.substr(1)); !st) return make_error(st.error());
   return out;
+}
+}  // namespace
+
+Result<fs::path> write_partial_trace(const fs::path& raw_dir, const fs::path& output, const std::string& suffix,
+                                     std::int64_t from_ns, std::int64_t to_ns,
+                                     std::vector<std::pair<std::string, std::string>> metadata) {
+  MergeOptions options;
+  options.keep_from_ns = from_ns;
+  options.keep_to_ns = to_ns;
+  return write_trace_kept(raw_dir, output, suffix, options, std::move(metadata));
+}
+
+MergeOptions ring_span(const WindowRequest& ring, std::int64_t at_ns) {
+  MergeOptions options;
+  options.keep_to_ns = at_ns;
+  if (ring.ring_steps > 0)
+    options.keep_last_steps = ring.ring_steps;
+  else
+    options.keep_from_ns = at_ns - static_cast<std::int64_t>(ring.ring_s * 1e9);
+  return options;
+}
+
+Result<fs::path> write_ring_dump(const fs::path& raw_dir, const fs::path& output, const std::string& suffix,
+                                 const WindowRequest& ring, std::int64_t at_ns,
+                                 std::vector<std::pair<std::string, std::string>> metadata) {
+  return write_trace_kept(raw_dir, output, suffix, ring_span(ring, at_ns), std::move(metadata));
 }
 
 namespace {

@@ -10,6 +10,12 @@
 - ring_budget: a process writes ~60 MB of records in a few seconds with --ring-budget 4: its record
   file stays within 4 MiB of ring plus its pinned chunks (strings, process), and the trace holds
   the newest records, not the oldest.
+- signal: --ring's dump signal (SIGUSR2) sent to a forked child of the job, then to the job's main
+  process after it installed its own SIGUSR2 handler, then to `tracetune record` (which forwards
+  it): each dumps the rings of every process, the job's handler still runs, the job is not killed
+  and Python sees SIG_DFL as the signal's disposition at start (not our handler).
+- ring_steps: --ring 30steps: a dump taken while the job waits inside step 120 holds exactly the
+  30 complete steps 90..119, and the trace at the end the last 30 steps.
 
 usage: flight_test.py TRACETUNE [CASE...]
 """
@@ -49,6 +55,45 @@ lib = ctypes.CDLL(None)
 lib.tracetune_mark.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
 for i in range(1_200_000):
     lib.tracetune_mark(b"block %d" % (i // 100_000), b"job")
+"""
+
+SIGNAL_JOB = """
+import os, pathlib, signal, sys, time, tracetune
+d = pathlib.Path(sys.argv[1])
+(d / "initial").write_text(repr(signal.getsignal(signal.SIGUSR2)))
+child = os.fork()
+if child == 0:
+    while not (d / "end").exists():
+        tracetune.mark("child tick", "job")
+        time.sleep(0.01)
+    os._exit(0)
+(d / "pids").write_text(f"{os.getpid()} {child}")
+def on_usr2(sig, frame):
+    with open(d / "job handler", "a") as f:
+        f.write("ran\\n")
+installed = False
+while not (d / "end").exists():
+    tracetune.step()
+    tracetune.mark("parent tick", "job")
+    if not installed and (d / "install").exists():
+        signal.signal(signal.SIGUSR2, on_usr2)
+        (d / "installed").write_text(repr(signal.getsignal(signal.SIGUSR2)))
+        installed = True
+    time.sleep(0.01)
+os.waitpid(child, 0)
+"""
+
+STEPS_JOB = """
+import pathlib, sys, time, tracetune
+d = pathlib.Path(sys.argv[1])
+for i in range(200):
+    tracetune.step()  # ends step i-1, starts step i
+    tracetune.mark(f"in step {i}", "job")
+    if i == 120:
+        (d / "at 120").write_text("")
+        while not (d / "go on").exists():
+            time.sleep(0.05)
+tracetune.step()
 """
 
 
@@ -163,4 +208,106 @@ def case_ring_budget(tmp):
           blocks.get("block 11", 0) > 0 and "block 0" not in blocks, blocks)
 
 
-run_cases({"hang": case_hang, "ring_budget": case_ring_budget}, sys.argv[2:])
+def dumps_by_reason(tmp, reason):
+    return [p for p in tmp.glob("trace.dump-*.db") if dict(query(p, "SELECT key, value FROM meta")).get("dump.reason") == reason]
+
+
+def mark_names(db):
+    return {n for (n,) in query(db, "SELECT DISTINCT s.value FROM ranges r JOIN strings s ON s.id = r.name_id "
+                                    "WHERE r.end_ns = r.start_ns")}
+
+
+def alive(pid):
+    """Running, not a zombie (a killed child stays one until the job reaps it)."""
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def case_signal(tmp):
+    tmp = pathlib.Path(tmp)
+    job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "raw"
+    job.write_text(SIGNAL_JOB)
+    rec = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--raw-dir", str(raw), "--ring", "60s", "--",
+                            TORCH_PYTHON, str(job), str(tmp)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True)
+    try:
+        pids = wait_for(lambda: (tmp / "pids").exists() and (tmp / "pids").read_text().split(), 120)
+        check("signal: the job starts", pids, rec.poll())
+        parent, child = (int(x) for x in pids)
+        initial = (tmp / "initial").read_text()
+        check("signal: Python sees SIGUSR2 at its default disposition, not our handler", "SIG_DFL" in initial, initial)
+        time.sleep(0.5)
+        os.kill(child, signal.SIGUSR2)
+        first = wait_for(lambda: dumps_by_reason(tmp, "SIGUSR2"), 120)
+        check("signal: SIGUSR2 to a child of the job dumps the rings", first)
+        check("signal: and kills neither process", alive(parent) and alive(child))
+        if first:
+            marks = mark_names(first[0])
+            check("signal: the dump holds every process of the job", {"child tick", "parent tick"} <= marks, marks)
+        (tmp / "install").write_text("")
+        installed = wait_for(lambda: (tmp / "installed").exists() and (tmp / "installed").read_text(), 60)
+        check("signal: the job reads back its own handler", installed and "on_usr2" in installed, installed)
+        time.sleep(1.5)  # one dump per second at most
+        os.kill(parent, signal.SIGUSR2)
+        check("signal: SIGUSR2 to the job's main process after it installed a handler dumps again",
+              wait_for(lambda: len(dumps_by_reason(tmp, "SIGUSR2")) >= 2, 120))
+        check("signal: and the job's own handler ran", wait_for((tmp / "job handler").exists, 60))
+        time.sleep(1.5)
+        os.kill(rec.pid, signal.SIGUSR2)
+        check("signal: SIGUSR2 to tracetune record (forwarded to the job) dumps again",
+              wait_for(lambda: len(dumps_by_reason(tmp, "SIGUSR2")) >= 3, 120))
+        handled = wait_for(lambda: (tmp / "job handler").read_text().count("ran") >= 2, 60)
+        check("signal: the job's handler ran for it too", handled)
+        print("dumps by signal:", len(dumps_by_reason(tmp, "SIGUSR2")))
+        (tmp / "end").write_text("")
+        _, err = rec.communicate(timeout=300)
+        check("signal: the job ends normally (exit 0)", rec.returncode == 0, err[-2000:])
+    finally:
+        if rec.poll() is None:
+            os.killpg(rec.pid, signal.SIGKILL)
+            rec.wait(timeout=60)
+
+
+def step_numbers(db):
+    doc = analyze_json(db)
+    ranks = [r for r in doc.get("ranks", []) if r.get("has_steps")]
+    return [s["number"] for s in ranks[0]["steps"]] if ranks else doc
+
+
+def case_ring_steps(tmp):
+    tmp = pathlib.Path(tmp)
+    job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "raw"
+    job.write_text(STEPS_JOB)
+    rec = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--raw-dir", str(raw), "--ring", "30steps", "--",
+                            TORCH_PYTHON, str(job), str(tmp)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True)
+    try:
+        check("ring_steps: the job reaches step 120", wait_for((tmp / "at 120").exists, 120), rec.poll())
+        c = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
+        check("ring_steps: capture --dump is accepted", c.returncode == 0, c.stderr)
+        dump = wait_for(lambda: dumps_by_reason(tmp, "tracetune capture --dump"), 120)
+        (tmp / "go on").write_text("")
+        _, err = rec.communicate(timeout=300)
+        check("ring_steps: the job ends normally", rec.returncode == 0 and db.exists(), err[-2000:])
+    finally:
+        if rec.poll() is None:
+            os.killpg(rec.pid, signal.SIGKILL)
+            rec.wait(timeout=60)
+    check("ring_steps: the dump is written", dump)
+    if dump:
+        numbers = step_numbers(dump[0])
+        check("ring_steps: the dump holds exactly the 30 complete steps 90..119", numbers == list(range(90, 120)), numbers)
+        marks = mark_names(dump[0])
+        check("ring_steps: and nothing from before step 90", "in step 90" in marks and "in step 89" not in marks,
+              sorted(m for m in marks if m.startswith("in step"))[:5])
+    numbers = step_numbers(db)
+    check("ring_steps: the trace at the end holds the last 30 steps", numbers == list(range(170, 200)), numbers)
+    meta = dict(query(db, "SELECT key, value FROM meta WHERE key = 'window'"))
+    check("ring_steps: and says so", meta.get("window", "").startswith("ring 30 steps"), meta)
+
+
+run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps},
+          sys.argv[2:])

@@ -12,7 +12,7 @@
   what follows are present.
 - capture: a job started with --armed, captured twice while it runs (by its raw directory, then
   by its pid) with `tracetune capture --steps 5`: two traces, each of 5 successive steps.
-- usage: bad window options are one-line usage errors and the job is not run.
+- usage: bad window and flight recorder options are one-line usage errors and the job is not run.
 
 usage: window_test.py TRACETUNE [CASE...]
 """
@@ -250,7 +250,10 @@ def case_usage(tmp):
     marker = pathlib.Path(tmp) / "ran"
     for options, says in ((["--steps", "5"], "expected A:B"), (["--steps", "9:3"], "end is before the start"),
                           (["--start-on", "("], "--start-on"), (["--delay", "soon"], "expected seconds"),
-                          (["--steps", "1:2", "--delay", "3"], "cannot be combined")):
+                          (["--steps", "1:2", "--delay", "3"], "cannot be combined"),
+                          (["--ring", "0steps"], "number of steps"), (["--ring", "soon"], "expected seconds"),
+                          (["--ring", "60s", "--dump-signal", "KILL"], "--dump-signal"),
+                          (["--dump-signal", "USR1"], "need --ring")):
         r = subprocess.run([TRACETUNE, "record", "-o", os.path.join(tmp, "t.db"), *options, "--", "touch", str(marker)],
                            capture_output=True, text=True, timeout=60)
         lines = r.stderr.strip().splitlines()

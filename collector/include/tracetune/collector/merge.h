@@ -26,12 +26,20 @@ struct MergeOptions {
   // Processes, threads and strings are kept whatever their time; GPU activity is not cut.
   std::int64_t keep_from_ns = INT64_MIN;
   std::int64_t keep_to_ns = INT64_MAX;
+  // record --ring Nsteps: each process with step records keeps its last N steps (Step records
+  // that start at or after the N-th last one's start) and the events from that start on; a
+  // process without steps keeps the events from the earliest such start of its host. A process
+  // holding fewer than N steps keeps all it holds (and so do its host's processes without steps).
+  // 0: off. Applied before keep_from_ns/keep_to_ns.
+  std::int64_t keep_last_steps = 0;
 };
 
 struct RawProcess;
 // Removes from `p` the host-clock events (I/O, ranges, marks, steps, counters, host-side
 // collectives) outside [from, to] (raw_crop.cpp).
 void crop_raw_process(RawProcess& p, std::int64_t from, std::int64_t to);
+// MergeOptions::keep_last_steps over the processes of one merge (raw_crop.cpp).
+void crop_to_last_steps(std::span<RawProcess*> processes, std::int64_t steps);
 
 struct HostClock {
   std::string host;

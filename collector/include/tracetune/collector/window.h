@@ -28,16 +28,26 @@ struct WindowRequest {
   // Flight recorder (--ring): the last ring_s seconds, in ring_budget_mib MiB of ring per process;
   // dumped into a trace on `capture --dump`, on a step slower than slow_step_factor x the running
   // median (0: off), and after hang_s seconds without a step (0: off).
+  // ring_steps instead of ring_s: each stepping process's last N steps (--ring 50steps).
+  // dump_signal: the signal that asks for a dump in any process of the job (0: none).
   double ring_s = 0;
+  std::int64_t ring_steps = 0;
   int ring_budget_mib = 64;
   double slow_step_factor = 0;
   double hang_s = 0;
-  bool ring() const { return ring_s > 0; }
+  int dump_signal = 0;
+  bool ring() const { return ring_s > 0 || ring_steps > 0; }
   // True when any window was asked for: the job then records only inside it.
   bool any() const { return steps_first >= 0 || delay_s > 0 || duration_s > 0 || !start_on.empty() || armed || ring(); }
   // The window as the user wrote it ("steps 100:120", "delay 5s, duration 10s"...).
   std::string describe() const;
 };
+
+// --dump-signal: "USR1", "SIGUSR2", "RTMIN+3", a number of one of those, or "none" (0). The
+// signals a job can be sent without harm by default: USR1, USR2 and the real-time ones.
+Result<int> parse_dump_signal(const std::string& text);
+// "SIGUSR2", "SIGRTMIN+3".
+std::string signal_name(int signo);
 
 // "100:120" -> {100, 120}; errors name the problem ("--steps: 120:100: the end is before the start").
 Result<std::pair<std::int64_t, std::int64_t>> parse_step_range(const std::string& text);
@@ -73,6 +83,7 @@ class WindowDriver {
   bool time_closed_ = false;
   std::int64_t dumps_requested_ = 0;  // capture --dump requests seen
   std::int64_t slow_steps_seen_ = 0;
+  std::int64_t signal_dumps_seen_ = 0;
   std::int64_t stalled_since_step_ = 0;  // last_step_end_ns of the stall already dumped
   std::int64_t captures_seen_ = 0;       // capture requests seen
   std::int64_t capture_pending_since_ = 0;  // the request whose window has not closed yet (0: none)
@@ -87,6 +98,15 @@ class WindowDriver {
 Result<std::filesystem::path> write_partial_trace(const std::filesystem::path& raw_dir, const std::filesystem::path& output,
                                                   const std::string& suffix, std::int64_t from_ns, std::int64_t to_ns,
                                                   std::vector<std::pair<std::string, std::string>> metadata);
+// The same with the span a flight recorder keeps up to `at_ns`: its last ring_s seconds, or each
+// stepping process's last ring_steps steps (MergeOptions::keep_last_steps).
+Result<std::filesystem::path> write_ring_dump(const std::filesystem::path& raw_dir, const std::filesystem::path& output,
+                                              const std::string& suffix, const WindowRequest& ring, std::int64_t at_ns,
+                                              std::vector<std::pair<std::string, std::string>> metadata);
+
+// What a flight recorder's dump or final trace at `at_ns` keeps (write_ring_dump).
+struct MergeOptions;
+MergeOptions ring_span(const WindowRequest& ring, std::int64_t at_ns);
 
 // `tracetune capture`: asks every stepping process of the job to record its next `steps` steps
 // (each from its next step boundary); `dump` asks the launcher for a flight recorder dump.

@@ -23,7 +23,7 @@
 namespace tt::collector {
 
 inline constexpr char kWindowControlMagic[8] = {'T', 'T', 'W', 'I', 'N', 'D', 'O', 'W'};
-inline constexpr std::uint32_t kWindowControlVersion = 1;
+inline constexpr std::uint32_t kWindowControlVersion = 2;
 inline constexpr const char* kWindowControlName = "window.ctl";
 
 struct WindowControl {
@@ -60,10 +60,15 @@ struct WindowControl {
   std::int64_t dump_request;
   std::int64_t slow_steps;
   std::int64_t slow_step_permille;
+  // record --ring --dump-signal: the signal reached a process of the job. signal_dumps counts the
+  // requests, signal_dump_ns is the latest one's CLOCK_MONOTONIC (one request per second at most:
+  // a signal sent to the job's process group reaches every process).
+  std::int64_t signal_dump_ns;
+  std::int64_t signal_dumps;
   char start_on[256];  // --start-on's regular expression (POSIX extended), "" for none
   char spec[256];      // the window as asked for, for the trace's `window` metadata entry
 };
-static_assert(sizeof(WindowControl) == 648, "WindowControl: shared layout (a new size needs a new version)");
+static_assert(sizeof(WindowControl) == 664, "WindowControl: shared layout (a new size needs a new version)");
 
 // Records written whatever the window: they describe processes, threads and strings, or are
 // the collector's own bookkeeping.
