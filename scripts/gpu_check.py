@@ -27,8 +27,9 @@ Stages (`all` runs them in this order; docs/gpu-check.md has the 15-minute plan)
   kernels   the kernel pack's CUDA kernels against stock PyTorch (`bench kernels --device cuda`):
             parity of outputs and gradients, and the speed ratio at the default shapes
   tune      `tracetune tune --allow-numerics` finds the planted fixes; `run --config` reproduces them
-  window    `record --steps A:B`: exactly those steps, no kernel outside the window (CUPTI activity
-            on only inside it: the plan), and the step time of a closed window vs bare
+  window    `record --steps A:B`: exactly those steps, no kernel outside the window and kernels in
+            each of its steps (CUPTI activity on only inside it), and the step time of a closed
+            window vs bare
 
 --budget bounds the whole call: a stage that no longer fits is skipped (said in the summary),
 and no command runs past the deadline. --pack writes one archive of everything but the trace
@@ -765,8 +766,13 @@ def window_kernel_facts(db):
     meta = dict(query(db, "SELECT key, value FROM meta WHERE key LIKE 'window%'"))
     opened, closed = int(meta.get("window.first_open_ns", 0)), int(meta.get("window.last_close_ns", 0))
     outside = query(db, "SELECT count(*) FROM kernels WHERE start_ns < ? OR end_ns > ?", opened, closed)[0][0]
+    # kernels that started in each window step (from its start to the next one's, the last to the window's close)
+    steps = query(db, "SELECT number, min(start_ns) FROM steps GROUP BY number ORDER BY number")
+    bounds = [t for _, t in steps] + [closed]
+    per_step = {n: query(db, "SELECT count(*) FROM kernels WHERE start_ns >= ? AND start_ns < ?", bounds[i], bounds[i + 1])[0][0]
+                for i, (n, _) in enumerate(steps)}
     return {"window": meta, "kernels": query(db, "SELECT count(*) FROM kernels")[0][0], "kernels_outside": outside,
-            "step_numbers": [n for (n,) in query(db, "SELECT DISTINCT number FROM steps ORDER BY number")]}
+            "step_numbers": [n for (n, _) in steps], "kernels_per_step": per_step}
 
 
 def stage_window(e, s):
@@ -784,8 +790,12 @@ def stage_window(e, s):
         s.truth("tiny --steps: the trace holds exactly the window's steps", f["step_numbers"] == list(range(first, last + 1)),
                 f["step_numbers"])
         s.truth("tiny --steps: thousands of kernels per window step", f["kernels"] >= 1000 * 5, f["kernels"])
-        # CUPTI activity on only inside the window (planned): kernels flushed later must not slip in
+        # CUPTI activity on only inside the window (session.cpp set_window): enabled when the window
+        # opens, disabled and force-flushed just before it closes
         s.truth("tiny --steps: no kernel outside the window", f["kernels_outside"] == 0, f["kernels_outside"])
+        per_step = list(f["kernels_per_step"].values())
+        s.truth("tiny --steps: kernels in every window step, the first and the last included",
+                len(per_step) == 5 and min(per_step) > 0, f["kernels_per_step"])
     times = {"bare": [], "outside_window": []}
     far = f"{100 * e.steps}:{100 * e.steps + 1}"  # never reached
     for i in range(1 if e.rehearsal else max(1, min(e.rounds, 3))):

@@ -108,6 +108,36 @@ class CollectorSink final : public RecordSink {
   InternFn intern_ = nullptr;
 };
 
+// The collector's recording window (tracetune_window_state: -1 none, 1 open, 0 closed); null
+// with a collector that has none.
+using WindowStateFn = int (*)();
+WindowStateFn g_window_state = nullptr;
+
+// GPU activity only inside the window: this process's own openings and closings arrive through
+// the collector's listener at once (a step window opens before its first step's kernels are
+// launched, and closes after a forced flush of its records); the others' (the launcher's time
+// window, other ranks' holds) at the next periodic flush.
+void follow_window(int open) { session().set_window(open != 0); }
+
+void poll_window() {
+  if (g_window_state == nullptr) return;
+  if (const int state = g_window_state(); state >= 0) session().set_window(state == 1);
+}
+
+bool bind_window(SessionOptions& opt) {
+  g_window_state = reinterpret_cast<WindowStateFn>(dlsym(RTLD_DEFAULT, "tracetune_window_state"));
+  dlerror();
+  opt.window_closed = g_window_state != nullptr && g_window_state() == 0;
+  return g_window_state != nullptr && g_window_state() >= 0;
+}
+
+void register_window_listener() {
+  using SetListenerFn = void (*)(void (*)(int));
+  auto set = reinterpret_cast<SetListenerFn>(dlsym(RTLD_DEFAULT, "tracetune_set_window_listener"));
+  dlerror();
+  if (set != nullptr) set(&follow_window);
+}
+
 constinit CuptiApi g_api{};
 CollectorSink g_sink;
 std::atomic<int> g_initialized{0};
@@ -123,6 +153,7 @@ void* flush_loop(void*) {
     while (nanosleep(&rest, &rest) != 0 && !g_stop.load(std::memory_order_acquire)) {
     }
     if (g_stop.load(std::memory_order_acquire) || session().handed_over()) break;
+    poll_window();
     session().flush(false);
   }
   g_thread_running.store(false, std::memory_order_release);
@@ -181,9 +212,11 @@ TT_EXPORT int InitializeInjection(void) {
   if (const char* g = std::getenv("TRACETUNE_CUDA_GRAPHS"); g != nullptr && std::strcmp(g, "graph") == 0)
     opt.graph_trace = true;
   opt.lean_api = lean_api_wanted(std::getenv("TRACETUNE_CUDA_API"));
+  const bool windowed = bind_window(opt);
   if (session().start(g_api, g_sink, opt) != tt::collector::GpuStatus::Active) return 1;
   g_period_ms = opt.flush_period_ms;
   register_hand_over();
+  if (windowed) register_window_listener();
   std::atexit(at_exit);
   pthread_atfork(nullptr, nullptr, in_fork_child);
   pthread_attr_t attr;

@@ -134,14 +134,10 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   if (r == CUPTI_SUCCESS) r = api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   if (r == CUPTI_SUCCESS) declare_zeroed_buffers(api, true);
   if (r == CUPTI_SUCCESS) r = api.register_callbacks(&Session::buffer_requested, &Session::buffer_completed);
-  for (std::size_t i = 0; r == CUPTI_SUCCESS && i < std::size(kSessionKinds); ++i) r = api.enable(kSessionKinds[i]);
-  if (r == CUPTI_SUCCESS && options.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-  if (r == CUPTI_SUCCESS)
-    for (CUpti_ActivityKind kind : kOptionalSessionKinds) (void)api.enable(kind);  // e.g. device memory: nice to have
-  if (r == CUPTI_SUCCESS && options.lean_api) quiet_query_calls(api);  // after RUNTIME / DRIVER, which reset it
+  options_ = options;
+  if (r == CUPTI_SUCCESS && !options.window_closed) r = enable_kinds();
   if (r != CUPTI_SUCCESS) {
-    if (api.disable != nullptr)  // nothing stays on that we enabled
-      for (CUpti_ActivityKind kind : kSessionKinds) (void)api.disable(kind);
+    disable_kinds();  // nothing stays on that we enabled
     char what[160];
     std::snprintf(what, sizeof what, "CUPTI activity tracing could not be enabled (error %d): GPU activity not recorded",
                   r);
@@ -152,6 +148,37 @@ GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOpt
   active_.store(true, std::memory_order_release);
   status(GpuStatus::Active, 0, "CUPTI activity tracing active");
   return GpuStatus::Active;
+}
+
+CUptiResult Session::enable_kinds() {
+  const CuptiApi& api = *api_;
+  CUptiResult r = CUPTI_SUCCESS;
+  for (std::size_t i = 0; r == CUPTI_SUCCESS && i < std::size(kSessionKinds); ++i) r = api.enable(kSessionKinds[i]);
+  if (r == CUPTI_SUCCESS && options_.graph_trace) r = api.enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  if (r == CUPTI_SUCCESS)
+    for (CUpti_ActivityKind kind : kOptionalSessionKinds) (void)api.enable(kind);  // e.g. device memory: nice to have
+  if (r == CUPTI_SUCCESS && options_.lean_api) quiet_query_calls(api);  // after RUNTIME / DRIVER, which reset it
+  kinds_enabled_.store(r == CUPTI_SUCCESS, std::memory_order_release);
+  return r;
+}
+
+void Session::disable_kinds() {
+  kinds_enabled_.store(false, std::memory_order_release);
+  if (api_->disable == nullptr) return;
+  for (CUpti_ActivityKind kind : kOptionalSessionKinds) (void)api_->disable(kind);
+  if (options_.graph_trace) (void)api_->disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  for (CUpti_ActivityKind kind : kSessionKinds) (void)api_->disable(kind);
+}
+
+void Session::set_window(bool open) {
+  std::lock_guard lock(cupti_calls_);
+  if (!active() || handed_over() || open == kinds_enabled()) return;
+  if (open) {
+    if (enable_kinds() != CUPTI_SUCCESS) disable_kinds();  // all or nothing, as at start
+    return;
+  }
+  disable_kinds();  // no new activity is recorded from here
+  api_->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the window's records, while it is still open
 }
 
 void Session::flush(bool forced) {

@@ -20,6 +20,9 @@ struct SessionOptions {
   bool lean_api = false;     // no records of kQuietRuntimeApis / kQuietDriverApis (lean_api_wanted)
   std::uint32_t flush_period_ms = 100;
   bool warn = true;          // one line on stderr when GPU capture is not possible
+  // The job records a window (record --steps/--delay/--start-on/--armed) that is closed now: the
+  // session starts with no kind enabled, until set_window(true) (docs/collector.md §9).
+  bool window_closed = false;
 };
 
 // The activity kinds a session enables, in order. CONCURRENT_KERNEL first (its instrumentation
@@ -122,6 +125,14 @@ class Session {
   // periodic or at-exit flush: those would complete the other profiler's buffers under it).
   void hand_over(std::uint32_t others_set);
 
+  // A recording window opened or closed (record --steps and the like; injection.cpp calls it at
+  // the collector's transitions in this process and from the periodic flush for the others). Open:
+  // the session's kinds are enabled again. Closed: they are disabled, then a forced flush brings
+  // back the records of the window (the collector calls this before the window closes, so they
+  // are still written). Nothing when not active, handed over, or already in that state.
+  void set_window(bool open);
+  bool kinds_enabled() const { return kinds_enabled_.load(std::memory_order_acquire); }
+
   // Buffer callbacks (static: CUPTI passes no user data; they use session()). Public for the
   // tests.
   static void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
@@ -141,12 +152,16 @@ class Session {
   void status(collector::GpuStatus s, int error, const char* message);
   void flush_locked(bool forced);
   void give_back_settings(std::uint32_t others_set);
+  CUptiResult enable_kinds();
+  void disable_kinds();
 
   const CuptiApi* api_ = nullptr;
   RecordSink* sink_ = nullptr;
   BufferPool pool_;
   std::atomic<bool> active_{false};
   std::atomic<bool> handed_over_{false};  // buffer requests are refused from then on
+  SessionOptions options_;
+  std::atomic<bool> kinds_enabled_{false};  // false while a recording window is closed
   std::mutex cupti_calls_;                 // flush and hand_over: never a flush after the hand-over
   std::atomic<std::uint64_t> records_{0};
   std::atomic<std::uint64_t> skipped_{0};

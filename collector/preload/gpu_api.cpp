@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "tracetune/collector/cupti_hand_over.h"
+#include "window.h"
 #include "writer.h"
 
 #define TT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -32,6 +33,17 @@ TT_EXPORT int tracetune_emit_gpu_record(std::uint32_t type, const void* payload,
   emit(static_cast<RecordType>(type), payload, size);
   return 1;
 }
+
+// The job's recording window (record --steps/--delay/--start-on/--armed, window.h): -1 when the
+// job has none (record everything), 1 open, 0 closed. The CUPTI library enables its activity
+// kinds only while it is open.
+TT_EXPORT int tracetune_window_state() {
+  if (g_window_control == nullptr) return -1;
+  return window_open_now() ? 1 : 0;
+}
+
+// `listener(1)` when this process opens the window, `listener(0)` just before it closes it.
+TT_EXPORT void tracetune_set_window_listener(void (*listener)(int open)) { window_set_listener(listener); }
 
 // Interns a string for this process's file (String record on first use) and returns its id;
 // 0 for empty strings or when not recording.

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -44,6 +45,12 @@ bool g_start_on_ok = false;
 template <class T>
 T load(const T& v) { return __atomic_load_n(&v, __ATOMIC_ACQUIRE); }
 
+std::atomic<WindowListener> g_listener{nullptr};
+
+void tell_listener(int open) {
+  if (const WindowListener l = g_listener.load(std::memory_order_acquire)) l(open);
+}
+
 void window_mark(const char* name) {
   MarkRecord r{};
   r.ts_ns = now_ns();
@@ -62,6 +69,7 @@ void take_hold(const char* why) {
     __atomic_compare_exchange_n(&w->first_open_ns, &none, t, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     __atomic_store_n(&w->last_open_ns, t, __ATOMIC_RELEASE);
     __atomic_fetch_add(&w->times_opened, 1, __ATOMIC_ACQ_REL);
+    tell_listener(1);
   }
   window_mark(why);
 }
@@ -70,6 +78,7 @@ void drop_hold(const char* why) {
   WindowControl* w = g_window_control;
   window_mark(why);
   std::uint32_t cur = load(w->holders);
+  if (cur == 1) tell_listener(0);  // the last holder: GPU activity of the window is written before it closes
   while (cur > 0 && !__atomic_compare_exchange_n(&w->holders, &cur, cur - 1, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
   }
   if (cur == 1) __atomic_store_n(&w->last_close_ns, now_ns(), __ATOMIC_RELEASE);
@@ -133,6 +142,8 @@ void note_step_duration(std::int64_t ns) {
 }
 
 }  // namespace
+
+void window_set_listener(WindowListener listener) { g_listener.store(listener, std::memory_order_release); }
 
 void window_attach(const char* out_dir) {
   char path[4096];

@@ -23,6 +23,12 @@ inline bool window_open_now() {
   return w == nullptr || __atomic_load_n(&w->holders, __ATOMIC_RELAXED) != 0;
 }
 
+// Called with 1 when this process opens the job's window (the first holder) and with 0 just
+// before it closes it (the last holder, still open during the call): the CUPTI library turns
+// its activity kinds on and off there (gpu_api.cpp, tracetune_set_window_listener).
+using WindowListener = void (*)(int open);
+void window_set_listener(WindowListener listener);
+
 // Maps <out_dir>/window.ctl when it exists (library constructor; fork children keep the mapping).
 void window_attach(const char* out_dir);
 

@@ -57,6 +57,7 @@ struct Fake {
   std::vector<CUpti_Activity*> buffer_records;  // what get_next_record walks
   std::size_t dropped = 0;
   std::vector<std::uint32_t> flushes;
+  std::size_t calls_before_flush = 0;  // calls.size() at the latest flush
   int subscribers = 0;                                  // CUPTI allows one
   std::vector<std::pair<int, int>> attributes;          // (attribute, first byte of the value) set
   std::vector<std::pair<int, int>> quiet_runtime, quiet_driver;  // (cbid, enable) per-call settings
@@ -126,6 +127,7 @@ cu::CuptiApi fake_api() {
   };
   a.flush_all = [](uint32_t flag) {
     g_fake.flushes.push_back(flag);
+    g_fake.calls_before_flush = g_fake.calls.size();
     return CUPTI_SUCCESS;
   };
   a.get_num_dropped_records = [](CUcontext, uint32_t, size_t* n) {
@@ -356,6 +358,65 @@ TEST(CuptiSession, EnableFailureLeavesNoKindOnAndNoSubscriber) {
   EXPECT_EQ(g_fake.calls.back(), "disable " + std::to_string(std::end(cu::kSessionKinds)[-1]));
   EXPECT_EQ(g_fake.subscribers, 0);
   EXPECT_FALSE(s.active());
+}
+
+// record --steps and the other windows: CUPTI activity only while the window is open. A session
+// started while it is closed enables no kind; opening enables the same kinds as a start; closing
+// disables them and then forces a flush (the window's records come back while the collector
+// still holds the window open); repeated states and a handed-over session call nothing.
+TEST(CuptiSession, ActivityKindsEnabledOnlyInsideTheWindow) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::Session s;
+  const cu::CuptiApi api = fake_api();
+  cu::SessionOptions closed = quiet_options();
+  closed.window_closed = true;
+  ASSERT_EQ(s.start(api, sink, closed), GpuStatus::Active);
+  EXPECT_TRUE(g_fake.enabled.empty()) << "no kind while the window is closed";
+  EXPECT_FALSE(s.kinds_enabled());
+  ASSERT_FALSE(sink.types.empty());
+  EXPECT_EQ(sink.types.back(), RecordType::GpuStatus);
+
+  s.set_window(true);
+  EXPECT_TRUE(s.kinds_enabled());
+  ASSERT_FALSE(g_fake.enabled.empty());
+  EXPECT_EQ(g_fake.enabled.front(), static_cast<int>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  for (auto k : cu::kSessionKinds) EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(k)), 1) << k;
+  g_fake.calls.clear();
+  s.set_window(true);
+  EXPECT_TRUE(g_fake.calls.empty()) << "already open";
+
+  s.set_window(false);
+  EXPECT_FALSE(s.kinds_enabled());
+  const auto& c = g_fake.calls;
+  for (auto k : cu::kSessionKinds)
+    EXPECT_NE(std::find(c.begin(), c.end(), "disable " + std::to_string(static_cast<int>(k))), c.end()) << k;
+  ASSERT_FALSE(g_fake.flushes.empty());
+  EXPECT_EQ(g_fake.flushes.back(), CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  EXPECT_EQ(g_fake.calls_before_flush, c.size()) << "flushed after the last disable";
+  g_fake.calls.clear();
+  s.set_window(false);
+  EXPECT_TRUE(g_fake.calls.empty()) << "already closed";
+
+  s.set_window(true);
+  s.hand_over(0);
+  g_fake.calls.clear();
+  s.set_window(false);
+  s.set_window(true);
+  EXPECT_TRUE(g_fake.calls.empty()) << "CUPTI belongs to the other profiler now";
+}
+
+// Without a window the kinds are on from the start, as before.
+TEST(CuptiSession, NoWindowKindsOnFromTheStart) {
+  g_fake = Fake{};
+  RecordFileWriter w(77);
+  FileSink sink(w);
+  cu::Session s;
+  const cu::CuptiApi api = fake_api();
+  ASSERT_EQ(s.start(api, sink, quiet_options()), GpuStatus::Active);
+  EXPECT_TRUE(s.kinds_enabled());
+  EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)), 1);
 }
 
 // torch.profiler (Kineto, PyTorch 2.11) calls cuptiSubscribe when profiling starts and falls
