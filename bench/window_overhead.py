@@ -5,11 +5,13 @@ The DataLoader sample (samples/dataloader/train.py, its steady-state step time `
 bare, under `tracetune record` (everything recorded), and under `tracetune record --steps
 A:B` with a window that never opens during the run (the collector armed: every hook in place,
 no event written). Variants run interleaved, round by round, order rotated each round; reported:
-the median step time of each and its ratio to bare.
+the median step time of each, its ratio to bare, and the median of the per-round ratios (each
+variant against the bare run of the same round).
 
 usage: window_overhead.py BUILD_DIR [--rounds 7] [--steps 80] [--workers 2] [--python PY]
 """
 import argparse
+import os
 import pathlib
 import re
 import statistics
@@ -55,10 +57,14 @@ def main():
                 times[name].append(float(m.group(1)))
                 print(f"round {r}: {name}: step_ms={m.group(1)}", flush=True)
         bare = statistics.median(times["bare"])
-        print(f"DataLoader sample, {args.workers} workers, {args.steps} steps, {args.rounds} rounds, {args.python}")
+        print(f"DataLoader sample, {args.workers} workers, {args.steps} steps, {args.rounds} rounds, {args.python}; "
+              f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         for name, ts in times.items():
             med = statistics.median(ts)
-            print(f"{name:15s} median step {med:7.2f} ms  ({med / bare:.4f} x bare)  runs: "
+            # the same round's runs are neighbours in time: their ratio cancels part of the load's drift
+            ratios = [t / b for t, b in zip(ts, times["bare"])]
+            print(f"{name:15s} median step {med:7.2f} ms  ({med / bare:.4f} x bare; per-round ratio median "
+                  f"{statistics.median(ratios):.4f}, {min(ratios):.3f} to {max(ratios):.3f})  runs: "
                   + " ".join(f"{t:.1f}" for t in ts))
 
 
