@@ -134,6 +134,21 @@ def launch_facts(db):
             "kernels_before_launch": early or 0}
 
 
+def stream_wait_facts(db):
+    """CUDA event records and stream waits (syncs types 5 and 2), and the waits that name a record:
+    one of the same process and event id with a lower correlation id, the pair the critical
+    path follows across streams (docs/analysis.md)."""
+    rows = query(db, TRACK_PROCESS + """, sy AS (SELECT s.type, s.event, s.correlation, tp.process_id
+                                                 FROM syncs s JOIN tp ON tp.track_id = s.track_id
+                                                 WHERE s.type IN (2, 5))
+        SELECT (SELECT count(*) FROM sy WHERE type = 5), (SELECT count(*) FROM sy WHERE type = 2),
+               (SELECT count(*) FROM sy w WHERE w.type = 2 AND EXISTS (
+                   SELECT 1 FROM sy r WHERE r.type = 5 AND r.event = w.event AND r.process_id = w.process_id
+                                        AND r.correlation < w.correlation))""")
+    records, waits, matched = rows[0]
+    return {"event_records": records, "stream_waits": waits, "stream_waits_matched": matched}
+
+
 def trace_facts(db):
     """What a capture check looks at, read from the trace DB with plain SQL."""
     one = lambda sql: query(db, sql)[0][0]  # noqa: E731
@@ -170,6 +185,7 @@ def trace_facts(db):
                                        WHERE s.value LIKE 'cuda:% memory.reserved'
                                           OR s.value LIKE 'cuda:% memory.cuda_malloc'""")
     f.update(launch_facts(db))
+    f.update(stream_wait_facts(db))
     m = f["kernels_with_correlation"]
     f["launch_match_share"] = round(f["kernels_matched_to_launch"] / m, 4) if m else None
     f["diagnostics"] = [{"kind": k, "source": s, "reason": r, "count": c}
@@ -293,6 +309,7 @@ def capture_runs(e):
         runs.append((f"cpp_{case}_fixed", [e.sample_cpp, "--case", case, "--fixed", "--steps", str(e.steps)], case, True))
     runs.append(("py_tiny_graph", e.sample("tiny", "--graph"), "tiny_graph", True))
     runs.append(("py_sync_emit_nvtx", e.sample("sync", "--emit-nvtx"), "sync", False))
+    runs.append(("py_streams", e.sample("streams"), "streams", False))
     return runs
 
 
@@ -317,6 +334,10 @@ def check_capture(s, name, case, fixed, facts, steps):
                 facts["kernels"] >= 1000 * steps if not fixed else facts["kernels"] < 50 * steps, facts["kernels"])
     if case == "tiny_graph":
         s.truth(f"{name}: kernels launched from a CUDA graph", facts["kernels_in_graphs"] >= 1000, facts["kernels_in_graphs"])
+    if case == "streams":  # CUPTI CUDA_EVENT records joined to SYNCHRONIZATION's stream waits
+        s.truth(f"{name}: an event record and a stream wait on it every step",
+                facts["event_records"] >= steps and facts["stream_waits_matched"] >= steps,
+                {k: facts[k] for k in ("event_records", "stream_waits", "stream_waits_matched")})
     if case == "sync" and not fixed:
         s.truth(f"{name}: a synchronisation every step", facts["syncs"] + facts["blocking_copies"] >= steps,
                 (facts["syncs"], facts["blocking_copies"]))
@@ -387,8 +408,35 @@ def diagnose_one(e, s, d, name, db, category, fixed):
         s.truth(f"{name}: {category} ranked first", top == category, cats)
 
 
+def steps_path_share(report):
+    """Over every step's critical path of `analyze --format json`: the shares of GPU compute and
+    GPU wait in the paths' total length."""
+    paths = [p for r in report.get("ranks", []) for p in r.get("critical_path", [])]
+    total = sum(p["length_ns"] for p in paths)
+
+    def share(kind):
+        return round(sum(p["by_kind_ns"].get(kind, 0) for p in paths) / total, 4) if total else None
+    return {"steps": len(paths), "gpu_compute": share("gpu_compute"), "gpu_wait": share("gpu_wait")}
+
+
+def diagnose_streams(e, s, d, db, name="py_streams"):
+    """The two-stream run: the main stream's reduction waits (event record -> stream wait) for
+    the side stream's matmuls, which fill most of each step, so the path runs through them
+    (GPU compute) rather than calling that time GPU wait (issue 26)."""
+    r = e.run([e.tracetune, "analyze", db, "--format", "json", "-o", d / f"{name}.analysis.json"], d / f"{name}.log")
+    if not s.check(f"{name}: analyze exits 0", r.returncode == 0, r.stderr[-500:]):
+        return
+    shares = steps_path_share(json.loads((d / f"{name}.analysis.json").read_text()))
+    s.figure(f"{name}.critical_path_shares", shares)
+    s.truth(f"{name}: the path crosses to the side stream (GPU compute >= 50%, GPU wait <= 5% of the steps' paths)",
+            shares["steps"] > 0 and (shares["gpu_compute"] or 0) >= 0.5 and (shares["gpu_wait"] or 0) <= 0.05, shares)
+
+
 def stage_diagnose(e, s):
     cap, d = e.out / "capture", e.stage_dir("diagnose")
+    if s.check("py_streams: trace from the capture stage present", (cap / "py_streams.db").exists(),
+               f"{cap / 'py_streams.db'} missing: run --stage capture first"):
+        diagnose_streams(e, s, d, cap / "py_streams.db")
     for lang in ("py", "cpp"):
         for case, category in PLANTED.items():
             for fixed in (False, True):

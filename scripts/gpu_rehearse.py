@@ -27,7 +27,7 @@ import gpu_check as gc
 KINETO_STAND_INS = {"alexnet": "kineto/hta/alexnet.json.gz", "nccl": "kineto/hta/nccl_data.json.gz"}
 NSYS_EXPORT = gc.REPO / "tests" / "data" / "nsys" / "small_export.sql"
 CAPTURE_VARIANTS = (("h2d", False), ("h2d", True), ("tiny", False), ("tiny", True), ("tiny_graph", True),
-                    ("sync", False))
+                    ("sync", False), ("streams", False))
 
 
 class StandIns:
@@ -90,12 +90,13 @@ def check_samples(e, s):
     d = e.stage_dir("capture")
     r = e.run([e.python, gc.SAMPLE_PY, "--help"], d / "py_help.log")
     s.check("train_gpu.py --help (PyTorch imports, every case listed)",
-            r.returncode == 0 and all(c in r.stdout for c in ("h2d", "tiny", "gemm", "sync", "ddp", "train", "--model")),
+            r.returncode == 0 and all(c in r.stdout for c in ("h2d", "tiny", "gemm", "sync", "streams", "ddp", "train",
+                                                              "--model")),
             r.stdout[-300:] + r.stderr[-300:])
     r = e.run([e.sample_cpp, "--help"], d / "cpp_help.log")
     s.check("gpu_training_loop --help (its CUDA libraries load)", r.returncode == 0 and "--case" in r.stdout, r.stderr[-300:])
     runs = gc.capture_runs(e)
-    s.check("18 capture runs", len(runs) == 18, [name for name, *_ in runs])
+    s.check("19 capture runs", len(runs) == 19, [name for name, *_ in runs])
     recorded = set()
     for name, cmd, *_ in runs:
         lang = name.split("_")[0]
@@ -129,6 +130,9 @@ def rehearse_diagnose(e, s, stand_ins):
     for i, (name, db) in enumerate(stand_ins.get(e, s).items()):
         case, category = planted[i % len(planted)]
         gc.diagnose_one(e, s, d, f"{name}_as_{case}", db, category, fixed=False)
+    alexnet = stand_ins.get(e, s).get("alexnet")
+    if alexnet is not None:  # its stream 7 waits on an event recorded on stream 20
+        gc.diagnose_streams(e, s, d, alexnet, name="alexnet_as_streams")
 
 
 def rehearse_nccl(e, s, stand_ins):

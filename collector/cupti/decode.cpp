@@ -1,7 +1,7 @@
 // CUPTI activity records -> tracetune GPU records. No CUDA call, no allocation: used on CUPTI's
 // buffer-completion thread in the job, and in unit tests on hand-built CUpti_Activity* structs
 // from the same headers. CUPTI fills only the newest struct version of each kind (CUDA 13.0:
-// Kernel10, Memcpy6, Memset4, Synchronization2, Device5, GraphTrace2, Overhead3, Memory4), so records
+// Kernel10, Memcpy6, Memset4, Synchronization2, Device5, GraphTrace2, Overhead3, Memory4, CudaEvent2), so records
 // are decoded by kind against the header this file is compiled with.
 #include <atomic>
 #include <cstring>
@@ -122,7 +122,8 @@ bool decode_memory(const CUpti_Activity* a, RecordSink& sink) {
   return true;
 }
 
-// A synchronisation (SYNCHRONIZATION, Synchronization2).
+// A synchronisation (SYNCHRONIZATION, Synchronization2). A stream wait (type 2) keeps the
+// waiting stream and the event id it waits on, which names the event's records (decode_cuda_event).
 bool decode_sync(const CUpti_Activity* a, RecordSink& sink) {
   const auto* s = reinterpret_cast<const CUpti_ActivitySynchronization2*>(a);
   GpuSyncRecord r{};
@@ -134,6 +135,19 @@ bool decode_sync(const CUpti_Activity* a, RecordSink& sink) {
   r.type = static_cast<std::uint32_t>(s->type);
   r.event = s->cudaEventId;
   put(sink, RecordType::GpuSync, r);
+  return true;
+}
+
+// Where a CUDA event was recorded (CUDA_EVENT, CudaEvent2): its stream and record call.
+bool decode_cuda_event(const CUpti_Activity* a, RecordSink& sink) {
+  const auto* e = reinterpret_cast<const CUpti_ActivityCudaEvent2*>(a);
+  GpuCudaEventRecord r{};
+  r.device = e->deviceId;
+  r.context = e->contextId;
+  r.stream = e->streamId;
+  r.correlation = e->correlationId;
+  r.event = e->eventId;
+  put(sink, RecordType::GpuCudaEvent, r);
   return true;
 }
 
@@ -215,6 +229,7 @@ bool decode_activity(const CuptiApi& api, const CUpti_Activity* a, RecordSink& s
     case CUPTI_ACTIVITY_KIND_MEMSET: return decode_memset(a, sink);
     case CUPTI_ACTIVITY_KIND_MEMORY2: return decode_memory(a, sink);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return decode_sync(a, sink);
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: return decode_cuda_event(a, sink);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return decode_api_call(api, a, sink);
     case CUPTI_ACTIVITY_KIND_DEVICE: return decode_device(a, sink);

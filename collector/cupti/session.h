@@ -34,7 +34,10 @@ inline constexpr CUpti_ActivityKind kSessionKinds[] = {
     CUPTI_ACTIVITY_KIND_DEVICE,            CUPTI_ACTIVITY_KIND_OVERHEAD,
 };
 // Kinds recorded where CUPTI allows them; a refusal leaves the rest of the session running.
-inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KIND_MEMORY2};
+// CUDA_EVENT: where each event was recorded, which the stream waits of SYNCHRONIZATION name
+// (the analyzer's cross-stream edges); one record per cudaEventRecord.
+inline constexpr CUpti_ActivityKind kOptionalSessionKinds[] = {CUPTI_ACTIVITY_KIND_MEMORY2,
+                                                               CUPTI_ACTIVITY_KIND_CUDA_EVENT};
 
 // Runtime and driver calls left out of the RUNTIME / DRIVER records unless TRACETUNE_CUDA_API=all.
 // Each only queries state: it launches, copies and allocates nothing and never waits for the

@@ -406,6 +406,7 @@ class ProcessConverter {
     add_counters();
     add_gpu_status();
     add_gpu_activity();
+    add_cuda_event_records();
     add_gpu_memory();
     add_nccl();
     add_py_samples();
@@ -887,6 +888,32 @@ class ProcessConverter {
     }
   }
 
+  // Where CUDA events were recorded (CUPTI CUDA_EVENT): an event_record row on the recording
+  // stream, with the record call's correlation id, at that call's start (CUPTI gives the record
+  // no time); the stream waits on the same event id (syncs, stream_wait_event) then depend on
+  // it, as from the Kineto importer (docs/trace-format.md, "syncs").
+  void add_cuda_event_records() {
+    if (raw_.gpu_cuda_events.empty()) return;
+    std::unordered_map<std::uint32_t, Ns> call_start;  // record call's correlation -> its start
+    for (const auto& [tid, r] : raw_.gpu_cuda_events) call_start.emplace(r.correlation, -1);
+    for (const auto& [tid, r] : raw_.gpu_apis)
+      if (auto it = call_start.find(r.correlation); it != call_start.end() && it->second < 0) it->second = r.start_ns;
+    const StringId name = t_.strings.intern("Event Record");
+    for (const auto& [tid, r] : raw_.gpu_cuda_events) {
+      const Ns start = call_start[r.correlation];
+      if (r.correlation == 0 || start < 0 || r.stream == kCuptiInvalid || r.event == kCuptiInvalid) {
+        ++unplaced_event_records_;
+        continue;
+      }
+      auto& y = t_.syncs;
+      y.push_span(at(start), 0, stream_track(r.device, r.stream), name);
+      y.correlation.push_back(r.correlation);
+      y.type.push_back(trace::SyncType::EventRecord);
+      y.stream.push_back(static_cast<std::int64_t>(r.stream));
+      y.event.push_back(static_cast<std::int64_t>(r.event));
+    }
+  }
+
   // CUPTI's device-memory allocations and releases become, per device, the bytes the job's
   // allocators hold after each: "cuda:N memory.reserved" (what the memory analysis reads, as
   // from nsys), or "cuda:N memory.cuda_malloc" when the Python integration already samples
@@ -1061,6 +1088,10 @@ class ProcessConverter {
     if (unmatched_syncs_ > 0)
       t_.add_diagnostic(DiagnosticKind::Note, source_,
                         "CUDA synchronizations without their API call (placed on the main thread)", unmatched_syncs_);
+    if (unplaced_event_records_ > 0)
+      t_.add_diagnostic(DiagnosticKind::Skipped, source_,
+                        "CUDA event records without their record call, stream or event id (not placed)",
+                        unplaced_event_records_);
   }
 
   trace::Trace& t_;
@@ -1076,7 +1107,7 @@ class ProcessConverter {
   std::unordered_map<std::uint32_t, std::uint32_t> devices_;  // CUDA ordinal -> trace device
   std::unordered_map<std::uint64_t, std::uint32_t> streams_;  // (device << 32 | stream) -> track
   std::uint64_t clamped_ = 0, unresolved_ = 0, nvtx_categories_ = 0, unknown_steps_ = 0, unmatched_syncs_ = 0,
-                undefined_py_frames_ = 0;
+                undefined_py_frames_ = 0, unplaced_event_records_ = 0;
 };
 
 }  // namespace

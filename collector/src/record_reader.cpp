@@ -347,6 +347,9 @@ class FileDecoder {
       case RecordType::GpuMemory:
         if (push(p_.gpu_memory, h, payload, n)) saw_time(p_.gpu_memory.back().rec.ts_ns);
         return true;
+      case RecordType::GpuCudaEvent:  // no time of its own
+        push(p_.gpu_cuda_events, h, payload, n);
+        return true;
       default:
         return false;
     }

@@ -7,6 +7,9 @@ recording with `tracetune record` on a GPU machine (see README.md).
                                                               --graph: the tiny ops replayed as a CUDA graph)
   --case gemm   FP32 matmuls                                 (--fixed: TF32 matmuls; --bf16: autocast bf16)
   --case sync   loss.item() every step of a TF32 4096x4096 layer (--fixed: one .item() at the end)
+  --case streams a side stream computes a branch the main stream then waits for
+                (torch.cuda.Event.record on the side stream, Stream.wait_event on the main one):
+                no planted bottleneck; the trace must join the wait to the record (docs/gpu-check.md)
   --case ddp    DDP all-reduce (NCCL) with --bucket-mb buckets; run under torchrun
                 (e.g. --bucket-mb 1 vs the default 25)
   --case train  a training loop with no planted bottleneck (the collector-overhead workload of
@@ -45,7 +48,7 @@ except ImportError:
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--case", choices=["h2d", "tiny", "gemm", "sync", "ddp", "train"], required=True)
+    p.add_argument("--case", choices=["h2d", "tiny", "gemm", "sync", "streams", "ddp", "train"], required=True)
     p.add_argument("--fixed", action="store_true", help="switch the planted bottleneck off")
     p.add_argument("--graph", action="store_true", help="tiny: replay the small ops as a CUDA graph")
     p.add_argument("--bf16", action="store_true", help="gemm: bf16 autocast instead of TF32")
@@ -72,7 +75,7 @@ class Steps:
         self.times_path = a.step_times
         self.times = []
         self.cuda = a.device == "cuda"
-        self.drain = self.cuda and a.case in ("h2d", "tiny", "gemm")  # each step ends with its GPU work
+        self.drain = self.cuda and a.case in ("h2d", "tiny", "gemm", "streams")  # each step ends with its GPU work
 
     def __call__(self, n):
         for i in range(n):
@@ -190,6 +193,30 @@ def case_sync(a, dev, steps):
         total.item()
 
 
+def case_streams(a, dev, steps):
+    # Per step: the main stream prepares the input; the side stream waits for it (wait_stream:
+    # an event recorded on the main stream, waited on by the side one), runs 8 TF32 4096x4096
+    # matmuls (a few ms on an H100) and records `done`; the main stream waits on `done` and reduces
+    # the result. The reduction's start is held by the side stream's matmuls: a critical path that
+    # follows the event record -> stream wait runs through them, one that does not calls the gap
+    # GPU wait.
+    torch.backends.cuda.matmul.allow_tf32 = True
+    main, side = torch.cuda.current_stream(dev), torch.cuda.Stream(dev)
+    w = torch.randn(4096, 4096, device=dev) / 64
+    x = torch.randn(4096, 4096, device=dev)
+    for _ in steps(a.steps):
+        y = x * 0.5
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            for _ in range(8):
+                y = y @ w
+            done = torch.cuda.Event()
+            done.record(side)
+        main.wait_event(done)
+        y.record_stream(main)
+        y.sum()
+
+
 def case_ddp(a, dev, steps):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -256,8 +283,8 @@ def main():
     else:
         dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(dev)
-    cases = {"h2d": case_h2d, "tiny": case_tiny, "gemm": case_gemm, "sync": case_sync, "ddp": case_ddp,
-             "train": case_train}
+    cases = {"h2d": case_h2d, "tiny": case_tiny, "gemm": case_gemm, "sync": case_sync, "streams": case_streams,
+             "ddp": case_ddp, "train": case_train}
     steps = Steps(a)
     nvtx = torch.autograd.profiler.emit_nvtx() if a.emit_nvtx else contextlib.nullcontext()
     t0 = time.perf_counter()

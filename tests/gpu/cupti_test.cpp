@@ -14,6 +14,7 @@
 
 #include "cupti_api.h"
 #include "session.h"
+#include "tracetune/analyzer/analyze.h"
 #include "tracetune/collector/merge.h"
 #include "../unit/record_file_writer.h"
 
@@ -141,6 +142,12 @@ cu::CuptiApi fake_api() {
       *name = "cudaMemcpyAsync";
     else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020)
       *name = "cudaStreamSynchronize";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020)
+      *name = "cudaEventRecord";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020)
+      *name = "cudaStreamWaitEvent";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020)
+      *name = "cudaDeviceSynchronize";
     else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
       *name = "cuLaunchKernel";
     else
@@ -234,7 +241,7 @@ TEST(CuptiSession, ClockBeforeKindsConcurrentKernelsNeverSerialised) {
   EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_KERNEL)), 0);
   for (auto k : {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
                  CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_DEVICE,
-                 CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MEMORY2})
+                 CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_CUDA_EVENT})
     EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(k)), 1) << k;
   EXPECT_EQ(std::count(e.begin(), e.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)), 0);
   // The clock given to CUPTI is CLOCK_MONOTONIC in ns.
@@ -255,13 +262,17 @@ TEST(CuptiSession, ClockBeforeKindsConcurrentKernelsNeverSerialised) {
   s2.start(api, sink, graphs);
   EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)), 1);
 
-  // A CUPTI that refuses device-memory records still records everything else.
-  g_fake = Fake{};
-  g_fake.refused_kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-  cu::Session s3;
-  EXPECT_EQ(s3.start(api, sink, quiet_options()), GpuStatus::Active);
-  EXPECT_TRUE(s3.active());
-  EXPECT_EQ(std::count(g_fake.enabled.begin(), g_fake.enabled.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_MEMORY2)), 0);
+  // A CUPTI that refuses device-memory or CUDA event records still records everything else.
+  for (auto refused : {CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_CUDA_EVENT}) {
+    g_fake = Fake{};
+    g_fake.refused_kind = refused;
+    cu::Session s3;
+    EXPECT_EQ(s3.start(api, sink, quiet_options()), GpuStatus::Active) << refused;
+    EXPECT_TRUE(s3.active());
+    const auto& on = g_fake.enabled;
+    EXPECT_EQ(std::count(on.begin(), on.end(), static_cast<int>(refused)), 0);
+    EXPECT_EQ(std::count(on.begin(), on.end(), static_cast<int>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)), 1);
+  }
 }
 
 // TRACETUNE_CUDA_API=lean: the query calls get no records, set after RUNTIME and DRIVER are
@@ -692,6 +703,101 @@ TEST(CuptiDecode, DeviceMemoryBecomesReservedBytes) {
     std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     EXPECT_EQ(got, want) << "python samples reserved: " << python_samples_reserved;
   }
+}
+
+// Issue 26 for our own capture: cudaEventRecord(e, stream 20) and cudaStreamWaitEvent(stream 7, e)
+// as CUPTI reports them (a CUDA_EVENT record with the record call's correlation id; a
+// SYNCHRONIZATION stream wait with the waiting stream and the event id) become the trace rows
+// the Kineto importer gives, so the step's critical path crosses to stream 20. Times in µs after
+// T0: step [0, 1000); fft2d_r2c launched at 10 on stream 20 runs [20, 600); record at 12, wait
+// at 13; gcgemm launched at 15 on stream 7 runs [605, 800); cudaDeviceSynchronize [20, 805).
+TEST(CuptiDecode, EventRecordsAndStreamWaitsPutTheRecordedStreamOnThePath) {
+  constexpr std::uint64_t us = 1000;
+  const std::uint32_t main_tid = 77;
+  const auto rt = [&](std::uint32_t cbid, std::uint64_t s, std::uint64_t e, std::uint32_t corr) {
+    return api_record(CUPTI_ACTIVITY_KIND_RUNTIME, cbid, T0 + s * us, T0 + e * us, main_tid, corr);
+  };
+  const CUpti_ActivityAPI calls[] = {
+      rt(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 10, 12, 1),
+      rt(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, 12, 13, 2),
+      rt(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, 13, 14, 3),
+      rt(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 15, 17, 4),
+      rt(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, 20, 805, 5)};
+  const auto fft = kernel(T0 + 20 * us, T0 + 600 * us, 20, 1, "fft2d_r2c");
+  const auto gemm = kernel(T0 + 605 * us, T0 + 800 * us, 7, 4, "gcgemm");
+  const auto event_record = [](std::uint32_t corr, std::uint32_t event) {
+    CUpti_ActivityCudaEvent2 e{};
+    e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+    e.correlationId = corr;
+    e.contextId = 1;
+    e.streamId = 20;
+    e.eventId = event;
+    e.deviceId = 0;
+    e.cudaEventSyncId = 77;
+    return e;
+  };
+  const auto record = event_record(2, 3);
+  const auto orphan = event_record(99, 4);  // its record call is not in the file: not placed
+  CUpti_ActivitySynchronization2 wait{};
+  wait.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  wait.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT;
+  wait.start = T0 + 13 * us;
+  wait.end = T0 + 14 * us;
+  wait.correlationId = 3;
+  wait.contextId = 1;
+  wait.streamId = 7;
+  wait.cudaEventId = 3;
+  wait.cudaEventSyncId = 77;
+
+  TempDir dir;
+  RecordFileWriter w(77);
+  w.step(main_tid, StepKind::Step, static_cast<std::int64_t>(T0), static_cast<std::int64_t>(T0 + 1000 * us), 0);
+  FileSink sink(w);
+  const cu::CuptiApi api = fake_api();
+  const auto decode = [&](const auto& r) {
+    return cu::decode_activity(api, reinterpret_cast<const CUpti_Activity*>(&r), sink);
+  };
+  for (const auto& c : calls) EXPECT_TRUE(decode(c));
+  EXPECT_TRUE(decode(fft));
+  EXPECT_TRUE(decode(gemm));
+  EXPECT_TRUE(decode(record));
+  EXPECT_TRUE(decode(orphan));
+  EXPECT_TRUE(decode(wait));
+  MergeReport report;
+  auto t = merge(w, dir, report);
+
+  ASSERT_EQ(t.syncs.size(), 2u);
+  const std::size_t rec = t.syncs.type[0] == tt::trace::SyncType::EventRecord ? 0 : 1, wt = 1 - rec;
+  ASSERT_EQ(t.syncs.type[rec], tt::trace::SyncType::EventRecord);
+  EXPECT_EQ(str(t, t.syncs.name[rec]), "Event Record");
+  EXPECT_EQ(t.syncs.correlation[rec], 2u);
+  EXPECT_EQ(t.syncs.event[rec], 3);
+  EXPECT_EQ(t.syncs.stream[rec], 20);
+  EXPECT_EQ(t.syncs.start[rec], static_cast<std::int64_t>(T0 + 12 * us));  // the record call's start
+  EXPECT_EQ(t.syncs.dur[rec], 0);
+  const auto& track = t.tracks[t.syncs.track[rec]];
+  ASSERT_EQ(track.type, tt::trace::TrackType::Stream);
+  EXPECT_EQ(t.streams[track.owner].stream, 20);
+  ASSERT_EQ(t.syncs.type[wt], tt::trace::SyncType::StreamWaitEvent);
+  EXPECT_EQ(t.syncs.stream[wt], 7);  // the waiting stream
+  EXPECT_EQ(t.syncs.event[wt], 3);
+  EXPECT_EQ(t.syncs.correlation[wt], 3u);
+  std::uint64_t unplaced = 0;
+  for (const auto& d : t.diagnostics)
+    if (d.reason.starts_with("CUDA event records without their record call")) unplaced += d.count;
+  EXPECT_EQ(unplaced, 1u);
+
+  t.finalize();
+  tt::analyzer::Options o;
+  o.threads = 1;
+  const auto a = tt::analyzer::analyze(t, o, "cupti");
+  ASSERT_EQ(a.metrics.ranks.size(), 1u);
+  ASSERT_EQ(a.metrics.ranks[0].paths.size(), 1u);
+  const auto& p = a.metrics.ranks[0].paths[0];
+  const auto kind = [&](tt::analyzer::PathKind k) { return p.by_kind[static_cast<std::size_t>(k)]; };
+  EXPECT_TRUE(p.complete);
+  EXPECT_EQ(kind(tt::analyzer::PathKind::GpuCompute), static_cast<std::int64_t>((580 + 195) * us));  // both kernels
+  EXPECT_EQ(kind(tt::analyzer::PathKind::GpuWait), 0);
 }
 
 TEST(CuptiDecode, BufferCapRefusesAndCounts) {

@@ -7,7 +7,10 @@ compared with `tracetune info --json` and with a brute-force reading of the same
  - --facts: kernel/memset/sync/step counts equal `info`'s; memcpys by direction add up;
    the kernel->launch-call match share and the count of kernels starting before their launch
    call equal a plain-Python join of the rows; moving one kernel before its launch call is
-   seen (the check can fail).
+   seen (the check can fail); the stream waits joined to an event record (same process and
+   event, lower correlation) equal a plain-Python join, and a wait whose record goes is seen;
+ - streams: the two-stream run's path check passes when GPU compute fills the paths and fails
+   when they are GPU wait.
 
  - nccl: at one GPU (no collective reaches the NCCL plugins there) the stage asks for the
    communicator and the self send/recv only, and says why; at two it asks for described
@@ -75,6 +78,22 @@ def brute_force_launch_facts(db):
     return {"kernels_with_correlation": with_corr, "kernels_matched_to_launch": matched, "kernels_before_launch": early}
 
 
+def brute_force_stream_wait_facts(db):
+    """The same join as gpu_check.stream_wait_facts, done row by row in Python."""
+    proc_of_thread = dict(query(db, "SELECT id, process_id FROM threads"))
+    proc_of_device = dict(query(db, "SELECT id, process_id FROM devices"))
+    proc_of_stream = {sid: proc_of_device.get(dev) for sid, dev in query(db, "SELECT id, device_id FROM streams")}
+    proc_of_track = {tid: (proc_of_thread.get(owner) if ty == 0 else proc_of_stream.get(owner) if ty == 1 else None)
+                     for tid, ty, owner in query(db, "SELECT id, type, owner_id FROM tracks")}
+    rows = [(ty, ev, corr, proc_of_track[tr]) for ty, ev, corr, tr in
+            query(db, "SELECT type, event, correlation, track_id FROM syncs WHERE type IN (2, 5)")]
+    records = [r for r in rows if r[0] == 5]
+    waits = [w for w in rows if w[0] == 2]
+    matched = sum(any(r[1] == w[1] and r[3] == w[3] and r[2] is not None and w[2] is not None and r[2] < w[2]
+                      for r in records) for w in waits)
+    return {"event_records": len(records), "stream_waits": len(waits), "stream_waits_matched": matched}
+
+
 def case_facts_on_real_gpu_trace(tmp):
     db = pathlib.Path(tmp) / "alexnet.db"
     r = subprocess.run([TRACETUNE, "import", ALEXNET, "-o", db], capture_output=True, text=True, timeout=120)
@@ -110,6 +129,20 @@ def case_facts_on_real_gpu_trace(tmp):
     early = facts_of(bad)
     check("facts: a kernel starting before its launch call is seen",
           early and early["kernels_before_launch"] == facts["kernels_before_launch"] + 1, early and early["kernels_before_launch"])
+
+    # stream waits and the event records they name (AlexNet: stream 7 waits on records of stream 20)
+    ref = brute_force_stream_wait_facts(db)
+    check("facts: stream waits joined to their records equal a row-by-row join",
+          all(facts[k] == v for k, v in ref.items()), (ref, {k: facts[k] for k in ref}))
+    check("facts: the real trace has stream waits on recorded events", facts["stream_waits_matched"] > 0, ref)
+    with sqlite3.connect(bad) as con:
+        event = con.execute("SELECT event FROM syncs WHERE type = 5 LIMIT 1").fetchone()[0]
+        con.execute("DELETE FROM syncs WHERE type = 5 AND event = ?", (event,))
+    fewer = facts_of(bad)
+    check("facts: a wait whose record is gone is no longer matched",
+          fewer and fewer["stream_waits_matched"] < facts["stream_waits_matched"] and
+          fewer["stream_waits_matched"] == brute_force_stream_wait_facts(bad)["stream_waits_matched"],
+          fewer and fewer["stream_waits_matched"])
 
 
 def nccl_trace(tmp):
@@ -182,6 +215,25 @@ def case_h100_facts_and_fixed_runs(tmp):
     check("fixed run: gone passes", analyses(64_000_000, None) == [True, True])
     check("fixed run: a 500th of the cost passes", analyses(64_000_000, 127_000) == [True, True])
     check("fixed run: half the cost fails", analyses(64_000_000, 32_000_000) == [True, False])
+
+
+def case_streams_path(tmp):
+    """The two-stream run's path check, on analyses written by hand: it passes when the steps'
+    paths are GPU compute (the wait followed to the side stream) and fails when they are GPU wait."""
+    d = pathlib.Path(tmp)
+
+    def verdict(compute, wait):
+        paths = [{"length_ns": 10_000_000, "by_kind_ns": {"gpu_compute": compute, "gpu_wait": wait}}] * 3
+        (d / "py_streams.analysis.json").write_text(json.dumps({"ranks": [{"critical_path": paths}]}))
+        stage = gc.Stage("diagnose")
+        e = types.SimpleNamespace(tracetune="tracetune", run=lambda *a, **k: types.SimpleNamespace(returncode=0, stderr=""))
+        gc.diagnose_streams(e, stage, d, d / "py_streams.db")
+        return [c["ok"] for c in stage.checks], stage.figures["py_streams.critical_path_shares"]
+    ok, shares = verdict(9_000_000, 100_000)
+    check("streams: GPU compute on the path passes", ok == [True, True], (ok, shares))
+    ok, shares = verdict(3_000_000, 6_000_000)
+    check("streams: the side stream's time as GPU wait fails", ok == [True, False], (ok, shares))
+    check("streams: shares over all steps", shares == {"steps": 3, "gpu_compute": 0.3, "gpu_wait": 0.6}, shares)
 
 
 def case_overhead_noise(tmp):
@@ -266,5 +318,5 @@ def case_pack(tmp):
 if __name__ == "__main__":
     run_cases({"without_gpu": case_without_gpu, "facts": case_facts_on_real_gpu_trace, "nccl_one_rank": case_nccl_one_rank,
                "nccl_on_h100_trace": case_nccl_on_h100_trace, "h100_facts": case_h100_facts_and_fixed_runs,
-               "overhead_noise": case_overhead_noise,
+               "streams_path": case_streams_path, "overhead_noise": case_overhead_noise,
                "budget": case_budget, "pack": case_pack}, sys.argv[4:])

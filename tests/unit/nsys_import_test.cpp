@@ -10,6 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include "critical_path.h"
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/trace/importers.h"
 
 namespace fs = std::filesystem;
@@ -253,6 +256,109 @@ TEST_F(NsysImport, Syncs) {
   EXPECT_EQ(s.type[event_sync], SyncType::EventSync);
   EXPECT_EQ(s.event[event_sync], 42);
   EXPECT_EQ(s.stream[event_sync], 13);
+}
+
+// ---- stream waits and the event records they wait for (issue 26) ----
+
+// One process (pid 4242, main thread 4242) on GPU 0, in the export's own schema (the tables and
+// columns of the 2026.4 schema reference that the importer reads, CUDA event trace on). Times in
+// µs, the script's values in ns: step [0, 1000) (NVTX ProfilerStep#0); fft2d_r2c launched at 10
+// on stream 20 runs [20, 600); cudaEventRecord(e, stream 20) at 12, cudaStreamWaitEvent(stream 7,
+// e) at 13; gcgemm launched at 15 on stream 7 runs [605, 800); cudaDeviceSynchronize [20, 805).
+// `record_rows` are the CUDA_EVENT rows (empty: an export without the CUDA event trace).
+std::string two_stream_export(const std::string& record_rows) {
+  return R"(
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cudaEventRecord_v3020'),
+  (3, 'cudaStreamWaitEvent_v3020'), (4, 'cudaDeviceSynchronize_v3020'), (5, 'fft2d_r2c'), (6, 'gcgemm');
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);
+INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+  (10000, 12000, 0, 71168954514, 1, 1, 0, NULL), (12000, 13000, 0, 71168954514, 2, 2, 0, NULL),
+  (13000, 14000, 0, 71168954514, 3, 3, 0, NULL), (15000, 17000, 0, 71168954514, 4, 1, 0, NULL),
+  (20000, 805000, 0, 71168954514, 5, 4, 0, NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+  contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+  demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, registersPerThread INTEGER NOT NULL,
+  gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL,
+  blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL,
+  dynamicSharedMemory INTEGER NOT NULL);
+INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
+  (20000, 600000, 0, 1, NULL, 20, 1, 71168950272, 5, 5, 32, 8, 1, 1, 256, 1, 1, 0, 0),
+  (605000, 800000, 0, 1, NULL, 7, 4, 71168950272, 6, 6, 64, 16, 1, 1, 128, 1, 1, 0, 0);
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,
+  correlationId INTEGER, globalPid INTEGER, deprecatedSyncType INTEGER, syncType INTEGER NOT NULL,
+  eventId INTEGER NOT NULL, eventSyncId INTEGER);
+INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (13000, 14000, 0, 1, NULL, 7, 3, 71168950272, NULL, 2, 3, 77);
+CREATE TABLE CUPTI_ACTIVITY_KIND_CUDA_EVENT (timestamp INTEGER, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,
+  greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+  eventId INTEGER NOT NULL, eventSyncId INTEGER);
+)" + record_rows + R"(
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT,
+  globalTid INTEGER, textId INTEGER, domainId INTEGER);
+INSERT INTO NVTX_EVENTS VALUES (0, 1000000, 59, 'ProfilerStep#0', 71168954514, NULL, 0);
+)";
+}
+
+// The record of event 3 on stream 20 (correlation 2); a second row whose record call the export
+// lacks (correlation 9, no device timestamp) cannot be placed in time and is counted.
+constexpr const char* kRecordRows = R"(
+INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (0, 0, 1, NULL, 20, 2, 71168950272, 3, 77);
+INSERT INTO CUPTI_ACTIVITY_KIND_CUDA_EVENT VALUES (0, 0, 1, NULL, 20, 9, 71168950272, 4, 78);
+)";
+
+TEST_F(NsysImport, CudaEventRowsBecomeEventRecordsOnTheRecordingStream) {
+  Trace t;
+  const Status st = import_nsys(make_db("events.sqlite", two_stream_export(kRecordRows)), t);
+  ASSERT_TRUE(st.ok()) << st.error();
+  const long wait = find(t.syncs.type, SyncType::StreamWaitEvent), rec = find(t.syncs.type, SyncType::EventRecord);
+  ASSERT_GE(wait, 0);
+  ASSERT_GE(rec, 0);
+  EXPECT_EQ(t.syncs.size(), 2u);
+  EXPECT_EQ(t.syncs.correlation[rec], 2u);  // the cudaEventRecord call's
+  EXPECT_EQ(t.syncs.event[rec], 3);
+  EXPECT_EQ(t.syncs.stream[rec], 20);
+  EXPECT_EQ(t.syncs.start[rec], 12000);     // the record call's start
+  EXPECT_EQ(t.syncs.dur[rec], 0);
+  EXPECT_EQ(t.strings.get(t.syncs.name[rec]), "Event Record");
+  const auto& track = t.tracks[t.syncs.track[rec]];
+  ASSERT_EQ(track.type, TrackType::Stream);
+  EXPECT_EQ(t.streams[track.owner].stream, 20);
+  EXPECT_EQ(t.syncs.event[wait], 3);
+  EXPECT_EQ(t.syncs.correlation[wait], 3u);
+  const Diagnostic* d = find_diag(t, DiagnosticKind::Skipped, "CUPTI_ACTIVITY_KIND_CUDA_EVENT: rows whose event record call");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->count, 1u);
+}
+
+// Issue 26 for nsys exports: the wait of stream 7 on the record of stream 20 puts the FFT
+// kernel on the step's critical path; without the CUDA_EVENT rows it stays GPU wait.
+TEST_F(NsysImport, StreamWaitsPutTheRecordedStreamOnTheCriticalPath) {
+  using tt::analyzer::PathKind;
+  const auto path_of = [&](const std::string& name, const std::string& rows) {
+    Trace t;
+    const Status st = import_nsys(make_db(name, two_stream_export(rows)), t);
+    EXPECT_TRUE(st.ok()) << st.error();
+    auto steps = tt::analyzer::steps_from_ranges(t, "^ProfilerStep#\\d+$");  // the NVTX range
+    EXPECT_TRUE(steps && steps->steps == 1);
+    t.finalize();
+    tt::analyzer::Options o;
+    o.threads = 1;
+    auto a = tt::analyzer::analyze(t, o, name);
+    EXPECT_EQ(a.metrics.ranks.size(), 1u);
+    EXPECT_EQ(a.metrics.ranks.at(0).paths.size(), 1u);
+    return a.metrics.ranks.at(0).paths.at(0);
+  };
+  const auto kind = [](const tt::analyzer::StepPath& p, PathKind k) { return p.by_kind[static_cast<std::size_t>(k)]; };
+  const auto p = path_of("events.sqlite", kRecordRows);
+  EXPECT_TRUE(p.complete);
+  EXPECT_EQ(p.length, 1000000);
+  EXPECT_EQ(kind(p, PathKind::GpuCompute), (580 + 195) * 1000);  // both kernels
+  EXPECT_EQ(kind(p, PathKind::GpuWait), 0);
+  // the same export without the CUDA event trace: gcgemm's wait for the FFT is GPU wait
+  const auto without = path_of("no_events.sqlite", "");
+  EXPECT_GT(kind(without, PathKind::GpuWait), 0);
 }
 
 TEST_F(NsysImport, NvtxRangesMarksAndDomains) {

@@ -24,7 +24,9 @@
 // Versions. 1: every I/O call is a 72-byte Io record. 2 (this writer): an I/O call is a 40-byte
 // IoCompact record when its values fit (IoCompactRecord below), else the same wide Io record;
 // I/O times may be TSC ticks (kIoClockTsc, ClockSyncRecord); the checksum's (type, flags, tid)
-// prefix is one 8-byte word. Readers read both.
+// prefix is one 8-byte word. Readers read both. A new record *type* needs no new version: a
+// reader skips (and counts) valid records of a type it does not know, so a file of a newer
+// collector still reads; only a new layout of an existing type does (the static_asserts below).
 #pragma once
 
 #include <cstddef>
@@ -141,6 +143,7 @@ enum class RecordType : std::uint16_t {
   GpuGraphLaunch = 116,  // GpuGraphLaunchRecord (CUPTI GRAPH_TRACE)
   GpuOverhead = 117,     // GpuOverheadRecord (CUPTI OVERHEAD)
   GpuMemory = 118,       // GpuMemoryRecord (CUPTI MEMORY2: device memory allocated / released)
+  GpuCudaEvent = 119,    // GpuCudaEventRecord (CUPTI CUDA_EVENT: where a CUDA event was recorded)
 };
 inline constexpr std::uint16_t kFirstGpuRecordType = 100;
 inline constexpr std::uint16_t kLastGpuRecordType = 199;
@@ -549,6 +552,18 @@ struct GpuOverheadRecord {
   std::uint32_t correlation;
 };
 static_assert(sizeof(GpuOverheadRecord) == 32, "GpuOverheadRecord: on-disk layout (a new size needs a new kFormatVersion)");
+
+// Where a CUDA event was recorded (CUPTI CUDA_EVENT, CudaEvent2): the stream whose work up to
+// then the event captures, and the correlation id of the cudaEventRecord / cuEventRecord call.
+// CUPTI gives it no host time: the merger places it at the start of that call. A stream wait
+// (GpuSyncRecord type 2, stream = the waiting stream) on the same event id waits for the latest
+// record before it.
+struct GpuCudaEventRecord {
+  std::uint32_t device, context, stream, correlation;
+  std::uint32_t event;  // CUPTI's event id, the one GpuSyncRecord::event of a wait on it names
+  std::uint32_t pad;
+};
+static_assert(sizeof(GpuCudaEventRecord) == 24, "GpuCudaEventRecord: on-disk layout (a new size needs a new kFormatVersion)");
 
 // One allocation or release of GPU memory by the CUDA driver (cudaMalloc, cudaFree, memory
 // pools): what the job's allocators hold, not what they hand out.

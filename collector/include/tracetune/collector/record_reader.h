@@ -104,6 +104,7 @@ struct RawProcess {
   std::vector<ThreadRecord<GpuGraphLaunchRecord>> gpu_graph_launches;
   std::vector<ThreadRecord<GpuOverheadRecord>> gpu_overheads;
   std::vector<ThreadRecord<GpuMemoryRecord>> gpu_memory;
+  std::vector<ThreadRecord<GpuCudaEventRecord>> gpu_cuda_events;
 
   std::uint64_t records = 0;            // records with a valid frame and checksum
   std::uint64_t torn_records = 0;       // bad framing or checksum: the rest of that chunk is unread

@@ -12,6 +12,8 @@
 //
 //   CUPTI_ACTIVITY_KIND_KERNEL / _MEMCPY / _MEMSET / _SYNCHRONIZATION
 //        -> kernels / memcpys / memsets / syncs on stream tracks (process, deviceId, streamId)
+//   CUPTI_ACTIVITY_KIND_CUDA_EVENT -> syncs: event_record rows on the recording stream's track,
+//        at the start of their cudaEventRecord call (the table has no host time of its own)
 //   CUPTI_ACTIVITY_KIND_RUNTIME (eventClass 0 runtime, 1 driver), _DRIVER if present -> api_calls
 //   NVTX_EVENTS     -> ranges: 59 push/pop and 60 start/end (Nvtx), 34 marks (Instant);
 //                      75 domain-create rows only name the domains
@@ -190,6 +192,7 @@ constexpr std::string_view kEventTables[] = {
     "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",          "CUPTI_ACTIVITY_KIND_MEMSET",
     "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER",          "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
     "NVTX_EVENTS",                "OSRT_API",                            "CUDA_GPU_MEMORY_USAGE_EVENTS",
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
 };
 
 bool is_null(const sql::Stmt& r, int c) { return sqlite3_column_type(r.get(), c) == SQLITE_NULL; }
@@ -282,6 +285,7 @@ class NsysImporter {
   Status import_memcpys();
   Status import_memsets();
   Status import_syncs();
+  Status import_event_records();
   Status import_nvtx();
   Status import_osrt();
   Status import_memory_usage();
@@ -311,7 +315,13 @@ class NsysImporter {
 
   // (process key, correlation id) -> 1 async / 0 sync, from the memcpy API that issued a copy
   std::unordered_map<std::pair<std::int64_t, std::int64_t>, std::uint8_t, PairHash> memcpy_async_;
-  std::unordered_map<std::int64_t, int> memcpy_api_;  // nameId -> -1 not a memcpy API, else async flag
+  // (process key, correlation id) -> start of the cudaEventRecord / cuEventRecord call
+  std::unordered_map<std::pair<std::int64_t, std::int64_t>, Ns, PairHash> record_calls_;
+  struct ApiTraits {
+    int memcpy = -1;            // -1 not a memcpy API, else its async flag
+    bool event_record = false;  // cudaEventRecord*, cuEventRecord*
+  };
+  std::unordered_map<std::int64_t, ApiTraits> api_traits_;  // nameId -> what the call is
   std::map<std::tuple<int, int, int>, StringId> memcpy_names_;
   std::unordered_map<std::int64_t, OsrtFn> osrt_fns_;  // nameId -> classification
 
@@ -627,15 +637,18 @@ Status NsysImporter::import_api(std::string_view table, ApiKind default_kind) {
     a.return_value.push_back(static_cast<std::int32_t>(r.i64_or(kReturn, 0)));
     a.api.push_back(kind);
 
-    // Remember whether a copy was issued synchronously: the memcpy rows do not say.
+    // Remember whether a copy was issued synchronously (the memcpy rows do not say) and when
+    // an event was recorded (the CUDA_EVENT rows have no host time).
     if (corr == 0 || is_null(r, kName)) return;
-    auto [it, fresh] = memcpy_api_.try_emplace(r.i64(kName), -1);
+    auto [it, fresh] = api_traits_.try_emplace(r.i64(kName));
     if (fresh) {
       const std::string_view n = t_.strings.get(name);
-      if (n.find("emcpy") != std::string_view::npos) it->second = n.find("Async") != std::string_view::npos ? 1 : 0;
+      if (n.find("emcpy") != std::string_view::npos) it->second.memcpy = n.find("Async") != std::string_view::npos ? 1 : 0;
+      it->second.event_record = n.find("EventRecord") != std::string_view::npos;
     }
-    if (it->second >= 0)
-      memcpy_async_[{process_key(r.i64(kGlobalTid)), corr}] = static_cast<std::uint8_t>(it->second);
+    const std::pair key{process_key(r.i64(kGlobalTid)), std::int64_t{corr}};
+    if (it->second.memcpy >= 0) memcpy_async_[key] = static_cast<std::uint8_t>(it->second.memcpy);
+    if (it->second.event_record) record_calls_[key] = span.start;
   });
 }
 
@@ -745,6 +758,44 @@ Status NsysImporter::import_syncs() {
     s.type.push_back(type != nullptr ? type->value : SyncType::Unknown);
     s.stream.push_back(row->stream);
     s.event.push_back(is_null(r, kEventId) ? -1 : id_or_unknown(r.i64(kEventId)));
+  });
+}
+
+// Where each CUDA event was recorded (nsys's CUDA event trace): an event_record row on the
+// recording stream with the record call's correlation id, which stream waits of the same event
+// id then depend on (docs/trace-format.md, "syncs"), as the Kineto importer gives them.
+Status NsysImporter::import_event_records() {
+  constexpr std::string_view table = "CUPTI_ACTIVITY_KIND_CUDA_EVENT";
+  if (!has(table)) return {};
+  // `timestamp` (newer exports) is the device-side completion time, 0 unless collected.
+  static constexpr Col cols[] = {{"deviceId", true}, {"streamId", true}, {"correlationId", false},
+                                 {"globalPid", false}, {"eventId", true},  {"timestamp", false}};
+  enum : int { kDevice, kStream, kCorr, kPid, kEvent, kTimestamp };
+  const StringId name = t_.strings.intern("Event Record");
+  return for_each_row(table, cols, [&](const sql::Stmt& r) {
+    if (is_null(r, kDevice) || is_null(r, kStream) || is_null(r, kEvent) || is_null(r, kCorr)) {
+      skip(table, "rows with NULL deviceId, streamId, eventId or correlationId");
+      return;
+    }
+    const std::int64_t stream = id_or_unknown(r.i64(kStream)), event = id_or_unknown(r.i64(kEvent));
+    const std::int64_t pkey = is_null(r, kPid) ? -1 : process_key(r.i64(kPid));
+    const auto corr = static_cast<std::uint32_t>(r.i64(kCorr));
+    if (stream < 0 || event < 0 || corr == 0) {
+      skip(table, "rows without a stream, event or correlation id");
+      return;
+    }
+    Ns at = r.i64_or(kTimestamp, 0);
+    if (auto call = record_calls_.find({pkey, std::int64_t{corr}}); call != record_calls_.end()) at = call->second;
+    if (at <= 0) {
+      skip(table, "rows whose event record call is not in the export (no time to place them at)");
+      return;
+    }
+    auto& s = t_.syncs;
+    s.push_span(at, 0, stream_track(pkey, r.i64(kDevice), stream), name);
+    s.correlation.push_back(corr);
+    s.type.push_back(SyncType::EventRecord);
+    s.stream.push_back(stream);
+    s.event.push_back(event);
   });
 }
 
@@ -962,7 +1013,7 @@ Status NsysImporter::run() {
   if (auto st = import_api("CUPTI_ACTIVITY_KIND_RUNTIME", ApiKind::Runtime); !st) return st;
   if (auto st = import_api("CUPTI_ACTIVITY_KIND_DRIVER", ApiKind::Driver); !st) return st;
   for (auto step : {&NsysImporter::import_kernels, &NsysImporter::import_memcpys, &NsysImporter::import_memsets,
-                    &NsysImporter::import_syncs, &NsysImporter::import_nvtx, &NsysImporter::import_osrt,
+                    &NsysImporter::import_syncs, &NsysImporter::import_event_records, &NsysImporter::import_nvtx, &NsysImporter::import_osrt,
                     &NsysImporter::import_memory_usage, &NsysImporter::count_unimported})
     if (auto st = (this->*step)(); !st) return st;
   finish();
