@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -162,16 +163,17 @@ namespace {
 
 // The thread tracks of the rank's process and its descendants that are not ranks themselves
 // (DataLoader workers).
-std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, const Metrics& m, const RankMetrics& r) {
-  std::unordered_set<std::uint32_t> rank_processes;
-  for (const RankMetrics& other : m.ranks) rank_processes.insert(other.process);
+std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, std::span<const std::uint32_t> rank_process_list,
+                                              const RankMetrics& r) {
+  const std::unordered_set<std::uint32_t> rank_processes(rank_process_list.begin(), rank_process_list.end());
   std::unordered_set<std::uint32_t> tree{r.process};
   for (bool grew = true; grew;) {  // few processes: a fixed point is cheap
     grew = false;
     for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
       if (tree.contains(p) || rank_processes.contains(p)) continue;
       for (std::uint32_t q : tree)
-        if (t.processes[q].pid == t.processes[p].parent_pid && t.processes[q].host == t.processes[p].host) {
+        if (q < t.processes.size() && t.processes[q].pid == t.processes[p].parent_pid &&
+            t.processes[q].host == t.processes[p].host) {
           tree.insert(p);
           grew = true;
           break;
@@ -184,20 +186,23 @@ std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, const Metrics& m, 
   return out;
 }
 
-// The rank's data waits clipped to [t0, t1).
-std::vector<std::pair<Ns, Ns>> data_waits(const Trace& t, const RankMetrics& r, Ns t0, Ns t1) {
-  std::vector<std::pair<Ns, Ns>> waits;
-  for (const trace::TrackSlice& s : t.slices_ranges())
-    if (s.track == r.main_track)
-      for (std::uint32_t i = s.begin; i < s.end; ++i)
-        if (is_data_wait_name(t.strings.get(t.ranges.name[i])) && t.ranges.start[i] < t1 && t.ranges.end(i) > t0)
-          waits.emplace_back(std::max(t0, t.ranges.start[i]), std::min(t1, t.ranges.end(i)));
-  return waits;
+std::vector<std::uint32_t> rank_processes(const Metrics& m) {
+  std::vector<std::uint32_t> out;
+  for (const RankMetrics& r : m.ranks) out.push_back(r.process);
+  return out;
 }
 
-SampleScope fetching_scope(const Trace& t, const Metrics& m, const RankMetrics& r, const std::vector<std::pair<Ns, Ns>>& waits) {
+// The rank's data waits clipped to [t0, t1).
+std::vector<std::pair<Ns, Ns>> clip(const std::vector<std::pair<Ns, Ns>>& waits, Ns t0, Ns t1) {
+  std::vector<std::pair<Ns, Ns>> out;
+  for (const auto& [s, e] : waits)
+    if (s < t1 && e > t0) out.emplace_back(std::max(t0, s), std::min(t1, e));
+  return out;
+}
+
+SampleScope fetching_scope(const RankThreads& th, const std::vector<std::pair<Ns, Ns>>& waits) {
   SampleScope s{{}, true, "DataLoader workers and main thread fetching a batch during the data waits"};
-  for (std::uint32_t track : rank_thread_tracks(t, m, r))
+  for (std::uint32_t track : th.tracks)
     for (const auto& [a, b] : waits) s.windows.push_back({track, a, b});
   return s;
 }
@@ -215,11 +220,11 @@ bool is_host_piece(const Trace& t, const PathPiece& piece) {
 
 // The longest segments of each of the rank's step paths: a host segment by the samples on its
 // pieces' threads, a data wait by the workers fetching during it.
-void attribute_segments(const Trace& t, const Metrics& m, RankMetrics& r) {
+void attribute_segments(const Trace& t, const RankThreads& th, RankMetrics& r) {
   for (StepPath& p : r.paths)
     for (PathSegment& sg : p.top) {
       if (sg.kind == PathKind::DataWait) {
-        sg.hot = hot_spots_of(t, fetching_scope(t, m, r, data_waits(t, r, sg.start, sg.end)));
+        sg.hot = hot_spots_of(t, fetching_scope(th, clip(th.data_waits, sg.start, sg.end)));
         continue;
       }
       if (sg.kind != PathKind::HostCompute && sg.kind != PathKind::Launch) continue;
@@ -244,6 +249,12 @@ SampleScope host_scope(const Trace& t, const RankMetrics& r) {
   return s;
 }
 
+std::optional<SampleScope> finding_scope(const Trace& t, const RankThreads& th, const RankMetrics& r, const Finding& f) {
+  if (f.category == Category::DataLoading) return fetching_scope(th, th.data_waits);
+  if (f.category == Category::CpuBound || f.category == Category::LaunchBound) return host_scope(t, r);
+  return std::nullopt;
+}
+
 const RankMetrics* rank_of(const Metrics& m, const Finding& f) {
   const auto r = std::find_if(m.ranks.begin(), m.ranks.end(), [&](const RankMetrics& x) { return x.rank == f.rank; });
   return f.rank < 0 || r == m.ranks.end() ? nullptr : &*r;
@@ -251,27 +262,47 @@ const RankMetrics* rank_of(const Metrics& m, const Finding& f) {
 
 }  // namespace
 
+RankThreads rank_threads(const Trace& t, std::span<const std::uint32_t> rank_process_list, const RankMetrics& r) {
+  RankThreads th;
+  th.tracks = rank_thread_tracks(t, rank_process_list, r);
+  for (const trace::TrackSlice& s : t.slices_ranges())
+    if (s.track == r.main_track)
+      for (std::uint32_t i = s.begin; i < s.end; ++i)
+        if (is_data_wait_name(t.strings.get(t.ranges.name[i]))) th.data_waits.emplace_back(t.ranges.start[i], t.ranges.end(i));
+  return th;
+}
+
+std::vector<Finding*> findings_of(const Metrics& m, const RankMetrics& r, std::vector<Finding>& findings) {
+  std::vector<Finding*> out;
+  for (Finding& f : findings)
+    if (rank_of(m, f) == &r) out.push_back(&f);
+  return out;
+}
+
+void attribute_rank(const Trace& t, const RankThreads& th, RankMetrics& r, std::span<Finding* const> findings) {
+  if (t.py_samples.size() == 0 || r.main_track == trace::kNone) return;
+  attribute_segments(t, th, r);
+  for (Finding* f : findings)
+    if (auto scope = finding_scope(t, th, r, *f)) f->hot = hot_spots_of(t, std::move(*scope));
+}
+
 std::optional<SampleScope> finding_sample_scope(const Trace& t, const Metrics& m, const Finding& f) {
   const RankMetrics* r = rank_of(m, f);
   if (!r || r->main_track == trace::kNone) return std::nullopt;
-  if (f.category == Category::DataLoading)
-    return fetching_scope(t, m, *r, data_waits(t, *r, std::numeric_limits<Ns>::min(), std::numeric_limits<Ns>::max()));
-  if (f.category == Category::CpuBound || f.category == Category::LaunchBound) return host_scope(t, *r);
-  return std::nullopt;
+  return finding_scope(t, rank_threads(t, rank_processes(m), *r), *r, f);
 }
 
 SampleScope step_sample_scope(const Trace& t, const Metrics& m, const RankMetrics& r, const StepMetrics& s) {
   SampleScope out{{}, false, "the rank's threads and its DataLoader workers during the step"};
-  for (std::uint32_t track : rank_thread_tracks(t, m, r)) out.windows.push_back({track, s.start, s.end});
+  for (std::uint32_t track : rank_thread_tracks(t, rank_processes(m), r)) out.windows.push_back({track, s.start, s.end});
   return out;
 }
 
 void attribute_findings(const Trace& t, Metrics& m, std::vector<Finding>& findings) {
   if (t.py_samples.size() == 0) return;
+  const std::vector<std::uint32_t> processes = rank_processes(m);
   for (RankMetrics& r : m.ranks)
-    if (r.main_track != trace::kNone) attribute_segments(t, m, r);
-  for (Finding& f : findings)
-    if (auto scope = finding_sample_scope(t, m, f)) f.hot = hot_spots_of(t, std::move(*scope));
+    if (r.main_track != trace::kNone) attribute_rank(t, rank_threads(t, processes, r), r, findings_of(m, r, findings));
 }
 
 }  // namespace tt::analyzer

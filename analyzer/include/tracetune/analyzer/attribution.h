@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,24 @@ struct SampleScope {
 std::optional<SampleScope> finding_sample_scope(const trace::Trace& t, const Metrics& m, const Finding& f);
 // Every thread of the rank's process and of its DataLoader workers during the step.
 SampleScope step_sample_scope(const trace::Trace& t, const Metrics& m, const RankMetrics& r, const StepMetrics& s);
+
+// What the attribution of one rank reads of the trace besides the samples: the threads of its
+// process and of its descendants that are not ranks (`rank_processes`: every rank's process),
+// and its main thread's data waits, in time order. A sharded analysis keeps them in its part
+// file with the rank's samples, and attributes at the combine (docs/scale.md).
+struct RankThreads {
+  std::vector<std::uint32_t> tracks;
+  std::vector<std::pair<trace::Ns, trace::Ns>> data_waits;
+};
+RankThreads rank_threads(const trace::Trace& t, std::span<const std::uint32_t> rank_processes, const RankMetrics& r);
+
+// The findings attribute_findings gives to `r`: those naming its rank, when it is the first
+// rank of `m` with that number.
+std::vector<Finding*> findings_of(const Metrics& m, const RankMetrics& r, std::vector<Finding>& findings);
+
+// attribute_findings for one rank: its path segments and `findings` (findings_of). `t` needs
+// only the samples, and the tracks of r's path pieces (a thread is a Thread track).
+void attribute_rank(const trace::Trace& t, const RankThreads& th, RankMetrics& r, std::span<Finding* const> findings);
 
 // "61% in augment() at data.py:88, 20% in ..." (the first `n` functions).
 std::string hot_spots_line(const HotSpots& h, std::size_t n = 3);
