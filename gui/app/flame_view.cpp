@@ -218,19 +218,27 @@ FlamePanel::FlamePanel(QObject* parent) : AnalysisPanel(parent) {
 void FlamePanel::setDocument(std::shared_ptr<const Document> doc) {
   doc_ = std::move(doc);
   choices_.clear();
-  {
-    const QSignalBlocker block(choice_box_);
-    choice_box_->clear();
-  }
-  view_->setGraph(nullptr, {});
-  if (!doc_) return summary_->setText(tr("No trace loaded."));
-  if (!doc_->analysed()) return summary_->setText(tr("Analysing..."));
-  const trace::Trace& t = doc_->trace;
-  if (t.py_samples.size() == 0)
-    return summary_->setText(tr("This trace holds no Python stack samples (`tracetune record` takes them from Python "
-                                "jobs unless --trace leaves out pystack)."));
-  const analyzer::Analysis& a = doc_->analysis();
   const QSignalBlocker block(choice_box_);
+  choice_box_->clear();
+  view_->setGraph(nullptr, {});
+  if (!doc_) {
+    summary_->setText(tr("No trace loaded."));
+  } else if (!doc_->analysed()) {
+    summary_->setText(tr("Analysing..."));
+  } else if (doc_->trace.py_samples.size() == 0) {
+    summary_->setText(tr("This trace holds no Python stack samples (`tracetune record` takes them from Python jobs "
+                         "unless --trace leaves out pystack)."));
+  } else {
+    addChoices();
+    choice_box_->setCurrentIndex(0);
+    show(0);
+  }
+}
+
+// The findings with a Python attribution, each rank's steps, and the whole trace.
+void FlamePanel::addChoices() {
+  const trace::Trace& t = doc_->trace;
+  const analyzer::Analysis& a = doc_->analysis();
   for (const analyzer::Finding& f : a.findings)
     if (analyzer::finding_sample_scope(t, a.metrics, f)) {
       choices_.push_back({&f, -1, -1});
@@ -243,8 +251,6 @@ void FlamePanel::setDocument(std::shared_ptr<const Document> doc) {
     }
   choices_.push_back({});
   choice_box_->addItem(tr("Whole trace"));
-  choice_box_->setCurrentIndex(0);
-  show(0);
 }
 
 std::vector<std::uint32_t> FlamePanel::samplesOf(const Choice& c, QString* scope) const {

@@ -86,6 +86,7 @@ class FlamePanel : public AnalysisPanel {
     const analyzer::Finding* finding = nullptr;  // else a step, else the whole trace
     int rank = -1, step = -1;
   };
+  void addChoices();
   void show(int index);
   std::vector<std::uint32_t> samplesOf(const Choice& c, QString* scope) const;
 
