@@ -78,16 +78,15 @@ std::uint32_t FlameView::nodeAt(QPoint p) const {
   const std::uint32_t depth = static_cast<std::uint32_t>(p.y() / kRowHeight);
   const std::vector<std::uint32_t> above = graph_.path_to(zoom_);
   if (depth < above.size()) return above[depth];
-  std::uint32_t n = zoom_;
+  std::uint32_t n = zoom_;  // down from the zoomed frame through the callee under x
   while (graph_.nodes[n].depth < depth) {
     const auto& kids = graph_.nodes[n].children;
-    const auto hit = std::find_if(kids.begin(), kids.end(), [&](std::uint32_t c) { return nodeRect(c).contains(p); });
     const auto under = std::find_if(kids.begin(), kids.end(), [&](std::uint32_t c) {
       const QRectF r = nodeRect(c);
-      return r.left() <= p.x() && p.x() < r.right();
+      return !r.isEmpty() && r.left() <= p.x() && p.x() < r.right();
     });
-    if (hit == kids.end() && under == kids.end()) return trace::kNone;
-    n = hit != kids.end() ? *hit : *under;
+    if (under == kids.end()) return trace::kNone;
+    n = *under;
   }
   return n;
 }
