@@ -98,6 +98,11 @@ MainWindow::MainWindow(LoadOptions opt, QWidget* parent) : QMainWindow(parent), 
           emit p.navigate(r->window_start, r->window_end, false, r->rank);
       },
       this));
+  // the Python stack samples of the finding or step last clicked (or picked in the panel)
+  flame_ = new FlamePanel(this);
+  addPanel(flame_);
+  connect(findings_, &FindingsPanel::findingActivated, flame_, &FlamePanel::showFinding);
+  connect(steps_, &StepsPanel::stepActivated, flame_, &FlamePanel::showStep);
   // the tuner's trials, when a trials file is opened (File > Open tuner trials..., --trials)
   trials_ = new TrialsModel(this);
   trials_dock_ = addPanel(new TablePanel(tr("Tuner trials"), trials_, [](auto) {}, {}, this));

@@ -1,5 +1,5 @@
 // The main window: the timeline in the middle, analysis panels (findings, steps, top kernels,
-// ranks, tuner trials, tuned config) on the right, the selected event's details and the area selection's aggregates at
+// ranks, flame graph, tuner trials, tuned config) on the right, the selected event's details and the area selection's aggregates at
 // the bottom. Files open in a worker thread with a progress bar in the status bar; the window
 // keeps responding meanwhile, and shows the timeline while the analysis still runs. A file that
 // cannot be opened gives a plain-text dialog.
@@ -13,6 +13,7 @@
 #include <QPointer>
 
 #include "document.h"
+#include "flame_view.h"
 #include "panels.h"
 #include "timeline_view.h"
 
@@ -48,6 +49,8 @@ class MainWindow : public QMainWindow {
   TimelineView* timeline() const { return timeline_; }
   FindingsPanel* findingsPanel() const { return findings_; }
   StepsPanel* stepsPanel() const { return steps_; }
+  FlamePanel* flamePanel() const { return flame_; }
+  std::shared_ptr<const Document> document() const { return doc_; }
   QPlainTextEdit* detailsPane() const { return details_; }
   AggregatesModel* aggregatesModel() const { return aggregates_; }
   QLineEdit* searchBox() const { return search_; }
@@ -91,6 +94,7 @@ class MainWindow : public QMainWindow {
   std::vector<AnalysisPanel*> panels_;
   FindingsPanel* findings_;
   StepsPanel* steps_;
+  FlamePanel* flame_;
   QPlainTextEdit* details_;
   AggregatesModel* aggregates_;
   TrialsModel* trials_ = nullptr;

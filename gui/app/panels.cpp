@@ -73,6 +73,7 @@ void FindingsPanel::activate(int row) {
   for (const auto& e : f->evidence) text += "\n- " + qs(e.what);
   if (!f->gain_model.empty()) text += "\n" + tr("gain model: ") + qs(f->gain_model);
   detail_->setPlainText(text);
+  emit findingActivated(f);
   const auto [t0, t1] = FindingsModel::evidenceRange(*f);
   if (t1 > t0) emit navigate(t0, t1, true, f->rank);
 }
@@ -158,6 +159,7 @@ void StepsChart::mousePressEvent(QMouseEvent* ev) {
   if (i < 0) return;
   const auto& s = rank_->steps[static_cast<std::size_t>(i)];
   emit stepClicked(s.start, s.end);
+  emit stepIndexClicked(i);
 }
 
 StepsPanel::StepsPanel(QObject* parent) : AnalysisPanel(parent) {
@@ -180,6 +182,7 @@ StepsPanel::StepsPanel(QObject* parent) : AnalysisPanel(parent) {
     const auto& ranks = doc_->analysis().metrics.ranks;
     emit navigate(a, b, false, i >= 0 && i < static_cast<int>(ranks.size()) ? ranks[static_cast<std::size_t>(i)].rank : -1);
   });
+  connect(chart_, &StepsChart::stepIndexClicked, this, [this](int step) { emit stepActivated(rank_->currentIndex(), step); });
 }
 
 void StepsPanel::setDocument(std::shared_ptr<const Document> doc) {

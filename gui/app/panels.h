@@ -51,6 +51,10 @@ class FindingsPanel : public AnalysisPanel {
   FindingsModel* model() const { return model_; }
   void activate(int row);  // as a click on that row does
 
+ signals:
+  // A row was activated: its worst rank's finding (a pointer into the document's analysis).
+  void findingActivated(const analyzer::Finding* f);
+
  private:
   QWidget* widget_;
   QTableView* view_;
@@ -75,6 +79,7 @@ class StepsChart : public QWidget {
 
  signals:
   void stepClicked(qint64 t0, qint64 t1);
+  void stepIndexClicked(int step);  // with stepClicked: the step's index in RankMetrics::steps
 
  protected:
   void paintEvent(QPaintEvent*) override;
@@ -92,6 +97,10 @@ class StepsPanel : public AnalysisPanel {
   QWidget* widget() override { return widget_; }
   void setDocument(std::shared_ptr<const Document> doc) override;
   StepsChart* chart() const { return chart_; }
+
+ signals:
+  // A step bar was clicked: the rank's index in Metrics::ranks and the step's in its steps.
+  void stepActivated(int rank, int step);
 
  private:
   QWidget* widget_;

@@ -4,6 +4,8 @@
 // visible row has something drawn in its band).
 #include <set>
 #include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QDockWidget>
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
@@ -1274,6 +1276,96 @@ class GuiTest : public QObject {
                qPrintable(m->refusal()));
       QVERIFY(w.tunedConfigPanel()->summaryText().startsWith("Refused: " + b.path));
     }
+  }
+
+  // The flame graph of a real recorded job: samples/cpu_bound under `tracetune record` (whose
+  // default --trace samples Python stacks). Clicking the CPU-bound finding shows the samples its
+  // attribution counted, whose hottest path ends in the planted hash_features(); hovering a
+  // frame names it, clicking it zooms in and clicking the root zooms back out; clicking a step
+  // bar shows that step's samples. A trace without samples says so.
+  void flameGraphOfARecordedCpuBoundJob() {
+    QTemporaryDir tmp;
+    const QString db = tmp.filePath("cpu_bound.db");
+    const QString python = qEnvironmentVariable("TT_TORCH_PYTHON", "/usr/bin/python3");
+    QProcess rec;
+    rec.setProcessChannelMode(QProcess::MergedChannels);
+    rec.start(QStringLiteral(TT_CLI_EXE), {"record", "-o", db, "--", python,
+                                           QStringLiteral(TT_SOURCE_DIR "/samples/cpu_bound/train.py"), "--steps", "12"});
+    QVERIFY(rec.waitForFinished(300000));
+    QVERIFY2(rec.exitCode() == 0, rec.readAll().right(3000).constData());
+    auto w = open(db);
+    QVERIFY(w);
+    QDockWidget* dock = nullptr;
+    for (auto* d : w->findChildren<QDockWidget*>())
+      if (d->windowTitle() == "Flame graph") dock = d;
+    QVERIFY(dock);
+    dock->raise();
+    QCoreApplication::processEvents();
+    FlamePanel* flame = w->flamePanel();
+    FlameView* view = flame->view();
+    QVERIFY(view->isVisible() && view->width() > 100);
+
+    // the CPU-bound finding: the same samples as its attribution
+    FindingsModel* findings = w->findingsPanel()->model();
+    int row = -1;
+    for (int r = 0; r < findings->rowCount(); ++r)
+      if (findings->finding(r)->category == tt::analyzer::Category::CpuBound) row = r;
+    QVERIFY2(row >= 0, "no CPU-bound finding");
+    const tt::analyzer::Finding* f = findings->finding(row);
+    QVERIFY(f->hot.samples > 0);
+    flame->choices()->setCurrentIndex(flame->choices()->count() - 1);
+    QCOMPARE(flame->choices()->currentText(), QString("Whole trace"));
+    const std::uint64_t all = view->graph().total();
+    QVERIFY(all > f->hot.samples);
+    w->findingsPanel()->activate(row);
+    QVERIFY(flame->choices()->currentText().startsWith("Finding"));
+    const FlameGraph& g = view->graph();
+    QCOMPARE(g.total(), f->hot.samples);
+    const auto hottest = g.hottest_path();
+    const std::uint32_t top = hottest.back();
+    QVERIFY2(view->label(top).startsWith("hash_features (cpu_bound/train.py:"), qPrintable(view->label(top)));
+    // a frame is a (function, file, line): the function's lines together hold most samples
+    std::uint64_t in_hash = 0;
+    for (std::uint32_t c : g.nodes[hottest[hottest.size() - 2]].children)
+      if (view->label(c).startsWith("hash_features (")) in_hash += g.nodes[c].samples;
+    QVERIFY2(double(in_hash) > 0.5 * double(g.total()), qPrintable(QString("%1 of %2").arg(in_hash).arg(g.total())));
+    QVERIFY(view->label(hottest[1]).startsWith("<module> (cpu_bound/train.py:"));
+
+    // hover and zoom, with real mouse events
+    const QRectF r = view->nodeRect(top);
+    QVERIFY(r.width() >= 1);
+    QTest::mouseMove(view, r.center().toPoint());
+    QCOMPARE(view->hovered(), top);
+    const QString hover = view->hoverText(top);
+    QVERIFY2(hover.startsWith("hash_features\n") && hover.contains("cpu_bound/train.py:") &&
+                 hover.contains(QString("%1 samples, ").arg(g.nodes[top].samples)) && hover.contains("% of the selection"),
+             qPrintable(hover));
+    QTest::mouseClick(view, Qt::LeftButton, {}, r.center().toPoint());
+    QCOMPARE(view->zoom(), top);
+    QCOMPARE(view->nodeRect(top).width(), double(view->width()));
+    QVERIFY(view->hoverText(top).contains("% of the selection"));
+    QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(5, FlameView::kRowHeight / 2));
+    QCOMPARE(view->zoom(), 0u);
+    const QImage img = view->grab().toImage();
+    QVERIFY(ink(img.pixel(view->nodeRect(top).center().toPoint())));
+
+    // a step bar's click: that step's samples, on the rank's threads
+    StepsChart* chart = w->stepsPanel()->chart();
+    const auto& rank = w->document()->analysis().metrics.ranks.at(0);
+    QVERIFY(rank.steps.size() >= 4);
+    const int x = static_cast<int>(4 + 3.5 * double(chart->width() - 8) / double(rank.steps.size()));
+    QCOMPARE(chart->stepAt(x), 3);
+    QTest::mouseClick(chart, Qt::LeftButton, {}, QPoint(x, chart->height() / 2));
+    QVERIFY2(flame->choices()->currentText().endsWith(QString(", step %1").arg(rank.steps[3].number)),
+             qPrintable(flame->choices()->currentText()));
+    QVERIFY(view->graph().total() > 0);
+    QVERIFY(view->label(view->graph().hottest_path().back()).startsWith("hash_features "));
+
+    // a trace without samples
+    auto plain = open(kGpuTrace);
+    QVERIFY(plain);
+    QVERIFY(plain->flamePanel()->summaryText().contains("no Python stack samples"));
+    QCOMPARE(plain->flamePanel()->view()->graph().total(), 0u);
   }
 
   void screenshotCommandLine() {

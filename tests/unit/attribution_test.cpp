@@ -1,6 +1,8 @@
 // The Python attribution of findings (analyzer/src/attribution/attribution.cpp) on hand-built samples.
 #include "tracetune/analyzer/attribution.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "tracetune/trace/py_stacks.h"
@@ -60,6 +62,29 @@ TEST(Attribution, FetchingOnlyKeepsBatchesBeingMadeAndOverlapsCountOnce) {
   ASSERT_EQ(h.top.size(), 1u);
   EXPECT_EQ(h.top[0].function, "slow_augment");
   EXPECT_EQ(hot_spots(s.t, {{s.track, 0, 100}}, false).samples, 9u);
+}
+
+TEST(Attribution, SamplesInWindowsAreTheSamplesHotSpotsCounts) {
+  Samples s;
+  const auto loop = s.frame("_worker_loop", "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py", 300);
+  const auto fetch = s.frame("fetch", "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py", 51);
+  const auto slow = s.frame("slow_augment", "/job/train.py", 31);
+  const std::uint32_t other = s.t.add_thread({trace::kNone, 2, "other"});
+  for (int i = 0; i < 4; ++i) s.sample(10 * i, {slow, fetch, loop});  // samples 0-3 (main, ts 0..30)
+  s.sample(15, {loop});                                                // 4: idle worker loop
+  s.sample(17, {});                                                    // 5: no Python frame
+  s.sample(20, {slow, fetch, loop}, other);                            // 6: another thread
+  s.t.finalize();
+  const std::vector<SampleWindow> w = {{s.track, 0, 25}, {s.track, 10, 100}, {other, 0, 100}};
+  const std::vector<std::uint32_t> all = samples_in_windows(s.t, w, false);
+  ASSERT_EQ(all.size(), 6u);  // each once, the empty stack left out
+  for (std::uint32_t i : all) EXPECT_NE(s.t.py_samples.stack[i], trace::kNone);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  const std::vector<std::uint32_t> fetching = samples_in_windows(s.t, w, true);
+  EXPECT_EQ(fetching.size(), 5u);
+  EXPECT_EQ(hot_spots(s.t, w, true).samples, fetching.size());
+  EXPECT_EQ(hot_spots(s.t, w, false).samples, all.size());
+  EXPECT_TRUE(samples_in_windows(s.t, {{s.track, 100, 200}}, false).empty());
 }
 
 TEST(Attribution, LibraryFiles) {

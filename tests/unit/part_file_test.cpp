@@ -3,14 +3,18 @@
 // entries (a rank twice, a rank of INT32_MAX) are refused behind a valid checksum.
 #include "tracetune/analyzer/shard.h"
 
+#include "tracetune/analyzer/rules.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -185,6 +189,43 @@ TEST(PartFile, LengthsThatWrapOrClaimAbsentBytesAreRefused) {
     ASSERT_FALSE(r);
     EXPECT_NE(r.error().find("holes"), std::string::npos) << r.error();
   }
+}
+
+// A part with Python stack samples (a shard of samples/cpu_bound recorded: the fuzz seed): the
+// combine attributes the CPU-bound finding to hash_features() from the part's samples alone,
+// and forged sample tables (each 4-byte word of them set to a huge index in turn) are refused or
+// combined, never read out of bounds (the asan preset runs this too).
+TEST(PartFile, PythonSamplesAreCombinedAndForgedOnesRefused) {
+  const fs::path seed = fs::path(TT_TEST_DATA_DIR) / "../fuzz/corpus/part_file/cpu_bound_samples.ttpart";
+  auto clean = combine({seed});
+  ASSERT_TRUE(clean) << clean.error();
+  const auto cpu = std::find_if(clean->findings.begin(), clean->findings.end(),
+                                [](const Finding& f) { return f.category == Category::CpuBound; });
+  ASSERT_NE(cpu, clean->findings.end());
+  ASSERT_FALSE(cpu->hot.top.empty());
+  EXPECT_EQ(cpu->hot.top[0].function, "hash_features");
+  TempDir dir;
+  const std::vector<unsigned char> bytes = read_bytes(seed);
+  // the samples' tables: from just before their first string to the index's end (but the
+  // first 2 KiB of the sample columns, whose words are all alike, and the graph's location)
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::size_t strings = text.find("hash_features");
+  ASSERT_NE(strings, std::string_view::npos);
+  std::vector<std::size_t> words;
+  for (std::size_t at = strings - 128; at < strings + 2048; at += 4) words.push_back(at);
+  for (std::size_t at = bytes.size() - 512; at + 16 < bytes.size(); at += 4) words.push_back(at);
+  const fs::path p = dir.path() / "forged.ttpart";
+  std::size_t refused = 0;
+  for (std::size_t at : words) {
+    std::vector<unsigned char> b = bytes;
+    const std::uint32_t huge = 0x7fffffffu;
+    std::memcpy(b.data() + at, &huge, sizeof huge);
+    ASSERT_TRUE(reseal_part(b));
+    write_bytes(p, b);
+    auto r = combine({p});
+    refused += !r && r.error().find("corrupt Python stack samples") != std::string::npos;
+  }
+  EXPECT_GT(refused, 0u);
 }
 
 }  // namespace

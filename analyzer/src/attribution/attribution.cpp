@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -47,10 +48,36 @@ std::pair<std::size_t, std::size_t> samples_in(const trace::PySampleTable& s, st
   return {bound({track, t0}), bound({track, t1})};
 }
 
-// The frame a stack counts for (kNone: the sample is left out).
+std::string_view frame_file(const Trace& t, std::uint32_t frame) { return t.strings.get(t.py_frames[frame].file); }
+
+// Whether a sample counts: its stack is not empty and, with `fetching_only`, is inside torch's
+// DataLoader fetcher. Memoized per stack node.
+class StackFilter {
+ public:
+  StackFilter(const Trace& t, bool fetching_only) : t_(t), fetching_only_(fetching_only) {}
+  bool operator()(std::uint32_t stack) {
+    const auto [it, added] = kept_.try_emplace(stack, false);
+    if (added) it->second = keep(stack);
+    return it->second;
+  }
+
+ private:
+  bool keep(std::uint32_t stack) const {
+    const std::vector<std::uint32_t> frames = trace::py_stack_frames(t_, stack);
+    if (frames.empty()) return false;
+    return !fetching_only_ ||
+           std::any_of(frames.begin(), frames.end(), [&](std::uint32_t f) { return is_fetch_file(frame_file(t_, f)); });
+  }
+  const Trace& t_;
+  bool fetching_only_;
+  std::unordered_map<std::uint32_t, bool> kept_;
+};
+
+// The frame a (non-empty) stack counts for: its innermost frame of the job's own code, else its
+// innermost frame. Memoized per stack node.
 class FrameChooser {
  public:
-  FrameChooser(const Trace& t, bool fetching_only) : t_(t), fetching_only_(fetching_only) {}
+  explicit FrameChooser(const Trace& t) : t_(t) {}
   std::uint32_t operator()(std::uint32_t stack) {
     const auto [it, added] = chosen_.try_emplace(stack, trace::kNone);
     if (added) it->second = choose(stack);
@@ -58,34 +85,24 @@ class FrameChooser {
   }
 
  private:
-  std::string_view file(std::uint32_t frame) const { return t_.strings.get(t_.py_frames[frame].file); }
   std::uint32_t choose(std::uint32_t stack) const {
     const std::vector<std::uint32_t> frames = trace::py_stack_frames(t_, stack);
-    if (frames.empty()) return trace::kNone;
-    if (fetching_only_ && std::none_of(frames.begin(), frames.end(), [&](std::uint32_t f) { return is_fetch_file(file(f)); }))
-      return trace::kNone;
     for (std::uint32_t f : frames)
-      if (!is_library_file(file(f))) return f;
+      if (!is_library_file(frame_file(t_, f))) return f;
     return frames.front();
   }
   const Trace& t_;
-  bool fetching_only_;
   std::unordered_map<std::uint32_t, std::uint32_t> chosen_;
 };
 
 }  // namespace
 
-HotSpots hot_spots(const Trace& t, std::vector<SampleWindow> windows, bool fetching_only) {
-  HotSpots out;
+std::vector<std::uint32_t> samples_in_windows(const Trace& t, std::vector<SampleWindow> windows, bool fetching_only) {
+  std::vector<std::uint32_t> out;
   if (t.py_samples.size() == 0) return out;
   std::sort(windows.begin(), windows.end(),
             [](const SampleWindow& a, const SampleWindow& b) { return std::pair(a.track, a.start) < std::pair(b.track, b.start); });
-  FrameChooser choose(t, fetching_only);
-  struct Counts {
-    std::uint64_t samples = 0;
-    std::map<std::int32_t, std::uint64_t> lines;
-  };
-  std::map<std::pair<trace::StringId, trace::StringId>, Counts> by_function;
+  StackFilter keep(t, fetching_only);
   Ns covered_to = 0;  // overlapping windows on a track count each sample once
   std::uint32_t covered_track = trace::kNone;
   for (const SampleWindow& w : windows) {
@@ -94,15 +111,26 @@ HotSpots hot_spots(const Trace& t, std::vector<SampleWindow> windows, bool fetch
     if (w.end <= from) continue;
     covered_to = w.end;
     const auto [first, last] = samples_in(t.py_samples, w.track, from, w.end);
-    for (std::size_t i = first; i < last; ++i) {
-      const std::uint32_t frame = choose(t.py_samples.stack[i]);
-      if (frame == trace::kNone) continue;
-      const trace::PyFrame& f = t.py_frames[frame];
-      Counts& c = by_function[{f.function, f.file}];
-      ++c.samples;
-      ++c.lines[f.line];
-      ++out.samples;
-    }
+    for (std::size_t i = first; i < last; ++i)
+      if (keep(t.py_samples.stack[i])) out.push_back(static_cast<std::uint32_t>(i));
+  }
+  return out;
+}
+
+HotSpots hot_spots(const Trace& t, std::vector<SampleWindow> windows, bool fetching_only) {
+  HotSpots out;
+  FrameChooser choose(t);
+  struct Counts {
+    std::uint64_t samples = 0;
+    std::map<std::int32_t, std::uint64_t> lines;
+  };
+  std::map<std::pair<trace::StringId, trace::StringId>, Counts> by_function;
+  for (std::uint32_t i : samples_in_windows(t, std::move(windows), fetching_only)) {
+    const trace::PyFrame& f = t.py_frames[choose(t.py_samples.stack[i])];
+    Counts& c = by_function[{f.function, f.file}];
+    ++c.samples;
+    ++c.lines[f.line];
+    ++out.samples;
   }
   for (const auto& [key, c] : by_function) {
     HotFunction h;
@@ -135,16 +163,17 @@ namespace {
 
 // The thread tracks of the rank's process and its descendants that are not ranks themselves
 // (DataLoader workers).
-std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, const Metrics& m, const RankMetrics& r) {
-  std::unordered_set<std::uint32_t> rank_processes;
-  for (const RankMetrics& other : m.ranks) rank_processes.insert(other.process);
+std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, std::span<const std::uint32_t> rank_process_list,
+                                              const RankMetrics& r) {
+  const std::unordered_set<std::uint32_t> rank_processes(rank_process_list.begin(), rank_process_list.end());
   std::unordered_set<std::uint32_t> tree{r.process};
   for (bool grew = true; grew;) {  // few processes: a fixed point is cheap
     grew = false;
     for (std::uint32_t p = 0; p < t.processes.size(); ++p) {
       if (tree.contains(p) || rank_processes.contains(p)) continue;
       for (std::uint32_t q : tree)
-        if (t.processes[q].pid == t.processes[p].parent_pid && t.processes[q].host == t.processes[p].host) {
+        if (q < t.processes.size() && t.processes[q].pid == t.processes[p].parent_pid &&
+            t.processes[q].host == t.processes[p].host) {
           tree.insert(p);
           grew = true;
           break;
@@ -157,29 +186,31 @@ std::vector<std::uint32_t> rank_thread_tracks(const Trace& t, const Metrics& m, 
   return out;
 }
 
+std::vector<std::uint32_t> rank_processes(const Metrics& m) {
+  std::vector<std::uint32_t> out;
+  for (const RankMetrics& r : m.ranks) out.push_back(r.process);
+  return out;
+}
+
 // The rank's data waits clipped to [t0, t1).
-std::vector<std::pair<Ns, Ns>> data_waits(const Trace& t, const RankMetrics& r, Ns t0, Ns t1) {
-  std::vector<std::pair<Ns, Ns>> waits;
-  for (const trace::TrackSlice& s : t.slices_ranges())
-    if (s.track == r.main_track)
-      for (std::uint32_t i = s.begin; i < s.end; ++i)
-        if (is_data_wait_name(t.strings.get(t.ranges.name[i])) && t.ranges.start[i] < t1 && t.ranges.end(i) > t0)
-          waits.emplace_back(std::max(t0, t.ranges.start[i]), std::min(t1, t.ranges.end(i)));
-  return waits;
+std::vector<std::pair<Ns, Ns>> clip(const std::vector<std::pair<Ns, Ns>>& waits, Ns t0, Ns t1) {
+  std::vector<std::pair<Ns, Ns>> out;
+  for (const auto& [s, e] : waits)
+    if (s < t1 && e > t0) out.emplace_back(std::max(t0, s), std::min(t1, e));
+  return out;
 }
 
-HotSpots fetching_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r,
-                            const std::vector<std::pair<Ns, Ns>>& waits) {
-  std::vector<SampleWindow> windows;
-  for (std::uint32_t track : rank_thread_tracks(t, m, r))
-    for (const auto& [s, e] : waits) windows.push_back({track, s, e});
-  HotSpots h = hot_spots(t, std::move(windows), true);
-  h.scope = "DataLoader workers and main thread fetching a batch during the data waits";
+SampleScope fetching_scope(const RankThreads& th, const std::vector<std::pair<Ns, Ns>>& waits) {
+  SampleScope s{{}, true, "DataLoader workers and main thread fetching a batch during the data waits"};
+  for (std::uint32_t track : th.tracks)
+    for (const auto& [a, b] : waits) s.windows.push_back({track, a, b});
+  return s;
+}
+
+HotSpots hot_spots_of(const Trace& t, SampleScope s) {
+  HotSpots h = hot_spots(t, std::move(s.windows), s.fetching_only);
+  h.scope = std::move(s.scope);
   return h;
-}
-
-HotSpots data_wait_hot_spots(const Trace& t, const Metrics& m, const RankMetrics& r) {
-  return fetching_hot_spots(t, m, r, data_waits(t, r, std::numeric_limits<Ns>::min(), std::numeric_limits<Ns>::max()));
 }
 
 bool is_host_piece(const Trace& t, const PathPiece& piece) {
@@ -189,11 +220,11 @@ bool is_host_piece(const Trace& t, const PathPiece& piece) {
 
 // The longest segments of each of the rank's step paths: a host segment by the samples on its
 // pieces' threads, a data wait by the workers fetching during it.
-void attribute_segments(const Trace& t, const Metrics& m, RankMetrics& r) {
+void attribute_segments(const Trace& t, const RankThreads& th, RankMetrics& r) {
   for (StepPath& p : r.paths)
     for (PathSegment& sg : p.top) {
       if (sg.kind == PathKind::DataWait) {
-        sg.hot = fetching_hot_spots(t, m, r, data_waits(t, r, sg.start, sg.end));
+        sg.hot = hot_spots_of(t, fetching_scope(th, clip(th.data_waits, sg.start, sg.end)));
         continue;
       }
       if (sg.kind != PathKind::HostCompute && sg.kind != PathKind::Launch) continue;
@@ -201,43 +232,77 @@ void attribute_segments(const Trace& t, const Metrics& m, RankMetrics& r) {
       for (const PathPiece& piece : p.pieces)
         if (piece.kind == sg.kind && is_host_piece(t, piece) && piece.start < sg.end && piece.end > sg.start)
           windows.push_back({piece.track, std::max(piece.start, sg.start), std::min(piece.end, sg.end)});
-      sg.hot = hot_spots(t, std::move(windows), false);
-      sg.hot.scope = "the segment's thread";
+      sg.hot = hot_spots_of(t, {std::move(windows), false, "the segment's thread"});
     }
 }
 
-HotSpots host_hot_spots(const Trace& t, const RankMetrics& r) {
-  std::vector<SampleWindow> windows;
+SampleScope host_scope(const Trace& t, const RankMetrics& r) {
+  SampleScope s{{}, false, "the host segments of the steps' critical paths"};
   for (const StepPath& p : r.paths)
     for (const PathPiece& piece : p.pieces)
       if (is_host_piece(t, piece))
-        windows.push_back({piece.track, piece.start, piece.end});
-  if (!windows.empty()) {
-    HotSpots h = hot_spots(t, std::move(windows), false);
-    h.scope = "the host segments of the steps' critical paths";
-    return h;
-  }
-  for (const StepMetrics& s : r.steps) windows.push_back({r.main_track, s.start, s.end});
-  if (r.steps.empty()) windows.push_back({r.main_track, r.window_start, r.window_end});
-  HotSpots h = hot_spots(t, std::move(windows), false);
-  h.scope = "the main thread during the steps";
-  return h;
+        s.windows.push_back({piece.track, piece.start, piece.end});
+  if (!s.windows.empty()) return s;
+  s.scope = "the main thread during the steps";
+  for (const StepMetrics& st : r.steps) s.windows.push_back({r.main_track, st.start, st.end});
+  if (r.steps.empty()) s.windows.push_back({r.main_track, r.window_start, r.window_end});
+  return s;
+}
+
+std::optional<SampleScope> finding_scope(const Trace& t, const RankThreads& th, const RankMetrics& r, const Finding& f) {
+  if (f.category == Category::DataLoading) return fetching_scope(th, th.data_waits);
+  if (f.category == Category::CpuBound || f.category == Category::LaunchBound) return host_scope(t, r);
+  return std::nullopt;
+}
+
+const RankMetrics* rank_of(const Metrics& m, const Finding& f) {
+  const auto r = std::find_if(m.ranks.begin(), m.ranks.end(), [&](const RankMetrics& x) { return x.rank == f.rank; });
+  return f.rank < 0 || r == m.ranks.end() ? nullptr : &*r;
 }
 
 }  // namespace
 
+RankThreads rank_threads(const Trace& t, std::span<const std::uint32_t> rank_process_list, const RankMetrics& r) {
+  RankThreads th;
+  th.tracks = rank_thread_tracks(t, rank_process_list, r);
+  for (const trace::TrackSlice& s : t.slices_ranges())
+    if (s.track == r.main_track)
+      for (std::uint32_t i = s.begin; i < s.end; ++i)
+        if (is_data_wait_name(t.strings.get(t.ranges.name[i]))) th.data_waits.emplace_back(t.ranges.start[i], t.ranges.end(i));
+  return th;
+}
+
+std::vector<Finding*> findings_of(const Metrics& m, const RankMetrics& r, std::vector<Finding>& findings) {
+  std::vector<Finding*> out;
+  for (Finding& f : findings)
+    if (rank_of(m, f) == &r) out.push_back(&f);
+  return out;
+}
+
+void attribute_rank(const Trace& t, const RankThreads& th, RankMetrics& r, std::span<Finding* const> findings) {
+  if (t.py_samples.size() == 0 || r.main_track == trace::kNone) return;
+  attribute_segments(t, th, r);
+  for (Finding* f : findings)
+    if (auto scope = finding_scope(t, th, r, *f)) f->hot = hot_spots_of(t, std::move(*scope));
+}
+
+std::optional<SampleScope> finding_sample_scope(const Trace& t, const Metrics& m, const Finding& f) {
+  const RankMetrics* r = rank_of(m, f);
+  if (!r || r->main_track == trace::kNone) return std::nullopt;
+  return finding_scope(t, rank_threads(t, rank_processes(m), *r), *r, f);
+}
+
+SampleScope step_sample_scope(const Trace& t, const Metrics& m, const RankMetrics& r, const StepMetrics& s) {
+  SampleScope out{{}, false, "the rank's threads and its DataLoader workers during the step"};
+  for (std::uint32_t track : rank_thread_tracks(t, rank_processes(m), r)) out.windows.push_back({track, s.start, s.end});
+  return out;
+}
+
 void attribute_findings(const Trace& t, Metrics& m, std::vector<Finding>& findings) {
   if (t.py_samples.size() == 0) return;
+  const std::vector<std::uint32_t> processes = rank_processes(m);
   for (RankMetrics& r : m.ranks)
-    if (r.main_track != trace::kNone) attribute_segments(t, m, r);
-  for (Finding& f : findings) {
-    const auto r = std::find_if(m.ranks.begin(), m.ranks.end(), [&](const RankMetrics& x) { return x.rank == f.rank; });
-    if (f.rank < 0 || r == m.ranks.end() || r->main_track == trace::kNone) continue;
-    if (f.category == Category::DataLoading)
-      f.hot = data_wait_hot_spots(t, m, *r);
-    else if (f.category == Category::CpuBound || f.category == Category::LaunchBound)
-      f.hot = host_hot_spots(t, *r);
-  }
+    if (r.main_track != trace::kNone) attribute_rank(t, rank_threads(t, processes, r), r, findings_of(m, r, findings));
 }
 
 }  // namespace tt::analyzer

@@ -21,12 +21,14 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "archive.h"
 #include "critical_path.h"
 #include "stage.h"
+#include "tracetune/analyzer/attribution.h"
 #include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
@@ -134,9 +136,9 @@ static_assert(archive::Bytes<StepMetrics> && archive::Bytes<GpuBreakdown> && arc
 namespace {
 
 // Version 2 added the header's lengths and checksum and the job's identity, version 3 the ops'
-// cross-stream waits (PathOp::wait); the last byte of
-// the magic is the version (version 1 had 1 there).
-constexpr std::uint8_t kPartVersion = 3;
+// cross-stream waits (PathOp::wait), version 4 each rank's Python stack samples (RankSamples);
+// the last byte of the magic is the version (version 1 had 1 there).
+constexpr std::uint8_t kPartVersion = 4;
 constexpr char kMagic[8] = {'T', 'T', 'P', 'A', 'R', 'T', '\0', static_cast<char>(kPartVersion)};
 constexpr std::int32_t kMaxRank = 1 << 24;  // far above any job's rank count; refuses forged ranks
 
@@ -160,14 +162,34 @@ std::uint32_t seal(std::uint32_t body_crc, PartHeader h) {
   return crc32(body_crc, &h, sizeof h);
 }
 
+// A rank's Python stack samples and what attributing them reads (attribution.h), so that the
+// combine gives the hot_functions one process gives: the samples taken on the rank's threads
+// (its process tree's and its graph's host threads), the frames and stack nodes they use
+// (renumbered, with their strings), and RankThreads. Track ids are the shard's trace's, as in
+// the rank's graph and so in its path pieces. Empty for a trace without samples.
+struct RankSamples {
+  std::vector<std::string> strings;        // PyFrame::function and ::file index these
+  std::vector<trace::PyFrame> frames;
+  std::vector<trace::PyStackNode> stacks;  // a node's parent comes before it
+  std::vector<Ns> ts;                      // the samples, in (track, ts) order
+  std::vector<std::uint32_t> track, stack;
+  std::vector<std::uint32_t> threads;      // the thread tracks sampled here, sorted
+  std::vector<std::uint32_t> rank_tracks;  // RankThreads::tracks
+  std::vector<std::pair<Ns, Ns>> data_waits;
+};
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, RankSamples> {
+  a(o.strings, o.frames, o.stacks, o.ts, o.track, o.stack, o.threads, o.rank_tracks, o.data_waits);
+}
+
 struct PartRank {
   RankMetrics metrics;
   std::vector<RankArrival> arrivals;
   std::uint64_t unit = 0;          // the input file's index among all of the input's files
+  RankSamples samples;
   std::uint64_t graph_offset = 0, graph_size = 0;  // graph_size 0: none (no host thread)
 };
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, PartRank> {
-  a(o.metrics, o.arrivals, o.unit, o.graph_offset, o.graph_size);
+  a(o.metrics, o.arrivals, o.unit, o.samples, o.graph_offset, o.graph_size);
 }
 
 struct PartIndex {
@@ -343,14 +365,72 @@ RankShare rank_share(const trace::Trace& t, std::vector<std::uint32_t> ranks, co
   return share;
 }
 
+// The samples on `threads` (the rank's process tree's and graph's host threads) and on
+// th.tracks, with the frames, stack nodes and strings they use.
+RankSamples rank_samples(const trace::Trace& t, RankThreads th, std::vector<std::uint32_t> threads) {
+  RankSamples out;
+  threads.insert(threads.end(), th.tracks.begin(), th.tracks.end());
+  std::erase_if(threads, [&](std::uint32_t k) { return k >= t.tracks.size() || t.tracks[k].type != trace::TrackType::Thread; });
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  std::unordered_map<trace::StringId, std::uint32_t> strings;
+  std::unordered_map<std::uint32_t, std::uint32_t> frames, nodes;
+  auto string = [&](trace::StringId id) {
+    const auto [it, added] = strings.try_emplace(id, static_cast<std::uint32_t>(out.strings.size()));
+    if (added) out.strings.emplace_back(t.strings.get(id));
+    return it->second;
+  };
+  auto frame = [&](std::uint32_t f) {
+    const auto [it, added] = frames.try_emplace(f, static_cast<std::uint32_t>(out.frames.size()));
+    if (added) out.frames.push_back({string(t.py_frames[f].function), string(t.py_frames[f].file), t.py_frames[f].line});
+    return it->second;
+  };
+  // a node after its parent: the chain up to the first node already kept, then down from it
+  auto node = [&](std::uint32_t n) {
+    std::vector<std::uint32_t> chain;
+    for (std::uint32_t k = n; k < t.py_stacks.size() && !nodes.contains(k) && chain.size() <= t.py_stacks.size();
+         k = t.py_stacks[k].parent)
+      chain.push_back(k);
+    for (auto k = chain.rbegin(); k != chain.rend(); ++k) {
+      const std::uint32_t parent = t.py_stacks[*k].parent;
+      const auto p = nodes.find(parent);
+      out.stacks.push_back({p == nodes.end() ? trace::kNone : p->second, frame(t.py_stacks[*k].frame)});
+      nodes.emplace(*k, static_cast<std::uint32_t>(out.stacks.size() - 1));
+    }
+    const auto it = nodes.find(n);
+    return it == nodes.end() ? trace::kNone : it->second;
+  };
+  for (std::size_t i = 0; i < t.py_samples.size(); ++i)
+    if (std::binary_search(threads.begin(), threads.end(), t.py_samples.track[i])) {
+      out.ts.push_back(t.py_samples.ts[i]);
+      out.track.push_back(t.py_samples.track[i]);
+      out.stack.push_back(node(t.py_samples.stack[i]));
+    }
+  out.threads = std::move(threads);
+  out.rank_tracks = std::move(th.tracks);
+  out.data_waits = std::move(th.data_waits);
+  return out;
+}
+
 // Analyses the ranks `share.mine` of a loaded file into the part file.
 void analyze_unit(const trace::Trace& t, std::uint64_t unit, const Options& opt, const RankShare& share, PartWriter& w,
                   PartIndex& index) {
   LocalRanks local = analyze_ranks(t, opt, share.mine, share.all);
   for (std::size_t i = 0; i < local.ranks.size(); ++i) {
-    PartRank r{std::move(local.ranks[i]), std::move(local.arrivals[i]), unit};
-    if (!opt.hta_compat && r.metrics.main_track != trace::kNone)
-      std::tie(r.graph_offset, r.graph_size) = w.add_graph(graph_parts(t, r.metrics));
+    PartRank r{std::move(local.ranks[i]), std::move(local.arrivals[i]), unit, {}};
+    if (r.metrics.main_track == trace::kNone) {
+      index.ranks.push_back(std::move(r));
+      continue;
+    }
+    std::vector<std::uint32_t> host_tracks{r.metrics.main_track};
+    if (!opt.hta_compat) {
+      const GraphParts g = graph_parts(t, r.metrics);
+      std::tie(r.graph_offset, r.graph_size) = w.add_graph(g);
+      for (const auto* per_track : {&g.busy_ranges, &g.busy_calls})
+        for (const auto& [track, _] : *per_track) host_tracks.push_back(track);
+      for (const auto& [track, _] : g.marks) host_tracks.push_back(track);
+    }
+    if (t.py_samples.size() > 0) r.samples = rank_samples(t, rank_threads(t, share.all, r.metrics), std::move(host_tracks));
     index.ranks.push_back(std::move(r));
   }
   index.unit_processes.push_back({unit, t.processes.size()});
@@ -483,6 +563,31 @@ Status check_checksum(int fd, std::uint64_t size, const PartHeader& h) {
 
 // Every rank entry of an index points inside the file and names a rank and a process that can
 // exist; graph offsets are compared without sums that could wrap past 2^64.
+// Track ids a part's samples may name: far above a real trace's track count, and the most the
+// combine allocates a track table for (32 MiB).
+constexpr std::uint32_t kMaxSampleTrack = 1u << 22;
+
+// Every index a rank's samples hold points inside them, the samples are in (track, ts) order on
+// the threads listed, and the times are ones a writer produces.
+bool valid_samples(const RankSamples& s) {
+  const auto index_ok = [](std::uint32_t i, std::size_t size) { return i == trace::kNone || i < size; };
+  for (const trace::PyFrame& f : s.frames)
+    if (f.function >= s.strings.size() || f.file >= s.strings.size()) return false;
+  for (std::size_t i = 0; i < s.stacks.size(); ++i)
+    if (!index_ok(s.stacks[i].parent, i) || s.stacks[i].frame >= s.frames.size()) return false;
+  if (s.track.size() != s.ts.size() || s.stack.size() != s.ts.size()) return false;
+  if (!std::is_sorted(s.threads.begin(), s.threads.end()) || (!s.threads.empty() && s.threads.back() >= kMaxSampleTrack))
+    return false;
+  for (std::size_t i = 0; i < s.ts.size(); ++i) {
+    if (!std::binary_search(s.threads.begin(), s.threads.end(), s.track[i]) || !index_ok(s.stack[i], s.stacks.size()) ||
+        !plausible_span(s.ts[i], s.ts[i]))
+      return false;
+    if (i > 0 && std::pair(s.track[i], s.ts[i]) < std::pair(s.track[i - 1], s.ts[i - 1])) return false;
+  }
+  return std::all_of(s.rank_tracks.begin(), s.rank_tracks.end(), [](std::uint32_t k) { return k < kMaxSampleTrack; }) &&
+         std::all_of(s.data_waits.begin(), s.data_waits.end(), [](const auto& w) { return plausible_span(w.first, w.second); });
+}
+
 Status check_ranks(const PartIndex& x, std::uint64_t index_at) {
   std::map<std::uint64_t, std::uint64_t> processes(x.unit_processes.begin(), x.unit_processes.end());
   for (const auto& rk : x.ranks) {
@@ -497,6 +602,7 @@ Status check_ranks(const PartIndex& x, std::uint64_t index_at) {
       return make_error(fmt::format("rank {} out of range", m.rank));
     for (const RankArrival& a : rk.arrivals)
       if (!plausible_span(a.start, a.end)) return make_error("corrupt collective arrival times");
+    if (!valid_samples(rk.samples)) return make_error("corrupt Python stack samples");
   }
   return {};
 }
@@ -677,6 +783,35 @@ std::vector<std::pair<const Part*, PartRank*>> ordered_ranks(std::vector<Part>& 
   return out;
 }
 
+// What the attribution reads of a rank's trace, rebuilt from its part (valid_samples): the
+// samples, their frames and stacks, and which tracks are threads (a path piece's track must be
+// one to count).
+trace::Trace sample_trace(const RankSamples& s) {
+  trace::Trace t;
+  std::vector<trace::StringId> ids;
+  for (const std::string& str : s.strings) ids.push_back(t.strings.intern(str));
+  for (const trace::PyFrame& f : s.frames) t.py_frames.push_back({ids[f.function], ids[f.file], f.line});
+  t.py_stacks = s.stacks;
+  t.py_samples.ts = s.ts;
+  t.py_samples.track = s.track;
+  t.py_samples.stack = s.stack;
+  const std::uint32_t tracks = s.threads.empty() ? 0 : s.threads.back() + 1;
+  t.tracks.assign(tracks, trace::Track{trace::TrackType::Stream, trace::kNone});
+  for (std::uint32_t k : s.threads) t.tracks[k].type = trace::TrackType::Thread;
+  return t;
+}
+
+// The Python attribution of the combined ranks (ranks[i]'s samples are samples[i]), as
+// attribute_findings gives it in one process.
+void attribute_ranks(Metrics& m, const std::vector<RankSamples>& samples, std::vector<Finding>& findings) {
+  for (std::size_t i = 0; i < m.ranks.size(); ++i) {
+    if (samples[i].ts.empty()) continue;
+    RankMetrics& r = m.ranks[i];
+    attribute_rank(sample_trace(samples[i]), RankThreads{samples[i].rank_tracks, samples[i].data_waits}, r,
+                   findings_of(m, r, findings));
+  }
+}
+
 // The step-source note a whole trace would have had, from each file's.
 std::optional<std::string> combined_step_note(const std::vector<Part>& parts) {
   std::optional<StepRangeResult> sum;
@@ -714,16 +849,20 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   Analysis a;
   a.options = parts.front().index.options;
   a.options.threads = threads;
-  a.options.path_pieces = false;  // their tracks are the shards' traces'; no report shows them
   a.source = parts.front().index.source;
   Metrics& M = a.metrics;
   std::vector<std::vector<RankArrival>> arrivals;
   std::vector<PartGraphs::Where> where;
+  std::vector<RankSamples> samples;
   for (auto [part, r] : ordered_ranks(parts)) {
     where.push_back({part, r->graph_offset, r->graph_size, r->metrics.has_gpu, r->metrics.rank});
     M.ranks.push_back(std::move(r->metrics));
     arrivals.push_back(std::move(r->arrivals));
+    samples.push_back(std::move(r->samples));
   }
+  // no report shows the pieces (their tracks are the shards' traces'), but the Python
+  // attribution of host segments reads them, as in one process
+  a.options.path_pieces = std::any_of(samples.begin(), samples.end(), [](const RankSamples& s) { return !s.ts.empty(); });
   for (auto& p : parts) {
     a.events += p.index.events;
     if (a.clock_domain.empty()) a.clock_domain = p.index.clock_domain;
@@ -740,6 +879,7 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   if (a.options.rank < 0) missing_rank_notes(M);
   if (auto note = combined_step_note(parts)) M.notes.insert(M.notes.begin(), *note);
   a.findings = run_rules(M);
+  attribute_ranks(M, samples, a.findings);
   return a;
 }
 
