@@ -5,12 +5,16 @@ peak RSS of each process (the largest shard's and the combine's; B/event: the la
 input event), and events per second (input events over the wall time of shards plus combine); and whether the combined report equals the
 single-process one. At this size, one process leaves the job critical path out (above its 2M GPU
 ops); the combine computes it. So the comparison leaves out `job_critical_path` and the notes.
+With --no-single (a job too large for one process here), the combined reports of the shard counts
+are compared with each other instead, byte for byte; --sequential runs the shards one after
+another (wall: their sum); --formats combines once per report format (equality: the first's).
 
 With --import-gb G instead: one generated rank of G GB of plain JSON imported to a trace DB by the
 streaming import, beside a tenth of it imported both streamed and in memory: wall time, events/s,
 peak RSS and RSS bytes per event.
 
 usage: scale_bench.py TRACETUNE [--dir DIR] [--ranks 1024] [--events-per-rank 20000] [--shards 1 2 4]
+                      [--no-single] [--sequential] [--formats json text]
        scale_bench.py TRACETUNE --import-gb 5 [--dir DIR]
   (generates the input in DIR with bench/gen_kineto_job.py when it is not there yet)
 """
@@ -81,6 +85,28 @@ def import_bench(tracetune, work, gigabytes):
                   f"{rss / 1e6:>13.0f}{rss / events:>9.1f}")
 
 
+def report_events(path):
+    """The input's event count, from near the top of a JSON or text report."""
+    with open(path) as f:
+        head = f.read(4096)
+    found = re.search(r'"events": *(\d+)', head) or re.search(r'(\d+) events', head)
+    return int(found.group(1))
+
+
+def shard_runs(tracetune, job, parts, n, sequential):
+    """N shards of the job, at once or one after another; (wall s, [peak RSS bytes per shard])."""
+    cmds = [[tracetune, "analyze", str(job), "--shard", f"{k}/{n}", "-o", str(parts / "part-{shard}.ttpart")]
+            for k in range(n)]
+    if not sequential:
+        return run_all(cmds)
+    walls, rss = [], []
+    for cmd in cmds:
+        wall, (peak,) = run_all([cmd])
+        walls.append(wall)
+        rss.append(peak)
+    return sum(walls), rss
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tracetune")
@@ -88,6 +114,10 @@ def main():
     ap.add_argument("--ranks", type=int, default=1024)
     ap.add_argument("--events-per-rank", type=int, default=20_000)
     ap.add_argument("--shards", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--no-single", action="store_true", help="leave out the one-process run; compare the combined "
+                    "reports of the shard counts with each other, byte for byte")
+    ap.add_argument("--sequential", action="store_true", help="run the shards one after another (wall: their sum)")
+    ap.add_argument("--formats", nargs="+", default=["json"], help="combine once per report format")
     ap.add_argument("--import-gb", type=float, help="the streaming-import benchmark instead, on a file of this size")
     args = ap.parse_args()
     if args.import_gb:
@@ -99,30 +129,46 @@ def main():
     gz = sum(f.stat().st_size for f in job.glob("rank-*.json.gz"))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        single = tmp / "single.json"
-        wall, (rss,) = run_all([[args.tracetune, "analyze", str(job), "--format", "json", "-o", str(single)]])
-        with open(single) as f:  # the count near the top; the whole report is loaded only at the end
-            events = int(re.search(r'"events": *(\d+)', f.read(4096)).group(1))
-        print(f"input: {len(list(job.glob('rank-*.json.gz')))} ranks, {events} events, {gz / 1e6:.0f} MB gzip")
-        print(f"{'run':<22}{'wall s':>9}{'events/s':>12}{'peak RSS MB':>13}{'B/event':>9}  (combine: wall s, RSS MB)  equal")
-        print(f"{'one process':<22}{wall:>9.1f}{events / wall:>12.0f}{rss / 1e6:>13.0f}{rss / events:>9.1f}")
-        rows = []
+        single, events = None, None
+        if not args.no_single:
+            single = tmp / "single.json"
+            wall, (rss,) = run_all([[args.tracetune, "analyze", str(job), "--format", "json", "-o", str(single)]])
+            events = report_events(single)
+        print(f"input: {len(list(job.glob('rank-*.json.gz')))} ranks, {gz / 1e6:.0f} MB gzip")
+        print(f"{'run':<22}{'wall s':>9}{'events/s':>12}{'peak RSS MB':>13}{'B/event':>9}"
+              f"  combine per format (wall s, RSS MB)  equal")
+        if single:
+            print(f"{'one process':<22}{wall:>9.1f}{events / wall:>12.0f}{rss / 1e6:>13.0f}{rss / events:>9.1f}")
+        first = None
         for n in args.shards:
             parts = tmp / f"n{n}"
             parts.mkdir()
-            cmds = [[args.tracetune, "analyze", str(job), "--shard", f"{k}/{n}", "-o", str(parts / "part-{shard}.ttpart")]
-                    for k in range(n)]
-            shard_wall, shard_rss = run_all(cmds)
-            combined = tmp / f"combined-{n}.json"
-            comb_wall, (comb_rss,) = run_all([[args.tracetune, "analyze", "--combine", *sorted(map(str, parts.glob("*.ttpart"))),
-                                               "--format", "json", "-o", str(combined)]])
+            shard_wall, shard_rss = shard_runs(args.tracetune, job, parts, n, args.sequential)
+            combines = []
+            for fmt in args.formats:
+                combined = tmp / f"combined-{n}.{fmt}"
+                comb_wall, (comb_rss,) = run_all([[args.tracetune, "analyze", "--combine",
+                                                   *sorted(map(str, parts.glob("*.ttpart"))), "--format", fmt,
+                                                   "-o", str(combined)]])
+                combines.append((fmt, comb_wall, comb_rss, combined))
+            for p in parts.glob("*.ttpart"):
+                p.unlink()
+            _, comb_wall, comb_rss, combined = combines[0]
+            if events is None:
+                events = report_events(combined)
             total = shard_wall + comb_wall
-            rows.append((n, total, max(shard_rss), comb_wall, comb_rss, combined))
-        for n, total, shard_rss, comb_wall, comb_rss, combined in rows:
-            peak = max(shard_rss, comb_rss)
-            equal = comparable(single) == comparable(combined)
-            print(f"{f'{n} shard(s) + combine':<22}{total:>9.1f}{events / total:>12.0f}{shard_rss / 1e6:>13.0f}"
-                  f"{peak / events:>9.1f}  ({comb_wall:.1f} s, {comb_rss / 1e6:.0f} MB)  {'yes' if equal else 'NO'}")
+            peak = max(max(shard_rss), max(c[2] for c in combines))
+            if single:
+                equal = comparable(single) == comparable(combined)
+            else:
+                first = first or combined
+                equal = first.read_bytes() == combined.read_bytes()
+            per_format = ", ".join(f"{f}: {w:.1f} s, {r / 1e6:.0f} MB" for f, w, r, _ in combines)
+            print(f"{f'{n} shard(s) + combine':<22}{total:>9.1f}{events / total:>12.0f}{max(shard_rss) / 1e6:>13.0f}"
+                  f"{peak / events:>9.1f}  ({per_format})  {'yes' if equal else 'NO'}", flush=True)
+            for _, _, _, c in combines:
+                if c != first:
+                    c.unlink()
 
 
 if __name__ == "__main__":

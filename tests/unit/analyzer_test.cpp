@@ -6,6 +6,7 @@
 #include <random>
 
 #include "critical_path.h"
+#include "cross_rank.h"
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/intervals.h"
 #include "tracetune/analyzer/kernel_class.h"
@@ -463,6 +464,53 @@ TEST(Metrics, MissingRanksAreNoted) {
   EXPECT_EQ(a.metrics.notes[0],
             "ranks 1, 2 missing from the trace (ranks go up to 3): the cross-rank comparison covers the 2 present");
   EXPECT_EQ(a.metrics.cross.ranks, 2u);
+}
+
+// The sharded combine feeds the matcher one rank at a time in the parts' order and renumbers
+// the ranks afterwards: that must match exactly what cross_rank() finds over ranks in order.
+TEST(Metrics, ArrivalMatcherFedOutOfOrderMatchesInOrder) {
+  const auto arrival = [](bool by_kernel, std::string comm, std::string op, std::uint64_t ordinal, Ns start) {
+    return RankArrival{by_kernel, std::move(comm), std::move(op), ordinal, start, start + 5, 7, false};
+  };
+  std::vector<std::vector<RankArrival>> arrivals(4);
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::uint64_t k = 0; k < 3; ++k) {
+      const Ns late = static_cast<Ns>((r * 7 + k * 3) % 5);
+      arrivals[r].push_back(arrival(false, "pg0", "allreduce", k, 100 * static_cast<Ns>(k) + late));
+      if (r != 2) arrivals[r].push_back(arrival(true, "", "ncclKernel_Broadcast", k, 50 + late));  // rank 2: none
+    }
+  arrivals[3].push_back(arrival(false, "pg1", "allgather", 0, 9));  // on one rank: never matched
+  const auto metrics = [] {
+    Metrics M;
+    for (std::int32_t r = 0; r < 4; ++r) M.ranks.push_back(RankMetrics{.rank = r});
+    return M;
+  };
+  Metrics in_order = metrics();
+  const CollectiveGroups want = cross_rank(arrivals, in_order);
+  Metrics shuffled = metrics();
+  ArrivalMatcher matcher;
+  const std::vector<std::size_t> added = {2, 0, 3, 1};  // the i-th rank added is rank added[i]
+  for (std::size_t i = 0; i < added.size(); ++i) matcher.add(i, arrivals[added[i]]);
+  EXPECT_EQ(matcher.arrivals(), 4u * 3u + 3u * 3u + 1u);
+  matcher.renumber(added);
+  const CollectiveGroups got = matcher.match(shuffled);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(want.size(), 6u);  // 3 all-reduces and 3 broadcasts
+  for (std::size_t g = 0; g < want.size(); ++g) {
+    ASSERT_EQ(got[g].size(), want[g].size()) << g;
+    for (std::size_t i = 0; i < want[g].size(); ++i) {
+      EXPECT_EQ(got[g][i].rank, want[g][i].rank) << g;
+      EXPECT_EQ(got[g][i].start, want[g][i].start) << g;
+    }
+  }
+  for (std::size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(shuffled.ranks[r].collectives.matched, in_order.ranks[r].collectives.matched) << r;
+    EXPECT_EQ(shuffled.ranks[r].collectives.arrival_wait, in_order.ranks[r].collectives.arrival_wait) << r;
+    EXPECT_EQ(shuffled.ranks[r].collectives.last_arrivals, in_order.ranks[r].collectives.last_arrivals) << r;
+  }
+  EXPECT_EQ(shuffled.cross.matched_collectives, 6u);
+  EXPECT_EQ(shuffled.cross.last_arriver, in_order.cross.last_arriver);
+  EXPECT_EQ(shuffled.cross.arrival_skew_max, in_order.cross.arrival_skew_max);
 }
 
 TEST(Metrics, CollectiveWaitPerRank) {

@@ -82,31 +82,57 @@ void step_spread(Metrics& M) {
 
 }  // namespace
 
-CollectiveGroups cross_rank(const std::vector<std::vector<RankArrival>>& arrivals, Metrics& M) {
+void ArrivalMatcher::add(std::size_t rank, const std::vector<RankArrival>& arrivals) {
+  for (const RankArrival& a : arrivals) {
+    const auto [it, fresh] = keys_.try_emplace({a.by_kernel, a.communicator, a.op}, static_cast<std::uint32_t>(keys_.size()));
+    entries_.push_back({a.ordinal, entries_.size(), {a.start, a.end, rank, a.track, a.host}, it->second});
+  }
+}
+
+void ArrivalMatcher::renumber(const std::vector<std::size_t>& to) {
+  for (Entry& e : entries_) e.arrival.rank = to[e.arrival.rank];
+}
+
+CollectiveGroups ArrivalMatcher::match(Metrics& M) {
   auto& X = M.cross;
   X.ranks = M.ranks.size();
   step_spread(M);
   CollectiveGroups groups;
-  if (M.ranks.size() < 2) return groups;
-  using Key = std::tuple<bool, std::string_view, std::string_view, std::uint64_t>;
-  std::map<Key, std::vector<Arrival>> by_key;
-  for (std::size_t r = 0; r < arrivals.size(); ++r)
-    for (const RankArrival& a : arrivals[r])
-      by_key[{a.by_kernel, a.communicator, a.op, a.ordinal}].push_back({a.start, a.end, r, a.track, a.host});
+  if (M.ranks.size() < 2) {
+    entries_ = {};
+    keys_.clear();
+    return groups;
+  }
+  // The keys' order: (by_kernel, communicator, op), then the ordinal; within a key, the ranks
+  // in order and each rank's arrivals in its own order.
+  std::vector<std::uint32_t> key_order(keys_.size());
+  std::uint32_t n = 0;
+  for (const auto& [key, id] : keys_) key_order[id] = n++;
+  std::sort(entries_.begin(), entries_.end(), [&](const Entry& a, const Entry& b) {
+    return std::tie(key_order[a.key], a.ordinal, a.arrival.rank, a.seq) <
+           std::tie(key_order[b.key], b.ordinal, b.arrival.rank, b.seq);
+  });
   std::vector<Ns> skews;
   std::vector<std::uint64_t> last_count(M.ranks.size(), 0);
-  for (auto& [key, v] : by_key) {
-    if (v.size() < 2) continue;
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](const Arrival& a, const Arrival& b) { return a.start < b.start; });
-    skews.push_back(hi->start - lo->start);
-    ++last_count[hi->rank];
+  for (std::size_t lo = 0, hi = 0; lo < entries_.size(); lo = hi) {
+    for (hi = lo + 1; hi < entries_.size() && entries_[hi].key == entries_[lo].key && entries_[hi].ordinal == entries_[lo].ordinal;)
+      ++hi;
+    if (hi - lo < 2) continue;
+    std::vector<Arrival> v;
+    v.reserve(hi - lo);
+    for (std::size_t i = lo; i < hi; ++i) v.push_back(entries_[i].arrival);
+    auto [first, last] = std::minmax_element(v.begin(), v.end(), [](const Arrival& a, const Arrival& b) { return a.start < b.start; });
+    skews.push_back(last->start - first->start);
+    ++last_count[last->rank];
     for (const auto& a : v) {
       auto& cs = M.ranks[a.rank].collectives;
       ++cs.matched;
-      cs.arrival_wait += hi->start - a.start;
+      cs.arrival_wait += last->start - a.start;
     }
     groups.push_back(std::move(v));
   }
+  entries_ = {};
+  keys_.clear();
   for (std::size_t r = 0; r < M.ranks.size(); ++r) M.ranks[r].collectives.last_arrivals = last_count[r];
   X.matched_collectives = skews.size();
   if (!skews.empty()) {
@@ -117,6 +143,12 @@ CollectiveGroups cross_rank(const std::vector<std::vector<RankArrival>>& arrival
     X.last_arriver_share = static_cast<double>(last_count[static_cast<std::size_t>(best)]) / static_cast<double>(skews.size());
   }
   return groups;
+}
+
+CollectiveGroups cross_rank(const std::vector<std::vector<RankArrival>>& arrivals, Metrics& M) {
+  ArrivalMatcher matcher;
+  for (std::size_t r = 0; r < arrivals.size(); ++r) matcher.add(r, arrivals[r]);
+  return matcher.match(M);
 }
 
 void keep_rank(const Trace& t, std::vector<std::uint32_t>& ranks, std::int32_t rank) {

@@ -2,7 +2,9 @@
 // rank's arrivals at collectives, matched across ranks, and the rank selection's notes.
 #pragma once
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -48,6 +50,29 @@ std::string no_ranks_note(std::int32_t rank);
 // Metrics::cross and each rank's CollectiveStats' cross-rank fields, from every rank's arrivals;
 // returns the matched collectives (the critical path's cross-rank edges).
 CollectiveGroups cross_rank(const std::vector<std::vector<RankArrival>>& arrivals, Metrics& M);
+
+// The same, fed one rank at a time (the sharded combine reads each rank's arrivals from its
+// part and drops them): each arrival is kept as its interned key, its ordinal and its Arrival
+// (64 bytes, no strings); each distinct key's names are kept once.
+class ArrivalMatcher {
+ public:
+  // `rank`: the rank's index into Metrics::ranks (any order of calls; renumber() may change it).
+  void add(std::size_t rank, const std::vector<RankArrival>& arrivals);
+  // Gives each arrival added as rank r the index to[r] instead (to.size(): the ranks added).
+  void renumber(const std::vector<std::size_t>& to);
+  // cross_rank() over everything added; empties the matcher.
+  CollectiveGroups match(Metrics& M);
+  std::size_t arrivals() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::uint64_t ordinal = 0, seq = 0;  // seq: the order added (a rank's arrivals keep theirs)
+    Arrival arrival;
+    std::uint32_t key = 0;
+  };
+  std::map<std::tuple<bool, std::string, std::string>, std::uint32_t> keys_;  // (by_kernel, communicator, op)
+  std::vector<Entry> entries_;
+};
 
 // The notes on ranks missing from 0..N-1 (only ranks whose number the trace gave count).
 void missing_rank_notes(Metrics& M);

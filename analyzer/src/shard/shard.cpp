@@ -136,8 +136,9 @@ static_assert(archive::Bytes<StepMetrics> && archive::Bytes<GpuBreakdown> && arc
 namespace {
 
 // Version 2 added the header's lengths and checksum and the job's identity, version 3 the ops'
-// cross-stream waits (PathOp::wait), version 4 each rank's Python stack samples (RankSamples);
-// the last byte of the magic is the version (version 1 had 1 there).
+// cross-stream waits (PathOp::wait), version 4 moved each rank's metrics and arrivals out of
+// the index into a record beside its graph and added the rank's Python stack samples
+// (RankSamples) to it; the last byte of the magic is the version (version 1 had 1 there).
 constexpr std::uint8_t kPartVersion = 4;
 constexpr char kMagic[8] = {'T', 'T', 'P', 'A', 'R', 'T', '\0', static_cast<char>(kPartVersion)};
 constexpr std::int32_t kMaxRank = 1 << 24;  // far above any job's rank count; refuses forged ranks
@@ -181,16 +182,24 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
   a(o.strings, o.frames, o.stacks, o.ts, o.track, o.stack, o.threads, o.rank_tracks, o.data_waits);
 }
 
-struct PartRank {
+// One rank's results, written to the part's body as soon as the rank is analysed (a shard
+// holds one file's ranks at a time) and read back one at a time by the combine.
+struct RankRecord {
   RankMetrics metrics;
   std::vector<RankArrival> arrivals;
-  std::uint64_t unit = 0;          // the input file's index among all of the input's files
   RankSamples samples;
+};
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, RankRecord> {
+  a(o.metrics, o.arrivals, o.samples);
+}
+
+// The index's entry for one rank: where its record and its graph are (40 bytes).
+struct PartRank {
+  std::uint64_t unit = 0;          // the input file's index among all of the input's files
+  std::uint64_t record_offset = 0, record_size = 0;
   std::uint64_t graph_offset = 0, graph_size = 0;  // graph_size 0: none (no host thread)
 };
-template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, PartRank> {
-  a(o.metrics, o.arrivals, o.unit, o.samples, o.graph_offset, o.graph_size);
-}
+static_assert(archive::Bytes<PartRank> && sizeof(PartRank) == 40);
 
 struct PartIndex {
   std::string job;  // the input's identity (job_identity()): parts of other inputs are refused
@@ -267,10 +276,11 @@ class PartWriter {
                                         at_(o.at_), crc_(o.crc_), ok_(o.ok_) {}
   ~PartWriter() { if (f_) std::fclose(f_); }
 
-  // Appends one rank's graph; returns (offset, size).
-  std::pair<std::uint64_t, std::uint64_t> add_graph(const GraphParts& g) {
+  // Appends one rank's graph or record; returns (offset, size).
+  template <class T>
+  std::pair<std::uint64_t, std::uint64_t> add(const T& v) {
     ByteWriter w;
-    w(g);
+    w(v);
     const std::uint64_t offset = at_;
     write(w.data().data(), w.data().size());
     return {offset, w.data().size()};
@@ -417,21 +427,22 @@ void analyze_unit(const trace::Trace& t, std::uint64_t unit, const Options& opt,
                   PartIndex& index) {
   LocalRanks local = analyze_ranks(t, opt, share.mine, share.all);
   for (std::size_t i = 0; i < local.ranks.size(); ++i) {
-    PartRank r{std::move(local.ranks[i]), std::move(local.arrivals[i]), unit, {}};
-    if (r.metrics.main_track == trace::kNone) {
-      index.ranks.push_back(std::move(r));
-      continue;
+    PartRank r{.unit = unit};
+    RankRecord record{std::move(local.ranks[i]), std::move(local.arrivals[i]), {}};
+    if (record.metrics.main_track != trace::kNone) {
+      std::vector<std::uint32_t> host_tracks{record.metrics.main_track};
+      if (!opt.hta_compat) {
+        const GraphParts g = graph_parts(t, record.metrics);
+        std::tie(r.graph_offset, r.graph_size) = w.add(g);
+        for (const auto* per_track : {&g.busy_ranges, &g.busy_calls})
+          for (const auto& [track, _] : *per_track) host_tracks.push_back(track);
+        for (const auto& [track, _] : g.marks) host_tracks.push_back(track);
+      }
+      if (t.py_samples.size() > 0)
+        record.samples = rank_samples(t, rank_threads(t, share.all, record.metrics), std::move(host_tracks));
     }
-    std::vector<std::uint32_t> host_tracks{r.metrics.main_track};
-    if (!opt.hta_compat) {
-      const GraphParts g = graph_parts(t, r.metrics);
-      std::tie(r.graph_offset, r.graph_size) = w.add_graph(g);
-      for (const auto* per_track : {&g.busy_ranges, &g.busy_calls})
-        for (const auto& [track, _] : *per_track) host_tracks.push_back(track);
-      for (const auto& [track, _] : g.marks) host_tracks.push_back(track);
-    }
-    if (t.py_samples.size() > 0) r.samples = rank_samples(t, rank_threads(t, share.all, r.metrics), std::move(host_tracks));
-    index.ranks.push_back(std::move(r));
+    std::tie(r.record_offset, r.record_size) = w.add(record);
+    index.ranks.push_back(r);
   }
   index.unit_processes.push_back({unit, t.processes.size()});
 }
@@ -561,8 +572,6 @@ Status check_checksum(int fd, std::uint64_t size, const PartHeader& h) {
   return {};
 }
 
-// Every rank entry of an index points inside the file and names a rank and a process that can
-// exist; graph offsets are compared without sums that could wrap past 2^64.
 // Track ids a part's samples may name: far above a real trace's track count, and the most the
 // combine allocates a track table for (32 MiB).
 constexpr std::uint32_t kMaxSampleTrack = 1u << 22;
@@ -588,23 +597,38 @@ bool valid_samples(const RankSamples& s) {
          std::all_of(s.data_waits.begin(), s.data_waits.end(), [](const auto& w) { return plausible_span(w.first, w.second); });
 }
 
-Status check_ranks(const PartIndex& x, std::uint64_t index_at) {
-  std::map<std::uint64_t, std::uint64_t> processes(x.unit_processes.begin(), x.unit_processes.end());
+// [offset, offset + size) lies in the body, before the index; compared without sums that
+// could wrap past 2^64.
+bool in_body(std::uint64_t offset, std::uint64_t size, std::uint64_t index_at) {
+  return size <= index_at && offset <= index_at - size && (!size || offset >= sizeof(PartHeader));
+}
+
+// Every rank entry of an index points inside the file and names an input file that exists.
+Status check_entries(const PartIndex& x, std::uint64_t index_at) {
   for (const auto& rk : x.ranks) {
-    if (rk.graph_size > index_at || rk.graph_offset > index_at - rk.graph_size ||
-        (rk.graph_size && rk.graph_offset < sizeof(PartHeader)))
-      return make_error("corrupt graph offsets");
-    const RankMetrics& m = rk.metrics;
-    const auto n = processes.find(rk.unit);
-    if (rk.unit >= x.files || n == processes.end() || m.process >= n->second)
-      return make_error("corrupt rank entry (file or process out of range)");
-    if (m.rank_from_trace ? m.rank < 0 || m.rank >= kMaxRank : m.rank != static_cast<std::int32_t>(m.process))
-      return make_error(fmt::format("rank {} out of range", m.rank));
-    for (const RankArrival& a : rk.arrivals)
-      if (!plausible_span(a.start, a.end)) return make_error("corrupt collective arrival times");
-    if (!valid_samples(rk.samples)) return make_error("corrupt Python stack samples");
+    if (!in_body(rk.graph_offset, rk.graph_size, index_at)) return make_error("corrupt graph offsets");
+    if (!rk.record_size || !in_body(rk.record_offset, rk.record_size, index_at)) return make_error("corrupt rank record offsets");
+    if (rk.unit >= x.files) return make_error("corrupt rank entry (file out of range)");
   }
   return {};
+}
+
+// A rank's record names a rank and a process that can exist (`processes`: unit -> its process
+// count), plausible arrival times and Python samples whose every index holds (valid_samples).
+Status check_record(const std::map<std::uint64_t, std::uint64_t>& processes, const PartRank& rk, const RankRecord& record) {
+  const RankMetrics& m = record.metrics;
+  const auto n = processes.find(rk.unit);
+  if (n == processes.end() || m.process >= n->second) return make_error("corrupt rank entry (file or process out of range)");
+  if (m.rank_from_trace ? m.rank < 0 || m.rank >= kMaxRank : m.rank != static_cast<std::int32_t>(m.process))
+    return make_error(fmt::format("rank {} out of range", m.rank));
+  for (const RankArrival& a : record.arrivals)
+    if (!plausible_span(a.start, a.end)) return make_error("corrupt collective arrival times");
+  if (!valid_samples(record.samples)) return make_error("corrupt Python stack samples");
+  return {};
+}
+
+Error not_a_part(const fs::path& path, std::string_view why) {
+  return make_error(fmt::format("{}: not a tracetune part file ({})", path.string(), why));
 }
 
 Result<Part> open_part(const fs::path& path) {
@@ -613,7 +637,7 @@ Result<Part> open_part(const fs::path& path) {
   part.path = path;
   part.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (part.fd < 0) return make_error(fmt::format("{}: cannot open", path.string()));
-  const auto bad = [&](std::string_view why) { return make_error(fmt::format("{}: not a tracetune part file ({})", path.string(), why)); };
+  const auto bad = [&](std::string_view why) { return not_a_part(path, why); };
   struct stat st {};
   if (::fstat(part.fd, &st) != 0 || !S_ISREG(st.st_mode)) return bad("not a regular file");
   const auto size = static_cast<std::uint64_t>(st.st_size);
@@ -632,7 +656,7 @@ Result<Part> open_part(const fs::path& path) {
   if (!r.ok() || !r.at_end()) return bad("corrupt index");
   if (part.index.shard.count == 0 || part.index.shard.count > 1'000'000 || part.index.shard.index >= part.index.shard.count)
     return bad("corrupt shard number");
-  if (auto ranks = check_ranks(part.index, h.index_at); !ranks) return bad(ranks.error());
+  if (auto ranks = check_entries(part.index, h.index_at); !ranks) return bad(ranks.error());
   return part;
 }
 
@@ -654,14 +678,6 @@ Status check_parts(const std::vector<Part>& parts) {
                                     parts.front().path.string(), p.path.string()));
     if (seen[x.shard.index]++) return make_error(fmt::format("{}: shard {}/{} given twice", p.path.string(), x.shard.index, x.shard.count));
   }
-  // A rank is analysed by one shard: the same process of the same file, or the same job rank,
-  // twice means a forged or mixed-up part.
-  std::set<std::pair<std::uint64_t, std::uint32_t>> processes;
-  std::set<std::int32_t> ranks;
-  for (const auto& p : parts)
-    for (const auto& r : p.index.ranks)
-      if (!processes.insert({r.unit, r.metrics.process}).second || (r.metrics.rank_from_trace && !ranks.insert(r.metrics.rank).second))
-        return make_error(fmt::format("{}: rank {} appears twice among the parts", p.path.string(), r.metrics.rank));
   for (unsigned k = 0; k < first.shard.count; ++k)
     if (!seen[k])
       return make_error(fmt::format("shard {}/{} is missing: give every part of the run ({} of {} given)", k,
@@ -758,29 +774,70 @@ class PartGraphs : public GraphSource {
   }
 };
 
-// The ranks of every part in one process's order (rank, then input file and process); ranks
-// the trace did not number get the process index they would have had in one merged trace.
-std::vector<std::pair<const Part*, PartRank*>> ordered_ranks(std::vector<Part>& parts) {
+// A rank read back from its part: its entry, metrics and samples (its arrivals went to the matcher).
+struct LoadedRank {
+  const Part* part;
+  PartRank entry;
+  RankMetrics metrics;
+  RankSamples samples;
+};
+
+// Every rank's record, read from the parts one at a time: the metrics are kept (the report
+// shows them), the arrivals go to `matcher` (as rank i, the i-th rank read) and are dropped.
+Result<std::vector<LoadedRank>> load_ranks(const std::vector<Part>& parts, ArrivalMatcher& matcher) {
+  std::vector<LoadedRank> out;
+  std::string bytes;
+  for (const auto& p : parts) {
+    const std::map<std::uint64_t, std::uint64_t> processes(p.index.unit_processes.begin(), p.index.unit_processes.end());
+    for (const PartRank& e : p.index.ranks) {
+      bytes.resize(static_cast<std::size_t>(e.record_size));  // within the file, whose every byte was checked
+      if (!read_exact(p.fd, bytes.data(), bytes.size(), e.record_offset)) return not_a_part(p.path, "truncated");
+      RankRecord record;
+      ByteReader r(bytes);
+      r(record);
+      if (!r.ok() || !r.at_end()) return not_a_part(p.path, "corrupt rank record");
+      if (auto st = check_record(processes, e, record); !st) return not_a_part(p.path, st.error());
+      matcher.add(out.size(), record.arrivals);
+      out.push_back({&p, e, std::move(record.metrics), std::move(record.samples)});
+    }
+  }
+  return out;
+}
+
+// A rank is analysed by one shard: the same process of the same file, or the same job rank,
+// twice means a forged or mixed-up part.
+Status check_unique_ranks(const std::vector<LoadedRank>& ranks) {
+  std::set<std::pair<std::uint64_t, std::uint32_t>> processes;
+  std::set<std::int32_t> numbers;
+  for (const auto& r : ranks)
+    if (!processes.insert({r.entry.unit, r.metrics.process}).second ||
+        (r.metrics.rank_from_trace && !numbers.insert(r.metrics.rank).second))
+      return make_error(fmt::format("{}: rank {} appears twice among the parts", r.part->path.string(), r.metrics.rank));
+  return {};
+}
+
+// The ranks in one process's order (rank, then input file and process), as indices into
+// `ranks`; ranks the trace did not number get the process index they would have had in one
+// merged trace.
+std::vector<std::size_t> rank_order(const std::vector<Part>& parts, std::vector<LoadedRank>& ranks) {
   std::map<std::uint64_t, std::uint64_t> processes_before;  // unit -> processes of the units before it
-  for (auto& p : parts)
+  for (const auto& p : parts)
     for (const auto& [unit, n] : p.index.unit_processes) processes_before[unit] = n;
   std::uint64_t sum = 0;
   for (auto& [unit, n] : processes_before) sum += std::exchange(n, sum);
-  std::vector<std::pair<const Part*, PartRank*>> out;
-  for (auto& p : parts)
-    for (auto& r : p.index.ranks) {
-      if (!r.metrics.rank_from_trace && !p.index.split_ranks) {
-        r.metrics.process += static_cast<std::uint32_t>(processes_before[r.unit]);
-        r.metrics.rank = static_cast<std::int32_t>(r.metrics.process);
-      }
-      out.push_back({&p, &r});
+  for (auto& r : ranks)
+    if (!r.metrics.rank_from_trace && !r.part->index.split_ranks) {
+      r.metrics.process += static_cast<std::uint32_t>(processes_before[r.entry.unit]);
+      r.metrics.rank = static_cast<std::int32_t>(r.metrics.process);
     }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    const RankMetrics &x = a.second->metrics, &y = b.second->metrics;
+  std::vector<std::size_t> order(ranks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const RankMetrics &x = ranks[a].metrics, &y = ranks[b].metrics;
     const std::int32_t rx = x.rank_from_trace ? x.rank : INT32_MAX, ry = y.rank_from_trace ? y.rank : INT32_MAX;
-    return std::tie(rx, a.second->unit, x.process) < std::tie(ry, b.second->unit, y.process);
+    return std::tie(rx, ranks[a].entry.unit, x.process) < std::tie(ry, ranks[b].entry.unit, y.process);
   });
-  return out;
+  return order;
 }
 
 // What the attribution reads of a rank's trace, rebuilt from its part (valid_samples): the
@@ -851,26 +908,33 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   a.options.threads = threads;
   a.source = parts.front().index.source;
   Metrics& M = a.metrics;
-  std::vector<std::vector<RankArrival>> arrivals;
+  ArrivalMatcher matcher;
+  auto loaded = load_ranks(parts, matcher);
+  if (!loaded) return make_error(loaded.error());
+  if (auto st = check_unique_ranks(loaded.value()); !st) return make_error(st.error());
+  const std::vector<std::size_t> order = rank_order(parts, loaded.value());
+  std::vector<std::size_t> position(order.size());  // loaded index -> index in M.ranks
   std::vector<PartGraphs::Where> where;
   std::vector<RankSamples> samples;
-  for (auto [part, r] : ordered_ranks(parts)) {
-    where.push_back({part, r->graph_offset, r->graph_size, r->metrics.has_gpu, r->metrics.rank});
-    M.ranks.push_back(std::move(r->metrics));
-    arrivals.push_back(std::move(r->arrivals));
-    samples.push_back(std::move(r->samples));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    LoadedRank& r = loaded.value()[order[i]];
+    position[order[i]] = i;
+    where.push_back({r.part, r.entry.graph_offset, r.entry.graph_size, r.metrics.has_gpu, r.metrics.rank});
+    M.ranks.push_back(std::move(r.metrics));
+    samples.push_back(std::move(r.samples));
   }
+  loaded.value() = {};
+  matcher.renumber(position);
   // no report shows the pieces (their tracks are the shards' traces'), but the Python
   // attribution of host segments reads them, as in one process
   a.options.path_pieces = std::any_of(samples.begin(), samples.end(), [](const RankSamples& s) { return !s.ts.empty(); });
   for (auto& p : parts) {
     a.events += p.index.events;
     if (a.clock_domain.empty()) a.clock_domain = p.index.clock_domain;
-    p.index.ranks.clear();
+    p.index.ranks = {};
   }
   if (M.ranks.empty()) M.notes.push_back(no_ranks_note(a.options.rank));
-  const CollectiveGroups groups = cross_rank(arrivals, M);
-  arrivals.clear();
+  const CollectiveGroups groups = matcher.match(M);
   if (!a.options.hta_compat) {
     PartGraphs graphs(std::move(where), groups);
     compute_critical_paths(a.options, groups, graphs, true, M);
