@@ -8,6 +8,11 @@ step (n log n a little more), a quadratic one 16x. The test fails when 16x the e
 than 8x what 4x cost, or 40x what 1x cost: margins of 2-2.5x over linear, far below quadratic
 (measured: 4.1 and 16.2 now; 10.8 and 74.5 with the quadratic roofline lookup it was added for).
 
+The same bounds hold over ranks: a job directory of 256, 1024 and 4096 small rank files
+(bench/gen_kineto_job.py, 150 events each). Passes that walked every rank's rows or tracks for
+each rank (collective arrivals, steps, collectives, track classes, graph parts) made that
+quadratic: 9.1 and 46 before, 4.6 and 19 after.
+
 usage: scaling_test.py TRACETUNE
 """
 import gzip
@@ -22,6 +27,8 @@ import tempfile
 TRACETUNE = sys.argv[1]
 BASE_STEPS = 500
 LAYERS = 16
+BASE_RANKS = 256
+GEN_JOB = pathlib.Path(__file__).resolve().parents[2] / "bench" / "gen_kineto_job.py"
 
 
 def kineto(steps):
@@ -65,6 +72,17 @@ def analyze_cpu_seconds(path):
     return best
 
 
+def near_linear(times, what):
+    """True when 16x costs at most 8x what 4x cost and 40x what 1x cost (printed either way)."""
+    ok = True
+    for small, limit in ((4, 8), (1, 40)):
+        ratio = times[16] / max(times[small], 1e-3)
+        good = ratio <= limit
+        ok &= good
+        print(f"{'ok' if good else 'FAIL'}: {what}: 16x / {small}x = {ratio:.1f} (near-linear: at most {limit})")
+    return ok
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         times = {}
@@ -74,12 +92,15 @@ def main():
                 json.dump(kineto(BASE_STEPS * factor), f)
             times[factor] = analyze_cpu_seconds(path)
             print(f"{factor:>2}x: {BASE_STEPS * factor * (3 * LAYERS + 1)} events, analyze {times[factor]:.3f} s CPU")
-    ok = True
-    for small, limit in ((4, 8), (1, 40)):
-        ratio = times[16] / max(times[small], 1e-3)
-        good = ratio <= limit
-        ok &= good
-        print(f"{'ok' if good else 'FAIL'}: 16x / {small}x = {ratio:.1f} (near-linear: at most {limit})")
+        by_ranks = {}
+        for factor in (1, 4, 16):
+            job = pathlib.Path(tmp) / f"ranks{factor}"
+            subprocess.run([sys.executable, str(GEN_JOB), str(job), "--ranks", str(BASE_RANKS * factor),
+                            "--events-per-rank", "150", "--jobs", "1"], check=True, stdout=subprocess.DEVNULL)
+            by_ranks[factor] = analyze_cpu_seconds(job)
+            print(f"{factor:>2}x: {BASE_RANKS * factor} ranks, analyze {by_ranks[factor]:.3f} s CPU")
+    ok = near_linear(times, "events")
+    ok &= near_linear(by_ranks, "ranks")
     sys.exit(0 if ok else 1)
 
 

@@ -17,21 +17,35 @@ namespace tt::analyzer {
 
 using trace::Trace;
 
+ArrivalRows::ArrivalRows(const Trace& t) {
+  const std::size_t processes = t.processes.size();
+  collectives.resize(processes);
+  comm_kernels.resize(processes);
+  const auto& c = t.collectives;
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (const std::uint32_t p = t.process_of_track(c.track[i]); p < processes) collectives[p].push_back(i);
+  std::unordered_map<trace::StringId, bool> is_comm;
+  const auto& k = t.kernels;
+  for (std::size_t i = 0; i < k.size(); ++i) {
+    auto [it, fresh] = is_comm.try_emplace(k.name[i], false);
+    if (fresh) it->second = classify_kernel(t.strings.get(k.name[i])) == KernelClass::Communication;
+    if (!it->second) continue;
+    if (const std::uint32_t p = t.process_of_track(k.track[i]); p < processes) comm_kernels[p].push_back(i);
+  }
+}
+
 namespace {
+
+const std::vector<std::size_t>& rows_of(const std::vector<std::vector<std::size_t>>& by_process, std::uint32_t process) {
+  static const std::vector<std::size_t> none;
+  return process < by_process.size() ? by_process[process] : none;
+}
 
 // A rank without collective records (a Kineto trace without NCCL annotations) is matched by
 // its communication kernels: the k-th ncclKernel_X on every rank is the same collective, and
 // a kernel starts when its stream reaches it, i.e. when the rank arrives.
-std::vector<RankArrival> kernel_arrivals(const Trace& t, const RankMetrics& r) {
-  std::unordered_map<trace::StringId, bool> is_comm;
+std::vector<RankArrival> kernel_arrivals(const Trace& t, std::vector<std::size_t> rows) {
   const auto& k = t.kernels;
-  std::vector<std::size_t> rows;
-  for (std::size_t i = 0; i < k.size(); ++i) {
-    if (t.process_of_track(k.track[i]) != r.process) continue;
-    auto [c, fresh] = is_comm.try_emplace(k.name[i], false);
-    if (fresh) c->second = classify_kernel(t.strings.get(k.name[i])) == KernelClass::Communication;
-    if (c->second) rows.push_back(i);
-  }
   std::sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) { return k.start[a] < k.start[b]; });
   std::unordered_map<trace::StringId, std::uint64_t> ordinal;
   std::vector<RankArrival> out;
@@ -42,15 +56,15 @@ std::vector<RankArrival> kernel_arrivals(const Trace& t, const RankMetrics& r) {
 
 }  // namespace
 
-std::vector<RankArrival> rank_arrivals(const Trace& t, const RankMetrics& r) {
+std::vector<RankArrival> rank_arrivals(const Trace& t, const ArrivalRows& index, const RankMetrics& r) {
   // The k-th collective of each (communicator, op) on every rank is the same collective
   // (trace/collective_match.h, the rule the merger's clock alignment uses too).
   const auto& c = t.collectives;
   const auto want = r.collectives.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
   std::vector<std::size_t> rows;
-  for (std::size_t i = 0; i < c.size(); ++i)
-    if (c.side[i] == want && t.process_of_track(c.track[i]) == r.process) rows.push_back(i);
-  if (rows.empty()) return kernel_arrivals(t, r);
+  for (std::size_t i : rows_of(index.collectives, r.process))
+    if (c.side[i] == want) rows.push_back(i);
+  if (rows.empty()) return kernel_arrivals(t, rows_of(index.comm_kernels, r.process));
   const std::vector<trace::CollectiveKey> keys = trace::collective_keys(c, rows);  // sorts rows
   std::vector<RankArrival> out;
   out.reserve(rows.size());

@@ -37,9 +37,16 @@ struct RankArrival {
   bool host = false;         // a host-side call
 };
 
+// Each process's collective rows and communication-kernel rows (in row order), indexed once
+// for all ranks so that finding a rank's arrivals reads its own rows only.
+struct ArrivalRows {
+  explicit ArrivalRows(const trace::Trace& t);
+  std::vector<std::vector<std::size_t>> collectives, comm_kernels;  // [process] -> rows
+};
+
 // The rank's collective rows (device-side when it has any, else host-side calls) or, without
 // any, its communication kernels, with their keys.
-std::vector<RankArrival> rank_arrivals(const trace::Trace& t, const RankMetrics& r);
+std::vector<RankArrival> rank_arrivals(const trace::Trace& t, const ArrivalRows& index, const RankMetrics& r);
 
 // Keeps the ranks numbered `rank` (the job's rank, else the process index; -1 keeps all).
 void keep_rank(const trace::Trace& t, std::vector<std::uint32_t>& ranks, std::int32_t rank);

@@ -104,19 +104,11 @@ std::map<std::pair<std::uint32_t, Ns>, GemmSample> gemm_samples(const trace::Tra
 // The GPU time of each correlation id's kernels on the process's streams.
 std::map<std::uint32_t, Ns> kernel_time_by_correlation(const trace::Trace& t, std::uint32_t process) {
   std::map<std::uint32_t, Ns> out;
-  for (const auto& sl : t.slices_kernels()) {
-    if (t.process_of_track(sl.track) != process) continue;
-    for (std::uint32_t i = sl.begin; i < sl.end; ++i)
-      if (t.kernels.correlation[i] != 0) out[t.kernels.correlation[i]] += std::max<Ns>(0, t.kernels.dur[i]);
-  }
+  for (const std::uint32_t track : t.tracks_of_process(process))
+    if (const trace::TrackSlice* sl = trace::find_slice(t.slices_kernels(), track))
+      for (std::uint32_t i = sl->begin; i < sl->end; ++i)
+        if (t.kernels.correlation[i] != 0) out[t.kernels.correlation[i]] += std::max<Ns>(0, t.kernels.dur[i]);
   return out;
-}
-
-// The slice of `slices` holding `track` (nullptr: none).
-const trace::TrackSlice* slice_of(std::span<const trace::TrackSlice> slices, std::uint32_t track) {
-  for (const auto& sl : slices)
-    if (sl.track == track) return &sl;
-  return nullptr;
 }
 
 // The first row of a track's slice (rows sorted by start) that starts at or after `ts`.
@@ -130,7 +122,7 @@ std::uint32_t first_at_or_after(const std::vector<Ns>& start, const trace::Track
 // rooflines cost O(ops log events), not O(ops x calls).
 Ns op_gpu_time(const trace::Trace& t, std::uint32_t track, Ns ts, const std::map<std::uint32_t, Ns>& kernel_time,
                trace::StringId& name) {
-  const trace::TrackSlice* ranges = slice_of(t.slices_ranges(), track);
+  const trace::TrackSlice* ranges = trace::find_slice(t.slices_ranges(), track);
   if (ranges == nullptr) return -1;
   const auto& r = t.ranges;
   std::uint32_t i = first_at_or_after(r.start, *ranges, ts);
@@ -141,7 +133,7 @@ Ns op_gpu_time(const trace::Trace& t, std::uint32_t track, Ns ts, const std::map
   name = r.name[i];
   const Ns end = r.end(i);
   Ns gpu = 0;
-  if (const trace::TrackSlice* calls = slice_of(t.slices_api_calls(), track))
+  if (const trace::TrackSlice* calls = trace::find_slice(t.slices_api_calls(), track))
     for (std::uint32_t k = first_at_or_after(t.api_calls.start, *calls, ts); k < calls->end && t.api_calls.start[k] < end; ++k)
       if (auto it = kernel_time.find(t.api_calls.correlation[k]); it != kernel_time.end()) gpu += it->second;
   return gpu;

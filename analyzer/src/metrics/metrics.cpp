@@ -236,28 +236,24 @@ class RankAnalyzer {
   Interval window_{};
   Ns launch_floor_ = 0;  // launch_latency_floor(), or 0 under HTA's conventions
 
+  // The rank's own tracks (streams and host tracks) and the host tracks of its process tree,
+  // each ascending; from the trace's per-process index, not a scan of every rank's tracks.
   void classify_tracks() {
-    std::unordered_set<std::uint32_t> tree(tree_.begin(), tree_.end());
-    for (std::uint32_t tr = 0; tr < t_.tracks.size(); ++tr) {
-      const std::uint32_t owner = t_.process_of_track(tr);
-      const auto type = t_.tracks[tr].type;
-      if (owner == p_) {
-        if (type == TrackType::Stream && conv_.skips_stream(t_.streams[t_.tracks[tr].owner].name)) continue;
-        if (type == TrackType::Stream) stream_tracks_.push_back(tr);
-        else host_tracks_.push_back(tr);
-      }
-      if (owner != kNone && tree.count(owner) && type != TrackType::Stream) tree_tracks_.push_back(tr);
+    for (const std::uint32_t tr : t_.tracks_of_process(p_)) {
+      if (t_.tracks[tr].type != TrackType::Stream) host_tracks_.push_back(tr);
+      else if (!conv_.skips_stream(t_.streams[t_.tracks[tr].owner].name)) stream_tracks_.push_back(tr);
     }
+    for (const std::uint32_t p : std::unordered_set<std::uint32_t>(tree_.begin(), tree_.end()))
+      for (const std::uint32_t tr : t_.tracks_of_process(p))
+        if (t_.tracks[tr].type != TrackType::Stream) tree_tracks_.push_back(tr);
+    std::sort(tree_tracks_.begin(), tree_tracks_.end());
   }
 
   template <typename F>
   void for_slices(std::span<const trace::TrackSlice> slices, const std::vector<std::uint32_t>& tracks, F&& f) const {
     // slices are sorted by track
-    for (std::uint32_t tr : tracks) {
-      auto it = std::lower_bound(slices.begin(), slices.end(), tr,
-                                 [](const trace::TrackSlice& s, std::uint32_t v) { return s.track < v; });
-      if (it != slices.end() && it->track == tr) f(*it);
-    }
+    for (std::uint32_t tr : tracks)
+      if (const trace::TrackSlice* sl = trace::find_slice(slices, tr)) f(*sl);
   }
 
   void collect_api() {
@@ -271,11 +267,11 @@ class RankAnalyzer {
 
   void collect_steps() {
     const auto& st = t_.steps;
-    for (std::size_t i = 0; i < st.size(); ++i) {
-      if (t_.process_of_track(st.track[i]) != p_) continue;
-      if (main_track_ == kNone) main_track_ = st.track[i];
-      step_rows_.push_back(i);
-    }
+    for (const std::uint32_t tr : t_.tracks_of_process(p_))  // rows in (track, start) order, as the table's
+      for (auto [i, end] = trace::rows_on_track(st.track, tr); i < end; ++i) {
+        if (main_track_ == kNone) main_track_ = tr;
+        step_rows_.push_back(i);
+      }
     std::sort(step_rows_.begin(), step_rows_.end(), [&](std::size_t a, std::size_t b) { return st.start[a] < st.start[b]; });
     if (main_track_ == kNone) {  // the thread whose tid is the pid, else the first thread
       for (std::uint32_t tr : host_tracks_) {
@@ -757,14 +753,14 @@ class RankAnalyzer {
   IntervalSet collectives(const HostWaits& waits) {
     auto& C = m_.collectives;
     const auto& c = t_.collectives;
-    std::uint64_t dev = 0;
-    for (std::size_t i = 0; i < c.size(); ++i)
-      if (c.side[i] == trace::CollectiveSide::Device && t_.process_of_track(c.track[i]) == p_) ++dev;
-    C.device_side = dev > 0;
+    std::vector<std::size_t> rows;  // the process's, in the table's order
+    for (const std::uint32_t tr : t_.tracks_of_process(p_))
+      for (auto [i, end] = trace::rows_on_track(c.track, tr); i < end; ++i) rows.push_back(i);
+    C.device_side = std::any_of(rows.begin(), rows.end(), [&](std::size_t i) { return c.side[i] == trace::CollectiveSide::Device; });
     const auto want = C.device_side ? trace::CollectiveSide::Device : trace::CollectiveSide::Host;
     std::vector<Interval> host_calls;
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      if (c.side[i] != want || t_.process_of_track(c.track[i]) != p_) continue;
+    for (const std::size_t i : rows) {
+      if (c.side[i] != want) continue;
       ++C.count;
       C.bytes += c.bytes[i];
       C.time += std::max<Ns>(c.dur[i], 0);

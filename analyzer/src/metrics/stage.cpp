@@ -97,6 +97,7 @@ LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<s
   const bool hta_step_filter = step_names.size() >= 2;
   const auto& ranks = all_ranks.empty() ? processes : all_ranks;
   const std::unordered_set<std::uint32_t> rank_set(ranks.begin(), ranks.end());
+  const ArrivalRows arrival_rows(t);
   LocalRanks out;
   out.ranks.resize(processes.size());
   out.arrivals.resize(processes.size());
@@ -106,7 +107,7 @@ LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<s
       r = rank_metrics(t, opt, processes[i], tree_of(t, processes[i], rank_set), hta_step_filter);
       r.memory = memory_by_device(t, r);
       r.efficiency = efficiency_of(t, r);
-      out.arrivals[i] = rank_arrivals(t, r);
+      out.arrivals[i] = rank_arrivals(t, arrival_rows, r);
     }
   });
   return out;

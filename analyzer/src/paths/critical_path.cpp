@@ -42,10 +42,10 @@ namespace {
 
 template <typename F>
 void for_rank_tracks(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams, F&& f) {
-  for (const auto& sl : slices) {
-    if (t.process_of_track(sl.track) != process) continue;
-    if ((t.tracks[sl.track].type == TrackType::Stream) != streams) continue;
-    for (std::uint32_t i = sl.begin; i < sl.end; ++i) f(i);
+  for (const std::uint32_t track : t.tracks_of_process(process)) {  // ascending, as the slices are
+    if ((t.tracks[track].type == TrackType::Stream) != streams) continue;
+    if (const trace::TrackSlice* sl = trace::find_slice(slices, track))
+      for (std::uint32_t i = sl->begin; i < sl->end; ++i) f(i);
   }
 }
 
@@ -560,8 +560,7 @@ GraphParts graph_parts(const Trace& t, const RankMetrics& rm) {
   add_gpu_ops(t, rm.process, names, g);
   add_stream_waits(t, rm.process, g);
   add_host_parts(t, rm.process, names, parts);
-  for (std::uint32_t tr = 0; tr < t.tracks.size(); ++tr)
-    if (t.process_of_track(tr) == rm.process) g.track_labels.emplace(tr, track_label(t, tr));
+  for (const std::uint32_t tr : t.tracks_of_process(rm.process)) g.track_labels.emplace(tr, track_label(t, tr));
   return parts;
 }
 

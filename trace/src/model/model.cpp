@@ -287,7 +287,37 @@ void Trace::finalize() {
   sort_point_table(flows);
   sort_point_table(py_samples);
   compute_slices();
+  index_process_tracks();
   finalized_ = true;
+}
+
+void Trace::index_process_tracks() {
+  process_track_at_.assign(processes.size() + 1, 0);
+  process_track_ids_.clear();
+  std::vector<std::uint32_t> owner(tracks.size());
+  for (std::uint32_t k = 0; k < tracks.size(); ++k) {
+    owner[k] = process_of_track(k);
+    if (owner[k] < processes.size()) ++process_track_at_[owner[k] + 1];
+  }
+  for (std::size_t p = 0; p < processes.size(); ++p) process_track_at_[p + 1] += process_track_at_[p];
+  process_track_ids_.resize(process_track_at_.back());
+  std::vector<std::uint32_t> next(process_track_at_.begin(), process_track_at_.end() - 1);
+  for (std::uint32_t k = 0; k < tracks.size(); ++k)  // ascending per process
+    if (owner[k] < processes.size()) process_track_ids_[next[owner[k]]++] = k;
+  indexed_tracks_ = tracks.size();
+}
+
+std::vector<std::uint32_t> Trace::tracks_of_process(std::uint32_t process) const {
+  std::vector<std::uint32_t> out;
+  if (indexed_tracks_ == tracks.size() && process_track_at_.size() == processes.size() + 1) {
+    if (process < processes.size())
+      out.assign(process_track_ids_.begin() + process_track_at_[process],
+                 process_track_ids_.begin() + process_track_at_[process + 1]);
+    return out;
+  }
+  for (std::uint32_t k = 0; k < tracks.size(); ++k)
+    if (process_of_track(k) == process) out.push_back(k);
+  return out;
 }
 
 void Trace::compute_slices() {
@@ -429,12 +459,22 @@ std::string Trace::track_label(std::uint32_t track) const {
   return "?";
 }
 
+const TrackSlice* find_slice(std::span<const TrackSlice> slices, std::uint32_t track) {
+  const auto it = std::lower_bound(slices.begin(), slices.end(), track,
+                                   [](const TrackSlice& s, std::uint32_t tr) { return s.track < tr; });
+  return it == slices.end() || it->track != track ? nullptr : &*it;
+}
+
+std::pair<std::uint32_t, std::uint32_t> rows_on_track(const std::vector<std::uint32_t>& track_column, std::uint32_t track) {
+  const auto [b, e] = std::equal_range(track_column.begin(), track_column.end(), track);
+  return {static_cast<std::uint32_t>(b - track_column.begin()), static_cast<std::uint32_t>(e - track_column.begin())};
+}
+
 std::pair<std::uint32_t, std::uint32_t> query_range(const SpanColumns& table,
                                                     std::span<const TrackSlice> slices,
                                                     std::uint32_t track, Ns t0, Ns t1) {
-  auto it = std::lower_bound(slices.begin(), slices.end(), track,
-                             [](const TrackSlice& s, std::uint32_t tr) { return s.track < tr; });
-  if (it == slices.end() || it->track != track) return {0, 0};
+  const TrackSlice* it = find_slice(slices, track);
+  if (it == nullptr) return {0, 0};
   if (t1 <= t0) return {it->begin, it->begin};
   const auto* st = table.start.data();
   // Any event overlapping [t0,t1) starts in [t0 - max_dur, t1).

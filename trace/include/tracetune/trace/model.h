@@ -352,12 +352,21 @@ struct Trace {
 
   // Owning process of a track, kNone when unknown (e.g. a stream of an unowned device).
   std::uint32_t process_of_track(std::uint32_t track) const;
+  // The tracks process_of_track() gives to `process`, ascending: from an index finalize()
+  // builds (so that a pass over one rank reads its own tracks, not every rank's), or from a scan
+  // of every track when tracks or processes were added since.
+  std::vector<std::uint32_t> tracks_of_process(std::uint32_t process) const;
   std::string track_label(std::uint32_t track) const;
 
  private:
   bool finalized_ = false;
   std::vector<TrackSlice> slices_[7];
+  // tracks_of_process's index: process p's tracks are process_track_ids_[process_track_at_[p]
+  // .. process_track_at_[p + 1]); built for tracks.size() tracks
+  std::vector<std::uint32_t> process_track_at_, process_track_ids_;
+  std::size_t indexed_tracks_ = 0;
   void compute_slices();
+  void index_process_tracks();
 };
 
 // Bytes one event takes in each table's columns: element sizes only (no strings, no vector
@@ -379,6 +388,14 @@ void shift_process_times(Trace& t, std::span<const Ns> shift_by_process);
 // that contains every event with start < t1 and end > t0 (and instants in [t0, t1)). It may
 // also contain a few that end before t0 (behind a longer one): callers that need exactness
 // test the end. Binary search on start, bounded by the slice's longest event: O(log n + k).
+// The slice of `track` among a table's slices (sorted by track): a binary search; nullptr
+// when the track has no events there.
+const TrackSlice* find_slice(std::span<const TrackSlice> slices, std::uint32_t track);
+
+// The rows [first, last) on `track` of a table whose track column is sorted (a finalized
+// table's, e.g. steps or collectives, which have no slices).
+std::pair<std::uint32_t, std::uint32_t> rows_on_track(const std::vector<std::uint32_t>& track_column, std::uint32_t track);
+
 std::pair<std::uint32_t, std::uint32_t> query_range(const SpanColumns& table,
                                                     std::span<const TrackSlice> slices,
                                                     std::uint32_t track, Ns t0, Ns t1);
