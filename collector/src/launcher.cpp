@@ -10,7 +10,7 @@
 // merging, say) is reported on stderr but never changes that exit code.
 #include "tracetune/collector/launcher.h"
 
-#include "job_python.h"
+#include "tracetune/collector/job_python.h"
 #include "raw_dir_watch.h"
 #include "tracetune/trace/strings.h"
 

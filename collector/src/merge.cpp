@@ -43,7 +43,7 @@
 
 #include <fmt/format.h>
 
-#include "collective_clocks.h"
+#include "tracetune/collector/collective_clocks.h"
 #include "tracetune/collector/record_reader.h"
 #include "tracetune/trace/py_stacks.h"
 

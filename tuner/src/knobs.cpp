@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "toml_value.h"
+#include "knobs.h"
 
 namespace tt::tuner {
 
@@ -265,6 +265,11 @@ Status check_value(const Knob& knob, const Value& value) {
 bool numerics_safe(const Knob& knob, const Value& value) {
   if (knob.risk == Risk::None) return true;
   return std::find(knob.safe.begin(), knob.safe.end(), value) != knob.safe.end();
+}
+
+bool changes_numerics(const Catalogue& cat, const std::string& id, const Value& v) {
+  const Knob* k = cat.find(id);
+  return k != nullptr && !numerics_safe(*k, v);
 }
 
 bool is_code_loading_env(std::string_view n) {

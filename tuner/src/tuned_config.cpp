@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "toml_value.h"
+#include "knobs.h"
 
 namespace tt::tuner {
 namespace {
@@ -373,6 +373,48 @@ Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const C
                                         "directory", path.string(), dir.string(),
                                         (ds.st_mode & S_ISVTX) != 0 ? " (sticky)" : ", so anyone can replace the file"));
   return cfg;
+}
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\u{:04X}", static_cast<unsigned>(u));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string value_toml(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return toml_string(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + toml_string((*list)[i]);
+    return out + "]";
+  }
+  if (const auto* d = std::get_if<double>(&v)) {
+    std::string s = fmt::format("{}", *d);
+    return s;  // an integer spelling is accepted for float knobs
+  }
+  return display(v);
+}
+
+std::string nccl_table_toml(const std::vector<NcclTableEntry>& table) {
+  std::string out;
+  for (const auto& e : table) {
+    out += fmt::format("\n[[nccl.table]]\ncollective = \"{}\"\nmin_bytes = {}\nmax_bytes = {}\nalgorithm = \"{}\"\n"
+                       "protocol = \"{}\"\nchannels = {}\n", kNcclCollectives[e.collective], e.min_bytes, e.max_bytes,
+                       kNcclAlgorithms[e.algorithm], kNcclProtocols[e.protocol], e.channels);
+    if (e.nodes > 0) out += fmt::format("nodes = {}\n", e.nodes);
+    if (e.ranks > 0) out += fmt::format("ranks = {}\n", e.ranks);
+  }
+  return out;
 }
 
 std::string nccl_table_text(const std::vector<NcclTableEntry>& table) {

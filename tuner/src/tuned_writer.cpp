@@ -1,6 +1,7 @@
 // tuned.toml and the trials file. tuned.toml must always parse with parse_tuned_config (a
 // unit test round-trips it), so values are written with the catalogue's own spelling.
 #include "tracetune/trace/json_text.h"
+#include "tracetune/tuner/tuned_config.h"
 #include "tracetune/tuner/tuned_writer.h"
 
 #include <algorithm>
@@ -10,42 +11,7 @@
 
 namespace tt::tuner {
 
-std::string toml_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\u{:04X}", static_cast<unsigned>(u));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 namespace {
-
-bool changes_numerics(const Catalogue& cat, const std::string& id, const Value& v) {
-  const Knob* k = cat.find(id);
-  return k != nullptr && !numerics_safe(*k, v);
-}
-
-std::string value_toml(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return toml_string(*s);
-  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + toml_string((*list)[i]);
-    return out + "]";
-  }
-  if (const auto* d = std::get_if<double>(&v)) {
-    std::string s = fmt::format("{}", *d);
-    return s;  // an integer spelling is accepted for float knobs
-  }
-  return display(v);
-}
 
 std::string json_value(const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
@@ -58,19 +24,6 @@ std::string json_value(const Value& v) {
 }
 
 std::string json_number(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "null"; }
-
-// [[nccl.table]] entries as tuned_config.cpp's parse_table_entry reads them.
-std::string nccl_table_toml(const std::vector<NcclTableEntry>& table) {
-  std::string out;
-  for (const auto& e : table) {
-    out += fmt::format("\n[[nccl.table]]\ncollective = \"{}\"\nmin_bytes = {}\nmax_bytes = {}\nalgorithm = \"{}\"\n"
-                       "protocol = \"{}\"\nchannels = {}\n", kNcclCollectives[e.collective], e.min_bytes, e.max_bytes,
-                       kNcclAlgorithms[e.algorithm], kNcclProtocols[e.protocol], e.channels);
-    if (e.nodes > 0) out += fmt::format("nodes = {}\n", e.nodes);
-    if (e.ranks > 0) out += fmt::format("ranks = {}\n", e.ranks);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -142,16 +95,6 @@ std::string confirmation_comment(const TuneSummary& s) {
 }
 
 }  // namespace
-
-std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
-  std::string out = "# a tracetune tune trial candidate\n";
-  bool numerics = false;
-  for (const auto& [id, v] : c.settings) numerics |= changes_numerics(cat, id, v);
-  if (numerics) out += "[meta]\nnumerics = true\n";
-  out += "[settings]\n";
-  for (const auto& [id, v] : c.settings) out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
-  return out + nccl_table_toml(c.nccl_table);
-}
 
 std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
   const SearchResult& r = s.result;
