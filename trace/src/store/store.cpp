@@ -1131,11 +1131,9 @@ Status check_span_refs(const SpanColumns& c, const char* name, std::size_t ntrac
   return {};
 }
 
-// Every reference between tables, so later code can index without checks. (Rows are still in
-// id order, numbered from 1 as the writer numbers them.)
-Status check_references(const Trace& t) {
-  const auto nstr = t.strings.size();
-  const auto ntracks = t.tracks.size();
+// The metadata tables' references: tracks to their owners, threads and devices to processes,
+// streams to devices.
+Status check_owner_refs(const Trace& t) {
   for (const Track& tr : t.tracks) {
     const std::size_t owners[] = {t.threads.size(), t.streams.size(), t.processes.size(), t.devices.size()};
     if (tr.owner >= owners[static_cast<int>(tr.type)]) return make_error("track owner out of range");
@@ -1146,21 +1144,33 @@ Status check_references(const Trace& t) {
     if (st.device != kNone && st.device >= t.devices.size()) return make_error("stream device out of range");
   for (const Device& d : t.devices)
     if (d.process != kNone && d.process >= t.processes.size()) return make_error("device process out of range");
+  return {};
+}
+
+// The string ids of the event tables' columns other than their names.
+bool string_ids_in_range(const Trace& t) {
+  const auto nstr = t.strings.size();
+  for (const auto* v : {&t.ranges.domain, &t.ranges.args, &t.collectives.op, &t.collectives.dtype,
+                        &t.collectives.communicator, &t.collectives.algorithm, &t.collectives.protocol,
+                        &t.io_calls.path, &t.counters.name, &t.flows.category})
+    for (StringId id : *v)
+      if (id >= nstr) return false;
+  return true;
+}
+
+// Every reference between tables, so later code can index without checks. (Rows are still in
+// id order, numbered from 1 as the writer numbers them.)
+Status check_references(const Trace& t) {
+  const auto nstr = t.strings.size();
+  const auto ntracks = t.tracks.size();
+  if (auto st = check_owner_refs(t); !st) return st;
   for (auto st : {check_span_refs(t.kernels, "kernels", ntracks, nstr), check_span_refs(t.memcpys, "memcpys", ntracks, nstr),
                   check_span_refs(t.memsets, "memsets", ntracks, nstr), check_span_refs(t.api_calls, "api_calls", ntracks, nstr),
                   check_span_refs(t.syncs, "syncs", ntracks, nstr), check_span_refs(t.ranges, "ranges", ntracks, nstr),
                   check_span_refs(t.steps, "steps", ntracks, nstr), check_span_refs(t.collectives, "collectives", ntracks, nstr),
                   check_span_refs(t.io_calls, "io_calls", ntracks, nstr)})
     if (!st) return st;
-  auto check_ids = [&](const std::vector<StringId>& v) {
-    for (StringId id : v) if (id >= nstr) return false;
-    return true;
-  };
-  if (!check_ids(t.ranges.domain) || !check_ids(t.ranges.args) || !check_ids(t.collectives.op) || !check_ids(t.collectives.dtype) ||
-      !check_ids(t.collectives.communicator) || !check_ids(t.collectives.algorithm) ||
-      !check_ids(t.collectives.protocol) || !check_ids(t.io_calls.path) || !check_ids(t.counters.name) ||
-      !check_ids(t.flows.category))
-    return make_error("string id out of range");
+  if (!string_ids_in_range(t)) return make_error("string id out of range");
   for (std::size_t i = 0; i < t.counters.size(); ++i)
     if (t.counters.track[i] >= ntracks) return make_error("counter track out of range");
   for (std::size_t i = 0; i < t.flows.size(); ++i)
