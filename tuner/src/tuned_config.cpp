@@ -135,65 +135,86 @@ std::vector<std::string> header_comments(std::string_view text) {
 constexpr int kMaxTomlDepth = 32;
 constexpr std::size_t kMaxTomlKey = 1024;
 
-Status check_toml_shape(std::string_view text, std::string_view source) {
-  enum class In { Code, Basic, Literal, MultiBasic, MultiLiteral, Comment } in = In::Code;
+// Where check_toml_shape is in the text.
+enum class TomlIn { Code, Basic, Literal, MultiBasic, MultiLiteral, Comment };
+struct TomlScan {
+  TomlIn in = TomlIn::Code;
   std::string nest;  // the open '[' and '{', innermost last
   bool key_position = true;
   int line = 1, dots = 0;
   std::size_t key_len = 0;
+};
+
+// Inside a string or a comment: steps over text[i] (and the character a backslash escapes, or
+// the rest of a closing triple quote); false in code.
+bool skip_quoted(TomlScan& sc, std::string_view text, std::size_t& i) {
+  const char c = text[i];
+  switch (sc.in) {
+    case TomlIn::Comment: return true;
+    case TomlIn::Basic:
+      if (c == '\\') ++i;
+      else if (c == '"') sc.in = TomlIn::Code;
+      return true;
+    case TomlIn::Literal:
+      if (c == '\'') sc.in = TomlIn::Code;
+      return true;
+    case TomlIn::MultiBasic:
+      if (c == '\\') ++i;
+      else if (text.substr(i, 3) == "\"\"\"") { sc.in = TomlIn::Code; i += 2; }
+      return true;
+    case TomlIn::MultiLiteral:
+      if (text.substr(i, 3) == "'''") { sc.in = TomlIn::Code; i += 2; }
+      return true;
+    case TomlIn::Code: break;
+  }
+  return false;
+}
+
+// A character of code: opens a string or a comment, ends a key, opens or closes a table or
+// array, or counts a dot of a dotted key.
+void scan_code(TomlScan& sc, std::string_view text, std::size_t& i) {
+  auto digit = [&](std::size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
+  const char c = text[i];
+  switch (c) {
+    case '#': sc.in = TomlIn::Comment; break;
+    case '"': if (text.substr(i, 3) == "\"\"\"") { sc.in = TomlIn::MultiBasic; i += 2; } else sc.in = TomlIn::Basic; break;
+    case '\'': if (text.substr(i, 3) == "'''") { sc.in = TomlIn::MultiLiteral; i += 2; } else sc.in = TomlIn::Literal; break;
+    case '=': sc.key_position = false; sc.key_len = 0; break;
+    case '[': case '{':
+      sc.nest.push_back(c);
+      sc.key_position = c == '{' || sc.key_position;  // a table header's brackets hold a key
+      break;
+    case ']': case '}': if (!sc.nest.empty()) sc.nest.pop_back(); break;
+    case ',': if (!sc.nest.empty() && sc.nest.back() == '{') { sc.key_position = true; sc.key_len = 0; } break;
+    case '.':
+      // a dot between digits in a value is a float's, not a nesting level
+      if (sc.key_position || !(i > 0 && digit(i - 1) && digit(i + 1))) ++sc.dots;
+      break;
+    default: break;
+  }
+}
+
+Status check_toml_shape(std::string_view text, std::string_view source) {
+  TomlScan sc;
   auto too = [&](std::string_view what) {
-    return make_error(fmt::format("{}: line {}: {}; not a tuned config", source, line, what));
+    return make_error(fmt::format("{}: line {}: {}; not a tuned config", source, sc.line, what));
   };
-  auto digit = [&](std::size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
   for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      if (in == In::Comment || in == In::Basic || in == In::Literal) in = In::Code;
-      if (in == In::Code) {
-        dots = 0;
-        key_len = 0;
-        key_position = nest.empty();
+    if (text[i] == '\n') {
+      ++sc.line;
+      if (sc.in == TomlIn::Comment || sc.in == TomlIn::Basic || sc.in == TomlIn::Literal) sc.in = TomlIn::Code;
+      if (sc.in == TomlIn::Code) {
+        sc.dots = 0;
+        sc.key_len = 0;
+        sc.key_position = sc.nest.empty();
       }
       continue;
     }
-    if (key_position && ++key_len > kMaxTomlKey) return too(fmt::format("a key longer than {} characters", kMaxTomlKey));
-    switch (in) {
-      case In::Comment: continue;
-      case In::Basic:
-        if (c == '\\') ++i;
-        else if (c == '"') in = In::Code;
-        continue;
-      case In::Literal:
-        if (c == '\'') in = In::Code;
-        continue;
-      case In::MultiBasic:
-        if (c == '\\') ++i;
-        else if (text.substr(i, 3) == "\"\"\"") { in = In::Code; i += 2; }
-        continue;
-      case In::MultiLiteral:
-        if (text.substr(i, 3) == "'''") { in = In::Code; i += 2; }
-        continue;
-      case In::Code: break;
-    }
-    switch (c) {
-      case '#': in = In::Comment; break;
-      case '"': if (text.substr(i, 3) == "\"\"\"") { in = In::MultiBasic; i += 2; } else in = In::Basic; break;
-      case '\'': if (text.substr(i, 3) == "'''") { in = In::MultiLiteral; i += 2; } else in = In::Literal; break;
-      case '=': key_position = false; key_len = 0; break;
-      case '[': case '{':
-        nest.push_back(c);
-        key_position = c == '{' || key_position;  // a table header's brackets hold a key
-        break;
-      case ']': case '}': if (!nest.empty()) nest.pop_back(); break;
-      case ',': if (!nest.empty() && nest.back() == '{') { key_position = true; key_len = 0; } break;
-      case '.':
-        // a dot between digits in a value is a float's, not a nesting level
-        if (key_position || !(i > 0 && digit(i - 1) && digit(i + 1))) ++dots;
-        break;
-      default: break;
-    }
-    if (dots + static_cast<int>(nest.size()) > kMaxTomlDepth)
+    if (sc.key_position && ++sc.key_len > kMaxTomlKey)
+      return too(fmt::format("a key longer than {} characters", kMaxTomlKey));
+    if (skip_quoted(sc, text, i)) continue;
+    scan_code(sc, text, i);
+    if (sc.dots + static_cast<int>(sc.nest.size()) > kMaxTomlDepth)
       return too(fmt::format("keys or tables nested deeper than {} levels", kMaxTomlDepth));
   }
   return {};
