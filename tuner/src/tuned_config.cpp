@@ -247,19 +247,20 @@ const Setting* find_setting(const TunedConfig& c, std::string_view id) {
 
 }  // namespace
 
-Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view source, const Catalogue& cat) {
-  auto err = [&](const toml::node* at, const std::string& msg) {
+namespace {
+
+// "source: line N: msg" (without the line where `at` is null).
+struct ConfigError {
+  std::string_view source;
+  Error operator()(const toml::node* at, const std::string& msg) const {
     return make_error(at != nullptr ? fmt::format("{}: {}: {}", source, detail::where(*at), msg)
                                     : fmt::format("{}: {}", source, msg));
-  };
-  if (auto st = check_toml_shape(text, source); !st) return make_error(st.error());
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return make_error(fmt::format("{}: line {}: not valid TOML: {}", source, e.source().begin.line, e.description()));
   }
-  TunedConfig cfg;
+};
+
+// The top-level keys: [meta], [settings] and [nccl] tables only; a knob or variable outside
+// [settings] is refused with what to write instead.
+Status check_top_keys(const toml::table& root, const Catalogue& cat, const ConfigError& err) {
   for (auto&& [k, v] : root) {
     const std::string_view key = k.str();
     if (key == "meta" || key == "settings" || key == "nccl") {
@@ -272,7 +273,11 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       return err(&v, fmt::format("'{}' is outside [settings]; ", key) + refuse_unknown(key, cat));
     return err(&v, fmt::format("unknown key '{}' (a tuned config has [meta], [settings] and [[nccl.table]])", key));
   }
+  return {};
+}
 
+// [meta]: numerics, trials, speedup, findings and command.
+Status parse_meta(const toml::table& root, TunedConfig& cfg, const ConfigError& err) {
   if (const toml::table* meta = root["meta"].as_table()) {
     if (const toml::node* n = meta->get("numerics")) {
       if (!n->is_boolean()) return err(n, "meta.numerics must be true or false");
@@ -295,8 +300,14 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
     }
     if (auto c = (*meta)["command"].value<std::string>()) cfg.command = *c;
   }
-  cfg.header_comments = header_comments(text);
+  return {};
+}
 
+// [settings]: each key a knob of the catalogue, set once, with a value of its type that keeps
+// numerics unless [meta] allows it.
+Status parse_settings(const toml::table& root, std::string_view text, const Catalogue& cat, TunedConfig& cfg,
+                      const ConfigError& err) {
+  const std::string_view source = err.source;
   if (const toml::table* settings = root["settings"].as_table()) {
     std::vector<std::pair<std::string, const toml::node*>> flat;
     flatten(*settings, "", flat);
@@ -320,7 +331,11 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       cfg.settings.push_back(Setting{*knob, std::move(value.value()), static_cast<int>(node->source().begin.line)});
     }
   }
+  return {};
+}
 
+// [[nccl.table]] entries.
+Status parse_nccl_table(const toml::table& root, TunedConfig& cfg, const ConfigError& err) {
   if (const toml::table* nccl = root["nccl"].as_table()) {
     for (auto&& [k, v] : *nccl)
       if (k.str() != "table") return err(&v, fmt::format("unknown key 'nccl.{}' (only [[nccl.table]] entries)", k.str()));
@@ -338,9 +353,11 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       }
     }
   }
+  return {};
+}
 
-  std::sort(cfg.settings.begin(), cfg.settings.end(), [](const Setting& a, const Setting& b) { return a.knob.id < b.knob.id; });
-
+// The constraints between knobs (channels, sockets), on the sorted settings.
+Status check_knob_constraints(const TunedConfig& cfg, std::string_view source) {
   // constraints between knobs
   const Setting* lo = find_setting(cfg, "nccl.min_nchannels");
   const Setting* hi = find_setting(cfg, "nccl.max_nchannels");
@@ -352,6 +369,28 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
   if (th != nullptr && so != nullptr && std::get<std::int64_t>(th->value) * std::get<std::int64_t>(so->value) > 64)
     return make_error(fmt::format("{}: line {}: settings: nccl.socket_nthreads x nccl.nsocks_perthread is {} (NCCL allows at most 64 sockets)",
                                   source, th->line, std::get<std::int64_t>(th->value) * std::get<std::int64_t>(so->value)));
+  return {};
+}
+
+}  // namespace
+
+Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view source, const Catalogue& cat) {
+  const ConfigError err{source};
+  if (auto st = check_toml_shape(text, source); !st) return make_error(st.error());
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return make_error(fmt::format("{}: line {}: not valid TOML: {}", source, e.source().begin.line, e.description()));
+  }
+  TunedConfig cfg;
+  if (auto st = check_top_keys(root, cat, err); !st) return make_error(st.error());
+  if (auto st = parse_meta(root, cfg, err); !st) return make_error(st.error());
+  cfg.header_comments = header_comments(text);
+  if (auto st = parse_settings(root, text, cat, cfg, err); !st) return make_error(st.error());
+  if (auto st = parse_nccl_table(root, cfg, err); !st) return make_error(st.error());
+  std::sort(cfg.settings.begin(), cfg.settings.end(), [](const Setting& a, const Setting& b) { return a.knob.id < b.knob.id; });
+  if (auto st = check_knob_constraints(cfg, source); !st) return make_error(st.error());
   return cfg;
 }
 
