@@ -1,4 +1,4 @@
-#include "collective_clocks.h"
+#include "tracetune/collector/collective_clocks.h"
 
 #include <algorithm>
 #include <limits>

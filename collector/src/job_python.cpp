@@ -1,7 +1,5 @@
 // See job_python.h. Only stat and directory listings: nothing of the job runs before the job.
-#include "job_python.h"
-
-#include "tracetune/collector/launcher.h"
+#include "tracetune/collector/job_python.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 // merging, say) is reported on stderr but never changes that exit code.
 #include "tracetune/collector/launcher.h"
 
-#include "job_python.h"
+#include "tracetune/collector/job_python.h"
 #include "raw_dir_watch.h"
 #include "tracetune/trace/strings.h"
 
@@ -505,12 +505,12 @@ bool inherited_setting(std::string_view name) {
 }
 }  // namespace
 
-std::vector<std::string> job_environment(const RecordOptions& opt, const fs::path& raw_dir, char** base) {
-  const std::string lib = collector_library_path().string();
-  const std::string py = python_integration_dir().string();
-  const std::string cupti = cupti_library_path().string();
-  const std::string nccl = nccl_profiler_path().string();
-  std::string ld_preload = lib, pythonpath = py;
+// The inherited environment the job keeps: not our own TRACETUNE_ settings (but those a nested
+// run inherits) and not the injection variables we set; the inherited LD_PRELOAD and
+// PYTHONPATH are appended to ours (`ld_preload`, `pythonpath`).
+std::vector<std::string> inherited_environment(const RecordOptions& opt, char** base, const std::string& cupti,
+                                               const std::string& nccl, std::string& ld_preload,
+                                               std::string& pythonpath) {
   std::vector<std::string> env;
   for (char** e = base; e != nullptr && *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -529,6 +529,32 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
       env.emplace_back(kv);
     }
   }
+  return env;
+}
+
+// opt.extra_env (a trial's settings) over `env`, each replacing an inherited value; true when
+// one is a Python setting (TRACETUNE_APPLY, TRACETUNE_MAX_STEPS), which needs our PYTHONPATH.
+bool add_extra_environment(const RecordOptions& opt, std::vector<std::string>& env) {
+  bool python_settings = false;
+  for (const auto& var : opt.extra_env) {
+    const std::string& name = var.first;  // not a structured binding: clang 14 cannot capture one
+    const std::string& value = var.second;
+    if (name == "PYTHONPATH" || name == "LD_PRELOAD") continue;  // ours, above
+    python_settings |= name == "TRACETUNE_APPLY" || name == "TRACETUNE_MAX_STEPS";
+    std::erase_if(env, [&](const std::string& kv) { return kv.size() > name.size() && kv[name.size()] == '=' &&
+                                                           kv.compare(0, name.size(), name) == 0; });
+    env.push_back(name + "=" + value);
+  }
+  return python_settings;
+}
+
+std::vector<std::string> job_environment(const RecordOptions& opt, const fs::path& raw_dir, char** base) {
+  const std::string lib = collector_library_path().string();
+  const std::string py = python_integration_dir().string();
+  const std::string cupti = cupti_library_path().string();
+  const std::string nccl = nccl_profiler_path().string();
+  std::string ld_preload = lib, pythonpath = py;
+  std::vector<std::string> env = inherited_environment(opt, base, cupti, nccl, ld_preload, pythonpath);
   if (has(opt.trace, "cuda") && !cupti.empty()) {
     env.push_back("CUDA_INJECTION64_PATH=" + cupti);
     // for the injection library, when the loader cannot find libcupti (collector/cupti/injection.cpp)
@@ -550,16 +576,7 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   }
   // tracetune.range tells the collector when a Python range starts, for --start-on only
   if (!opt.window.start_on.empty()) env.push_back("TRACETUNE_WINDOW_START_ON=1");
-  bool python_settings = false;
-  for (const auto& var : opt.extra_env) {
-    const std::string& name = var.first;  // not a structured binding: clang 14 cannot capture one
-    const std::string& value = var.second;
-    if (name == "PYTHONPATH" || name == "LD_PRELOAD") continue;  // ours, above
-    python_settings |= name == "TRACETUNE_APPLY" || name == "TRACETUNE_MAX_STEPS";
-    std::erase_if(env, [&](const std::string& kv) { return kv.size() > name.size() && kv[name.size()] == '=' &&
-                                                           kv.compare(0, name.size(), name) == 0; });
-    env.push_back(name + "=" + value);
-  }
+  const bool python_settings = add_extra_environment(opt, env);
   if ((has(opt.trace, "python") || has(opt.trace, "pystack") || python_settings) && !py.empty()) env.push_back("PYTHONPATH=" + pythonpath);
   return env;
 }
@@ -580,6 +597,63 @@ void report_partial_trace(const std::string& what, const char* done, const Resul
 }
 }  // namespace
 
+// Merges what every process of the job recorded into the trace opt.output (with the command
+// and opt.metadata), prints the summary and removes the raw directory unless kept; on failure,
+// says so with the `tracetune merge` command that can still write it (outcome.error).
+void merge_and_write(const RecordOptions& opt, const fs::path& raw_dir, RecordOutcome& outcome) {
+  // the flight recorder's trace at the end: its last N seconds or steps
+  MergeOptions mopt = opt.window.ring() ? ring_span(opt.window, monotonic_now_ns()) : MergeOptions{};
+  const bool tty = opt.progress && ::isatty(STDERR_FILENO) != 0;
+  if (tty)
+    mopt.progress = [](std::size_t done, std::size_t total) {
+      std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
+      if (done == total) std::fputc('\n', stderr);
+    };
+  MergeReport report;
+  const fs::path dirs[] = {raw_dir};
+  auto merged = merge_raw(dirs, mopt, report);
+  if (!merged) {
+    outcome.error = merged.error();
+    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", merged.error().c_str(),
+                 merge_later_hint(raw_dir, opt.output).c_str());
+    return;
+  }
+  trace::Trace& t = merged.value();
+  t.metadata.emplace_back("command", redacted_command(opt.command));
+  for (const auto& kv : opt.metadata) t.metadata.push_back(kv);
+  if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
+    outcome.error = st.error();
+    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", st.error().c_str(),
+                 merge_later_hint(raw_dir, opt.output).c_str());
+    return;
+  }
+  outcome.trace_written = true;
+  if (opt.summary) print_summary(t, report, opt, raw_dir);
+  std::error_code ec;
+  if (!opt.keep_raw) fs::remove_all(raw_dir, ec);
+}
+
+// The job's program when the collector cannot be injected into it (statically linked, setuid):
+// a warning, the job still runs.
+void warn_if_not_injectable(const std::string& command) {
+  if (const fs::path program = resolve_program(command); !program.empty())
+    if (const std::string why = preload_blocker(program); !why.empty())
+      std::fprintf(stderr, "tracetune: warning: %s %s: the collector cannot be injected into it; only "
+                   "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
+}
+
+// Runs the job, with opt.timeout_s when given (then marking a timeout or an interruption in
+// `outcome`); its wait status.
+Result<int> run_recorded_job(const RecordOptions& opt, const std::vector<std::string>& env, const JobTick& tick,
+                             RecordOutcome& outcome) {
+  if (opt.timeout_s <= 0) return run_job(opt.command, env, tick);
+  auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log, tick);
+  if (!end) return make_error(end.error());
+  outcome.timed_out = end->timed_out;
+  outcome.interrupted = end->interrupted;
+  return end->status;
+}
+
 Result<RecordOutcome> record(const RecordOptions& opt) {
   if (opt.command.empty()) return make_error("record: no command given (usage: tracetune record -- CMD...)");
   if (collector_library_path().empty())
@@ -594,10 +668,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   const fs::path raw_dir = opt.raw_dir.empty() ? fs::path(opt.output.string() + ".raw") : opt.raw_dir;
   if (auto st = make_private_dir(raw_dir); !st) return make_error(st.error());
 
-  if (const fs::path program = resolve_program(opt.command[0]); !program.empty())
-    if (const std::string why = preload_blocker(program); !why.empty())
-      std::fprintf(stderr, "tracetune: warning: %s %s: the collector cannot be injected into it; only "
-                   "dynamically linked programs it starts will be recorded\n", program.c_str(), why.c_str());
+  warn_if_not_injectable(opt.command[0]);
 
   RecordOutcome outcome;
   std::unique_ptr<WindowDriver> window;
@@ -640,19 +711,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                                                                   done.capture_from_ns, done.capture_to_ns, dump_meta));
                      },
                      watch.fd()};
-  Result<int> status = 0;
-  if (opt.timeout_s > 0) {
-    auto end = run_job_limited(opt.command, env, opt.timeout_s, opt.kill_grace_s, opt.job_log, tick);
-    if (end) {
-      outcome.timed_out = end->timed_out;
-      outcome.interrupted = end->interrupted;
-      status = end->status;
-    } else {
-      status = make_error(end.error());
-    }
-  } else {
-    status = run_job(opt.command, env, tick);
-  }
+  const Result<int> status = run_recorded_job(opt, env, tick, outcome);
   if (!status) {
     fs::remove_all(raw_dir, ec);
     return make_error(status.error());
@@ -663,36 +722,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
     std::fprintf(stderr, "tracetune: flight recorder: %d record file(s) of processes that ended before the last %gs "
                  "removed while the job ran\n", pruned, opt.window.ring_s);
 
-  // Merge what every process recorded.
-  // the flight recorder's trace at the end: its last N seconds or steps
-  MergeOptions mopt = opt.window.ring() ? ring_span(opt.window, monotonic_now_ns()) : MergeOptions{};
-  const bool tty = opt.progress && ::isatty(STDERR_FILENO) != 0;
-  if (tty)
-    mopt.progress = [](std::size_t done, std::size_t total) {
-      std::fprintf(stderr, "\rtracetune: merging records %zu/%zu", done, total);
-      if (done == total) std::fputc('\n', stderr);
-    };
-  MergeReport report;
-  const fs::path dirs[] = {raw_dir};
-  auto merged = merge_raw(dirs, mopt, report);
-  if (!merged) {
-    outcome.error = merged.error();
-    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", merged.error().c_str(),
-                 merge_later_hint(raw_dir, opt.output).c_str());
-    return outcome;
-  }
-  trace::Trace& t = merged.value();
-  t.metadata.emplace_back("command", redacted_command(opt.command));
-  for (const auto& kv : opt.metadata) t.metadata.push_back(kv);
-  if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
-    outcome.error = st.error();
-    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", st.error().c_str(),
-                 merge_later_hint(raw_dir, opt.output).c_str());
-    return outcome;
-  }
-  outcome.trace_written = true;
-  if (opt.summary) print_summary(t, report, opt, raw_dir);
-  if (!opt.keep_raw) fs::remove_all(raw_dir, ec);
+  merge_and_write(opt, raw_dir, outcome);
   return outcome;
 }
 

@@ -43,7 +43,7 @@
 
 #include <fmt/format.h>
 
-#include "collective_clocks.h"
+#include "tracetune/collector/collective_clocks.h"
 #include "tracetune/collector/record_reader.h"
 #include "tracetune/trace/py_stacks.h"
 
@@ -483,7 +483,10 @@ class ProcessConverter {
     t_.metadata.emplace_back(prefix + "environment", key);
   }
 
-  void add_process_and_threads() {
+  void add_process_and_threads() { add_threads(add_process()); }
+
+  // The process, from the file's header and its exit and exec records; returns its name.
+  std::string add_process() {
     const RecordFileHeader& h = raw_.header;
     // An Exit record is written on the way out, before the header is updated: a process
     // killed between the two still ended on its own. An Exec record counts only when
@@ -534,9 +537,12 @@ class ProcessConverter {
           fmt::format("process {} has no exit record (killed or crashed); its last event is at {} ns", h.pid, last),
           last);
     }
+    return name;
+  }
 
-    // Threads: the main thread always (the process's own track), then every thread that
-    // wrote an event, by tid.
+  // Every thread that wrote an event (for GPU API and overhead records, the CUDA thread, not
+  // CUPTI's), by tid, once each.
+  std::vector<std::uint32_t> event_tids() const {
     std::vector<std::uint32_t> tids;
     auto collect = [&](const auto& records) {
       for (const auto& r : records) tids.push_back(r.tid);
@@ -553,7 +559,13 @@ class ProcessConverter {
       if (r.rec.object_kind == kCuptiObjectThread && r.rec.object_id != 0) tids.push_back(r.rec.object_id);
     std::sort(tids.begin(), tids.end());
     tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
-    const auto main_tid = static_cast<std::uint32_t>(h.pid);
+    return tids;
+  }
+
+  // Threads: the main thread always (the process's own track, named after the process when it
+  // has no name of its own), then every thread that wrote an event, by tid.
+  void add_threads(const std::string& name) {
+    const auto main_tid = static_cast<std::uint32_t>(raw_.header.pid);
     std::unordered_map<std::uint32_t, std::uint32_t> names;  // tid -> string id, last wins
     for (const auto& r : raw_.thread_names) names[r.rec.tid] = r.rec.name;
     auto add_thread = [&](std::uint32_t tid) {
@@ -565,7 +577,7 @@ class ProcessConverter {
       tracks_.emplace(tid, t_.add_thread(std::move(th)));
     };
     add_thread(main_tid);
-    for (const auto tid : tids)
+    for (const auto tid : event_tids())
       if (tid != main_tid) add_thread(tid);
   }
 

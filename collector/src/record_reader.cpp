@@ -206,11 +206,53 @@ class FileDecoder {
     if (!io_in_ticks(p_.header)) saw_time(std::max(r.start_ns, r.end_ns));
   }
 
+  // The host event records that carry a thread and a time (I/O, ranges, marks, steps, process
+  // events, counters) and the thread names and drop counts: true when `h` is one of them.
+  bool decode_event(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
+    switch (static_cast<RecordType>(h.type)) {
+      case RecordType::ThreadName:
+        push(p_.thread_names, h, payload, n);
+        return true;
+      case RecordType::Io:
+        if (push(p_.io, h, payload, n)) saw_io(p_.io.back().rec);
+        return true;
+      case RecordType::Range:
+        if (push(p_.ranges, h, payload, n))
+          saw_time(std::max(p_.ranges.back().rec.start_ns, p_.ranges.back().rec.end_ns));
+        return true;
+      case RecordType::Mark:
+        if (push(p_.marks, h, payload, n)) saw_time(p_.marks.back().rec.ts_ns);
+        return true;
+      case RecordType::Step:
+        if (push(p_.steps, h, payload, n))
+          saw_time(std::max(p_.steps.back().rec.start_ns, p_.steps.back().rec.end_ns));
+        return true;
+      case RecordType::Fork:
+        if (push(p_.forks, h, payload, n)) saw_time(p_.forks.back().rec.ts_ns);
+        return true;
+      case RecordType::Exec:
+        if (push(p_.execs, h, payload, n)) saw_time(p_.execs.back().rec.ts_ns);
+        return true;
+      case RecordType::Exit:
+        if (push(p_.exits, h, payload, n)) saw_time(p_.exits.back().rec.ts_ns);
+        return true;
+      case RecordType::Dropped:
+        push(p_.dropped, h, payload, n);
+        return true;
+      case RecordType::Counter:
+        if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
+        return true;
+      default:
+        return false;
+    }
+  }
+
   void decode(const RecordHeader& h, const unsigned char* payload, std::uint32_t n) {
     if (h.type >= kFirstGpuRecordType) {
       if (!decode_gpu(h, payload, n)) ++p_.unknown_records;
       return;
     }
+    if (decode_event(h, payload, n)) return;
     switch (static_cast<RecordType>(h.type)) {
       case RecordType::String: {
         StringRecord s;
@@ -229,12 +271,6 @@ class FileDecoder {
         if (take(payload, n, r)) p_.process_info = r;
         return;
       }
-      case RecordType::ThreadName:
-        push(p_.thread_names, h, payload, n);
-        return;
-      case RecordType::Io:
-        if (push(p_.io, h, payload, n)) saw_io(p_.io.back().rec);
-        return;
       case RecordType::IoCompact: {
         IoCompactRecord c;
         if (version_ < 2) break;  // not a type of version 1: unknown
@@ -243,38 +279,12 @@ class FileDecoder {
         saw_io(p_.io.back().rec);
         return;
       }
-      case RecordType::Range:
-        if (push(p_.ranges, h, payload, n))
-          saw_time(std::max(p_.ranges.back().rec.start_ns, p_.ranges.back().rec.end_ns));
-        return;
-      case RecordType::Mark:
-        if (push(p_.marks, h, payload, n)) saw_time(p_.marks.back().rec.ts_ns);
-        return;
-      case RecordType::Step:
-        if (push(p_.steps, h, payload, n))
-          saw_time(std::max(p_.steps.back().rec.start_ns, p_.steps.back().rec.end_ns));
-        return;
-      case RecordType::Fork:
-        if (push(p_.forks, h, payload, n)) saw_time(p_.forks.back().rec.ts_ns);
-        return;
-      case RecordType::Exec:
-        if (push(p_.execs, h, payload, n)) saw_time(p_.execs.back().rec.ts_ns);
-        return;
-      case RecordType::Exit:
-        if (push(p_.exits, h, payload, n)) saw_time(p_.exits.back().rec.ts_ns);
-        return;
-      case RecordType::Dropped:
-        push(p_.dropped, h, payload, n);
-        return;
       case RecordType::ClockSync: {
         ClockSyncRecord c;
         if (version_ < 2) break;  // not a type of version 1: unknown
         if (take(payload, n, c)) p_.clock_syncs.push_back(c);
         return;
       }
-      case RecordType::Counter:
-        if (push(p_.counters, h, payload, n)) saw_time(p_.counters.back().rec.ts_ns);
-        return;
       case RecordType::PyFrame: {
         PyFrameRecord f;
         if (take(payload, n, f)) p_.py_frames.push_back(f);

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "toml_value.h"
+#include "knobs.h"
 
 namespace tt::tuner {
 
@@ -44,12 +44,8 @@ bool valid_env_name(std::string_view n) {
 }
 
 // One [[knob]] table -> Knob, or why not.
-Result<Knob> parse_knob(const toml::table& t) {
-  static const std::set<std::string_view> kFields = {"id",   "changes", "apply",  "env",       "type", "min", "max",
-                                                     "choices", "values", "safe", "addresses", "risk", "doc"};
-  for (auto&& [k, v] : t)
-    if (!kFields.count(k.str())) return make_error(fmt::format("unknown field '{}' ({})", k.str(), detail::where(v)));
-
+// The knob's words: id, changes, apply, type, risk, doc and env, each checked.
+Status parse_knob_words(const toml::table& t, Knob& k) {
   auto str = [&](std::string_view key, bool required, std::string& out) -> Status {
     const toml::node* n = t.get(key);
     if (n == nullptr) return required ? Status(make_error(fmt::format("missing field '{}'", key))) : Status();
@@ -58,7 +54,6 @@ Result<Knob> parse_knob(const toml::table& t) {
     out = *n->value<std::string>();
     return {};
   };
-  Knob k;
   std::string apply, type, risk;
   for (auto [key, req, out] : {std::tuple{"id", true, &k.id}, {"changes", true, &k.changes}, {"apply", true, &apply},
                                {"type", true, &type}, {"risk", true, &risk}, {"doc", true, &k.doc}, {"env", false, &k.env}})
@@ -73,7 +68,12 @@ Result<Knob> parse_knob(const toml::table& t) {
     return make_error(fmt::format("type '{}' is not one of bool, int, float, enum, enum_list, table", type));
   if (!parse_enum<Risk>(risk, {{"none", Risk::None}, {"numerics", Risk::Numerics}}, k.risk))
     return make_error(fmt::format("risk '{}' is not one of none, numerics", risk));
+  return {};
+}
 
+// apply against env and type: an env knob names a variable that loads no code; a table knob is
+// the NCCL tuner's, and only it.
+Status check_knob_apply(const toml::table&, Knob& k) {
   if (k.apply == Apply::Env) {
     if (k.env.empty()) return make_error("apply = \"env\" needs field 'env' (the variable's name)");
     if (!valid_env_name(k.env)) return make_error(fmt::format("env '{}' is not an environment variable name", k.env));
@@ -85,7 +85,11 @@ Result<Knob> parse_knob(const toml::table& t) {
   }
   if ((k.apply == Apply::NcclTuner) != (k.type == KnobType::Table))
     return make_error("type = \"table\" goes with apply = \"nccl_tuner\", and only with it");
+  return {};
+}
 
+// min and max: int and float knobs have them, others not.
+Status parse_knob_range(const toml::table& t, Knob& k) {
   const bool numeric = k.type == KnobType::Int || k.type == KnobType::Float;
   for (auto [key, out] : {std::pair{"min", &k.min}, std::pair{"max", &k.max}}) {
     const toml::node* n = t.get(key);
@@ -100,7 +104,11 @@ Result<Knob> parse_knob(const toml::table& t) {
     *out = n->is_integer() ? static_cast<double>(*n->value<std::int64_t>()) : *n->value<double>();
   }
   if (numeric && *k.min > *k.max) return make_error(fmt::format("min {} is above max {}", *k.min, *k.max));
+  return {};
+}
 
+// choices: enum and enum_list knobs list them, once each.
+Status parse_knob_choices(const toml::table& t, Knob& k) {
   const bool enumish = k.type == KnobType::Enum || k.type == KnobType::EnumList;
   if (const toml::node* n = t.get("choices")) {
     if (!enumish) return make_error("field 'choices' is only for enum and enum_list knobs");
@@ -115,7 +123,11 @@ Result<Knob> parse_knob(const toml::table& t) {
   } else if (enumish) {
     return make_error("missing field 'choices' (enum knobs list their allowed values)");
   }
+  return {};
+}
 
+// values (the candidates to try) and safe (the values that keep numerics), as the knob's type.
+Status parse_knob_values(const toml::table& t, Knob& k) {
   for (auto [key, out] : {std::pair{"values", &k.values}, std::pair{"safe", &k.safe}}) {
     const toml::node* n = t.get(key);
     if (n == nullptr) continue;
@@ -132,7 +144,11 @@ Result<Knob> parse_knob(const toml::table& t) {
   if (k.risk == Risk::Numerics && k.safe.empty())
     return make_error("risk = \"numerics\" needs field 'safe' (the values that keep numerics unchanged)");
   if (k.risk == Risk::None && !k.safe.empty()) return make_error("field 'safe' is only for risk = \"numerics\"");
+  return {};
+}
 
+// addresses: the finding ids the knob addresses (rules.h's kFindingIds).
+Status parse_knob_addresses(const toml::table& t, Knob& k) {
   const toml::node* addr = t.get("addresses");
   const toml::array* a = addr != nullptr ? addr->as_array() : nullptr;
   if (a == nullptr || a->empty()) return make_error("field 'addresses' must be a non-empty array of finding ids");
@@ -145,6 +161,19 @@ Result<Knob> parse_knob(const toml::table& t) {
     }
     k.addresses.push_back(*s);
   }
+  return {};
+}
+
+Result<Knob> parse_knob(const toml::table& t) {
+  static const std::set<std::string_view> kFields = {"id",   "changes", "apply",  "env",       "type", "min", "max",
+                                                     "choices", "values", "safe", "addresses", "risk", "doc"};
+  for (auto&& [k, v] : t)
+    if (!kFields.count(k.str())) return make_error(fmt::format("unknown field '{}' ({})", k.str(), detail::where(v)));
+
+  Knob k;
+  for (auto step : {parse_knob_words, check_knob_apply, parse_knob_range, parse_knob_choices, parse_knob_values,
+                    parse_knob_addresses})
+    if (auto st = step(t, k); !st) return make_error(st.error());
   return k;
 }
 
@@ -265,6 +294,11 @@ Status check_value(const Knob& knob, const Value& value) {
 bool numerics_safe(const Knob& knob, const Value& value) {
   if (knob.risk == Risk::None) return true;
   return std::find(knob.safe.begin(), knob.safe.end(), value) != knob.safe.end();
+}
+
+bool changes_numerics(const Catalogue& cat, const std::string& id, const Value& v) {
+  const Knob* k = cat.find(id);
+  return k != nullptr && !numerics_safe(*k, v);
 }
 
 bool is_code_loading_env(std::string_view n) {

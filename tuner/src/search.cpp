@@ -395,6 +395,8 @@ class Searcher {
   }
 
   void search_group(const SearchGroup& g);
+  void keep_group_best(const SearchGroup& g, int best_here, std::size_t first_trial);
+  bool prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted);
 
  private:
   TrialRunner& runner_;
@@ -422,6 +424,23 @@ bool includes_a_failure(const Candidate& c, const std::vector<Candidate>& failed
   });
 }
 
+// The prediction stops the group (logged): no candidate left (from `next` on) can beat the best
+// by more than min_gain.
+bool Searcher::prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted) {
+  const double best_speedup = r.speedup_of(best_here >= 0 ? best_here : r.best_trial);
+  const double best_left = *std::max_element(g.predicted.begin() + static_cast<std::ptrdiff_t>(next), g.predicted.end());
+  // A best measured above its own prediction (by more than min_gain) says the prediction
+  // is not credible for this job (or the best's figure is noise's winner): it stops nothing.
+  const bool credible = best_predicted > 0 && best_speedup <= best_predicted * (1 + opt_.min_gain);
+  if (best_here >= 0 && credible && best_left > 0 && best_left < best_speedup * (1 + opt_.min_gain)) {
+    r.log.push_back(fmt::format("{}: stopped: the best predicted of the {} candidates left ({:.2f}x) cannot beat {:.2f}x "
+                                "by {:.0f}%", g.name(), g.candidates.size() - next, best_left, best_speedup,
+                                100 * opt_.min_gain));
+    return true;
+  }
+  return false;
+}
+
 void Searcher::search_group(const SearchGroup& g) {
   int best_here = -1;  // trial index of this group's best candidate, when it beat the best before it
   int misses = 0;
@@ -433,18 +452,7 @@ void Searcher::search_group(const SearchGroup& g) {
   std::map<int, double> predicted_of;  // trial index -> its candidate's prediction
   double best_predicted = 0;           // the prediction of best_here's candidate
   while (!done && next < g.candidates.size()) {
-    // the prediction: no candidate left can beat the best by more than min_gain
-    const double best_speedup = r.speedup_of(best_here >= 0 ? best_here : r.best_trial);
-    const double best_left = *std::max_element(g.predicted.begin() + static_cast<std::ptrdiff_t>(next), g.predicted.end());
-    // A best measured above its own prediction (by more than min_gain) says the prediction
-    // is not credible for this job (or the best's figure is noise's winner): it stops nothing.
-    const bool credible = best_predicted > 0 && best_speedup <= best_predicted * (1 + opt_.min_gain);
-    if (best_here >= 0 && credible && best_left > 0 && best_left < best_speedup * (1 + opt_.min_gain)) {
-      r.log.push_back(fmt::format("{}: stopped: the best predicted of the {} candidates left ({:.2f}x) cannot beat {:.2f}x "
-                                  "by {:.0f}%", g.name(), g.candidates.size() - next, best_left, best_speedup,
-                                  100 * opt_.min_gain));
-      break;
-    }
+    if (prediction_stops(g, next, best_here, best_predicted)) break;
     // a block of candidates, then the baseline beside them
     std::vector<int> block;
     const int per_block = interleaved() ? opt_.baseline_every : 1;
@@ -489,6 +497,13 @@ void Searcher::search_group(const SearchGroup& g) {
       }
     }
   }
+  keep_group_best(g, best_here, first_trial);
+}
+
+// After a group's search: its best candidate (trial best_here, -1: none beat the best before it)
+// becomes the search's best, with an outcome per knob it changes (the group's trials' cost
+// from first_trial on); or the log says nothing was kept.
+void Searcher::keep_group_best(const SearchGroup& g, int best_here, std::size_t first_trial) {
   if (best_here >= 0) {
     const Trial& t = r.trials[static_cast<std::size_t>(best_here)];
     KnobOutcome outcome{g.name(), best_here, r.best_trial, r.speedup_of(best_here) / r.speedup_of(r.best_trial), 0, 0};

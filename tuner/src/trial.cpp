@@ -16,7 +16,6 @@
 #include "tracetune/trace/store.h"
 #include "tracetune/tuner/apply.h"
 #include "tracetune/tuner/tuned_config.h"
-#include "tracetune/tuner/tuned_writer.h"
 
 namespace tt::tuner {
 namespace fs = std::filesystem;
@@ -247,6 +246,16 @@ Trial JobTrialRunner::run(const Candidate& candidate) {
                                                t.stats.steps, t.stats.median_ms, early_stop_ms_));
   }
   return finish(TrialStatus::Ok, "");
+}
+
+std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
+  std::string out = "# a tracetune tune trial candidate\n";
+  bool numerics = false;
+  for (const auto& [id, v] : c.settings) numerics |= changes_numerics(cat, id, v);
+  if (numerics) out += "[meta]\nnumerics = true\n";
+  out += "[settings]\n";
+  for (const auto& [id, v] : c.settings) out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
+  return out + nccl_table_toml(c.nccl_table);
 }
 
 }  // namespace tt::tuner

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/collector/job_python.h"
 #include "tracetune/collector/launcher.h"
 #include "tracetune/analyzer/diff.h"
 #include "tracetune/trace/file_io.h"

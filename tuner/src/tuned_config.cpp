@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "toml_value.h"
+#include "knobs.h"
 
 namespace tt::tuner {
 namespace {
@@ -135,65 +135,86 @@ std::vector<std::string> header_comments(std::string_view text) {
 constexpr int kMaxTomlDepth = 32;
 constexpr std::size_t kMaxTomlKey = 1024;
 
-Status check_toml_shape(std::string_view text, std::string_view source) {
-  enum class In { Code, Basic, Literal, MultiBasic, MultiLiteral, Comment } in = In::Code;
+// Where check_toml_shape is in the text.
+enum class TomlIn { Code, Basic, Literal, MultiBasic, MultiLiteral, Comment };
+struct TomlScan {
+  TomlIn in = TomlIn::Code;
   std::string nest;  // the open '[' and '{', innermost last
   bool key_position = true;
   int line = 1, dots = 0;
   std::size_t key_len = 0;
+};
+
+// Inside a string or a comment: steps over text[i] (and the character a backslash escapes, or
+// the rest of a closing triple quote); false in code.
+bool skip_quoted(TomlScan& sc, std::string_view text, std::size_t& i) {
+  const char c = text[i];
+  switch (sc.in) {
+    case TomlIn::Comment: return true;
+    case TomlIn::Basic:
+      if (c == '\\') ++i;
+      else if (c == '"') sc.in = TomlIn::Code;
+      return true;
+    case TomlIn::Literal:
+      if (c == '\'') sc.in = TomlIn::Code;
+      return true;
+    case TomlIn::MultiBasic:
+      if (c == '\\') ++i;
+      else if (text.substr(i, 3) == "\"\"\"") { sc.in = TomlIn::Code; i += 2; }
+      return true;
+    case TomlIn::MultiLiteral:
+      if (text.substr(i, 3) == "'''") { sc.in = TomlIn::Code; i += 2; }
+      return true;
+    case TomlIn::Code: break;
+  }
+  return false;
+}
+
+// A character of code: opens a string or a comment, ends a key, opens or closes a table or
+// array, or counts a dot of a dotted key.
+void scan_code(TomlScan& sc, std::string_view text, std::size_t& i) {
+  auto digit = [&](std::size_t k) { return k < text.size() && text[k] >= '0' && text[k] <= '9'; };
+  const char c = text[i];
+  switch (c) {
+    case '#': sc.in = TomlIn::Comment; break;
+    case '"': if (text.substr(i, 3) == "\"\"\"") { sc.in = TomlIn::MultiBasic; i += 2; } else sc.in = TomlIn::Basic; break;
+    case '\'': if (text.substr(i, 3) == "'''") { sc.in = TomlIn::MultiLiteral; i += 2; } else sc.in = TomlIn::Literal; break;
+    case '=': sc.key_position = false; sc.key_len = 0; break;
+    case '[': case '{':
+      sc.nest.push_back(c);
+      sc.key_position = c == '{' || sc.key_position;  // a table header's brackets hold a key
+      break;
+    case ']': case '}': if (!sc.nest.empty()) sc.nest.pop_back(); break;
+    case ',': if (!sc.nest.empty() && sc.nest.back() == '{') { sc.key_position = true; sc.key_len = 0; } break;
+    case '.':
+      // a dot between digits in a value is a float's, not a nesting level
+      if (sc.key_position || !(i > 0 && digit(i - 1) && digit(i + 1))) ++sc.dots;
+      break;
+    default: break;
+  }
+}
+
+Status check_toml_shape(std::string_view text, std::string_view source) {
+  TomlScan sc;
   auto too = [&](std::string_view what) {
-    return make_error(fmt::format("{}: line {}: {}; not a tuned config", source, line, what));
+    return make_error(fmt::format("{}: line {}: {}; not a tuned config", source, sc.line, what));
   };
-  auto digit = [&](std::size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
   for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      if (in == In::Comment || in == In::Basic || in == In::Literal) in = In::Code;
-      if (in == In::Code) {
-        dots = 0;
-        key_len = 0;
-        key_position = nest.empty();
+    if (text[i] == '\n') {
+      ++sc.line;
+      if (sc.in == TomlIn::Comment || sc.in == TomlIn::Basic || sc.in == TomlIn::Literal) sc.in = TomlIn::Code;
+      if (sc.in == TomlIn::Code) {
+        sc.dots = 0;
+        sc.key_len = 0;
+        sc.key_position = sc.nest.empty();
       }
       continue;
     }
-    if (key_position && ++key_len > kMaxTomlKey) return too(fmt::format("a key longer than {} characters", kMaxTomlKey));
-    switch (in) {
-      case In::Comment: continue;
-      case In::Basic:
-        if (c == '\\') ++i;
-        else if (c == '"') in = In::Code;
-        continue;
-      case In::Literal:
-        if (c == '\'') in = In::Code;
-        continue;
-      case In::MultiBasic:
-        if (c == '\\') ++i;
-        else if (text.substr(i, 3) == "\"\"\"") { in = In::Code; i += 2; }
-        continue;
-      case In::MultiLiteral:
-        if (text.substr(i, 3) == "'''") { in = In::Code; i += 2; }
-        continue;
-      case In::Code: break;
-    }
-    switch (c) {
-      case '#': in = In::Comment; break;
-      case '"': if (text.substr(i, 3) == "\"\"\"") { in = In::MultiBasic; i += 2; } else in = In::Basic; break;
-      case '\'': if (text.substr(i, 3) == "'''") { in = In::MultiLiteral; i += 2; } else in = In::Literal; break;
-      case '=': key_position = false; key_len = 0; break;
-      case '[': case '{':
-        nest.push_back(c);
-        key_position = c == '{' || key_position;  // a table header's brackets hold a key
-        break;
-      case ']': case '}': if (!nest.empty()) nest.pop_back(); break;
-      case ',': if (!nest.empty() && nest.back() == '{') { key_position = true; key_len = 0; } break;
-      case '.':
-        // a dot between digits in a value is a float's, not a nesting level
-        if (key_position || !(i > 0 && digit(i - 1) && digit(i + 1))) ++dots;
-        break;
-      default: break;
-    }
-    if (dots + static_cast<int>(nest.size()) > kMaxTomlDepth)
+    if (sc.key_position && ++sc.key_len > kMaxTomlKey)
+      return too(fmt::format("a key longer than {} characters", kMaxTomlKey));
+    if (skip_quoted(sc, text, i)) continue;
+    scan_code(sc, text, i);
+    if (sc.dots + static_cast<int>(sc.nest.size()) > kMaxTomlDepth)
       return too(fmt::format("keys or tables nested deeper than {} levels", kMaxTomlDepth));
   }
   return {};
@@ -226,19 +247,20 @@ const Setting* find_setting(const TunedConfig& c, std::string_view id) {
 
 }  // namespace
 
-Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view source, const Catalogue& cat) {
-  auto err = [&](const toml::node* at, const std::string& msg) {
+namespace {
+
+// "source: line N: msg" (without the line where `at` is null).
+struct ConfigError {
+  std::string_view source;
+  Error operator()(const toml::node* at, const std::string& msg) const {
     return make_error(at != nullptr ? fmt::format("{}: {}: {}", source, detail::where(*at), msg)
                                     : fmt::format("{}: {}", source, msg));
-  };
-  if (auto st = check_toml_shape(text, source); !st) return make_error(st.error());
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return make_error(fmt::format("{}: line {}: not valid TOML: {}", source, e.source().begin.line, e.description()));
   }
-  TunedConfig cfg;
+};
+
+// The top-level keys: [meta], [settings] and [nccl] tables only; a knob or variable outside
+// [settings] is refused with what to write instead.
+Status check_top_keys(const toml::table& root, const Catalogue& cat, const ConfigError& err) {
   for (auto&& [k, v] : root) {
     const std::string_view key = k.str();
     if (key == "meta" || key == "settings" || key == "nccl") {
@@ -251,7 +273,11 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       return err(&v, fmt::format("'{}' is outside [settings]; ", key) + refuse_unknown(key, cat));
     return err(&v, fmt::format("unknown key '{}' (a tuned config has [meta], [settings] and [[nccl.table]])", key));
   }
+  return {};
+}
 
+// [meta]: numerics, trials, speedup, findings and command.
+Status parse_meta(const toml::table& root, TunedConfig& cfg, const ConfigError& err) {
   if (const toml::table* meta = root["meta"].as_table()) {
     if (const toml::node* n = meta->get("numerics")) {
       if (!n->is_boolean()) return err(n, "meta.numerics must be true or false");
@@ -274,8 +300,14 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
     }
     if (auto c = (*meta)["command"].value<std::string>()) cfg.command = *c;
   }
-  cfg.header_comments = header_comments(text);
+  return {};
+}
 
+// [settings]: each key a knob of the catalogue, set once, with a value of its type that keeps
+// numerics unless [meta] allows it.
+Status parse_settings(const toml::table& root, std::string_view text, const Catalogue& cat, TunedConfig& cfg,
+                      const ConfigError& err) {
+  const std::string_view source = err.source;
   if (const toml::table* settings = root["settings"].as_table()) {
     std::vector<std::pair<std::string, const toml::node*>> flat;
     flatten(*settings, "", flat);
@@ -299,7 +331,11 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       cfg.settings.push_back(Setting{*knob, std::move(value.value()), static_cast<int>(node->source().begin.line)});
     }
   }
+  return {};
+}
 
+// [[nccl.table]] entries.
+Status parse_nccl_table(const toml::table& root, TunedConfig& cfg, const ConfigError& err) {
   if (const toml::table* nccl = root["nccl"].as_table()) {
     for (auto&& [k, v] : *nccl)
       if (k.str() != "table") return err(&v, fmt::format("unknown key 'nccl.{}' (only [[nccl.table]] entries)", k.str()));
@@ -317,9 +353,11 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
       }
     }
   }
+  return {};
+}
 
-  std::sort(cfg.settings.begin(), cfg.settings.end(), [](const Setting& a, const Setting& b) { return a.knob.id < b.knob.id; });
-
+// The constraints between knobs (channels, sockets), on the sorted settings.
+Status check_knob_constraints(const TunedConfig& cfg, std::string_view source) {
   // constraints between knobs
   const Setting* lo = find_setting(cfg, "nccl.min_nchannels");
   const Setting* hi = find_setting(cfg, "nccl.max_nchannels");
@@ -331,6 +369,28 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
   if (th != nullptr && so != nullptr && std::get<std::int64_t>(th->value) * std::get<std::int64_t>(so->value) > 64)
     return make_error(fmt::format("{}: line {}: settings: nccl.socket_nthreads x nccl.nsocks_perthread is {} (NCCL allows at most 64 sockets)",
                                   source, th->line, std::get<std::int64_t>(th->value) * std::get<std::int64_t>(so->value)));
+  return {};
+}
+
+}  // namespace
+
+Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view source, const Catalogue& cat) {
+  const ConfigError err{source};
+  if (auto st = check_toml_shape(text, source); !st) return make_error(st.error());
+  toml::table root;
+  try {
+    root = toml::parse(text, source);
+  } catch (const toml::parse_error& e) {
+    return make_error(fmt::format("{}: line {}: not valid TOML: {}", source, e.source().begin.line, e.description()));
+  }
+  TunedConfig cfg;
+  if (auto st = check_top_keys(root, cat, err); !st) return make_error(st.error());
+  if (auto st = parse_meta(root, cfg, err); !st) return make_error(st.error());
+  cfg.header_comments = header_comments(text);
+  if (auto st = parse_settings(root, text, cat, cfg, err); !st) return make_error(st.error());
+  if (auto st = parse_nccl_table(root, cfg, err); !st) return make_error(st.error());
+  std::sort(cfg.settings.begin(), cfg.settings.end(), [](const Setting& a, const Setting& b) { return a.knob.id < b.knob.id; });
+  if (auto st = check_knob_constraints(cfg, source); !st) return make_error(st.error());
   return cfg;
 }
 
@@ -373,6 +433,48 @@ Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const C
                                         "directory", path.string(), dir.string(),
                                         (ds.st_mode & S_ISVTX) != 0 ? " (sticky)" : ", so anyone can replace the file"));
   return cfg;
+}
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\u{:04X}", static_cast<unsigned>(u));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string value_toml(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return toml_string(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + toml_string((*list)[i]);
+    return out + "]";
+  }
+  if (const auto* d = std::get_if<double>(&v)) {
+    std::string s = fmt::format("{}", *d);
+    return s;  // an integer spelling is accepted for float knobs
+  }
+  return display(v);
+}
+
+std::string nccl_table_toml(const std::vector<NcclTableEntry>& table) {
+  std::string out;
+  for (const auto& e : table) {
+    out += fmt::format("\n[[nccl.table]]\ncollective = \"{}\"\nmin_bytes = {}\nmax_bytes = {}\nalgorithm = \"{}\"\n"
+                       "protocol = \"{}\"\nchannels = {}\n", kNcclCollectives[e.collective], e.min_bytes, e.max_bytes,
+                       kNcclAlgorithms[e.algorithm], kNcclProtocols[e.protocol], e.channels);
+    if (e.nodes > 0) out += fmt::format("nodes = {}\n", e.nodes);
+    if (e.ranks > 0) out += fmt::format("ranks = {}\n", e.ranks);
+  }
+  return out;
 }
 
 std::string nccl_table_text(const std::vector<NcclTableEntry>& table) {

@@ -1,6 +1,7 @@
 // tuned.toml and the trials file. tuned.toml must always parse with parse_tuned_config (a
 // unit test round-trips it), so values are written with the catalogue's own spelling.
 #include "tracetune/trace/json_text.h"
+#include "tracetune/tuner/tuned_config.h"
 #include "tracetune/tuner/tuned_writer.h"
 
 #include <algorithm>
@@ -10,42 +11,7 @@
 
 namespace tt::tuner {
 
-std::string toml_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\u{:04X}", static_cast<unsigned>(u));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 namespace {
-
-bool changes_numerics(const Catalogue& cat, const std::string& id, const Value& v) {
-  const Knob* k = cat.find(id);
-  return k != nullptr && !numerics_safe(*k, v);
-}
-
-std::string value_toml(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return toml_string(*s);
-  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + toml_string((*list)[i]);
-    return out + "]";
-  }
-  if (const auto* d = std::get_if<double>(&v)) {
-    std::string s = fmt::format("{}", *d);
-    return s;  // an integer spelling is accepted for float knobs
-  }
-  return display(v);
-}
 
 std::string json_value(const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
@@ -58,19 +24,6 @@ std::string json_value(const Value& v) {
 }
 
 std::string json_number(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "null"; }
-
-// [[nccl.table]] entries as tuned_config.cpp's parse_table_entry reads them.
-std::string nccl_table_toml(const std::vector<NcclTableEntry>& table) {
-  std::string out;
-  for (const auto& e : table) {
-    out += fmt::format("\n[[nccl.table]]\ncollective = \"{}\"\nmin_bytes = {}\nmax_bytes = {}\nalgorithm = \"{}\"\n"
-                       "protocol = \"{}\"\nchannels = {}\n", kNcclCollectives[e.collective], e.min_bytes, e.max_bytes,
-                       kNcclAlgorithms[e.algorithm], kNcclProtocols[e.protocol], e.channels);
-    if (e.nodes > 0) out += fmt::format("nodes = {}\n", e.nodes);
-    if (e.ranks > 0) out += fmt::format("ranks = {}\n", e.ranks);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -143,21 +96,13 @@ std::string confirmation_comment(const TuneSummary& s) {
 
 }  // namespace
 
-std::string candidate_toml(const Candidate& c, const Catalogue& cat) {
-  std::string out = "# a tracetune tune trial candidate\n";
-  bool numerics = false;
-  for (const auto& [id, v] : c.settings) numerics |= changes_numerics(cat, id, v);
-  if (numerics) out += "[meta]\nnumerics = true\n";
-  out += "[settings]\n";
-  for (const auto& [id, v] : c.settings) out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
-  return out + nccl_table_toml(c.nccl_table);
-}
+namespace {
 
-std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
+// The comment at the top of tuned.toml: how to apply it, the baseline and the choice measured.
+std::string tuned_header(const TuneSummary& s, bool measured) {
   const SearchResult& r = s.result;
   const Trial* base = r.trials.empty() ? nullptr : &r.trials.front();
   const Trial* best = r.trials.empty() ? nullptr : &r.trials[r.best_trial];
-  const bool measured = base != nullptr && base->status == TrialStatus::Ok;
   std::string out;
   out += fmt::format("# tuned.toml written by tracetune {} (tracetune tune)\n", s.version);
   out += "# Apply with:  tracetune run --config tuned.toml -- " + s.command + "\n";
@@ -179,33 +124,44 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
     out += "# No candidate beat the baseline by more than the noise: the job's own settings are kept.\n";
   for (const auto& line : s.skipped) out += "# not searched: " + line + "\n";
   out += "# Every trial: the .trials.json file next to this one.\n\n";
+  return out;
+}
 
+// [meta]'s lines on the confirmation runs.
+std::string confirmation_toml(const Confirmation& c, const SearchResult& r) {
+  std::string out;
+  out += fmt::format("confirmed = {}\n", c.confirmed ? "true" : "false");
+  if (!c.confirmed) out += "result = \"no confirmed gain\"\n";
+  out += fmt::format("confirm_pairs = {}   # pairs used (sequential: until the interval excluded 1, or the most allowed)\n",
+                     c.ratios.size());
+  out += fmt::format("confirm_level = {:.4f}   # each look's confidence level ({} looks planned)\n", c.level, c.looks_planned);
+  out += fmt::format("{}speedup_low = {:.4f}\n{}speedup_high = {:.4f}\n", c.confirmed ? "" : "choice_", c.low,
+                     c.confirmed ? "" : "choice_", c.high);
+  if (!c.confirmed) out += fmt::format("choice_speedup = {:.4f}\nchoice = {}\n", c.speedup, toml_string(r.best.label()));
+  if (c.e2e_ratios.size() >= 2)
+    out += fmt::format("e2e_speedup = {:.4f}   # end to end: launch to the job's end, start-up included\n"
+                       "e2e_speedup_low = {:.4f}\ne2e_speedup_high = {:.4f}\ne2e_steps = {}\n",
+                       c.e2e_speedup, c.e2e_low, c.e2e_high, c.e2e_steps);
+  return out;
+}
+
+// [meta] and, per knob of the search's choice, what the analyzer predicted and what the search
+// measured ([meta.knobs."<id>"]).
+std::string meta_toml(const TuneSummary& s, const Catalogue& cat, bool measured) {
+  const SearchResult& r = s.result;
+  const Trial* best = r.trials.empty() ? nullptr : &r.trials[r.best_trial];
   const Candidate& written = s.written();
   bool numerics = false;
   for (const auto& [id, v] : written.settings) numerics |= changes_numerics(cat, id, v);
   std::vector<std::string> findings;
   for (const auto& f : s.findings) findings.push_back(toml_string(f.id));
-  out += "[meta]\n";
+  std::string out = "[meta]\n";
   out += fmt::format("tracetune = {}\n", toml_string(s.version));
   out += fmt::format("command = {}\n", toml_string(s.command));
   const bool claimed = measured && !written.settings.empty();
   const double speedup = !claimed ? 1.0 : s.confirmation ? s.confirmation->speedup : r.speedup();
   out += fmt::format("speedup = {:.4f}\n", speedup);
-  if (s.confirmation) {
-    const Confirmation& c = *s.confirmation;
-    out += fmt::format("confirmed = {}\n", c.confirmed ? "true" : "false");
-    if (!c.confirmed) out += "result = \"no confirmed gain\"\n";
-    out += fmt::format("confirm_pairs = {}   # pairs used (sequential: until the interval excluded 1, or the most allowed)\n",
-                       c.ratios.size());
-    out += fmt::format("confirm_level = {:.4f}   # each look's confidence level ({} looks planned)\n", c.level, c.looks_planned);
-    out += fmt::format("{}speedup_low = {:.4f}\n{}speedup_high = {:.4f}\n", c.confirmed ? "" : "choice_", c.low,
-                       c.confirmed ? "" : "choice_", c.high);
-    if (!c.confirmed) out += fmt::format("choice_speedup = {:.4f}\nchoice = {}\n", c.speedup, toml_string(r.best.label()));
-    if (c.e2e_ratios.size() >= 2)
-      out += fmt::format("e2e_speedup = {:.4f}   # end to end: launch to the job's end, start-up included\n"
-                         "e2e_speedup_low = {:.4f}\ne2e_speedup_high = {:.4f}\ne2e_steps = {}\n",
-                         c.e2e_speedup, c.e2e_low, c.e2e_high, c.e2e_steps);
-  }
+  if (s.confirmation) out += confirmation_toml(*s.confirmation, r);
   if (measured && !r.best.settings.empty()) {
     out += fmt::format("search_speedup = {:.4f}\n", r.speedup());
     out += fmt::format("predicted_speedup = {:.4f}   # the analyzer's what-if for the findings these knobs address{}\n",
@@ -222,7 +178,6 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
   out += fmt::format("trials_wall_s = {:.1f}\n", r.wall_s());
   out += fmt::format("findings = [{}]\n", fmt::join(findings, ", "));
   if (numerics) out += "numerics = true   # at least one setting below changes numerical results\n";
-  // Per knob of the search's choice: what the analyzer predicted and what the search measured.
   for (const auto& k : r.kept) {
     out += fmt::format("\n[meta.knobs.{}]\n", toml_string(k.id));
     std::vector<std::string> fs;
@@ -233,37 +188,59 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
     out += fmt::format("trial_steps = {}   # the cost of this choice: steps run by this knob's trials\n", k.trial_steps);
     if (s.refused()) out += "applied = false   # no confirmed gain\n";
   }
-  out += "\n[settings]\n";
-  for (const auto& [id, v] : written.settings) {
-    const Knob* k = cat.find(id);
-    const KnobPlan* p = nullptr;
-    for (const auto& kp : s.plan)
-      if (kp.knob->id == id) p = &kp;
-    // the trial that first kept this value: the first trial whose candidate had it
-    const Trial* chosen = nullptr;
-    for (const auto& t : r.trials)
-      if (varied(t, id) && t.status == TrialStatus::Ok) {
-        const Value* tv = t.candidate.find(id);
-        if (tv != nullptr && *tv == v && (chosen == nullptr || t.stats.median_ms < chosen->stats.median_ms)) chosen = &t;
-      }
-    if (k != nullptr) out += fmt::format("# {}\n", k->changes);
-    if (p != nullptr) {
-      std::string tried;
-      for (const auto& t : r.trials)
-        if (varied(t, id)) {
-          const Value* tv = t.candidate.find(id);
-          tried += fmt::format("{}{}: {}", tried.empty() ? "" : ", ", tv != nullptr ? display(*tv) : "unset",
-                               t.status == TrialStatus::Ok ? fmt::format("{:.1f} ms ({:.2f}x)", t.stats.median_ms, r.speedup_of(t.index))
-                                                           : std::string(to_string(t.status)));
-        }
-      out += fmt::format("# findings: {}; tried {}\n", fmt::join(p->findings, ", "), tried);
+  return out;
+}
+
+// "# findings: ...; tried 4: 120.0 ms (1.10x), ...": the values the search tried for knob `id`.
+std::string tried_comment(const TuneSummary& s, const KnobPlan& p, const std::string& id) {
+  const SearchResult& r = s.result;
+  std::string tried;
+  for (const auto& t : r.trials)
+    if (varied(t, id)) {
+      const Value* tv = t.candidate.find(id);
+      tried += fmt::format("{}{}: {}", tried.empty() ? "" : ", ", tv != nullptr ? display(*tv) : "unset",
+                           t.status == TrialStatus::Ok ? fmt::format("{:.1f} ms ({:.2f}x)", t.stats.median_ms, r.speedup_of(t.index))
+                                                       : std::string(to_string(t.status)));
     }
-    if (chosen != nullptr && measured)
-      out += fmt::format("# trial {}: median {:.2f} ms (spread {:.2f} ms), {:.3f}x the baseline\n", chosen->index,
-                         chosen->stats.median_ms, chosen->stats.spread_ms(), r.speedup_of(chosen->index));
-    if (changes_numerics(cat, id, v)) out += "# CHANGES NUMERICS: tried because --allow-numerics was given\n";
-    out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
-  }
+  return fmt::format("# findings: {}; tried {}\n", fmt::join(p.findings, ", "), tried);
+}
+
+// One setting of [settings], with the comments above it: what it changes, the findings behind
+// it and the values tried, the trial that measured it, "CHANGES NUMERICS" where it does.
+std::string setting_toml(const TuneSummary& s, const Catalogue& cat, const std::string& id, const Value& v,
+                         bool measured) {
+  const SearchResult& r = s.result;
+  const Knob* k = cat.find(id);
+  const KnobPlan* p = nullptr;
+  for (const auto& kp : s.plan)
+    if (kp.knob->id == id) p = &kp;
+  // the trial that first kept this value: the first trial whose candidate had it
+  const Trial* chosen = nullptr;
+  for (const auto& t : r.trials)
+    if (varied(t, id) && t.status == TrialStatus::Ok) {
+      const Value* tv = t.candidate.find(id);
+      if (tv != nullptr && *tv == v && (chosen == nullptr || t.stats.median_ms < chosen->stats.median_ms)) chosen = &t;
+    }
+  std::string out;
+  if (k != nullptr) out += fmt::format("# {}\n", k->changes);
+  if (p != nullptr) out += tried_comment(s, *p, id);
+  if (chosen != nullptr && measured)
+    out += fmt::format("# trial {}: median {:.2f} ms (spread {:.2f} ms), {:.3f}x the baseline\n", chosen->index,
+                       chosen->stats.median_ms, chosen->stats.spread_ms(), r.speedup_of(chosen->index));
+  if (changes_numerics(cat, id, v)) out += "# CHANGES NUMERICS: tried because --allow-numerics was given\n";
+  out += fmt::format("{} = {}\n", toml_string(id), value_toml(v));
+  return out;
+}
+
+}  // namespace
+
+std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
+  const SearchResult& r = s.result;
+  const Trial* base = r.trials.empty() ? nullptr : &r.trials.front();
+  const bool measured = base != nullptr && base->status == TrialStatus::Ok;
+  std::string out = tuned_header(s, measured) + meta_toml(s, cat, measured);
+  out += "\n[settings]\n";
+  for (const auto& [id, v] : s.written().settings) out += setting_toml(s, cat, id, v, measured);
   if (!r.best.nccl_table.empty()) {
     out += "\n# NCCL tuner table derived from the `bench nccl` sweep (fastest algorithm/protocol per size)\n";
     for (const auto& t : r.trials)

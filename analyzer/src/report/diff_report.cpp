@@ -9,86 +9,79 @@
 
 #include "escape.h"
 #include "format.h"
+#include "json_fields.h"
 #include "json_writer.h"
 
 namespace tt::analyzer {
 
 namespace {
 
-void write_delta(Json& j, std::string_view key, const Delta& d) {
-  j.key(key).begin_object();
-  j.key("base").dbl_exact(d.base);
-  j.key("new").dbl_exact(d.next);
-  j.key("change").dbl_exact(d.change());
-  j.kv("relative", d.relative());
-  j.end_object();
-}
+// The tracetune.diff document's tables (docs/analysis.md, "The JSON diff").
+constexpr auto kDeltaFields =
+    std::tuple(field("base", [](const Delta& d) { return Exact{d.base}; }),
+               field("new", [](const Delta& d) { return Exact{d.next}; }),
+               field("change", [](const Delta& d) { return Exact{d.change()}; }), field("relative", &Delta::relative));
 
-void write_rank_diff(Json& j, const RankDiff& r) {
-  j.begin_object();
-  j.kv("base_rank", r.base_rank);
-  j.kv("new_rank", r.new_rank);
-  j.kv("base_label", r.base_label);
-  j.kv("new_label", r.new_label);
-  j.kv("has_gpu", r.has_gpu);
-  j.kv("base_steps", r.base_steps);
-  j.kv("new_steps", r.new_steps);
-  j.kv("warmup", r.warmup);
-  j.kv("new_warmup", r.new_warmup);
-  j.kv("aligned_steps", r.steps.size());
-  write_delta(j, "step_median_ns", r.step_median);
-  write_delta(j, "step_p90_ns", r.step_p90);
-  write_delta(j, "step_mean_ns", r.step_mean);
-  write_delta(j, "throughput_steps_per_s", r.throughput);
-  j.key("breakdown_ns_per_step").begin_array();
-  for (const auto& c : r.breakdown) {
-    j.begin_object();
-    j.kv("component", c.name);
-    j.kv("gpu", c.gpu);
-    j.key("base").dbl_exact(c.ns.base);
-    j.key("new").dbl_exact(c.ns.next);
-    j.key("change").dbl_exact(c.ns.change());
-    j.end_object();
-  }
-  j.end_array();
-  j.key("steps").begin_array();
-  for (const auto& s : r.steps) {
-    j.begin_object();
-    j.kv("index", s.index);
-    j.kv("base_number", s.base_number);
-    j.kv("new_number", s.new_number);
-    j.kv("base_start_ns", s.base_start);
-    j.kv("base_end_ns", s.base_end);
-    j.kv("new_start_ns", s.new_start);
-    j.kv("new_end_ns", s.new_end);
-    j.end_object();
-  }
-  j.end_array();
-  j.key("kernels").begin_array();
-  for (const auto& k : r.kernels) {
-    j.begin_object();
-    j.kv("name", k.name);
-    j.kv("class", k.kernel_class);
-    j.kv("status", to_string(k.status));
-    write_delta(j, "count_per_step", k.count);
-    write_delta(j, "time_ns_per_step", k.time);
-    j.end_object();
-  }
-  j.end_array();
-  write_delta(j, "io_time_ns_per_step", r.io_time);
-  j.key("files").begin_array();
-  for (const auto& f : r.files) {
-    j.begin_object();
-    j.kv("path", f.path);
-    write_delta(j, "calls_per_step", f.calls);
-    write_delta(j, "bytes_read_per_step", f.bytes_read);
-    write_delta(j, "bytes_written_per_step", f.bytes_written);
-    write_delta(j, "time_ns_per_step", f.time);
-    j.end_object();
-  }
-  j.end_array();
-  j.end_object();
-}
+constexpr auto kComponentFields =
+    std::tuple(field("component", &ComponentDelta::name), field("gpu", &ComponentDelta::gpu),
+               field("base", [](const ComponentDelta& c) { return Exact{c.ns.base}; }),
+               field("new", [](const ComponentDelta& c) { return Exact{c.ns.next}; }),
+               field("change", [](const ComponentDelta& c) { return Exact{c.ns.change()}; }));
+
+using AS = AlignedStep;
+constexpr auto kAlignedStepFields =
+    std::tuple(field("index", &AS::index), field("base_number", &AS::base_number), field("new_number", &AS::new_number),
+               field("base_start_ns", &AS::base_start), field("base_end_ns", &AS::base_end),
+               field("new_start_ns", &AS::new_start), field("new_end_ns", &AS::new_end));
+
+constexpr auto kKernelDeltaFields =
+    std::tuple(field("name", &KernelDelta::name), field("class", &KernelDelta::kernel_class),
+               field("status", [](const KernelDelta& k) { return to_string(k.status); }),
+               object("count_per_step", &KernelDelta::count, kDeltaFields),
+               object("time_ns_per_step", &KernelDelta::time, kDeltaFields));
+
+constexpr auto kFileDeltaFields =
+    std::tuple(field("path", &FileDelta::path), object("calls_per_step", &FileDelta::calls, kDeltaFields),
+               object("bytes_read_per_step", &FileDelta::bytes_read, kDeltaFields),
+               object("bytes_written_per_step", &FileDelta::bytes_written, kDeltaFields),
+               object("time_ns_per_step", &FileDelta::time, kDeltaFields));
+
+using RD = RankDiff;
+constexpr auto kRankDiffFields = std::tuple(
+    field("base_rank", &RD::base_rank), field("new_rank", &RD::new_rank), field("base_label", &RD::base_label),
+    field("new_label", &RD::new_label), field("has_gpu", &RD::has_gpu), field("base_steps", &RD::base_steps),
+    field("new_steps", &RD::new_steps), field("warmup", &RD::warmup), field("new_warmup", &RD::new_warmup),
+    field("aligned_steps", [](const RD& r) { return r.steps.size(); }),
+    object("step_median_ns", &RD::step_median, kDeltaFields), object("step_p90_ns", &RD::step_p90, kDeltaFields),
+    object("step_mean_ns", &RD::step_mean, kDeltaFields),
+    object("throughput_steps_per_s", &RD::throughput, kDeltaFields),
+    array("breakdown_ns_per_step", &RD::breakdown, kComponentFields), array("steps", &RD::steps, kAlignedStepFields),
+    array("kernels", &RD::kernels, kKernelDeltaFields), object("io_time_ns_per_step", &RD::io_time, kDeltaFields),
+    array("files", &RD::files, kFileDeltaFields));
+
+// A setting's value on one side; null where that side does not set it.
+constexpr auto kSettingFields = std::tuple(
+    field("key", &SettingDelta::key),
+    field("base", [](const SettingDelta& s) { return s.in_base ? std::optional<std::string_view>(s.base) : std::nullopt; }),
+    field("new", [](const SettingDelta& s) { return s.in_new ? std::optional<std::string_view>(s.next) : std::nullopt; }));
+
+using FD = FindingDelta;
+constexpr auto kFindingDeltaFields =
+    std::tuple(field("status", [](const FD& f) { return to_string(f.status); }),
+               field("category", [](const FD& f) { return to_string(f.category); }), field("rank", rank_or_null<FD>),
+               field("title", &FD::title), field("base_gain_ns", &FD::base_gain), field("new_gain_ns", &FD::new_gain));
+
+constexpr auto kDiffOptionFields = std::tuple(
+    field("warmup", &DiffOptions::warmup),
+    field("new_warmup", [](const DiffOptions& o) { return o.new_warmup >= 0 ? o.new_warmup : o.warmup; }));
+
+constexpr auto kDiffFields = std::tuple(
+    field("schema", [](const Diff&) { return std::string_view("tracetune.diff"); }),
+    field("version", [](const Diff&) { return kDiffVersion; }), field("base", &Diff::base_source),
+    field("new", &Diff::new_source), object("options", &Diff::options, kDiffOptionFields),
+    field("summary", &Diff::summary), field("headline", &Diff::headline), array("ranks", &Diff::ranks, kRankDiffFields),
+    array("settings", &Diff::settings, kSettingFields), array("findings", &Diff::findings, kFindingDeltaFields),
+    field("notes", &Diff::notes));
 
 std::string pct_change(const Delta& d) {
   if (d.base == 0) return d.next == 0 ? "0%" : "new";
@@ -117,50 +110,9 @@ constexpr std::size_t kRows = 12;  // rows per text/Markdown table; JSON has the
 
 }  // namespace
 
-std::string render_diff_json(const Diff& d) {
-  Json j;
-  j.begin_object();
-  j.kv("schema", std::string_view("tracetune.diff"));
-  j.kv("version", kDiffVersion);
-  j.kv("base", d.base_source);
-  j.kv("new", d.new_source);
-  j.key("options").begin_object();
-  j.kv("warmup", d.options.warmup);
-  j.kv("new_warmup", d.options.new_warmup >= 0 ? d.options.new_warmup : d.options.warmup);
-  j.end_object();
-  j.kv("summary", d.summary);
-  j.kv("headline", d.headline);
-  j.key("ranks").begin_array();
-  for (const auto& r : d.ranks) write_rank_diff(j, r);
-  j.end_array();
-  j.key("settings").begin_array();
-  for (const auto& s : d.settings) {
-    j.begin_object();
-    j.kv("key", s.key);
-    if (s.in_base) j.kv("base", s.base); else { j.key("base"); j.null(); }
-    if (s.in_new) j.kv("new", s.next); else { j.key("new"); j.null(); }
-    j.end_object();
-  }
-  j.end_array();
-  j.key("findings").begin_array();
-  for (const auto& f : d.findings) {
-    j.begin_object();
-    j.kv("status", to_string(f.status));
-    j.kv("category", to_string(f.category));
-    if (f.rank >= 0) j.kv("rank", f.rank); else { j.key("rank"); j.null(); }
-    j.kv("title", f.title);
-    j.kv("base_gain_ns", f.base_gain);
-    j.kv("new_gain_ns", f.new_gain);
-    j.end_object();
-  }
-  j.end_array();
-  j.key("notes").begin_array();
-  for (const auto& n : d.notes) j.str(n);
-  j.end_array();
-  j.end_object();
-  j.out += '\n';
-  return j.out;
-}
+std::string render_diff_json(const Diff& d) { return document_json(d, kDiffFields); }
+
+std::vector<std::string> diff_json_fields() { return document_paths(kDiffFields); }
 
 std::string render_diff_text(const Diff& d, bool color) {
   auto bold = [&](std::string_view s) { return color ? fmt::format("\x1b[1m{}\x1b[0m", s) : std::string(s); };

@@ -1,6 +1,6 @@
 // Reports: JSON (for tools), text (for terminals) and Markdown (for sharing).
 #include <algorithm>
-#include <functional>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 
 #include "escape.h"
 #include "format.h"
+#include "json_fields.h"
 #include "json_writer.h"
 
 namespace tt::analyzer {
@@ -21,169 +22,49 @@ namespace {
 double ms(Ns ns) { return static_cast<double>(ns) / 1e6; }
 double pct(Ns part, Ns whole) { return 100.0 * trace::share(part, whole); }
 
-void write_breakdown(Json& j, const GpuBreakdown& g) {
-  j.key("gpu").begin_object();
-  j.kv("span_ns", g.span);
-  j.kv("busy_ns", g.busy);
-  j.kv("idle_ns", g.idle);
-  j.kv("compute_ns", g.compute);
-  j.kv("non_compute_ns", g.non_compute);
-  j.kv("communication_ns", g.communication);
-  j.kv("memory_ns", g.memory);
-  j.kv("comm_compute_overlap_ns", g.comm_compute_overlap);
-  j.kv("comm_memory_overlap_ns", g.comm_memory_overlap);
-  j.kv("exposed_communication_ns", g.exposed_communication);
-  j.kv("idle_pct", pct(g.idle, g.span));
-  j.kv("compute_pct", pct(g.compute, g.span));
-  j.kv("non_compute_pct", pct(g.non_compute, g.span));
-  j.kv("comm_compute_overlap_pct", pct(g.comm_compute_overlap, g.communication));
-  j.key("exclusive_ns").begin_object();
-  static constexpr const char* kNames[8] = {"idle", "compute", "communication", "compute+communication", "memory",
-                                            "compute+memory", "communication+memory", "compute+communication+memory"};
-  for (int i = 0; i < 8; ++i) j.kv(kNames[i], g.exclusive[i]);
-  j.end_object();
-  j.end_object();
+using GB = GpuBreakdown;
+std::vector<std::pair<std::string_view, Ns>> exclusive(const GB& g) {
+  static constexpr std::string_view kNames[8] = {"idle", "compute", "communication", "compute+communication", "memory",
+                                                 "compute+memory", "communication+memory", "compute+communication+memory"};
+  std::vector<std::pair<std::string_view, Ns>> out;
+  for (int i = 0; i < 8; ++i) out.emplace_back(kNames[i], g.exclusive[i]);
+  return out;
 }
-
-// Critical paths (docs/analysis.md, "Critical path"): one object per step.
-void json_hot_functions(Json& j, const HotSpots& h);
-
-void write_paths(Json& j, std::string_view key, const std::vector<StepPath>& paths) {
-  j.key(key).begin_array();
-  for (const auto& p : paths) {
-    j.begin_object();
-    j.kv("step", p.step);
-    j.kv("rank", p.rank);
-    j.kv("start_ns", p.start);
-    j.kv("end_ns", p.end);
-    j.kv("length_ns", p.length);
-    j.kv("complete", p.complete);
-    j.key("by_kind_ns").begin_object();
-    for (std::size_t k = 0; k < kPathKinds; ++k) j.kv(to_string(static_cast<PathKind>(k)), p.by_kind[k]);
-    j.end_object();
-    j.key("by_rank").begin_array();
-    for (const auto& [rank, ns] : p.by_rank) {
-      j.begin_object();
-      j.kv("rank", rank);
-      j.kv("ns", ns);
-      j.end_object();
-    }
-    j.end_array();
-    j.key("top").begin_array();
-    for (const auto& sg : p.top) {
-      j.begin_object();
-      j.kv("kind", to_string(sg.kind));
-      j.kv("rank", sg.rank);
-      j.kv("what", sg.what);
-      j.kv("start_ns", sg.start);
-      j.kv("end_ns", sg.end);
-      if (sg.hot.samples > 0) json_hot_functions(j, sg.hot);
-      j.end_object();
-    }
-    j.end_array();
-    j.end_object();
-  }
-  j.end_array();
-}
+constexpr auto kGpuFields = std::tuple(
+    field("span_ns", &GB::span), field("busy_ns", &GB::busy), field("idle_ns", &GB::idle),
+    field("compute_ns", &GB::compute), field("non_compute_ns", &GB::non_compute),
+    field("communication_ns", &GB::communication), field("memory_ns", &GB::memory),
+    field("comm_compute_overlap_ns", &GB::comm_compute_overlap),
+    field("comm_memory_overlap_ns", &GB::comm_memory_overlap),
+    field("exposed_communication_ns", &GB::exposed_communication),
+    field("idle_pct", [](const GB& g) { return pct(g.idle, g.span); }),
+    field("compute_pct", [](const GB& g) { return pct(g.compute, g.span); }),
+    field("non_compute_pct", [](const GB& g) { return pct(g.non_compute, g.span); }),
+    field("comm_compute_overlap_pct", [](const GB& g) { return pct(g.comm_compute_overlap, g.communication); }),
+    field("exclusive_ns", exclusive));
 
 // Memory per device (docs/analysis.md, "Memory"); per-step values are -1 where a step had no sample.
-void write_memory(Json& j, const std::vector<MemoryDevice>& memory) {
-  j.key("memory").begin_array();
-  for (const auto& m : memory) {
-    j.begin_object();
-    j.kv("device", m.device);
-    j.kv("capacity_bytes", m.capacity);
-    j.kv("peak_bytes", m.peak);
-    j.kv("reserved_peak_bytes", m.reserved_peak);
-    j.kv("growth_bytes_per_step", m.growth_per_step);
-    j.kv("growth_fit", m.growth_fit);
-    j.kv("late_growth_bytes_per_step", m.late_growth_per_step);
-    j.kv("alloc_retries", m.alloc_retries);
-    j.kv("ooms", m.ooms);
-    j.key("step_peak_bytes").begin_array();
-    for (auto v : m.step_peak) j.num(v);
-    j.end_array();
-    j.key("step_reserved_bytes").begin_array();
-    for (auto v : m.step_reserved) j.num(v);
-    j.end_array();
-    j.end_object();
-  }
-  j.end_array();
-}
+using MD = MemoryDevice;
+constexpr auto kMemoryFields = std::tuple(
+    field("device", &MD::device), field("capacity_bytes", &MD::capacity), field("peak_bytes", &MD::peak),
+    field("reserved_peak_bytes", &MD::reserved_peak), field("growth_bytes_per_step", &MD::growth_per_step),
+    field("growth_fit", &MD::growth_fit), field("late_growth_bytes_per_step", &MD::late_growth_per_step),
+    field("alloc_retries", &MD::alloc_retries), field("ooms", &MD::ooms), field("step_peak_bytes", &MD::step_peak),
+    field("step_reserved_bytes", &MD::step_reserved));
 
 // Kernel efficiency (docs/analysis.md); "gemm_ops" (GEMM and convolution ops counted): 0 when
 // the trace carries no shapes.
-void write_efficiency(Json& j, const Efficiency& e) {
-  j.key("efficiency").begin_object();
-  j.kv("gemm_ops", e.ops);
-  j.kv("flops_per_step", e.flops_per_step);
-  j.kv("achieved_tflops", e.achieved_tflops);
-  j.kv("mfu", e.mfu);
-  j.kv("peak", e.peak);
-  j.key("flops_per_step_by_dtype").begin_object();
-  for (const auto& [dtype, flops] : e.flops_by_dtype) j.kv(dtype, flops);
-  j.end_object();
-  j.key("flops_per_step_by_kind").begin_object();
-  for (const auto& [kind, flops] : e.flops_by_kind) j.kv(kind, flops);
-  j.end_object();
-  j.kv("bandwidth_tbs", e.bandwidth_tbs);
-  j.key("roofline").begin_array();
-  for (const auto& op : e.roofline) {
-    j.begin_object();
-    j.kv("op", op.op);
-    j.kv("dtype", op.dtype);
-    j.kv("calls", op.calls);
-    j.kv("flops_per_call", op.flops);
-    j.kv("bytes_per_call", op.bytes);
-    j.kv("gpu_time_ns", op.gpu_time);
-    j.kv("achieved_tflops", op.achieved_tflops);
-    j.kv("bound_tflops", op.bound_tflops);
-    j.kv("efficiency", op.efficiency());
-    j.end_object();
-  }
-  j.end_array();
-  j.end_object();
-}
-
-// A scalar of a metrics struct in the JSON: its key and where its value comes from (a member, a
-// member function, or a function of the struct), described once as the store describes its
-// columns (trace/src/store/store.cpp).
-template <class Get>
-struct Field {
-  std::string_view key;
-  Get get;
-};
-
-template <class Get>
-constexpr Field<Get> field(std::string_view key, Get get) {
-  return {key, get};
-}
-
-// "key": value for each of `fields`, in order.
-template <class S, class Fields>
-void write_fields(Json& j, const S& s, const Fields& fields) {
-  std::apply([&](const auto&... f) { (j.kv(f.key, std::invoke(f.get, s)), ...); }, fields);
-}
-
-// "key": {fields of s}
-template <class S, class Fields>
-void write_object(Json& j, std::string_view key, const S& s, const Fields& fields) {
-  j.key(key).begin_object();
-  write_fields(j, s, fields);
-  j.end_object();
-}
-
-// "key": [{fields of each item}, ...]
-template <class S, class Fields>
-void write_objects(Json& j, std::string_view key, const std::vector<S>& items, const Fields& fields) {
-  j.key(key).begin_array();
-  for (const auto& s : items) {
-    j.begin_object();
-    write_fields(j, s, fields);
-    j.end_object();
-  }
-  j.end_array();
-}
+constexpr auto kRooflineFields = std::tuple(
+    field("op", &OpRoofline::op), field("dtype", &OpRoofline::dtype), field("calls", &OpRoofline::calls),
+    field("flops_per_call", &OpRoofline::flops), field("bytes_per_call", &OpRoofline::bytes),
+    field("gpu_time_ns", &OpRoofline::gpu_time), field("achieved_tflops", &OpRoofline::achieved_tflops),
+    field("bound_tflops", &OpRoofline::bound_tflops), field("efficiency", &OpRoofline::efficiency));
+constexpr auto kEfficiencyFields = std::tuple(
+    field("gemm_ops", &Efficiency::ops), field("flops_per_step", &Efficiency::flops_per_step),
+    field("achieved_tflops", &Efficiency::achieved_tflops), field("mfu", &Efficiency::mfu),
+    field("peak", &Efficiency::peak), field("flops_per_step_by_dtype", &Efficiency::flops_by_dtype),
+    field("flops_per_step_by_kind", &Efficiency::flops_by_kind), field("bandwidth_tbs", &Efficiency::bandwidth_tbs),
+    array("roofline", &Efficiency::roofline, kRooflineFields));
 
 std::string compute_capability(const RankMetrics& r) {
   return r.compute_major >= 0 ? fmt::format("{}.{}", r.compute_major, r.compute_minor) : std::string();
@@ -265,6 +146,65 @@ constexpr auto kHotFunctionFields =
                field("line", &HotFunction::line), field("samples", &HotFunction::samples),
                field("share", &HotFunction::share));
 
+// A finding's or a critical-path segment's Python attribution (only where the trace holds
+// samples in its stretches).
+constexpr auto kHotSpotsFields = std::tuple(field("scope", &HotSpots::scope), field("samples", &HotSpots::samples),
+                                            array("top", &HotSpots::top, kHotFunctionFields));
+template <class S>
+const HotSpots* hot_spots_of(const S& s) {
+  return s.hot.samples > 0 ? &s.hot : nullptr;
+}
+
+std::optional<Ns> evidence_start(const Evidence& e) { return e.end > e.start ? std::optional(e.start) : std::nullopt; }
+std::optional<Ns> evidence_end(const Evidence& e) { return e.end > e.start ? std::optional(e.end) : std::nullopt; }
+constexpr auto kEvidenceFields =
+    std::tuple(field("what", &Evidence::what), field_if("start_ns", evidence_start),
+               field_if("end_ns", evidence_end), field_if("rank", rank_or_null<Evidence>));
+
+using F = Finding;
+constexpr auto kFindingFields = std::tuple(
+    field("category", [](const F& f) { return to_string(f.category); }),
+    field("severity", [](const F& f) { return to_string(f.severity); }), field("rank", rank_or_null<F>),
+    field("title", &F::title), field("detail", &F::detail), field("share", &F::share), field("cost_ns", &F::cost),
+    field("gain_ns", &F::gain), field("gain_share", &F::gain_share), field("gain_model", &F::gain_model),
+    field("leaves_out", &F::leaves_out), field("gain_estimated", &F::gain_estimated),
+    array("evidence", &F::evidence, kEvidenceFields), field("knobs", &F::knobs),
+    object("hot_functions", hot_spots_of<F>, kHotSpotsFields));
+
+// A finding group with its worst finding's rank.
+struct GroupRow {
+  FindingGroup g;
+  std::int32_t worst_rank;
+};
+constexpr auto kFindingGroupFields = std::tuple(
+    field("category", [](const GroupRow& r) { return to_string(r.g.category); }),
+    field("ranks", [](const GroupRow& r) { return r.g.ranks; }),
+    field("worst_finding", [](const GroupRow& r) { return r.g.worst; }), field("worst_rank", &GroupRow::worst_rank),
+    field("gain_ns_min", [](const GroupRow& r) { return r.g.gain_min; }),
+    field("gain_ns_max", [](const GroupRow& r) { return r.g.gain_max; }),
+    field("cost_ns_min", [](const GroupRow& r) { return r.g.cost_min; }),
+    field("cost_ns_max", [](const GroupRow& r) { return r.g.cost_max; }),
+    field("findings", [](const GroupRow& r) { return r.g.findings; }));
+
+// Critical paths (docs/analysis.md, "Critical path"): one object per step.
+std::vector<std::pair<std::string_view, Ns>> by_kind(const StepPath& p) {
+  std::vector<std::pair<std::string_view, Ns>> out;
+  for (std::size_t k = 0; k < kPathKinds; ++k) out.emplace_back(to_string(static_cast<PathKind>(k)), p.by_kind[k]);
+  return out;
+}
+using RankTime = std::pair<std::int32_t, Ns>;
+constexpr auto kRankTimeFields = std::tuple(field("rank", &RankTime::first), field("ns", &RankTime::second));
+constexpr auto kSegmentFields =
+    std::tuple(field("kind", [](const PathSegment& sg) { return to_string(sg.kind); }),
+               field("rank", &PathSegment::rank), field("what", &PathSegment::what),
+               field("start_ns", &PathSegment::start), field("end_ns", &PathSegment::end),
+               object("hot_functions", hot_spots_of<PathSegment>, kHotSpotsFields));
+constexpr auto kStepPathFields =
+    std::tuple(field("step", &StepPath::step), field("rank", &StepPath::rank), field("start_ns", &StepPath::start),
+               field("end_ns", &StepPath::end), field("length_ns", &StepPath::length),
+               field("complete", &StepPath::complete), field("by_kind_ns", by_kind),
+               array("by_rank", &StepPath::by_rank, kRankTimeFields), array("top", &StepPath::top, kSegmentFields));
+
 using SM = StepMetrics;
 constexpr auto kStepFields = std::tuple(
     field("number", &SM::number), field("start_ns", &SM::start), field("end_ns", &SM::end),
@@ -288,185 +228,86 @@ constexpr auto kCrossRankFields = std::tuple(
     field("arrival_skew_max_ns", &CR::arrival_skew_max), field("last_arriver", &CR::last_arriver),
     field("last_arriver_share", &CR::last_arriver_share));
 
-void write_io(Json& j, const IoStats& io) {
-  j.key("io").begin_object();
-  write_fields(j, io, kIoFields);
-  write_objects(j, "per_process", io.per_process, kProcessIoFields);
-  j.end_object();
-}
+constexpr auto kIoDocFields = std::tuple_cat(kIoFields, std::tuple(array("per_process", &IoStats::per_process, kProcessIoFields)));
 
-void write_gemm(Json& j, const GemmStats& g) {
-  j.key("gemm").begin_object();
-  write_fields(j, g, kGemmFields);
-  j.key("by_format_ns").begin_object();
+std::vector<std::pair<std::string_view, Ns>> by_format(const GemmStats& g) {
+  std::vector<std::pair<std::string_view, Ns>> out;
   for (int f = 1; f < 10; ++f)
-    if (g.by_format[f]) j.kv(to_string(static_cast<GemmFormat>(f)), g.by_format[f]);
-  j.end_object();
-  j.end_object();
+    if (g.by_format[f]) out.emplace_back(to_string(static_cast<GemmFormat>(f)), g.by_format[f]);
+  return out;
 }
+constexpr auto kGemmDocFields = std::tuple_cat(kGemmFields, std::tuple(field("by_format_ns", by_format)));
 
-void write_steps(Json& j, const std::vector<StepMetrics>& steps) {
-  j.key("steps").begin_array();
-  for (const auto& s : steps) {
-    j.begin_object();
-    write_fields(j, s, kStepFields);
-    if (s.replayed) {  // the step's length under each what-if change
-      j.key("what_if_ns").begin_object();
-      for (std::size_t k = 0; k < kWhatIfs; ++k) j.kv(to_string(static_cast<WhatIf>(k)), s.what_if[k]);
-      j.end_object();
-    }
-    j.end_object();
+// the step's length under each what-if change, where the step was replayed
+std::optional<std::vector<std::pair<std::string_view, Ns>>> what_if(const StepMetrics& s) {
+  if (!s.replayed) return std::nullopt;
+  std::vector<std::pair<std::string_view, Ns>> out;
+  for (std::size_t k = 0; k < kWhatIfs; ++k) out.emplace_back(to_string(static_cast<WhatIf>(k)), s.what_if[k]);
+  return out;
+}
+constexpr auto kStepDocFields = std::tuple_cat(kStepFields, std::tuple(field_if("what_if_ns", what_if)));
+
+const RankMetrics& itself(const RankMetrics& r) { return r; }
+constexpr auto kRankDocFields = std::tuple_cat(
+    kRankFields,
+    std::tuple(object("step_time", itself, kStepTimeFields), object("gpu", &RM::gpu, kGpuFields),
+               array("idle_by_stream", &RM::streams, kStreamFields), object("launch", &RM::launch, kLaunchFields),
+               object("transfers", &RM::transfers, kTransferFields), object("io", &RM::io, kIoDocFields),
+               object("gemm", &RM::gemm, kGemmDocFields)),
+    kWaitFields,
+    std::tuple(object("collectives", &RM::collectives, kCollectiveFields),
+               array("top_kernels", &RM::top_kernels, kKernelFields), array("steps", &RM::steps, kStepDocFields),
+               array("critical_path", &RM::paths, kStepPathFields), array("memory", &RM::memory, kMemoryFields),
+               object("efficiency", &RM::efficiency, kEfficiencyFields), field("notes", &RM::notes)));
+
+using HR = HangRank;
+constexpr auto kHangRankFields =
+    std::tuple(field("rank", &HR::rank), field("pid", &HR::pid), field("state", &HR::state),
+               field("communicator", &HR::communicator), field("op", &HR::op), field("seq", &HR::seq),
+               field("bytes", &HR::bytes), field("last_seq", &HR::last_seq),
+               field("waiting_since_ns", &HR::waiting_since), field("last_event", &HR::last_event),
+               field("last_event_end_ns", &HR::last_event_end));
+// "hang": only in a report of a trace where some rank is stuck in a collective (hang.h).
+constexpr auto kHangFields =
+    std::tuple(field("summary", &HangReport::summary), array("ranks", &HangReport::ranks, kHangRankFields));
+
+std::optional<std::vector<std::int64_t>> step_range(const Options& o) {
+  if (!o.steps) return std::nullopt;
+  return std::vector<std::int64_t>{o.steps->first, o.steps->second};
+}
+constexpr auto kOptionFields =
+    std::tuple(field("hta_compat", &Options::hta_compat), field("rank", rank_or_null<Options>),
+               field("steps", step_range), field("kernel_wait_threshold_ns", &Options::kernel_wait_threshold));
+
+// a finding that holds on several ranks, as the text report shows it (indices into findings)
+std::vector<GroupRow> finding_groups(const Analysis& a) {
+  std::vector<GroupRow> rows;
+  for (auto& g : group_findings(a.findings)) {
+    const std::int32_t worst_rank = a.findings[g.worst].rank;
+    rows.push_back({std::move(g), worst_rank});
   }
-  j.end_array();
+  return rows;
 }
 
-void write_rank(Json& j, const RankMetrics& r) {
-  j.begin_object();
-  write_fields(j, r, kRankFields);
-  write_object(j, "step_time", r, kStepTimeFields);
-  write_breakdown(j, r.gpu);
-  write_objects(j, "idle_by_stream", r.streams, kStreamFields);
-  write_object(j, "launch", r.launch, kLaunchFields);
-  write_object(j, "transfers", r.transfers, kTransferFields);
-  write_io(j, r.io);
-  write_gemm(j, r.gemm);
-  write_fields(j, r, kWaitFields);
-  write_object(j, "collectives", r.collectives, kCollectiveFields);
-  write_objects(j, "top_kernels", r.top_kernels, kKernelFields);
-  write_steps(j, r.steps);
-  write_paths(j, "critical_path", r.paths);
-  write_memory(j, r.memory);
-  write_efficiency(j, r.efficiency);
-  j.key("notes").begin_array();
-  for (const auto& n : r.notes) j.str(n);
-  j.end_array();
-  j.end_object();
-}
+const HangReport* hang_of(const Analysis& a) { return a.hang ? &*a.hang : nullptr; }
 
-// A finding's Python attribution (only where the trace holds samples in its stretches).
-void json_hot_functions(Json& j, const HotSpots& h) {
-  j.key("hot_functions").begin_object();
-  j.kv("scope", h.scope);
-  j.kv("samples", h.samples);
-  write_objects(j, "top", h.top, kHotFunctionFields);
-  j.end_object();
-}
+constexpr auto kAnalysisFields = std::tuple(
+    field("schema", [](const Analysis&) { return std::string_view("tracetune.analysis"); }),
+    field("version", [](const Analysis&) { return kReportVersion; }), field("source", &Analysis::source),
+    field("clock_domain", &Analysis::clock_domain), field("events", &Analysis::events),
+    object("options", &Analysis::options, kOptionFields), object("hang", hang_of, kHangFields),
+    array("findings", &Analysis::findings, kFindingFields), array("finding_groups", finding_groups, kFindingGroupFields),
+    array("ranks", [](const Analysis& a) -> const std::vector<RankMetrics>& { return a.metrics.ranks; }, kRankDocFields),
+    object("cross_rank", [](const Analysis& a) -> const CrossRank& { return a.metrics.cross; }, kCrossRankFields),
+    array("job_critical_path", [](const Analysis& a) -> const std::vector<StepPath>& { return a.metrics.job_paths; },
+          kStepPathFields),
+    field("notes", [](const Analysis& a) -> const std::vector<std::string>& { return a.metrics.notes; }));
 
 }  // namespace
 
-// "hang": only in a report of a trace where some rank is stuck in a collective (hang.h).
-void write_hang(Json& j, const HangReport& h) {
-  j.key("hang").begin_object();
-  j.kv("summary", h.summary);
-  j.key("ranks").begin_array();
-  for (const auto& r : h.ranks) {
-    j.begin_object();
-    j.kv("rank", r.rank);
-    j.kv("pid", r.pid);
-    j.kv("state", r.state);
-    j.kv("communicator", r.communicator);
-    j.kv("op", r.op);
-    j.kv("seq", r.seq);
-    j.kv("bytes", r.bytes);
-    j.kv("last_seq", r.last_seq);
-    j.kv("waiting_since_ns", r.waiting_since);
-    j.kv("last_event", r.last_event);
-    j.kv("last_event_end_ns", r.last_event_end);
-    j.end_object();
-  }
-  j.end_array();
-  j.end_object();
-}
+std::string render_json(const Analysis& a) { return document_json(a, kAnalysisFields); }
 
-std::string render_json(const Analysis& a) {
-  Json j;
-  j.begin_object();
-  j.kv("schema", std::string_view("tracetune.analysis"));
-  j.kv("version", kReportVersion);
-  j.kv("source", a.source);
-  j.kv("clock_domain", a.clock_domain);
-  j.kv("events", a.events);
-  j.key("options").begin_object();
-  j.kv("hta_compat", a.options.hta_compat);
-  if (a.options.rank >= 0) j.kv("rank", a.options.rank); else { j.key("rank"); j.null(); }
-  if (a.options.steps) {
-    j.key("steps").begin_array();
-    j.num(a.options.steps->first);
-    j.num(a.options.steps->second);
-    j.end_array();
-  } else {
-    j.key("steps");
-    j.null();
-  }
-  j.kv("kernel_wait_threshold_ns", a.options.kernel_wait_threshold);
-  j.end_object();
-  if (a.hang) write_hang(j, *a.hang);
-  j.key("findings").begin_array();
-  for (const auto& f : a.findings) {
-    j.begin_object();
-    j.kv("category", to_string(f.category));
-    j.kv("severity", to_string(f.severity));
-    if (f.rank >= 0) j.kv("rank", f.rank); else { j.key("rank"); j.null(); }
-    j.kv("title", f.title);
-    j.kv("detail", f.detail);
-    j.kv("share", f.share);
-    j.kv("cost_ns", f.cost);
-    j.kv("gain_ns", f.gain);
-    j.kv("gain_share", f.gain_share);
-    j.kv("gain_model", f.gain_model);
-    j.kv("leaves_out", f.leaves_out);
-    j.kv("gain_estimated", f.gain_estimated);
-    j.key("evidence").begin_array();
-    for (const auto& e : f.evidence) {
-      j.begin_object();
-      j.kv("what", e.what);
-      if (e.end > e.start) {
-        j.kv("start_ns", e.start);
-        j.kv("end_ns", e.end);
-      }
-      if (e.rank >= 0) j.kv("rank", e.rank);
-      j.end_object();
-    }
-    j.end_array();
-    j.key("knobs").begin_array();
-    for (const auto& k : f.knobs) j.str(k);
-    j.end_array();
-    if (f.hot.samples > 0) json_hot_functions(j, f.hot);
-    j.end_object();
-  }
-  j.end_array();
-  // a finding that holds on several ranks, as the text report shows it (indices into findings)
-  j.key("finding_groups").begin_array();
-  for (const auto& g : group_findings(a.findings)) {
-    j.begin_object();
-    j.kv("category", to_string(g.category));
-    j.key("ranks").begin_array();
-    for (auto r : g.ranks) j.num(r);
-    j.end_array();
-    j.kv("worst_finding", g.worst);
-    j.kv("worst_rank", a.findings[g.worst].rank);
-    j.kv("gain_ns_min", g.gain_min);
-    j.kv("gain_ns_max", g.gain_max);
-    j.kv("cost_ns_min", g.cost_min);
-    j.kv("cost_ns_max", g.cost_max);
-    j.key("findings").begin_array();
-    for (auto i : g.findings) j.num(static_cast<std::int64_t>(i));
-    j.end_array();
-    j.end_object();
-  }
-  j.end_array();
-  j.key("ranks").begin_array();
-  for (const auto& r : a.metrics.ranks) write_rank(j, r);
-  j.end_array();
-  write_object(j, "cross_rank", a.metrics.cross, kCrossRankFields);
-  write_paths(j, "job_critical_path", a.metrics.job_paths);
-  j.key("notes").begin_array();
-  for (const auto& n : a.metrics.notes) j.str(n);
-  j.end_array();
-  j.end_object();
-  j.out += '\n';
-  return j.out;
-}
+std::vector<std::string> analysis_json_fields() { return document_paths(kAnalysisFields); }
 
 namespace {
 

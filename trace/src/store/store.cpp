@@ -58,6 +58,45 @@ constexpr Col<Table, V> derived(const char* name, std::vector<V> Table::*m) {
   return {name, m, false, 0, true};
 }
 
+// A column of a metadata table (processes, threads, devices, streams), whose rows are structs:
+// its SQL name, the member holding it, and the member's "unknown" value, written as NULL
+// (`nullable`). A text member writes "" as NULL. Read back through EntityRow's checks: a
+// 32-bit member must fit (a non-nullable one in int32), a bool is 0 or 1.
+template <class Row, class V>
+struct MemberCol {
+  const char* name;
+  V Row::*member;
+  bool nullable;
+  std::int64_t null_value;
+};
+
+template <class Row, class V>
+constexpr MemberCol<Row, V> member(const char* name, V Row::*m) {
+  return {name, m, false, 0};
+}
+template <class Row, class V>
+constexpr MemberCol<Row, V> member_or_null(const char* name, V Row::*m, std::int64_t null_value) {
+  return {name, m, true, null_value};
+}
+
+// The metadata tables' columns after `id` (the row's index), in their SQL order.
+constexpr auto kProcessCols = std::tuple(
+    member("pid", &Process::pid), member_or_null("parent_pid", &Process::parent_pid, -1),
+    member_or_null("rank", &Process::rank, -1), member_or_null("local_rank", &Process::local_rank, -1),
+    member("host", &Process::host), member("name", &Process::name), member("command_line", &Process::command_line),
+    member_or_null("start_ns", &Process::start, 0), member_or_null("end_ns", &Process::end, 0),
+    member_or_null("exit_status", &Process::exit_status, -1), member("truncated", &Process::truncated));
+constexpr auto kThreadCols = std::tuple(member_or_null("process_id", &Thread::process, kNone),
+                                        member("tid", &Thread::tid), member("name", &Thread::name));
+constexpr auto kDeviceCols = std::tuple(
+    member_or_null("process_id", &Device::process, kNone), member("device_index", &Device::index),
+    member("name", &Device::name), member("uuid", &Device::uuid), member("vendor", &Device::vendor),
+    member_or_null("sm_count", &Device::sm_count, -1), member_or_null("total_memory", &Device::total_memory, -1),
+    member_or_null("compute_major", &Device::compute_major, -1),
+    member_or_null("compute_minor", &Device::compute_minor, -1));
+constexpr auto kStreamCols = std::tuple(member_or_null("device_id", &Stream::device, kNone),
+                                        member("stream", &Stream::stream), member("name", &Stream::name));
+
 template <class V>
 std::int64_t as_i64(V v) {
   if constexpr (std::is_enum_v<V>) return static_cast<std::int64_t>(static_cast<std::underlying_type_t<V>>(v));
@@ -597,61 +636,36 @@ Status write_strings(sqlite3* db, const Trace& t) {
   });
 }
 
+template <class Row, class V>
+void bind_member(Stmt& s, int idx, const Row& row, const MemberCol<Row, V>& c) {
+  const V& v = row.*c.member;
+  if constexpr (std::is_same_v<V, std::string>) {
+    bind_text_or_null(s, idx, v);
+  } else {
+    if (c.nullable) s.bind_or_null(idx, static_cast<std::int64_t>(v), c.null_value);
+    else s.bind(idx, static_cast<std::int64_t>(v));
+  }
+}
+
+// A metadata table: row i is `rows[i]` with id i, its columns bound by `cols`.
+template <class Row, class Cols>
+Status write_member_table(sqlite3* db, const char* table, const std::vector<Row>& rows, const Cols& cols) {
+  std::string sql = fmt::format("INSERT INTO {} VALUES(?", table);
+  for (std::size_t k = 0; k < std::tuple_size_v<Cols>; ++k) sql += ",?";
+  sql += ')';
+  return insert_rows(db, sql.c_str(), table, rows.size(), [&](Stmt& s, std::size_t i) {
+    s.bind(1, static_cast<std::int64_t>(i));
+    int idx = 2;
+    std::apply([&](const auto&... c) { (bind_member(s, idx++, rows[i], c), ...); }, cols);
+  });
+}
+
 Status write_processes(sqlite3* db, const Trace& t) {
-  return insert_rows(db, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", "processes", t.processes.size(),
-                     [&](Stmt& s, std::size_t i) {
-    const Process& p = t.processes[i];
-    s.bind(1, static_cast<std::int64_t>(i));
-    s.bind(2, p.pid);
-    s.bind_or_null(3, p.parent_pid, -1);
-    s.bind_or_null(4, p.rank, -1);
-    s.bind_or_null(5, p.local_rank, -1);
-    bind_text_or_null(s, 6, p.host);
-    bind_text_or_null(s, 7, p.name);
-    bind_text_or_null(s, 8, p.command_line);
-    s.bind_or_null(9, p.start, 0);
-    s.bind_or_null(10, p.end, 0);
-    s.bind_or_null(11, p.exit_status, -1);
-    s.bind(12, static_cast<std::int64_t>(p.truncated));
-  });
+  return write_member_table(db, "processes", t.processes, kProcessCols);
 }
-
-Status write_threads(sqlite3* db, const Trace& t) {
-  return insert_rows(db, "INSERT INTO threads VALUES(?,?,?,?)", "threads", t.threads.size(), [&](Stmt& s, std::size_t i) {
-    const Thread& th = t.threads[i];
-    s.bind(1, static_cast<std::int64_t>(i));
-    s.bind_or_null(2, th.process, kNone);
-    s.bind(3, th.tid);
-    bind_text_or_null(s, 4, th.name);
-  });
-}
-
-Status write_devices(sqlite3* db, const Trace& t) {
-  return insert_rows(db, "INSERT INTO devices VALUES(?,?,?,?,?,?,?,?,?,?)", "devices", t.devices.size(),
-                     [&](Stmt& s, std::size_t i) {
-    const Device& d = t.devices[i];
-    s.bind(1, static_cast<std::int64_t>(i));
-    s.bind_or_null(2, d.process, kNone);
-    s.bind(3, static_cast<std::int64_t>(d.index));
-    bind_text_or_null(s, 4, d.name);
-    bind_text_or_null(s, 5, d.uuid);
-    bind_text_or_null(s, 6, d.vendor);
-    s.bind_or_null(7, d.sm_count, -1);
-    s.bind_or_null(8, d.total_memory, -1);
-    s.bind_or_null(9, d.compute_major, -1);
-    s.bind_or_null(10, d.compute_minor, -1);
-  });
-}
-
-Status write_streams(sqlite3* db, const Trace& t) {
-  return insert_rows(db, "INSERT INTO streams VALUES(?,?,?,?)", "streams", t.streams.size(), [&](Stmt& s, std::size_t i) {
-    const Stream& st = t.streams[i];
-    s.bind(1, static_cast<std::int64_t>(i));
-    s.bind_or_null(2, st.device, kNone);
-    s.bind(3, st.stream);
-    bind_text_or_null(s, 4, st.name);
-  });
-}
+Status write_threads(sqlite3* db, const Trace& t) { return write_member_table(db, "threads", t.threads, kThreadCols); }
+Status write_devices(sqlite3* db, const Trace& t) { return write_member_table(db, "devices", t.devices, kDeviceCols); }
+Status write_streams(sqlite3* db, const Trace& t) { return write_member_table(db, "streams", t.streams, kStreamCols); }
 
 Status write_tracks(sqlite3* db, const Trace& t) {
   return insert_rows(db, "INSERT INTO tracks VALUES(?,?,?)", "tracks", t.tracks.size(), [&](Stmt& s, std::size_t i) {
@@ -862,7 +876,13 @@ class EntityRow {
   }
   std::uint32_t id_or_none(int c) { return static_cast<std::uint32_t>(bounded_or(c, kNone)); }
   std::uint32_t u32(int c) { return static_cast<std::uint32_t>(in_range(c, 0, 0xffffffffll)); }
-  std::int32_t i32_or(int c, std::int32_t null_value) { return static_cast<std::int32_t>(bounded_or(c, null_value)); }
+  // a 32-bit field: NULL is `null_value`, other values must fit
+  std::int64_t bounded_or(int c, std::int64_t null_value) {
+    const std::int64_t v = read(c, true, null_value);
+    if (st_ && v != null_value && (v < INT32_MIN || v > 0xffffffffll))
+      st_ = make_error(fmt::format("{} row {}: {} is {}, not a 32-bit value", table_, row_, s_.column_name(c), v));
+    return st_ ? v : 0;
+  }
   double real(int c) { return st_ ? s_.f64(c) : 0.0; }
   std::string text(int c) { return valid_utf8(s_.text(c)); }
   void fail(std::string why) {
@@ -878,13 +898,6 @@ class EntityRow {
       return 0;
     }
     return s_.type(c) == SQLITE_NULL ? null_value : s_.i64(c);
-  }
-  // a 32-bit field: NULL is `null_value`, other values must fit
-  std::int64_t bounded_or(int c, std::int64_t null_value) {
-    const std::int64_t v = read(c, true, null_value);
-    if (st_ && v != null_value && (v < INT32_MIN || v > 0xffffffffll))
-      st_ = make_error(fmt::format("{} row {}: {} is {}, not a 32-bit value", table_, row_, s_.column_name(c), v));
-    return st_ ? v : 0;
   }
 
   const Stmt& s_;
@@ -943,52 +956,40 @@ Status read_strings(sqlite3* db, Trace& t) {
   });
 }
 
-Status read_process_tables(sqlite3* db, Trace& t) {
-  auto st = read_entities(db, "processes",
-                          "SELECT pid, parent_pid, rank, local_rank, host, name, command_line, start_ns, end_ns, "
-                          "exit_status, truncated FROM processes ORDER BY id",
-                          [&](EntityRow& r) {
-                            Process pr;
-                            pr.pid = r.i64(0);
-                            pr.parent_pid = r.i64_or(1, -1);
-                            pr.rank = r.i32_or(2, -1);
-                            pr.local_rank = r.i32_or(3, -1);
-                            pr.host = r.text(4);
-                            pr.name = r.text(5);
-                            pr.command_line = r.text(6);
-                            pr.start = r.i64_or(7, 0);
-                            pr.end = r.i64_or(8, 0);
-                            pr.exit_status = r.i32_or(9, -1);
-                            pr.truncated = r.in_range(10, 0, 1) != 0;
-                            t.processes.push_back(std::move(pr));
-                          });
-  if (!st) return st;
-  return read_entities(db, "threads", "SELECT process_id, tid, name FROM threads ORDER BY id", [&](EntityRow& r) {
-    t.threads.push_back({r.id_or_none(0), r.i64(1), r.text(2)});
+template <class Row, class V>
+void read_member(EntityRow& r, int c, Row& row, const MemberCol<Row, V>& col) {
+  V& v = row.*col.member;
+  if constexpr (std::is_same_v<V, std::string>) v = r.text(c);
+  else if constexpr (std::is_same_v<V, bool>) v = r.in_range(c, 0, 1) != 0;
+  else if constexpr (sizeof(V) == 8) v = col.nullable ? r.i64_or(c, col.null_value) : r.i64(c);
+  else if (col.nullable) v = static_cast<V>(r.bounded_or(c, col.null_value));
+  else v = static_cast<V>(r.in_range(c, INT32_MIN, INT32_MAX));
+}
+
+// A metadata table written by write_member_table, read in id order.
+template <class Row, class Cols>
+Status read_member_table(sqlite3* db, const char* table, std::vector<Row>& rows, const Cols& cols) {
+  std::string sql = "SELECT ";
+  std::apply([&](const auto&... c) { ((sql += c.name, sql += ", "), ...); }, cols);
+  sql.resize(sql.size() - 2);
+  sql += fmt::format(" FROM {} ORDER BY id", table);
+  return read_entities(db, table, sql.c_str(), [&](EntityRow& r) {
+    Row row;
+    int c = 0;
+    std::apply([&](const auto&... col) { (read_member(r, c++, row, col), ...); }, cols);
+    rows.push_back(std::move(row));
   });
 }
 
+Status read_process_tables(sqlite3* db, Trace& t) {
+  if (auto st = read_member_table(db, "processes", t.processes, kProcessCols); !st) return st;
+  return read_member_table(db, "threads", t.threads, kThreadCols);
+}
+
 Status read_device_tables(sqlite3* db, Trace& t) {
-  auto st = read_entities(db, "devices",
-                          "SELECT process_id, device_index, name, uuid, vendor, sm_count, total_memory, compute_major, "
-                          "compute_minor FROM devices ORDER BY id",
-                          [&](EntityRow& r) {
-                            Device d;
-                            d.process = r.id_or_none(0);
-                            d.index = static_cast<std::int32_t>(r.in_range(1, INT32_MIN, INT32_MAX));
-                            d.name = r.text(2);
-                            d.uuid = r.text(3);
-                            d.vendor = r.text(4);
-                            d.sm_count = r.i32_or(5, -1);
-                            d.total_memory = r.i64_or(6, -1);
-                            d.compute_major = r.i32_or(7, -1);
-                            d.compute_minor = r.i32_or(8, -1);
-                            t.devices.push_back(std::move(d));
-                          });
+  auto st = read_member_table(db, "devices", t.devices, kDeviceCols);
   if (!st) return st;
-  st = read_entities(db, "streams", "SELECT device_id, stream, name FROM streams ORDER BY id", [&](EntityRow& r) {
-    t.streams.push_back({r.id_or_none(0), r.i64(1), r.text(2)});
-  });
+  st = read_member_table(db, "streams", t.streams, kStreamCols);
   if (!st) return st;
   st = read_entities(db, "tracks", "SELECT type, owner_id FROM tracks ORDER BY id", [&](EntityRow& r) {
     const auto type = static_cast<TrackType>(r.in_range(0, 0, 3));
@@ -1130,11 +1131,9 @@ Status check_span_refs(const SpanColumns& c, const char* name, std::size_t ntrac
   return {};
 }
 
-// Every reference between tables, so later code can index without checks. (Rows are still in
-// id order, numbered from 1 as the writer numbers them.)
-Status check_references(const Trace& t) {
-  const auto nstr = t.strings.size();
-  const auto ntracks = t.tracks.size();
+// The metadata tables' references: tracks to their owners, threads and devices to processes,
+// streams to devices.
+Status check_owner_refs(const Trace& t) {
   for (const Track& tr : t.tracks) {
     const std::size_t owners[] = {t.threads.size(), t.streams.size(), t.processes.size(), t.devices.size()};
     if (tr.owner >= owners[static_cast<int>(tr.type)]) return make_error("track owner out of range");
@@ -1145,21 +1144,33 @@ Status check_references(const Trace& t) {
     if (st.device != kNone && st.device >= t.devices.size()) return make_error("stream device out of range");
   for (const Device& d : t.devices)
     if (d.process != kNone && d.process >= t.processes.size()) return make_error("device process out of range");
+  return {};
+}
+
+// The string ids of the event tables' columns other than their names.
+bool string_ids_in_range(const Trace& t) {
+  const auto nstr = t.strings.size();
+  for (const auto* v : {&t.ranges.domain, &t.ranges.args, &t.collectives.op, &t.collectives.dtype,
+                        &t.collectives.communicator, &t.collectives.algorithm, &t.collectives.protocol,
+                        &t.io_calls.path, &t.counters.name, &t.flows.category})
+    for (StringId id : *v)
+      if (id >= nstr) return false;
+  return true;
+}
+
+// Every reference between tables, so later code can index without checks. (Rows are still in
+// id order, numbered from 1 as the writer numbers them.)
+Status check_references(const Trace& t) {
+  const auto nstr = t.strings.size();
+  const auto ntracks = t.tracks.size();
+  if (auto st = check_owner_refs(t); !st) return st;
   for (auto st : {check_span_refs(t.kernels, "kernels", ntracks, nstr), check_span_refs(t.memcpys, "memcpys", ntracks, nstr),
                   check_span_refs(t.memsets, "memsets", ntracks, nstr), check_span_refs(t.api_calls, "api_calls", ntracks, nstr),
                   check_span_refs(t.syncs, "syncs", ntracks, nstr), check_span_refs(t.ranges, "ranges", ntracks, nstr),
                   check_span_refs(t.steps, "steps", ntracks, nstr), check_span_refs(t.collectives, "collectives", ntracks, nstr),
                   check_span_refs(t.io_calls, "io_calls", ntracks, nstr)})
     if (!st) return st;
-  auto check_ids = [&](const std::vector<StringId>& v) {
-    for (StringId id : v) if (id >= nstr) return false;
-    return true;
-  };
-  if (!check_ids(t.ranges.domain) || !check_ids(t.ranges.args) || !check_ids(t.collectives.op) || !check_ids(t.collectives.dtype) ||
-      !check_ids(t.collectives.communicator) || !check_ids(t.collectives.algorithm) ||
-      !check_ids(t.collectives.protocol) || !check_ids(t.io_calls.path) || !check_ids(t.counters.name) ||
-      !check_ids(t.flows.category))
-    return make_error("string id out of range");
+  if (!string_ids_in_range(t)) return make_error("string id out of range");
   for (std::size_t i = 0; i < t.counters.size(); ++i)
     if (t.counters.track[i] >= ntracks) return make_error("counter track out of range");
   for (std::size_t i = 0; i < t.flows.size(); ++i)

@@ -29,6 +29,8 @@ struct Analysis {
 Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);
 
 std::string render_json(const Analysis& a);
+// The keys render_json can write, from its field tables, as dotted paths ("findings.evidence.what").
+std::vector<std::string> analysis_json_fields();
 std::string render_text(const Analysis& a, bool color);
 std::string render_markdown(const Analysis& a);
 // One self-contained page (inline styles, SVG charts, no scripts, no network).

@@ -99,6 +99,8 @@ Diff diff(const trace::Trace& base_trace, const Analysis& base, const trace::Tra
           const DiffOptions& opt = {});
 
 std::string render_diff_json(const Diff& d);
+// The keys render_diff_json can write, from its field tables, as dotted paths ("ranks.files.path").
+std::vector<std::string> diff_json_fields();
 std::string render_diff_text(const Diff& d, bool color);
 std::string render_diff_markdown(const Diff& d);
 

@@ -72,16 +72,6 @@ struct RecordOutcome {
 
 // Where the pieces injected into the job live: next to the executable when installed
 // (../lib/tracetune, ../share/tracetune/python), else the build and source trees.
-// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
-std::filesystem::path resolve_program(const std::string& name);
-
-// The Python interpreter that runs the job `command` (job_python.cpp), so that every Python
-// piece started for the job has its PyTorch and packages: the command's program when it is a
-// Python (a virtual environment's bin/python kept as named, not resolved through its link),
-// else the interpreter of its #! line (torchrun, accelerate, a console script), else a python*
-// word later in the command (`env X=1 python ...`), else `python3` on PATH; empty if none.
-std::filesystem::path job_python(const std::vector<std::string>& command);
-
 std::filesystem::path collector_library_path();
 std::filesystem::path python_integration_dir();
 // The GPU libraries: CUPTI injection (CUDA_INJECTION64_PATH; empty when this build has no

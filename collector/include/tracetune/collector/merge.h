@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tracetune/collector/collective_clocks.h"
 #include "tracetune/trace/model.h"
 #include "tracetune/trace/result.h"
 
@@ -41,24 +42,6 @@ void crop_raw_process(RawProcess& p, std::int64_t from, std::int64_t to);
 // MergeOptions::keep_last_steps over the processes of one merge (raw_crop.cpp).
 void crop_to_last_steps(std::span<RawProcess*> processes, std::int64_t steps);
 
-struct HostClock {
-  std::string host;
-  std::int64_t offset_ns = 0;  // added to this host's monotonic times to reach the trace clock
-  std::size_t files = 0;
-
-  // With several hosts: the anchor offset refined from collectives matched across hosts
-  // (their ends agree on every rank). offset_ns = anchor_offset_ns + correction_ns.
-  std::int64_t anchor_offset_ns = 0;  // from the files' (monotonic, realtime) anchors only
-  std::int64_t correction_ns = 0;     // added from matched collectives; 0 when not applied
-  std::size_t collectives = 0;        // collectives matched with the reference host
-  std::int64_t residual_ns = -1;      // p90 of |end difference - correction| over them; -1: not applied
-  bool reference = false;             // the host the others were aligned to
-  std::string clock_note;             // why the anchor offset was kept; "" otherwise
-
-  // "+5.002 ms from 40 collectives (residual 3.0 µs)", "reference clock for 40 collectives",
-  // "anchor offset kept: ..."; "" with one host.
-  std::string clock_line() const;
-};
 
 struct MergeReport {
   std::size_t files = 0;           // raw files read
@@ -93,8 +76,7 @@ struct MergeReport {
 // (monotonic, realtime) anchors; with a single host the offset is 0 and the clock domain is
 // "CLOCK_MONOTONIC", otherwise "CLOCK_REALTIME (aligned from per-host monotonic clocks)" and
 // each host's offset is then refined from the end times of collectives matched across hosts
-// (where at least kMinClockCollectives match; see HostClock).
-inline constexpr std::size_t kMinClockCollectives = 3;
+// (where at least kMinClockCollectives match; see HostClock, collective_clocks.h).
 // Errors only for unusable input (no files, unreadable directory); damaged files become
 // diagnostics and report entries.
 Result<trace::Trace> merge_raw(std::span<const std::filesystem::path> dirs, const MergeOptions& options,

@@ -168,7 +168,8 @@ enum class Cat : std::uint8_t {
   GpuAnnotation, Python, ProfilerSpan, MtiaDevice, Flow, Other,
 };
 
-Cat classify(std::string_view c) {
+// The most frequent categories, told apart by length first; Other for the rest.
+Cat classify_common(std::string_view c) {
   switch (c.size()) {
     case 6:
       if (c == "kernel" || c == "Kernel") return Cat::Kernel;
@@ -188,6 +189,11 @@ Cat classify(std::string_view c) {
       break;
     default: break;
   }
+  return Cat::Other;
+}
+
+Cat classify(std::string_view c) {
+  if (const Cat common = classify_common(c); common != Cat::Other) return common;
   if (c == "gpu_memcpy") return Cat::Memcpy;
   if (c == "gpu_memset") return Cat::Memset;
   if (c == "cuda_runtime" || c == "mtia_runtime" || c == "privateuse1_runtime")
@@ -290,6 +296,8 @@ class Importer {
 
   Status parse_event(od::object obj, std::size_t index);
   Status read_event_fields(od::object obj, std::size_t index, Event& e);
+  Status read_event_field(std::string_view key, od::value& v, std::size_t index, Event& e);
+  Status read_args_field(od::value& v, std::size_t index, Event& e);
   Status read_id_field(od::value& v, std::string_view key, std::size_t index, Id& id);
   Status read_event_times(Event& e, std::size_t index);
   void cut_long_name(std::string_view& name);
@@ -600,6 +608,79 @@ bool get_dim3(od::value v, std::int64_t (&out)[3]) {
   return i == 3;
 }
 
+// An integer arg into `dst`, marking `bit` in a.has; false when the value is not an integer.
+bool take_int(od::value& v, std::int64_t& dst, std::uint32_t bit, Args& a) {
+  if (!get_int(v, dst)) return false;
+  a.has |= bit;
+  return true;
+}
+// A string arg into `dst`; false when the value is not a string.
+bool take_str(od::value& v, std::string_view& dst) { return !v.get_string().get(dst); }
+bool take_dim3(od::value& v, std::int64_t (&dst)[3], std::uint32_t bit, Args& a) {
+  if (!get_dim3(v, dst)) return false;
+  a.has |= bit;
+  return true;
+}
+
+// The args read_arg reads whose keys are not 4 to 6 characters long.
+bool read_long_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
+  if (key == "External id" || key == "external id") return take_int(v, a.external_id, kExternalId, a);
+  if (key == "correlation") return take_int(v, a.correlation, kCorrelation, a);
+  if (key == "registers per thread") return take_int(v, a.registers, kRegisters, a);
+  if (key == "shared memory") return take_int(v, a.shared_mem, kSharedMem, a);
+  if (key == "Collective name") return take_str(v, a.coll_name);
+  if (key == "In msg nelems") return take_int(v, a.in_nelems, kInNelems, a);
+  if (key == "Out msg nelems") return take_int(v, a.out_nelems, kOutNelems, a);
+  if (key == "Group size") return take_int(v, a.group_size, kGroupSize, a);
+  if (key == "Process Group Name") return take_str(v, a.pg_name);
+  if (key == "Process Group Description") return take_str(v, a.pg_desc);
+  if (key == "Process Group ID") return take_int(v, a.pg_id, kPgId, a);
+  if (key == "cuda_sync_kind") return take_str(v, a.sync_kind);
+  if (key == "wait_on_stream") return take_int(v, a.wait_stream, kWaitStream, a);
+  if (key == "wait_on_cuda_event_id") return take_int(v, a.wait_event, kWaitEvent, a);
+  if (key == "wait_on_cuda_event_record_corr_id") return take_int(v, a.wait_record, kWaitRecord, a);
+  if (key == "direction") return take_str(v, a.direction);
+  if (key == "sort_index") return take_int(v, a.sort_index, kSortIndex, a);
+  if (key == "stream_id") return take_int(v, a.stream, kStream, a);
+  if (want_dims) {  // the shapes of GEMM, convolution and attention ops
+    if (key == "Input Dims") {
+      if (!get_input_dims(v, a)) return false;
+      a.has |= kDims;
+      return true;
+    }
+    if (key == "Input type") return get_first_string(v, a.input_type);
+    if (key == "Concrete Inputs") return get_concrete_inputs(v, a);
+  }
+  return true;
+}
+
+// One arg of an event into `a` when the importer reads its key (others are left alone); false
+// when its value has another type than the key's.
+bool read_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
+  switch (key.size()) {
+    case 4:
+      if (key == "grid") return take_dim3(v, a.grid, kGrid, a);
+      if (key == "cbid") return take_int(v, a.cbid, kCbid, a);
+      if (key == "kind") return take_str(v, a.kind);
+      if (key == "size") return take_int(v, a.size, kSize, a);
+      if (key == "name") return take_str(v, a.name);
+      return true;
+    case 5:
+      if (key == "flops") return take_int(v, a.flops, kFlops, a);
+      if (key == "block") return take_dim3(v, a.block, kBlock, a);
+      if (key == "bytes") return take_int(v, a.bytes, kBytes, a);
+      if (key == "dtype") return take_str(v, a.dtype);
+      return true;
+    case 6:
+      if (key == "stream") return take_int(v, a.stream, kStream, a);
+      if (key == "device") return take_int(v, a.device, kDevice, a);
+      if (key == "labels") return take_str(v, a.labels);
+      return true;
+    default:
+      return read_long_arg(key, v, a, want_dims);
+  }
+}
+
 // PyTorch's profiler (profile_memory=True) writes an instant "[memory]" at every allocation and
 // free: "Device Type" (0 CPU, 1 CUDA), "Device Id", "Total Allocated", "Total Reserved". They
 // become the counters "cuda:N memory.allocated" / ".reserved" (or "cpu memory.*") the analyzer
@@ -637,13 +718,6 @@ Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dim
     od::value v;
     if (auto ec = field.value().get(v)) return fail_json(ec);
     bool ok = true;
-    auto take_int = [&](std::int64_t& dst, std::uint32_t bit) {
-      if (get_int(v, dst)) a.has |= bit;
-      else ok = false;
-    };
-    auto take_str = [&](std::string_view& dst) {
-      if (v.get_string().get(dst)) ok = false;
-    };
     if (numeric != 0) {  // 'C' events (or 'ph' not seen yet): numeric args may be series
       od::json_type type;
       double d;
@@ -656,49 +730,7 @@ Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dim
         continue;
       }
     }
-    switch (key.size()) {
-      case 4:
-        if (key == "grid") { if (get_dim3(v, a.grid)) a.has |= kGrid; else ok = false; }
-        else if (key == "cbid") take_int(a.cbid, kCbid);
-        else if (key == "kind") take_str(a.kind);
-        else if (key == "size") take_int(a.size, kSize);
-        else if (key == "name") take_str(a.name);
-        break;
-      case 5:
-        if (key == "flops") take_int(a.flops, kFlops);
-        else if (key == "block") { if (get_dim3(v, a.block)) a.has |= kBlock; else ok = false; }
-        else if (key == "bytes") take_int(a.bytes, kBytes);
-        else if (key == "dtype") take_str(a.dtype);
-        break;
-      case 6:
-        if (key == "stream") take_int(a.stream, kStream);
-        else if (key == "device") take_int(a.device, kDevice);
-        else if (key == "labels") take_str(a.labels);
-        break;
-      default:
-        if (key == "External id" || key == "external id") take_int(a.external_id, kExternalId);
-        else if (key == "correlation") take_int(a.correlation, kCorrelation);
-        else if (key == "registers per thread") take_int(a.registers, kRegisters);
-        else if (key == "shared memory") take_int(a.shared_mem, kSharedMem);
-        else if (key == "Collective name") take_str(a.coll_name);
-        else if (key == "In msg nelems") take_int(a.in_nelems, kInNelems);
-        else if (key == "Out msg nelems") take_int(a.out_nelems, kOutNelems);
-        else if (key == "Group size") take_int(a.group_size, kGroupSize);
-        else if (key == "Process Group Name") take_str(a.pg_name);
-        else if (key == "Process Group Description") take_str(a.pg_desc);
-        else if (key == "Process Group ID") take_int(a.pg_id, kPgId);
-        else if (key == "cuda_sync_kind") take_str(a.sync_kind);
-        else if (key == "wait_on_stream") take_int(a.wait_stream, kWaitStream);
-        else if (key == "wait_on_cuda_event_id") take_int(a.wait_event, kWaitEvent);
-        else if (key == "wait_on_cuda_event_record_corr_id") take_int(a.wait_record, kWaitRecord);
-        else if (key == "direction") take_str(a.direction);
-        else if (key == "sort_index") take_int(a.sort_index, kSortIndex);
-        else if (key == "stream_id") take_int(a.stream, kStream);
-        else if (key == "Input Dims" && want_dims) { if (get_input_dims(v, a)) a.has |= kDims; else ok = false; }
-        else if (key == "Input type" && want_dims) { if (!get_first_string(v, a.input_type)) ok = false; }
-        else if (key == "Concrete Inputs" && want_dims) { if (!get_concrete_inputs(v, a)) ok = false; }
-        break;
-    }
+    if (!read_arg(key, v, a, want_dims)) ok = false;
     if (!ok) ++ignored_arg_types_;
   }
   return {};
@@ -720,62 +752,70 @@ Status Importer::read_id_field(od::value& v, std::string_view key, std::size_t i
   return {};
 }
 
+// The bit of a field read_event_field reads (a second one is a duplicate key); 0 for others.
+unsigned event_field_bit(std::string_view key) {
+  static constexpr std::string_view kFields[] = {"ph", "ts", "dur", "name", "cat", "pid", "tid", "args", "id"};
+  for (unsigned i = 0; i < std::size(kFields); ++i)
+    if (key == kFields[i]) return 1u << i;
+  return 0;
+}
+
 Status Importer::read_event_fields(od::object obj, std::size_t index, Event& e) {
-  unsigned seen = 0;  // the fields read below, one bit each: a second one is a duplicate key
-  auto once = [&](unsigned bit) {
-    if (seen & bit) ++duplicate_keys_;
-    seen |= bit;
-  };
+  unsigned seen = 0;  // the fields read, one bit each: a second one is a duplicate key
   for (auto field : obj) {
     std::string_view key;
     if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
     od::value v;
     if (auto ec = field.value().get(v)) return fail_json(ec);
-    if (key == "ph") once(1u << 0);
-    else if (key == "ts") once(1u << 1);
-    else if (key == "dur") once(1u << 2);
-    else if (key == "name") once(1u << 3);
-    else if (key == "cat") once(1u << 4);
-    else if (key == "pid") once(1u << 5);
-    else if (key == "tid") once(1u << 6);
-    else if (key == "args") once(1u << 7);
-    else if (key == "id") once(1u << 8);
-    if (key.size() == 2) {
-      if (key == "ph") {
-        if (v.get_string().get(e.ph)) return fail(bad_string(v, "ph"), index);
-      } else if (key == "ts") {
-        e.ts_tok = v.raw_json_token();
-      } else if (key == "id") {
-        std::int64_t x;
-        if (get_int(v, x)) { e.flow_id = static_cast<std::uint64_t>(x); e.has_id = true; }
-        else {
-          std::string_view s;  // Chrome ids may be strings like "0x1f"
-          if (!v.get_string().get(s)) { e.flow_id = fnv1a64(s); e.has_id = true; }
-        }
-      } else if (key == "bp") {
-        if (v.get_string().get(e.bp)) e.bp = {};
-      }
-    } else if (key.size() == 3) {
-      if (key == "cat") {
-        if (v.get_string().get(e.cat)) return fail(bad_string(v, "cat"), index);
-      } else if (key == "pid" || key == "tid") {
-        if (auto st = read_id_field(v, key, index, key[0] == 'p' ? e.pid : e.tid); !st) return st;
-      } else if (key == "dur") {
-        e.dur_tok = v.raw_json_token();
-      }
-    } else if (key == "name") {
-      if (v.get_string().get(e.name)) return fail(bad_string(v, "name"), index);
-    } else if (key == "args") {
-      od::object a;
-      if (v.get_object().get(a)) return fail("'args' must be an object", index);
-      // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
-      // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
-      const int numeric = e.ph.empty() ? 2 : e.ph == "C" || e.name == "[memory]" ? 1 : 0;
-      const bool want_dims = gemm_op(e.name) || shape_op(e.name) || conv_op(e.name) || attention_op(e.name);
-      if (auto st = parse_args(a, e.args, numeric, want_dims); !st) return st;
+    if (const unsigned bit = event_field_bit(key)) {
+      if (seen & bit) ++duplicate_keys_;
+      seen |= bit;
     }
+    if (auto st = read_event_field(key, v, index, e); !st) return st;
   }
   return {};
+}
+
+Status Importer::read_event_field(std::string_view key, od::value& v, std::size_t index, Event& e) {
+  if (key.size() == 2) {
+    if (key == "ph") {
+      if (v.get_string().get(e.ph)) return fail(bad_string(v, "ph"), index);
+    } else if (key == "ts") {
+      e.ts_tok = v.raw_json_token();
+    } else if (key == "id") {
+      std::int64_t x;
+      if (get_int(v, x)) { e.flow_id = static_cast<std::uint64_t>(x); e.has_id = true; }
+      else {
+        std::string_view s;  // Chrome ids may be strings like "0x1f"
+        if (!v.get_string().get(s)) { e.flow_id = fnv1a64(s); e.has_id = true; }
+      }
+    } else if (key == "bp") {
+      if (v.get_string().get(e.bp)) e.bp = {};
+    }
+  } else if (key.size() == 3) {
+    if (key == "cat") {
+      if (v.get_string().get(e.cat)) return fail(bad_string(v, "cat"), index);
+    } else if (key == "pid" || key == "tid") {
+      if (auto st = read_id_field(v, key, index, key[0] == 'p' ? e.pid : e.tid); !st) return st;
+    } else if (key == "dur") {
+      e.dur_tok = v.raw_json_token();
+    }
+  } else if (key == "name") {
+    if (v.get_string().get(e.name)) return fail(bad_string(v, "name"), index);
+  } else if (key == "args") {
+    return read_args_field(v, index, e);
+  }
+  return {};
+}
+
+Status Importer::read_args_field(od::value& v, std::size_t index, Event& e) {
+  od::object a;
+  if (v.get_object().get(a)) return fail("'args' must be an object", index);
+  // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
+  // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
+  const int numeric = e.ph.empty() ? 2 : e.ph == "C" || e.name == "[memory]" ? 1 : 0;
+  const bool want_dims = gemm_op(e.name) || shape_op(e.name) || conv_op(e.name) || attention_op(e.name);
+  return parse_args(a, e.args, numeric, want_dims);
 }
 
 Status Importer::read_event_times(Event& e, std::size_t index) {

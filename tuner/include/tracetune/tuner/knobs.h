@@ -59,6 +59,8 @@ Result<Catalogue> builtin_catalogue();
 Status check_value(const Knob& knob, const Value& value);
 // True when `value` is one of the knob's numerics-safe values (or the knob has no such risk).
 bool numerics_safe(const Knob& knob, const Value& value);
+// True when the catalogue's knob `id` exists and `v` changes numerics (not numerics_safe).
+bool changes_numerics(const Catalogue& catalogue, const std::string& id, const Value& v);
 
 // Environment variables that make a process load or run code chosen by whoever sets them
 // (LD_PRELOAD, PYTHONPATH, CUDA_INJECTION64_PATH, NCCL_*_PLUGIN, anything ending in _PATH...).

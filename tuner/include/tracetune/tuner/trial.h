@@ -50,6 +50,10 @@ StepStats stats_of(std::vector<double> step_ms);
 // consume them (a 15-step trial of 16 workers would measure the queue, not the workers).
 int steady_warmup(const Candidate& candidate, int warmup);
 
+// A config holding exactly `candidate` (for a trial): [meta] numerics = true when a value
+// changes numerics, then [settings] and its [[nccl.table]] entries.
+std::string candidate_toml(const Candidate& candidate, const Catalogue& catalogue);
+
 enum class TrialStatus { Ok, Failed, TimedOut, NoSteps, Interrupted, Refused };
 std::string_view to_string(TrialStatus s);
 

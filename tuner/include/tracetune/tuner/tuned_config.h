@@ -63,6 +63,14 @@ Result<TunedConfig> parse_tuned_config(std::string_view text, std::string_view s
 // group nor others can write, else refused; then parses it.
 Result<TunedConfig> load_tuned_config(const std::filesystem::path& path, const Catalogue& catalogue);
 
+// Writing the format parse_tuned_config reads (tuned_writer.cpp's tuned.toml, trial.cpp's
+// candidate configs): a TOML basic string with escapes (also a quoted dotted key); a value in
+// the catalogue's own spelling (an integer spelling is accepted for float knobs); [[nccl.table]]
+// entries as parse_tuned_config reads them.
+std::string toml_string(std::string_view s);
+std::string value_toml(const Value& v);
+std::string nccl_table_toml(const std::vector<NcclTableEntry>& table);
+
 // The table file the NCCL tuner plugin reads (one entry per line, documented in docs/tuning.md).
 std::string nccl_table_text(const std::vector<NcclTableEntry>& table);
 

@@ -10,13 +10,6 @@
 
 namespace tt::tuner {
 
-// TOML spellings (basic string with escapes; a quoted dotted key).
-std::string toml_string(std::string_view s);
-
-// A config holding exactly `candidate` (for a trial): [meta] numerics = true when a value
-// changes numerics, then [settings].
-std::string candidate_toml(const Candidate& candidate, const Catalogue& catalogue);
-
 struct TuneSummary {
   std::string command;             // the job, as one line, secrets redacted (redacted_command)
   std::string version;             // tracetune's

@@ -1,5 +1,6 @@
-// The job's Python environment, as far as `tracetune record` needs it before starting the job:
-// which interpreter the command runs, and the CUDA libraries its pip wheels carry.
+// The job's Python environment, as far as `tracetune record` (and `tune --kernels`) needs it
+// before starting the job: which interpreter the command runs, and the CUDA libraries its pip
+// wheels carry.
 #pragma once
 
 #include <filesystem>
@@ -7,6 +8,16 @@
 #include <vector>
 
 namespace tt::collector {
+
+// The program `name` would run as, found the way posix_spawnp searches PATH; empty if none.
+std::filesystem::path resolve_program(const std::string& name);
+
+// The Python interpreter that runs the job `command`, so that every Python piece started for
+// the job has its PyTorch and packages: the command's program when it is a Python (a virtual
+// environment's bin/python kept as named, not resolved through its link), else the interpreter
+// of its #! line (torchrun, accelerate, a console script), else a python* word later in the
+// command (`env X=1 python ...`), else `python3` on PATH; empty if none.
+std::filesystem::path job_python(const std::vector<std::string>& command);
 
 // libcupti.so.13 from the pip wheels of the job's Python, or empty. CUDA 13 wheels put it in
 // site-packages/nvidia/cu13/lib (nvidia-cuda-cupti 13.x), older layouts in

@@ -1,5 +1,6 @@
-// Internal: turning a toml++ node into a knob Value (shared by the catalogue loader and the
-// tuned-config parser, so both accept exactly the same spellings).
+// The knob catalogue's internal part (knobs.cpp; toml++ in its signatures, so not in the public
+// tracetune/tuner/knobs.h): turning a toml++ node into a knob Value, shared by the catalogue
+// loader and the tuned-config parser, so both accept exactly the same spellings.
 #pragma once
 
 #include <string>

@@ -1,0 +1,75 @@
+// The JSON documents' field tables against their schema blocks in docs/analysis.md: every key
+// a table writes is in the document's block, and every key the block names is written by a
+// table (report.cpp's and diff_report.cpp's, through analysis_json_fields / diff_json_fields).
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/diff.h"
+
+namespace {
+
+std::string read_doc(const std::string& name) {
+  std::ifstream in(std::string(TT_DOCS_DIR) + "/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The ``` block after the heading that starts with `heading`.
+std::string schema_block(const std::string& doc, const std::string& heading) {
+  const auto at = doc.find("\n" + heading);
+  if (at == std::string::npos) return {};
+  const auto open = doc.find("```", at);
+  const auto close = doc.find("```", open + 3);
+  if (open == std::string::npos || close == std::string::npos) return {};
+  return doc.substr(open + 3, close - open - 3);
+}
+
+// The quoted names of a block that stand as keys: "name" not after a colon ("schema":
+// "tracetune.diff" names the key schema, not tracetune.diff).
+std::set<std::string> block_keys(const std::string& block) {
+  std::set<std::string> keys;
+  static const std::regex quoted(R"re((:\s*)?"([^"]+)")re");
+  for (auto it = std::sregex_iterator(block.begin(), block.end(), quoted); it != std::sregex_iterator(); ++it)
+    if (!(*it)[1].matched) keys.insert((*it)[2].str());
+  return keys;
+}
+
+// Each key a table writes (the last part of its path) -> its first path.
+std::map<std::string, std::string> last_parts(const std::vector<std::string>& paths) {
+  std::map<std::string, std::string> keys;
+  for (const auto& p : paths) keys.emplace(p.substr(p.rfind('.') == std::string::npos ? 0 : p.rfind('.') + 1), p);
+  return keys;
+}
+
+void expect_same_keys(const std::map<std::string, std::string>& table, const std::set<std::string>& doc, const char* what) {
+  ASSERT_FALSE(doc.empty()) << what << ": no schema block found";
+  for (const auto& [k, path] : table) EXPECT_TRUE(doc.count(k)) << what << ": " << path << " is written but not documented";
+  for (const auto& k : doc) EXPECT_TRUE(table.count(k)) << what << ": \"" << k << "\" is documented but not written";
+}
+
+TEST(JsonSchema, AnalysisTablesMatchTheDocs) {
+  const auto block = schema_block(read_doc("analysis.md"), "## The JSON report");
+  expect_same_keys(last_parts(tt::analyzer::analysis_json_fields()), block_keys(block), "tracetune.analysis");
+}
+
+TEST(JsonSchema, DiffTablesMatchTheDocs) {
+  const auto block = schema_block(read_doc("analysis.md"), "### The JSON diff");
+  expect_same_keys(last_parts(tt::analyzer::diff_json_fields()), block_keys(block), "tracetune.diff");
+}
+
+TEST(JsonSchema, PathsNameNestedKeys) {
+  const auto paths = tt::analyzer::diff_json_fields();
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "ranks.files.time_ns_per_step.relative"), paths.end());
+  EXPECT_NE(std::find(paths.begin(), paths.end(), "findings.base_gain_ns"), paths.end());
+}
+
+}  // namespace
