@@ -243,7 +243,7 @@ class RankAnalyzer {
       if (t_.tracks[tr].type != TrackType::Stream) host_tracks_.push_back(tr);
       else if (!conv_.skips_stream(t_.streams[t_.tracks[tr].owner].name)) stream_tracks_.push_back(tr);
     }
-    for (const std::uint32_t p : std::unordered_set<std::uint32_t>(tree_.begin(), tree_.end()))
+    for (const std::uint32_t p : tree_)  // each process once (tree_of)
       for (const std::uint32_t tr : t_.tracks_of_process(p))
         if (t_.tracks[tr].type != TrackType::Stream) tree_tracks_.push_back(tr);
     std::sort(tree_tracks_.begin(), tree_tracks_.end());

@@ -72,9 +72,14 @@ std::vector<std::uint32_t> pick_ranks(const Trace& t, const std::vector<trace::T
 }
 
 // Each rank's process tree: itself and descendants that are not ranks themselves.
-std::vector<std::uint32_t> tree_of(const Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks) {
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> children;
+ChildrenByPid children_by_pid(const Trace& t) {
+  ChildrenByPid children;
   for (std::uint32_t p = 0; p < t.processes.size(); ++p) children[t.processes[p].parent_pid].push_back(p);
+  return children;
+}
+
+std::vector<std::uint32_t> tree_of(const Trace& t, const ChildrenByPid& children, std::uint32_t root,
+                                   const std::unordered_set<std::uint32_t>& ranks) {
   std::vector<std::uint32_t> out{root}, stack{root};
   std::unordered_set<std::uint32_t> seen{root};
   while (!stack.empty()) {
@@ -97,6 +102,7 @@ LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<s
   const bool hta_step_filter = step_names.size() >= 2;
   const auto& ranks = all_ranks.empty() ? processes : all_ranks;
   const std::unordered_set<std::uint32_t> rank_set(ranks.begin(), ranks.end());
+  const ChildrenByPid children = children_by_pid(t);
   const ArrivalRows arrival_rows(t);
   LocalRanks out;
   out.ranks.resize(processes.size());
@@ -104,7 +110,7 @@ LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<s
   parallel_items(processes.size(), opt.threads, [&](auto take) {
     for (std::size_t i; take(i);) {
       RankMetrics& r = out.ranks[i];
-      r = rank_metrics(t, opt, processes[i], tree_of(t, processes[i], rank_set), hta_step_filter);
+      r = rank_metrics(t, opt, processes[i], tree_of(t, children, processes[i], rank_set), hta_step_filter);
       r.memory = memory_by_device(t, r);
       r.efficiency = efficiency_of(t, r);
       out.arrivals[i] = rank_arrivals(t, arrival_rows, r);

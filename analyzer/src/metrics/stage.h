@@ -3,6 +3,7 @@
 // public header).
 #pragma once
 
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -28,8 +29,13 @@ std::vector<std::uint32_t> pick_ranks(const trace::Trace& t);
 // The same from per-track event counts (a trace outline read without its events).
 std::vector<std::uint32_t> pick_ranks(const trace::Trace& t, const std::vector<trace::TrackEventCounts>& per_track);
 
-// A rank's process tree: itself and its descendants that are not ranks themselves.
-std::vector<std::uint32_t> tree_of(const trace::Trace& t, std::uint32_t root, const std::unordered_set<std::uint32_t>& ranks);
+// Each parent pid's child processes, built once for all of a trace's ranks (tree_of).
+using ChildrenByPid = std::unordered_map<std::int64_t, std::vector<std::uint32_t>>;
+ChildrenByPid children_by_pid(const trace::Trace& t);
+
+// A rank's process tree: itself and its descendants that are not ranks themselves, each once.
+std::vector<std::uint32_t> tree_of(const trace::Trace& t, const ChildrenByPid& children, std::uint32_t root,
+                                   const std::unordered_set<std::uint32_t>& ranks);
 
 // Each rank of `processes` analysed on its own (in parallel; `processes` from pick_ranks), with
 // its memory, efficiency and collective arrivals.

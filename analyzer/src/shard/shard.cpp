@@ -466,8 +466,9 @@ Result<std::optional<TraceShare>> read_trace_share(const fs::path& file, const O
   RankShare share = rank_share(o, pick_ranks(o, outline->per_track), opt, {s.index, s.count});
   const std::unordered_set<std::uint32_t> ranks(share.all.begin(), share.all.end());
   std::vector<char> mine(o.processes.size(), 0);
+  const ChildrenByPid children = children_by_pid(o);
   for (std::uint32_t p : share.mine)
-    for (std::uint32_t q : tree_of(o, p, ranks)) mine[q] = 1;
+    for (std::uint32_t q : tree_of(o, children, p, ranks)) mine[q] = 1;
   trace::TrackFilter keep(o.tracks.size(), 0);
   for (std::uint32_t tr = 0; tr < o.tracks.size(); ++tr) {
     const auto p = o.process_of_track(tr);
