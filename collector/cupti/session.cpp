@@ -106,6 +106,12 @@ void Session::status(GpuStatus s, int error, const char* message) {
 GpuStatus Session::start(const CuptiApi& api, RecordSink& sink, const SessionOptions& options) {
   api_ = &api;
   sink_ = &sink;
+  // The counters describe this start's records: the process's session (a static) started again,
+  // as each test of cupti_test does, must not report an earlier start's drops.
+  records_.store(0, std::memory_order_relaxed);
+  skipped_.store(0, std::memory_order_relaxed);
+  dropped_.store(0, std::memory_order_relaxed);
+  refused_.store(0, std::memory_order_relaxed);
   char line[256];
   auto fail = [&](GpuStatus s, int error, const char* what) {
     std::snprintf(line, sizeof line, "%s", what);
