@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "dump_signal.h"
 #include "window.h"
 #include "writer.h"
 

@@ -26,7 +26,7 @@
 #include "clock_pair.h"
 #include "interner.h"
 #include "sys.h"
-#include "window.h"
+#include "window_gate.h"
 
 #include "tracetune/collector/redact.h"
 
@@ -1037,29 +1037,39 @@ bool another_instance_active() {
   return theirs.dli_fbase != ours.dli_fbase;
 }
 
-__attribute__((constructor)) void tracetune_collector_init() {
-  ErrnoSaver errno_saver;
-  const char* dir = env_get("TRACETUNE_OUTPUT_DIR");
-  if (dir == nullptr || *dir == '\0') return;  // not asked to record: pure pass-through
-  if (another_instance_active() || !configure(dir)) return;
-  resolve_io_functions();
-  resolve_process_functions();
-  dlerror();  // do not leave our failed lookups for the application's dlerror()
-  g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
-  window_attach(g.out_dir);  // before the first event record
-  if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
-  g.configured = true;
-  install_process_handlers();
-  if (std::int32_t signo = 0; g_window_control != nullptr && parse_int(env_get("TRACETUNE_DUMP_SIGNAL"), &signo))
-    dump_signal_install(signo);  // record --ring: a signal asks for a dump (dump_signal.cpp)
-  second_clock_pair();
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
 // writer.h API
 // ---------------------------------------------------------------------------------------
+
+bool configure_from_environment() {
+  ErrnoSaver errno_saver;
+  const char* dir = env_get("TRACETUNE_OUTPUT_DIR");
+  if (dir == nullptr || *dir == '\0') return false;  // not asked to record: pure pass-through
+  if (another_instance_active() || !configure(dir)) return false;
+  resolve_io_functions();
+  resolve_process_functions();
+  dlerror();  // do not leave our failed lookups for the application's dlerror()
+  g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
+  return true;
+}
+
+const char* output_dir() { return g.out_dir; }
+
+bool start_recording() {
+  ErrnoSaver errno_saver;
+  if (!start_file(sys_getppid(), 0)) return false;  // unusable directory: record nothing
+  g.configured = true;
+  return true;
+}
+
+void finish_start() {
+  ErrnoSaver errno_saver;
+  second_clock_pair();
+}
+
+bool env_int(const char* name, std::int32_t* out) { return parse_int(env_get(name), out); }
 
 std::int64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
 

@@ -158,6 +158,19 @@ class RealFunction {
   std::atomic<Fn> fn_{nullptr};
 };
 
+// ---- The library's start (library.cpp, the constructor, in this order) ----
+// Reads TRACETUNE_OUTPUT_DIR and the TRACETUNE_* options, resolves the real functions; false
+// when this process is not to record (no directory, another instance of the library active).
+bool configure_from_environment();
+// The absolute output directory (after configure_from_environment).
+const char* output_dir();
+// Creates this process's record file and starts recording; false when the directory is unusable.
+bool start_recording();
+// After the other parts started: the file's second clock pair.
+void finish_start();
+// A TRACETUNE_* variable holding a small decimal integer (read without libc: safe in fork children).
+bool env_int(const char* name, std::int32_t* out);
+
 // Resolve the real libc functions (called once from the library constructor; the hooks
 // also resolve lazily). Defined in io_hooks.cpp and process_hooks.cpp.
 void resolve_io_functions();
