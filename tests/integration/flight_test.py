@@ -16,6 +16,11 @@
   and Python sees SIG_DFL as the signal's disposition at start (not our handler).
 - ring_steps: --ring 30steps: a dump taken while the job waits inside step 120 holds exactly the
   30 complete steps 90..119, and the trace at the end the last 30 steps.
+- signal_paths: a C job (signal_paths.c) sets its own SIGUSR2 disposition through each libc entry
+  point (sigaction, __sigaction, signal, bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset
+  with SIG_HOLD, sigignore) and raises the signal: its handler runs as in a bare run (one-shot for sysv_signal,
+  held and released for sigset, ignored for sigignore), it reads back its own disposition, and
+  the signal still dumps the ring.
 
 usage: flight_test.py TRACETUNE [CASE...]
 """
@@ -309,5 +314,30 @@ def case_ring_steps(tmp):
     check("ring_steps: and says so", meta.get("window", "").startswith("ring 30 steps"), meta)
 
 
-run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps},
+SIGNAL_MODES = ["sigaction", "__sigaction", "signal", "bsd_signal", "ssignal", "sysv_signal", "__sysv_signal", "sigset",
+                "sigignore"]
+
+
+def case_signal_paths(tmp):
+    tmp = pathlib.Path(tmp)
+    program = tmp / "signal_paths"
+    subprocess.run(["cc", "-O2", "-o", str(program), str(pathlib.Path(__file__).with_name("signal_paths.c"))], check=True)
+    runs = {}
+    for mode in SIGNAL_MODES:  # all at once: each waits for its dump (at most 120 s)
+        (tmp / mode).mkdir()
+        db = tmp / mode / "trace.db"
+        runs[mode] = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--ring", "60s", "--", str(program), mode,
+                                       str(tmp / mode / "trace.dump-1.db")], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+    for mode, rec in runs.items():
+        out, err = rec.communicate(timeout=600)
+        check(f"signal_paths: {mode}: the job's own handler behaves as in a bare run", rec.returncode == 0,
+              f"exit {rec.returncode}: {err[-2000:]}")
+        check(f"signal_paths: {mode}: and the signal still dumps the ring", "dump seen" in out, out + err[-2000:])
+        dumps = dumps_by_reason(tmp / mode, "SIGUSR2")
+        check(f"signal_paths: {mode}: a dump taken for SIGUSR2", len(dumps) == 1, dumps)
+
+
+run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps,
+           "signal_paths": case_signal_paths},
           sys.argv[2:])
