@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "ring_steps.h"
 #include "sys.h"
 #include "window.h"
 #include "writer.h"
@@ -34,6 +35,7 @@ static bool write_step(int kind, std::int64_t start_ns, std::int64_t end_ns, std
   r.kind = static_cast<StepKind>(kind);
   if (!window_admits_step(kind, number, start_ns, end_ns)) return false;
   emit_ungated(RecordType::Step, &r, sizeof r);
+  if (r.kind == StepKind::Step) ring_step_written(start_ns);  // record --ring Nsteps: this process's cut
   return true;
 }
 

@@ -1134,6 +1134,13 @@ void emit_io(const IoRecord& r) {
   if (g.io_tsc) maybe_sync_clock(r.end_ns);
 }
 
+void publish_ring_steps(std::int64_t written, std::int64_t cut_ns) {
+  FileHeader* h = g.header;
+  if (h == nullptr || in_vfork_child()) return;
+  __atomic_store_n(&h->ring_cut_ns, cut_ns, __ATOMIC_RELEASE);  // first: a reader never pairs a count with a later cut
+  __atomic_store_n(&h->ring_steps_written, written, __ATOMIC_RELEASE);
+}
+
 std::uint32_t fd_path(int fd) {
   return static_cast<unsigned>(fd) < kMaxFds ? g_fd_paths[fd].load(std::memory_order_acquire) : 0;
 }

@@ -79,6 +79,11 @@ void emit_io(const IoRecord& r);
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size);
 
+// record --ring Nsteps (ring_steps.cpp): the Step records this process wrote and its cut, the
+// start of the N-th last of them (0 while fewer), into the record file's header
+// (FileHeader::ring_cut_ns) where the launcher reads them. Two atomic stores, no lock.
+void publish_ring_steps(std::int64_t written, std::int64_t cut_ns);
+
 // Path of an open file descriptor as a string id (0 when unknown), maintained by the I/O
 // hooks from open/close (the fd table is lock-free).
 std::uint32_t fd_path(int fd);
