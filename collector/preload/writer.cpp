@@ -2,7 +2,7 @@
 //
 // Place in the collector: every record the injected library produces goes through emit()
 // here (io_hooks.cpp, process_hooks.cpp, python_api.cpp and nvtx_injection.cpp are its
-// clients). This file also owns the process's record file: the library constructor creates
+// clients). This file also owns the process's record file: the library constructor (library.cpp) creates
 // it, fork children replace it with their own (restart_in_fork_child), and exit/exec close
 // it logically (record_exit/record_exec). See record_format.h for the on-disk contract.
 //
