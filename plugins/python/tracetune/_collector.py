@@ -35,12 +35,16 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib.tracetune_intern_string.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
             _lib.tracetune_emit_gpu_record.restype = ctypes.c_int
             _lib.tracetune_emit_gpu_record.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]
+    except (AttributeError, OSError):
+        _lib = None
+    try:  # a collector without it (an older build): the window's state is left to the collector
+        if _lib is not None:
             _lib.tracetune_window_holders.restype = ctypes.c_void_p
             _address = _lib.tracetune_window_holders()
             if _address:  # mapped for the process's life, at the same address in fork children
                 _holders = ctypes.c_uint32.from_address(_address)
-    except (AttributeError, OSError):
-        _lib = None
+    except AttributeError:
+        _holders = None
 
 
 def available() -> bool:
