@@ -2,12 +2,12 @@
 """Disk use of the flight recorder (`tracetune record --ring`) over a long run (prints, never asserts).
 
 Runs the DataLoader sample (samples/dataloader, 2 workers, endless) under
-`tracetune record --ring SPAN --ring-budget MIB --keep-raw` for SECONDS, samples the raw
+`tracetune record --ring SPAN --ring-budget MIB --keep-raw` (SPAN: seconds, or steps) for SECONDS, samples the raw
 directory's disk use (allocated blocks of every record file) every 10 s, then interrupts the job
 (SIGINT, forwarded to it) and reports: the largest disk use seen, per process and in all, against
 the budget; how many steps the job made; and what the final trace holds (its time span, events).
 
-usage: flight_recorder.py BUILD_DIR [--seconds 600] [--span 120] [--budget 16] [--python PY]
+usage: flight_recorder.py BUILD_DIR [--seconds 600] [--span 120s|50steps] [--budget 16] [--python PY]
 """
 import argparse
 import pathlib
@@ -32,11 +32,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("build", type=pathlib.Path)
     ap.add_argument("--seconds", type=float, default=600)
-    ap.add_argument("--span", type=float, default=120)
+    ap.add_argument("--span", default="120s", help="the ring's span: seconds (120s) or steps (50steps)")
     ap.add_argument("--budget", type=int, default=16, help="MiB of ring per process")
     ap.add_argument("--python", default=str(TORCH2) if TORCH2.exists() else "/usr/bin/python3")
     args = ap.parse_args()
     tracetune = args.build / "cli/tracetune"
+    span = args.span if args.span[-1].isalpha() else f"{args.span}s"  # a bare number: seconds
     mib = 1 << 20
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
@@ -44,7 +45,7 @@ def main():
                        check=True, capture_output=True)
         db, raw = tmp / "t.db", tmp / "raw"
         rec = subprocess.Popen([str(tracetune), "record", "-o", str(db), "--raw-dir", str(raw), "--keep-raw", "--ring",
-                                f"{args.span}s", "--ring-budget", str(args.budget), "--", args.python,
+                                span, "--ring-budget", str(args.budget), "--", args.python,
                                 str(SRC / "samples/dataloader/train.py"), str(tmp / "data"), "--num-workers", "2",
                                 "--steps", "1000000000", "--epochs", "1000000000"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -63,13 +64,14 @@ def main():
                             "FROM steps").fetchone()
         io = con.execute("SELECT count(*) FROM io_calls").fetchone()[0]
         processes = con.execute("SELECT count(*) FROM processes").fetchone()[0]
-        print(f"\nrun {args.seconds:.0f} s, --ring {args.span:.0f}s --ring-budget {args.budget} MiB, {processes} processes")
+        print(f"\nrun {args.seconds:.0f} s, --ring {args.span} --ring-budget {args.budget} MiB, {processes} processes")
         print(f"peak disk use: largest record file {peak_file / mib:.1f} MiB (budget {args.budget} MiB + header + "
               f"pinned chunks), raw directory {peak_total / mib:.1f} MiB")
         if steps[0]:
             print(f"final trace: steps {steps[1]}..{steps[2]} ({steps[0]} steps, {(steps[4] - steps[3]) / 1e9:.0f} s), "
                   f"{io} I/O calls")
-        print("last lines of record's stderr:\n" + "\n".join(err.strip().splitlines()[-4:]))
+        removed = [line for line in err.splitlines() if "removed while the job ran" in line]
+        print("last lines of record's stderr:\n" + "\n".join(removed + err.strip().splitlines()[-4:]))
 
 
 if __name__ == "__main__":

@@ -8,15 +8,17 @@
 // arguments, its mask, its SA_RESTART/SA_ONSTACK/SA_NODEFER, its SA_RESETHAND). A job that
 // ignores the signal still ignores it. A job that left it at SIG_DFL would have been terminated:
 // that is the one change, and the reason the signal is configurable (--dump-signal none: no
-// handler at all). A job that changes the disposition through a raw rt_sigaction syscall, or
-// through sigset()/sysv_signal(), replaces our handler: the job then owns the signal and no dump
-// is asked for.
+// handler at all). Every libc entry point that sets a disposition is interposed: sigaction()
+// (and its alias __sigaction()), signal() and its aliases bsd_signal()/ssignal(), sysv_signal()/__sysv_signal(), sigset(),
+// sigignore(). A job that changes the disposition through a raw rt_sigaction syscall (Go
+// runtimes) replaces our handler: the job then owns the signal and no dump is asked for.
 #include <signal.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
+#include "dump_signal.h"
 #include "window.h"
 #include "writer.h"
 
@@ -113,22 +115,124 @@ TT_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* 
   return 0;
 }
 
-// glibc's signal(): BSD semantics (SA_RESTART, the signal blocked in its handler); it calls the
-// internal sigaction, out of our reach, hence its own wrapper.
-TT_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
+// glibc also exports its sigaction as __sigaction.
+TT_EXPORT int __sigaction(int sig, const struct sigaction* act, struct sigaction* oldact) noexcept {
+  return sigaction(sig, act, oldact);
+}
+
+namespace {
+
+// The entry points that set a handler with fixed flags, for the dump signal: through the
+// interposed sigaction above, which remembers what the job set and keeps our handler underneath.
+// glibc's versions call its internal sigaction, out of our reach, hence one wrapper each.
+sighandler_t set_job_handler(int sig, sighandler_t handler, int flags, bool block_itself) {
+  struct sigaction act {}, old {};
+  act.sa_handler = handler;
+  act.sa_flags = flags;
+  sigemptyset(&act.sa_mask);
+  if (block_itself) sigaddset(&act.sa_mask, sig);
+  if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+// signal(), bsd_signal(), ssignal() (one function in glibc): BSD semantics, SA_RESTART and the
+// signal blocked in its handler.
+sighandler_t bsd_signal_for(int sig, sighandler_t handler, tt::collector::signal_fn next) {
   if (sig != g_signal || g_signal == 0) {
-    tt::collector::signal_fn real = tt::collector::r_signal.get();
-    if (real == nullptr) {
+    if (next == nullptr) {
       errno = ENOSYS;
       return SIG_ERR;
     }
-    return real(sig, handler);
+    return next(sig, handler);
   }
-  struct sigaction act {}, old {};
-  act.sa_handler = handler;
-  act.sa_flags = SA_RESTART;
-  sigemptyset(&act.sa_mask);
-  sigaddset(&act.sa_mask, sig);
-  if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
-  return old.sa_handler;
+  return set_job_handler(sig, handler, SA_RESTART, true);
+}
+
+// sysv_signal(), __sysv_signal(): System V semantics, a one-shot handler (SA_RESETHAND) that
+// does not block its signal (SA_NODEFER), calls interrupted (no SA_RESTART).
+sighandler_t sysv_signal_for(int sig, sighandler_t handler, tt::collector::signal_fn next) {
+  if (sig != g_signal || g_signal == 0) {
+    if (next == nullptr) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
+    return next(sig, handler);
+  }
+  if (handler == SIG_ERR) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  return set_job_handler(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+using tt::collector::RealFunction;
+using tt::collector::signal_fn;
+constinit RealFunction<signal_fn> r_bsd_signal{"bsd_signal"};
+constinit RealFunction<signal_fn> r_ssignal{"ssignal"};
+constinit RealFunction<signal_fn> r_sysv_signal{"sysv_signal"};
+constinit RealFunction<signal_fn> r___sysv_signal{"__sysv_signal"};
+constinit RealFunction<signal_fn> r_sigset{"sigset"};
+using sigignore_fn = int (*)(int);
+constinit RealFunction<sigignore_fn> r_sigignore{"sigignore"};
+
+}  // namespace
+
+TT_EXPORT sighandler_t signal(int sig, sighandler_t handler) noexcept {
+  return bsd_signal_for(sig, handler, tt::collector::r_signal.get());
+}
+
+TT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) noexcept {
+  return bsd_signal_for(sig, handler, r_bsd_signal.get());
+}
+
+TT_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) noexcept {
+  return bsd_signal_for(sig, handler, r_ssignal.get());
+}
+
+TT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) noexcept {
+  return sysv_signal_for(sig, handler, r_sysv_signal.get());
+}
+
+TT_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) noexcept {
+  return sysv_signal_for(sig, handler, r___sysv_signal.get());
+}
+
+// sigset(): a handler with no flags and an empty mask, or SIG_HOLD (the signal blocked, the
+// handler kept); either returns SIG_HOLD when the signal was blocked before, else the previous
+// disposition (glibc's sysdeps/posix/sigset.c, with our sigaction).
+TT_EXPORT sighandler_t sigset(int sig, sighandler_t disp) noexcept {
+  if (sig != g_signal || g_signal == 0) {
+    const signal_fn next = r_sigset.get();
+    if (next == nullptr) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
+    return next(sig, disp);
+  }
+  sigset_t one, before;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  if (disp == SIG_HOLD) {
+    if (sigprocmask(SIG_BLOCK, &one, &before) != 0) return SIG_ERR;
+    if (sigismember(&before, sig)) return SIG_HOLD;
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) return SIG_ERR;
+    return old.sa_handler;
+  }
+  const sighandler_t old = set_job_handler(sig, disp, 0, false);
+  if (old == SIG_ERR || sigprocmask(SIG_UNBLOCK, &one, &before) != 0) return SIG_ERR;
+  return sigismember(&before, sig) ? SIG_HOLD : old;
+}
+
+// sigignore(): SIG_IGN for the signal.
+TT_EXPORT int sigignore(int sig) noexcept {
+  if (sig != g_signal || g_signal == 0) {
+    const sigignore_fn next = r_sigignore.get();
+    if (next == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    return next(sig);
+  }
+  return set_job_handler(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 }

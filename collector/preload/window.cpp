@@ -10,9 +10,7 @@
 // (I/O, ranges, workers' records) is admitted while any holder holds the job-wide window.
 #include "window.h"
 
-#include <fcntl.h>
 #include <regex.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,8 +21,6 @@
 #include "writer.h"
 
 namespace tt::collector {
-
-WindowControl* g_window_control = nullptr;
 
 namespace {
 
@@ -146,25 +142,8 @@ void note_step_duration(std::int64_t ns) {
 void window_set_listener(WindowListener listener) { g_listener.store(listener, std::memory_order_release); }
 
 void window_attach(const char* out_dir) {
-  char path[4096];
-  const std::size_t n = std::strlen(out_dir);
-  const std::size_t m = std::strlen(kWindowControlName);
-  if (n + 1 + m + 1 > sizeof path) return;
-  std::memcpy(path, out_dir, n);
-  path[n] = '/';
-  std::memcpy(path + n + 1, kWindowControlName, m + 1);
-  const int fd = sys_openat(AT_FDCWD, path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;  // no window: record everything
-  void* p = sys_mmap(nullptr, sizeof(WindowControl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  sys_close(fd);
-  if (p == MAP_FAILED) return;
-  auto* w = static_cast<WindowControl*>(p);
-  if (std::memcmp(w->magic, kWindowControlMagic, sizeof kWindowControlMagic) != 0 ||
-      w->version != kWindowControlVersion) {
-    sys_munmap(p, sizeof(WindowControl));
-    return;
-  }
-  g_window_control = w;
+  const WindowControl* w = map_window_control(out_dir);
+  if (w == nullptr) return;
   char pattern[sizeof w->start_on];
   std::memcpy(pattern, w->start_on, sizeof pattern);
   pattern[sizeof pattern - 1] = '\0';

@@ -1,27 +1,12 @@
-// Recording windows inside the job (window.cpp; the shared state is window_control.h).
+// Recording windows inside the job (window.cpp; the shared state is window_control.h, the gate
+// every record path checks window_gate.h).
 #pragma once
 
 #include <cstdint>
 
-#include "tracetune/collector/window_control.h"
+#include "window_gate.h"
 
 namespace tt::collector {
-
-// The job's window control page, or nullptr when the job records everything (no window.ctl).
-extern WindowControl* g_window_control;
-
-// True when an event record of `type` must not be written now: the job has a window and it is
-// closed. One load when the window is open or absent.
-inline bool window_blocks(RecordType type) {
-  const WindowControl* w = g_window_control;
-  return w != nullptr && __atomic_load_n(&w->holders, __ATOMIC_RELAXED) == 0 && !window_always_recorded(type);
-}
-
-// For hooks that would measure a call before recording it (I/O): false while the window is closed.
-inline bool window_open_now() {
-  const WindowControl* w = g_window_control;
-  return w == nullptr || __atomic_load_n(&w->holders, __ATOMIC_RELAXED) != 0;
-}
 
 // Called with 1 when this process opens the job's window (the first holder) and with 0 just
 // before it closes it (the last holder, still open during the call): the CUPTI library turns
@@ -29,7 +14,8 @@ inline bool window_open_now() {
 using WindowListener = void (*)(int open);
 void window_set_listener(WindowListener listener);
 
-// Maps <out_dir>/window.ctl when it exists (library constructor; fork children keep the mapping).
+// Maps <out_dir>/window.ctl when it exists (library.cpp, at start; fork children keep the
+// mapping) and compiles its --start-on expression.
 void window_attach(const char* out_dir);
 
 // A step record is about to be written (python_api.cpp): moves this process's step window
@@ -45,7 +31,5 @@ void window_range_started(const char* name, std::size_t n);
 // launcher for one dump; the same signal reaching several processes within a second asks once.
 void window_signal_dump();
 
-// Installs the flight recorder's signal handler for `signo` underneath the job's (dump_signal.cpp).
-void dump_signal_install(int signo);
 
 }  // namespace tt::collector

@@ -2,7 +2,7 @@
 //
 // Place in the collector: every record the injected library produces goes through emit()
 // here (io_hooks.cpp, process_hooks.cpp, python_api.cpp and nvtx_injection.cpp are its
-// clients). This file also owns the process's record file: the library constructor creates
+// clients). This file also owns the process's record file: the library constructor (library.cpp) creates
 // it, fork children replace it with their own (restart_in_fork_child), and exit/exec close
 // it logically (record_exit/record_exec). See record_format.h for the on-disk contract.
 //
@@ -26,7 +26,7 @@
 #include "clock_pair.h"
 #include "interner.h"
 #include "sys.h"
-#include "window.h"
+#include "window_gate.h"
 
 #include "tracetune/collector/redact.h"
 
@@ -1037,29 +1037,39 @@ bool another_instance_active() {
   return theirs.dli_fbase != ours.dli_fbase;
 }
 
-__attribute__((constructor)) void tracetune_collector_init() {
-  ErrnoSaver errno_saver;
-  const char* dir = env_get("TRACETUNE_OUTPUT_DIR");
-  if (dir == nullptr || *dir == '\0') return;  // not asked to record: pure pass-through
-  if (another_instance_active() || !configure(dir)) return;
-  resolve_io_functions();
-  resolve_process_functions();
-  dlerror();  // do not leave our failed lookups for the application's dlerror()
-  g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
-  window_attach(g.out_dir);  // before the first event record
-  if (!start_file(sys_getppid(), 0)) return;  // unusable directory: record nothing
-  g.configured = true;
-  install_process_handlers();
-  if (std::int32_t signo = 0; g_window_control != nullptr && parse_int(env_get("TRACETUNE_DUMP_SIGNAL"), &signo))
-    dump_signal_install(signo);  // record --ring: a signal asks for a dump (dump_signal.cpp)
-  second_clock_pair();
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
 // writer.h API
 // ---------------------------------------------------------------------------------------
+
+bool configure_from_environment() {
+  ErrnoSaver errno_saver;
+  const char* dir = env_get("TRACETUNE_OUTPUT_DIR");
+  if (dir == nullptr || *dir == '\0') return false;  // not asked to record: pure pass-through
+  if (another_instance_active() || !configure(dir)) return false;
+  resolve_io_functions();
+  resolve_process_functions();
+  dlerror();  // do not leave our failed lookups for the application's dlerror()
+  g.key_ok = pthread_key_create(&g.key, &thread_exit) == 0;
+  return true;
+}
+
+const char* output_dir() { return g.out_dir; }
+
+bool start_recording() {
+  ErrnoSaver errno_saver;
+  if (!start_file(sys_getppid(), 0)) return false;  // unusable directory: record nothing
+  g.configured = true;
+  return true;
+}
+
+void finish_start() {
+  ErrnoSaver errno_saver;
+  second_clock_pair();
+}
+
+bool env_int(const char* name, std::int32_t* out) { return parse_int(env_get(name), out); }
 
 std::int64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
 
@@ -1122,6 +1132,13 @@ void emit_io(const IoRecord& r) {
     commit_record(ts, rec, RecordType::Io, 0, sizeof r);
   }
   if (g.io_tsc) maybe_sync_clock(r.end_ns);
+}
+
+void publish_ring_steps(std::int64_t written, std::int64_t cut_ns) {
+  FileHeader* h = g.header;
+  if (h == nullptr || in_vfork_child()) return;
+  __atomic_store_n(&h->ring_cut_ns, cut_ns, __ATOMIC_RELEASE);  // first: a reader never pairs a count with a later cut
+  __atomic_store_n(&h->ring_steps_written, written, __ATOMIC_RELEASE);
 }
 
 std::uint32_t fd_path(int fd) {

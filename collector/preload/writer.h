@@ -79,6 +79,11 @@ void emit_io(const IoRecord& r);
 void emit2(RecordType type, const void* head, std::uint32_t head_size, const void* tail,
            std::uint32_t tail_size);
 
+// record --ring Nsteps (ring_steps.cpp): the Step records this process wrote and its cut, the
+// start of the N-th last of them (0 while fewer), into the record file's header
+// (FileHeader::ring_cut_ns) where the launcher reads them. Two atomic stores, no lock.
+void publish_ring_steps(std::int64_t written, std::int64_t cut_ns);
+
 // Path of an open file descriptor as a string id (0 when unknown), maintained by the I/O
 // hooks from open/close (the fd table is lock-free).
 std::uint32_t fd_path(int fd);
@@ -157,6 +162,19 @@ class RealFunction {
   const char* version_;
   std::atomic<Fn> fn_{nullptr};
 };
+
+// ---- The library's start (library.cpp, the constructor, in this order) ----
+// Reads TRACETUNE_OUTPUT_DIR and the TRACETUNE_* options, resolves the real functions; false
+// when this process is not to record (no directory, another instance of the library active).
+bool configure_from_environment();
+// The absolute output directory (after configure_from_environment).
+const char* output_dir();
+// Creates this process's record file and starts recording; false when the directory is unusable.
+bool start_recording();
+// After the other parts started: the file's second clock pair.
+void finish_start();
+// A TRACETUNE_* variable holding a small decimal integer (read without libc: safe in fork children).
+bool env_int(const char* name, std::int32_t* out);
 
 // Resolve the real libc functions (called once from the library constructor; the hooks
 // also resolve lazily). Defined in io_hooks.cpp and process_hooks.cpp.

@@ -572,6 +572,8 @@ std::vector<std::string> job_environment(const RecordOptions& opt, const fs::pat
   if (opt.window.ring()) {
     env.push_back("TRACETUNE_RING_CHUNKS=" + std::to_string(opt.window.ring_budget_mib));  // 1 MiB chunks
     env.push_back("TRACETUNE_COLLECTIVE_ENTRY=1");  // host collectives say when they start (hang diagnosis)
+    // a step ring: each stepping process publishes where its last N steps start (ring_steps.cpp)
+    if (opt.window.ring_steps > 0) env.push_back("TRACETUNE_RING_STEPS=" + std::to_string(opt.window.ring_steps));
     if (opt.window.dump_signal > 0) env.push_back("TRACETUNE_DUMP_SIGNAL=" + std::to_string(opt.window.dump_signal));
   }
   // tracetune.range tells the collector when a Python range starts, for --start-on only
@@ -689,9 +691,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
                        watch.poll();
                        if (!window) return;
                        const WindowDriver::Tick done = window->tick();
-                       if (opt.window.ring_s > 0 && ++ticks % 50 == 0) {  // about once a second
-                         const auto cutoff = monotonic_now_ns() - static_cast<std::int64_t>(opt.window.ring_s * 1e9);
-                         for (const fs::path& rel : files_ended_before(raw_dir, cutoff)) {
+                       if (opt.window.ring() && ++ticks % 50 == 0) {  // about once a second
+                         for (const fs::path& rel : ring_files_to_remove(raw_dir, opt.window, monotonic_now_ns())) {
                            watch.release(rel);
                            pruned += fs::remove(raw_dir / rel, ec) ? 1 : 0;
                          }
@@ -719,8 +720,10 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   outcome.exit_code = exit_code_of(status.value());
   if (const std::string lost = watch.restore(); !lost.empty()) std::fprintf(stderr, "tracetune: warning: %s\n", lost.c_str());
   if (pruned > 0)
-    std::fprintf(stderr, "tracetune: flight recorder: %d record file(s) of processes that ended before the last %gs "
-                 "removed while the job ran\n", pruned, opt.window.ring_s);
+    std::fprintf(stderr, "tracetune: flight recorder: %d record file(s) of processes that ended before the last %s "
+                 "removed while the job ran\n", pruned,
+                 opt.window.ring_s > 0 ? fmt::format("{:g}s", opt.window.ring_s).c_str()
+                                       : fmt::format("{} steps", opt.window.ring_steps).c_str());
 
   merge_and_write(opt, raw_dir, outcome);
   return outcome;

@@ -128,6 +128,8 @@ Result<RecordFileHeader> decode_header(const fs::path& path, const unsigned char
   }
   out.static_execs = h.static_execs;
   out.static_program = trace::valid_utf8(std::string_view(h.static_program, ::strnlen(h.static_program, sizeof h.static_program)));
+  out.ring_steps_written = h.ring_steps_written;
+  out.ring_cut_ns = h.ring_cut_ns;
   // NUL-terminated by the writer, but a damaged header must not make us read past the field.
   out.host = trace::valid_utf8(std::string_view(h.host, ::strnlen(h.host, sizeof h.host)));
   out.file_size = file_size;

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <climits>
+#include <map>
 #include <cstdio>
 #include <string_view>
 #include <cstring>
@@ -298,16 +300,45 @@ namespace {
 Result<std::shared_ptr<WindowControl>> open_for_request(const fs::path& raw_dir) { return open_window_control(raw_dir); }
 }  // namespace
 
-std::vector<fs::path> files_ended_before(const fs::path& raw_dir, std::int64_t cutoff_ns) {
+namespace {
+bool ended(const RecordFileHeader& h) { return (h.flags & (kExited | kExecReplaced)) != 0 && h.end_mono_ns > 0; }
+}  // namespace
+
+std::vector<fs::path> ring_files_out_of_span(const std::vector<std::pair<fs::path, RecordFileHeader>>& files,
+                                             const WindowRequest& ring, std::int64_t now_ns) {
   std::vector<fs::path> out;
+  if (ring.ring_s > 0) {
+    const std::int64_t cutoff = now_ns - static_cast<std::int64_t>(ring.ring_s * 1e9);
+    for (const auto& [path, h] : files)
+      if (ended(h) && h.end_mono_ns < cutoff) out.push_back(path);
+    return out;
+  }
+  if (ring.ring_steps <= 0) return out;
+  // each host's earliest cut among its stepping processes; none while one of them holds fewer
+  // than N steps (a dump then keeps everything of its host's processes without steps)
+  std::map<std::string, std::int64_t> host_cut;
+  for (const auto& [path, h] : files) {
+    if (h.ring_steps_written <= 0) continue;
+    const std::int64_t cut = h.ring_steps_written >= ring.ring_steps && h.ring_cut_ns > 0 ? h.ring_cut_ns : INT64_MIN;
+    auto [it, fresh] = host_cut.emplace(h.host, cut);
+    if (!fresh) it->second = std::min(it->second, cut);
+  }
+  for (const auto& [path, h] : files) {
+    const auto cut = host_cut.find(h.host);
+    if (cut != host_cut.end() && h.ring_steps_written == 0 && ended(h) && h.end_mono_ns < cut->second)
+      out.push_back(path);
+  }
+  return out;
+}
+
+std::vector<fs::path> ring_files_to_remove(const fs::path& raw_dir, const WindowRequest& ring, std::int64_t now_ns) {
+  std::vector<std::pair<fs::path, RecordFileHeader>> files;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(raw_dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (it->path().extension() != ".ttr" || !it->is_regular_file(ec)) continue;
-    auto h = read_record_header(it->path());
-    if (h && (h->flags & (kExited | kExecReplaced)) != 0 && h->end_mono_ns > 0 && h->end_mono_ns < cutoff_ns)
-      out.push_back(fs::relative(it->path(), raw_dir, ec));
+    if (auto h = read_record_header(it->path())) files.emplace_back(fs::relative(it->path(), raw_dir, ec), std::move(h.value()));
   }
-  return out;
+  return ring_files_out_of_span(files, ring, now_ns);
 }
 
 Result<void> request_capture(const fs::path& raw_dir, std::int64_t steps) {

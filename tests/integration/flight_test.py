@@ -16,6 +16,16 @@
   and Python sees SIG_DFL as the signal's disposition at start (not our handler).
 - ring_steps: --ring 30steps: a dump taken while the job waits inside step 120 holds exactly the
   30 complete steps 90..119, and the trace at the end the last 30 steps.
+- signal_paths: a C job (signal_paths.c) sets its own SIGUSR2 disposition through each libc entry
+  point (sigaction, __sigaction, signal, bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset
+  with SIG_HOLD, sigignore) and raises the signal: its handler runs as in a bare run (one-shot for sysv_signal,
+  held and released for sigset, ignored for sigignore), it reads back its own disposition, and
+  the signal still dumps the ring.
+- ring_steps_workers: --ring 6steps on a DataLoader whose workers are not persistent (two new worker
+  processes every epoch of 3 steps, 30 epochs): the launcher removes the record files of the
+  workers that ended before the last 6 steps, so the raw directory holds the main process and the
+  workers of the last epochs only (not one file per worker ever started), and a dump taken after
+  the 30 epochs holds exactly steps 84..89, the trace at the end (2 more epochs) steps 90..95.
 
 usage: flight_test.py TRACETUNE [CASE...]
 """
@@ -94,6 +104,24 @@ for i in range(200):
         while not (d / "go on").exists():
             time.sleep(0.05)
 tracetune.step()
+"""
+
+WORKERS_JOB = """
+import pathlib, sys, time, torch
+from torch.utils.data import DataLoader, TensorDataset
+d = pathlib.Path(sys.argv[1])
+loader = DataLoader(TensorDataset(torch.randn(12, 4)), batch_size=4, num_workers=2, persistent_workers=False)
+
+def epochs(n):
+    for _ in range(n):
+        for (x,) in loader:  # 3 steps; 2 worker processes started and ended with the epoch
+            x.sum()
+
+epochs(30)
+(d / "done").write_text("")
+while not (d / "go on").exists():
+    time.sleep(0.05)
+epochs(2)
 """
 
 
@@ -309,5 +337,82 @@ def case_ring_steps(tmp):
     check("ring_steps: and says so", meta.get("window", "").startswith("ring 30 steps"), meta)
 
 
-run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps},
+SIGNAL_MODES = ["sigaction", "__sigaction", "signal", "bsd_signal", "ssignal", "sysv_signal", "__sysv_signal", "sigset",
+                "sigignore"]
+
+
+def case_signal_paths(tmp):
+    tmp = pathlib.Path(tmp)
+    program = tmp / "signal_paths"
+    subprocess.run(["cc", "-O2", "-o", str(program), str(pathlib.Path(__file__).with_name("signal_paths.c"))], check=True)
+    runs = {}
+    for mode in SIGNAL_MODES:  # all at once: each waits for its dump (at most 120 s)
+        (tmp / mode).mkdir()
+        db = tmp / mode / "trace.db"
+        runs[mode] = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--ring", "60s", "--", str(program), mode,
+                                       str(tmp / mode / "trace.dump-1.db")], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+    for mode, rec in runs.items():
+        out, err = rec.communicate(timeout=600)
+        check(f"signal_paths: {mode}: the job's own handler behaves as in a bare run", rec.returncode == 0,
+              f"exit {rec.returncode}: {err[-2000:]}")
+        check(f"signal_paths: {mode}: and the signal still dumps the ring", "dump seen" in out, out + err[-2000:])
+        dumps = dumps_by_reason(tmp / mode, "SIGUSR2")
+        check(f"signal_paths: {mode}: a dump taken for SIGUSR2", len(dumps) == 1, dumps)
+
+
+def record_files(raw):
+    """(count, bytes allocated) of the record files in `raw` now."""
+    sizes = []
+    for f in raw.glob("*/*.ttr"):
+        try:
+            sizes.append(f.stat().st_blocks * 512)
+        except FileNotFoundError:  # removed meanwhile
+            pass
+    return len(sizes), sum(sizes)
+
+
+def case_ring_steps_workers(tmp):
+    tmp = pathlib.Path(tmp)
+    job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "raw"
+    job.write_text(WORKERS_JOB)
+    rec = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--raw-dir", str(raw), "--keep-raw", "--ring", "6steps",
+                            "--ring-budget", "8", "--", TORCH_PYTHON, str(job), str(tmp)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # the main process and the 2 workers of each epoch the last 6 steps (2 epochs) overlap, and one
+    # epoch more for slack; before the launcher removed ended workers with a step ring: 61 files
+    bound = 1 + 2 * 3
+    dump, err = None, ""
+    try:
+        check("ring_steps_workers: the job runs its 30 epochs", wait_for((tmp / "done").exists, 600), rec.poll())
+        files = wait_for(lambda: record_files(raw)[0] <= bound and record_files(raw), 120)
+        count, size = record_files(raw)
+        print(f"after 30 epochs: {count} record files, {size / (1 << 20):.1f} MiB")
+        check(f"ring_steps_workers: the raw directory keeps at most {bound} record files (not one per worker started)",
+              files, count)
+        # each file at most header + 8 MiB of ring + 2 pinned chunks (a worker's: one ring chunk per thread)
+        check("ring_steps_workers: and its size stays bounded", size <= bound * (10 << 20) + bound * 4096, size)
+        c = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
+        check("ring_steps_workers: capture --dump is accepted", c.returncode == 0, c.stderr)
+        dump = wait_for(lambda: dumps_by_reason(tmp, "tracetune capture --dump"), 120)
+        (tmp / "go on").write_text("")
+        _, err = rec.communicate(timeout=600)
+        check("ring_steps_workers: the job ends normally", rec.returncode == 0 and db.exists(), err[-2000:])
+    finally:
+        if rec.poll() is None:
+            os.killpg(rec.pid, signal.SIGKILL)
+            rec.wait(timeout=60)
+    check("ring_steps_workers: record says it removed ended processes' files", "removed while the job ran" in err,
+          err[-2000:])
+    check("ring_steps_workers: the dump is written", dump)
+    if dump:
+        numbers = step_numbers(dump[0])
+        check("ring_steps_workers: the dump holds exactly the last 6 steps, 84..89", numbers == list(range(84, 90)),
+              numbers)
+    numbers = step_numbers(db)
+    check("ring_steps_workers: the trace at the end holds exactly steps 90..95", numbers == list(range(90, 96)), numbers)
+
+
+run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps,
+           "signal_paths": case_signal_paths, "ring_steps_workers": case_ring_steps_workers},
           sys.argv[2:])

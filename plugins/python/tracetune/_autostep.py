@@ -35,10 +35,14 @@ DURATIONS = []  # ns of each completed step, in order (for TRACETUNE_EARLY_STOP)
 
 
 def end_step(start: int, now: int, number: int) -> None:
-    """A step [start, now) ends: its record and the RSS (one collector call), the CUDA allocator's
-    counters, op shapes in the first steps, and its duration for TRACETUNE_EARLY_STOP."""
+    """A step [start, now) ends: its record and the RSS (one collector call, always: it moves the
+    recording window), the CUDA allocator's counters (only when the window was open during the
+    step: they are read at a cost and would be refused), op shapes in the first steps, and its
+    duration for TRACETUNE_EARLY_STOP."""
+    in_window = _collector.window_open()  # before the record: the step that opens a window stays out
     _collector.step_end(_collector.STEP, start, now, number)
-    _memory.sample_cuda(now)
+    if in_window:
+        _memory.sample_cuda(now)
     _shapes.on_step_end(now)
     DURATIONS.append(now - start)
 

@@ -1,5 +1,11 @@
 """ctypes bindings to the C API that libtracetune_collector.so (already loaded into this
-process by LD_PRELOAD) exports. Without the collector every call is a no-op."""
+process by LD_PRELOAD) exports. Without the collector every call is a no-op.
+
+While the job's recording window is closed (record --steps/--delay/--start-on/--armed), the
+calls whose records the collector would refuse return before any work (window_open: one read
+of the collector's shared window state): steps other than the training step's own record,
+ranges, marks, counters. The training step's record always reaches the collector: it counts
+the steps that open a --steps window and serve `tracetune capture`."""
 import ctypes
 import os
 import time
@@ -7,6 +13,7 @@ import time
 STEP, BATCH_WAIT, OPTIMIZER_STEP = 0, 1, 2  # StepKind in record_format.h
 
 _lib = None
+_holders = None  # the window control page's `holders` word (open while > 0); None: no window
 if os.environ.get("TRACETUNE_OUTPUT_DIR"):
     try:
         # PyDLL: the calls keep the GIL (they take microseconds). Through CDLL each would release
@@ -30,10 +37,24 @@ if os.environ.get("TRACETUNE_OUTPUT_DIR"):
             _lib.tracetune_emit_gpu_record.argtypes = [ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]
     except (AttributeError, OSError):
         _lib = None
+    try:  # a collector without it (an older build): the window's state is left to the collector
+        if _lib is not None:
+            _lib.tracetune_window_holders.restype = ctypes.c_void_p
+            _address = _lib.tracetune_window_holders()
+            if _address:  # mapped for the process's life, at the same address in fork children
+                _holders = ctypes.c_uint32.from_address(_address)
+    except AttributeError:
+        _holders = None
 
 
 def available() -> bool:
     return _lib is not None
+
+
+def window_open() -> bool:
+    """Whether the collector writes event records now: always without a recording window, else
+    while the job's window is open. One read of shared memory (about 60 ns), no call."""
+    return _holders is None or _holders.value != 0
 
 
 def now_ns() -> int:
@@ -42,7 +63,9 @@ def now_ns() -> int:
 
 
 def step(kind: int, start_ns: int, end_ns: int, number: int) -> None:
-    if _lib is not None:
+    """A step-kind span. Outside the window only the training step's own record (STEP) goes to
+    the collector (it moves the step windows); a batch wait or optimizer span would be refused."""
+    if _lib is not None and (kind == STEP or window_open()):
         _lib.tracetune_step(kind, start_ns, end_ns, number)
 
 
@@ -55,7 +78,7 @@ def step_end(kind: int, start_ns: int, end_ns: int, number: int) -> None:
 
 
 def range(name: str, domain: str, start_ns: int, end_ns: int) -> None:  # noqa: A001
-    if _lib is not None:
+    if _lib is not None and window_open():
         _lib.tracetune_range(name.encode("utf-8", "replace"), domain.encode("utf-8", "replace"), start_ns, end_ns)
 
 
@@ -70,18 +93,18 @@ def range_begin(name: str) -> None:
 
 
 def mark(name: str, domain: str) -> None:
-    if _lib is not None:
+    if _lib is not None and window_open():
         _lib.tracetune_mark(name.encode("utf-8", "replace"), domain.encode("utf-8", "replace"))
 
 
 def counter(name: str, value: float) -> None:
-    if _lib is not None:
+    if _lib is not None and window_open():
         _lib.tracetune_counter(name.encode("utf-8", "replace"), value)
 
 
 def counter_at(name: str, value: float, ts_ns: int) -> None:
     """A counter sample at a time measured earlier (tracetune_now_ns / now_ns())."""
-    if _lib is not None:
+    if _lib is not None and window_open():
         _lib.tracetune_counter_at(name.encode("utf-8", "replace"), value, ts_ns)
 
 

@@ -126,6 +126,8 @@ def _wrap(dist, fname, original):
         start = _collector.now_ns()
         result = original(*args, **kwargs)
         end = _collector.now_ns()
+        if not _collector.window_open():  # its record would be refused (the sequence is counted above)
+            return result
         try:
             dtype = _NCCL_DTYPES.get(str(getattr(tensor, "dtype", "")).replace("torch.", ""), "")
             root_at = _ROOT_ARG.get(fname)

@@ -97,7 +97,10 @@ class Sampler:
         return fid
 
     def tick(self, skip_ident: int) -> None:
-        """Samples every thread but `skip_ident` once (one collector call)."""
+        """Samples every thread but `skip_ident` once (one collector call); nothing while the
+        recording window is closed (the samples would be refused)."""
+        if not _collector.window_open():
+            return
         stacks = sys._current_frames()
         ts = time.monotonic_ns()
         words = array.array("I")

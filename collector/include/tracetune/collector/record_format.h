@@ -75,7 +75,15 @@ struct FileHeader {
   std::uint32_t static_execs;
   std::uint32_t reserved1;
   char static_program[248];
-  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160 - 8 - 248];
+  // Flight recorder of N steps (record --ring Nsteps, TRACETUNE_RING_STEPS=N): the Step records
+  // this process wrote, and the start of the N-th last of them, from which a dump keeps its events
+  // (its cut; 0 while it wrote fewer than N). Published at every step so that the launcher can
+  // remove the files of ended processes none of whose events a dump can keep (an ended process
+  // without steps whose end is before the earliest cut of its host's stepping processes).
+  // Zero in files of earlier collectors and without a step ring (reserved space).
+  std::int64_t ring_steps_written;
+  std::int64_t ring_cut_ns;
+  char reserved[4096 - 8 - 4 * 4 - 8 * 5 - 4 * 6 - 64 - 8 * 4 - 160 - 8 - 248 - 8 * 2];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize, "FileHeader must fill the header page");
 

@@ -49,6 +49,9 @@ struct RecordFileHeader {
   // first such program (FileHeader::static_execs): their I/O is not in the file.
   std::uint32_t static_execs = 0;
   std::string static_program;
+  // record --ring Nsteps: Step records written and the start of the N-th last (FileHeader::ring_cut_ns).
+  std::int64_t ring_steps_written = 0;
+  std::int64_t ring_cut_ns = 0;
 
   bool has(FileFlags f) const { return (flags & f) != 0; }
 };

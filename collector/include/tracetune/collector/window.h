@@ -17,6 +17,7 @@
 namespace tt::collector {
 
 struct WindowControl;
+struct RecordFileHeader;
 
 struct WindowRequest {
   std::int64_t steps_first = -1;  // --steps A:B, both included; -1: no step window
@@ -115,11 +116,19 @@ Result<void> request_dump(const std::filesystem::path& raw_dir);
 // The raw record directory of a recorded process (its TRACETUNE_OUTPUT_DIR).
 Result<std::filesystem::path> raw_dir_of_process(long pid);
 
-// Flight recorder: the record files (host/proc-*.ttr, relative to raw_dir) of processes that
-// ended (exit, or exec into a new image) before `cutoff_ns`: none of their events is in the span
-// a dump or the final trace keeps, and a job that starts processes all the time (DataLoader
-// workers each epoch) would otherwise grow its raw directory without bound.
-std::vector<std::filesystem::path> files_ended_before(const std::filesystem::path& raw_dir, std::int64_t cutoff_ns);
+// Flight recorder: the record files (host/proc-*.ttr, relative to raw_dir) none of whose events a
+// dump or the final trace at `now_ns` can keep: with a span of seconds, those of processes that
+// ended (exit, or exec into a new image) before it; with N steps, those of processes without
+// steps that ended before the earliest cut of their host's stepping processes (where each one's
+// N-th last step starts, FileHeader::ring_cut_ns; none while one of them holds fewer than N). A
+// job that starts processes all the time (DataLoader workers each epoch) would otherwise grow its
+// raw directory without bound.
+std::vector<std::filesystem::path> ring_files_to_remove(const std::filesystem::path& raw_dir, const WindowRequest& ring,
+                                                        std::int64_t now_ns);
+// The same choice over headers already read (path, header): what ring_files_to_remove decides.
+std::vector<std::filesystem::path> ring_files_out_of_span(
+    const std::vector<std::pair<std::filesystem::path, RecordFileHeader>>& files, const WindowRequest& ring,
+    std::int64_t now_ns);
 
 // Maps an existing job's control file (`tracetune capture`); nullptr with an error when the
 // directory holds none or it is not ours.
