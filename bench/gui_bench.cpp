@@ -1,8 +1,12 @@
 // The GUI on a generated trace (default 10M events, 2 ranks), figures from one run (never a
-// pass/fail time):
-//   1. load: a trace DB read into the columnar model, the timeline index, the analysis
+// pass/fail time), wall and CPU seconds (CPU: every thread of this process, so the figures
+// hold on a machine others load too):
+//   1. load: a trace DB read into the columnar model and the timeline index, up to the first
+//      frame of the timeline (target <= 2 s); beside it the floor, SQLite's own scan of the
+//      same rows (every column of every event table SELECTed and stepped on one connection);
+//      then the analysis that fills the panels (target <= 3 s)
 //   2. memory: resident bytes per event after loading (RSS growth, and what the model and the
-//      index account for)                                                  target <= 48 B/event
+//      index account for), before and after the analysis             target <= 40 B/event
 //   3. per view change (random zooms and pans from the whole trace down to microseconds, on
 //      a 1600x1000 window): the LOD queries of the visible rows, and building + drawing the
 //      frame with the QPainter renderer into an image; medians and p90   target <= 16 ms;
@@ -13,6 +17,8 @@
 //        xvfb-run -a gui_bench ...               (QT_QPA_PLATFORM=xcb: adds the OpenGL figures;
 //                                                 under Xvfb that is Mesa's CPU rasteriser)
 #include <malloc.h>
+#include <sqlite3.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,11 +57,54 @@ namespace {
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+// CPU seconds of every thread of this process so far.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// A stage's wall and CPU seconds.
+struct Timed {
+  Clock::time_point wall0 = Clock::now();
+  double cpu0 = cpu_seconds();
+  double wall() const { return ms_since(wall0) / 1e3; }
+  double cpu() const { return cpu_seconds() - cpu0; }
+};
+
+// The floor of reading: SQLite's own scan of every event table's rows, every column stepped
+// (sqlite3_column_int64, summed so nothing is optimised away), on one connection. Returns the
+// rows scanned, or -1 when the file cannot be read.
+long long select_floor(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) return -1;
+  long long rows = 0, sum = 0;
+  for (const char* table : {"kernels", "memcpys", "memsets", "api_calls", "syncs", "ranges", "steps", "collectives",
+                            "io_calls", "counters", "flows"}) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, (std::string("SELECT * FROM ") + table).c_str(), -1, &s, nullptr) != SQLITE_OK) continue;
+    const int ncol = sqlite3_column_count(s);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      for (int c = 0; c < ncol; ++c) sum += sqlite3_column_int64(s, c);
+      ++rows;
+    }
+    sqlite3_finalize(s);
+  }
+  sqlite3_close(db);
+  return sum == 42 ? rows + 1 : rows;  // sum used
+}
+
 std::size_t rss_bytes() {
   std::ifstream f("/proc/self/statm");
   std::size_t pages = 0, resident = 0;
   f >> pages >> resident;
   return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Bytes malloc has handed out and not had back (live heap objects, not pages it keeps).
+std::size_t heap_in_use() {
+  const struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
 }
 
 double pct(std::vector<double> v, double p) {
@@ -88,37 +137,63 @@ int main(int argc, char** argv) {
   }
 
   QApplication app(argc, argv);
+  const Timed floor_time;
+  const long long floor_rows = select_floor(db.string());
+  const double floor_wall = floor_time.wall(), floor_cpu = floor_time.cpu();
   malloc_trim(0);
-  const std::size_t rss0 = rss_bytes();
-  const auto t0 = Clock::now();
-  auto r = tt::gui::load_document(db, {});
-  const double load_ms = ms_since(t0);
+  const std::size_t rss0 = rss_bytes(), heap0 = heap_in_use();
+  // as the window opens a file: the trace and its index, the first frame, then the analysis
+  const Timed first_frame;
+  tt::gui::LoadOptions timeline_only;
+  timeline_only.analyze = false;
+  auto r = tt::gui::load_document(db, timeline_only);
   fs::remove(db);
   if (!r) {
     std::fprintf(stderr, "gui_bench: %s\n", r.error().c_str());
     return 1;
   }
   auto doc = std::move(r).value();
-  malloc_trim(0);
-  const std::size_t rss1 = rss_bytes();
-  const double n = static_cast<double>(doc->trace.event_count());
-  std::printf("\n1. load (%zu events, %zu timeline rows)\n", doc->trace.event_count(), doc->index.rows.size());
-  std::printf("   total %.2f s = read %.2f s + index %.3f s + analysis %.2f s\n", load_ms / 1e3, doc->load_seconds,
-              doc->index_seconds, doc->analyze_seconds());
-  std::printf("\n2. memory (target <= 48 B/event)\n");
-  std::printf("   RSS growth over the load: %.1f MiB = %.1f B/event\n", (rss1 - rss0) / 1048576.0, (rss1 - rss0) / n);
-  std::printf("   accounted: model %.1f B/event + timeline index %.2f B/event = %.1f B/event\n",
-              doc->trace.event_bytes() / n, doc->index.index_bytes / n, doc->resident_bytes / n);
-
+  const double read_index_wall = first_frame.wall(), read_index_cpu = first_frame.cpu();
   tt::gui::TimelineView view;
   view.setSynchronous(true);  // time the queries themselves, on this thread
   view.resize(1600, 1000);
   view.setDocument(doc);
   QImage img(view.size(), QImage::Format_RGB32);
-  {  // the first frame fills the glyph cache: not a view change
+  {  // the first frame (it also fills the glyph cache: not a view change)
     QPainter p(&img);
     view.renderTo(p);
   }
+  const double first_frame_wall = first_frame.wall(), first_frame_cpu = first_frame.cpu();
+  malloc_trim(0);
+  const std::size_t rss1 = rss_bytes(), heap1 = heap_in_use();
+  const Timed analysis_time;
+  tt::gui::analyze_document(*doc);
+  const double analysis_wall = analysis_time.wall(), analysis_cpu = analysis_time.cpu();
+  malloc_trim(0);
+  const std::size_t rss2 = rss_bytes(), heap2 = heap_in_use();
+  const double n = static_cast<double>(doc->trace.event_count());
+  std::printf("\n1. load (%zu events, %zu timeline rows; seconds wall / CPU of all threads)\n", doc->trace.event_count(),
+              doc->index.rows.size());
+  std::printf("   to the first frame (target <= 2 s)   %5.2f / %5.2f s = read %.2f + index %.3f + first frame %.3f s wall\n",
+              first_frame_wall, first_frame_cpu, doc->load_seconds, doc->index_seconds, first_frame_wall - read_index_wall);
+  std::printf("     read + index                      %5.2f / %5.2f s\n", read_index_wall, read_index_cpu);
+  std::printf("     floor: SQLite's SELECT of the rows %5.2f / %5.2f s (%lld rows, one connection)\n", floor_wall,
+              floor_cpu, floor_rows);
+  std::printf("   analysis (target <= 3 s)            %5.2f / %5.2f s\n", analysis_wall, analysis_cpu);
+  std::printf("\n2. memory (target <= 40 B/event)\n");
+  std::printf("   RSS growth, trace + index + first frame: %.1f MiB = %.1f B/event\n", (double(rss1) - double(rss0)) / 1048576.0,
+              (double(rss1) - double(rss0)) / n);
+  std::printf("   RSS growth, after the analysis too:      %.1f MiB = %.1f B/event\n", (double(rss2) - double(rss0)) / 1048576.0,
+              (double(rss2) - double(rss0)) / n);
+  std::printf("   live heap growth (malloc's in-use bytes): %.1f B/event, then %.1f B/event with the analysis\n",
+              (double(heap1) - double(heap0)) / n, (double(heap2) - double(heap0)) / n);
+  std::size_t pieces = 0;
+  for (const auto& rank : doc->analysis().metrics.ranks)
+    for (const auto& path : rank.paths) pieces += path.pieces.capacity() * sizeof(path.pieces[0]);
+  for (const auto& path : doc->analysis().metrics.job_paths) pieces += path.pieces.capacity() * sizeof(path.pieces[0]);
+  std::printf("   of which the critical paths' pieces (drawn by the C overlay): %.1f B/event\n", pieces / n);
+  std::printf("   accounted: model %.1f B/event + timeline index %.2f B/event = %.1f B/event\n",
+              doc->trace.event_bytes() / n, doc->index.index_bytes / n, doc->resident_bytes / n);
 #ifdef TT_HAVE_QT_OPENGL
   // the OpenGL renderer draws into an FBO of the window's size; on a raster image it falls
   // back to QPainter, so the QPainter figures below are unchanged by this

@@ -215,37 +215,62 @@ std::string track_label(const Trace& t, std::uint32_t track) {
   return t.track_label(track);
 }
 
+template <class T, class Less>
+void stable_sort_unless_sorted(std::vector<T>& v, Less less) {
+  if (!std::is_sorted(v.begin(), v.end(), less)) std::stable_sort(v.begin(), v.end(), less);
+}
+
+// One thread's host marks (sorted by start) resolved in precedence: a later kind keeps only the
+// time no earlier kind covers, each piece named by the mark of its kind that began last at or
+// before it. Appends them to `out` in time order.
+void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMark>& out) {
+  static constexpr PathKind kPrecedence[] = {PathKind::DataWait, PathKind::Sync, PathKind::Communication, PathKind::Launch};
+  std::size_t count[std::size(kPrecedence)] = {};
+  for (const auto& m : marks)
+    for (std::size_t k = 0; k < std::size(kPrecedence); ++k) count[k] += m.kind == kPrecedence[k] ? 1 : 0;
+  std::size_t kinds_left = 0;
+  for (auto c : count) kinds_left += c ? 1 : 0;
+  const std::size_t first = out.size();
+  IntervalSet taken;
+  std::vector<Interval> mine;
+  std::vector<const HostMark*> src;
+  for (std::size_t k = 0; k < std::size(kPrecedence); ++k) {
+    if (!count[k]) continue;
+    mine.clear();
+    src.clear();
+    mine.reserve(count[k]);
+    src.reserve(count[k]);
+    for (const auto& m : marks)
+      if (m.kind == kPrecedence[k]) { mine.push_back({m.s, m.e}); src.push_back(&m); }
+    IntervalSet set = IntervalSet::union_of_sorted(mine);
+    if (!taken.empty()) set = set.subtract(taken);
+    for (const auto& iv : set.intervals()) {
+      auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
+      const HostMark* m = it == src.begin() ? src.front() : *(it - 1);
+      out.push_back({iv.start, iv.end, kPrecedence[k], m->name, m->group, m->corr});
+    }
+    if (--kinds_left) taken = taken.unite(set);  // the last kind takes nothing from a later one
+  }
+  // pieces of one kind are in time order already; pieces are disjoint, so starts are distinct
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+            [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+}
+
 // Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
 // whose collective calls block until the last rank arrives), launch call.
 void resolve_host_marks(GraphParts& parts) {
   RankGraph& g = parts.graph;
+  auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
   for (auto& [tr, iv] : parts.busy_calls)
-    std::sort(iv.begin(), iv.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    if (!std::is_sorted(iv.begin(), iv.end(), by_start)) std::sort(iv.begin(), iv.end(), by_start);
   for (auto& [tr, marks] : parts.marks) {
-    std::stable_sort(marks.begin(), marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
-    HostThread& th = g.threads[tr];
-    IntervalSet taken;  // a later kind keeps only the time no earlier kind covers
-    for (PathKind k : {PathKind::DataWait, PathKind::Sync, PathKind::Communication, PathKind::Launch}) {
-      std::vector<Interval> mine;
-      std::vector<const HostMark*> src;
-      for (const auto& m : marks)
-        if (m.kind == k) { mine.push_back({m.s, m.e}); src.push_back(&m); }
-      if (src.empty()) continue;
-      const IntervalSet set = IntervalSet::union_of_sorted(mine).subtract(taken);
-      for (const auto& iv : set.intervals()) {
-        // the mark that began last at or before the interval names it
-        auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
-        const HostMark* m = it == src.begin() ? src.front() : *(it - 1);
-        th.marks.push_back({iv.start, iv.end, k, m->name, m->group, m->corr});
-      }
-      taken = taken.unite(set);
-    }
-    std::sort(th.marks.begin(), th.marks.end(), [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+    stable_sort_unless_sorted(marks, [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+    resolve_thread_marks(marks, g.threads[tr].marks);
   }
   for (auto& [tr, iv] : parts.busy_ranges) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
   for (auto& [tr, iv] : parts.busy_calls) {
     auto& b = g.threads[tr].busy;
-    b = b.unite(IntervalSet::union_of_sorted(iv));
+    b = b.empty() ? IntervalSet::union_of_sorted(iv) : b.unite(IntervalSet::union_of_sorted(iv));
   }
 }
 
@@ -662,9 +687,12 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
         continue;
       }
       const auto graph = graphs.graph(i);
-      for (auto& st : r.steps) {
-        r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
-        replay_what_ifs(*graph, r.paths.back(), opt.kernel_wait_threshold, st);
+      {
+        const ReplayIndex index(*graph);
+        for (auto& st : r.steps) {
+          r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
+          replay_what_ifs(*graph, index, r.paths.back(), opt.kernel_wait_threshold, st);
+        }
       }
       graphs.release(i);
       std::size_t incomplete = 0;

@@ -101,13 +101,21 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
 // The same over a trace in memory (the job path left out, with a note, above kJobPathMaxOps).
 void compute_critical_paths(const trace::Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M);
 
+// What the replays of one graph look up per op, built once per graph (12 bytes per op while
+// its steps are replayed): each op's place in by_start and the launch call that launched it.
+struct ReplayIndex {
+  std::vector<std::uint32_t> start_pos;   // by op index: its position in RankGraph::by_start
+  std::vector<const LaunchRef*> launch;   // by op index: RankGraph::launches of its correlation, or nullptr
+  explicit ReplayIndex(const RankGraph& g);
+};
+
 // What-if replay (replay.cpp): the step [lo, hi) of graph `g` recomputed forward with one
 // class of work changed; returns the replayed step's length. Unchanged, it returns hi - lo.
 // `blocking`: a launch call that waited longer than this for its op to start was blocked by it.
-Ns replay_step(const RankGraph& g, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking);
+Ns replay_step(const RankGraph& g, const ReplayIndex& index, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking);
 
 // Fills step.what_if from the replays, when the step's path is complete and the unchanged
 // replay gives back the measured step time.
-void replay_what_ifs(const RankGraph& g, const StepPath& path, Ns blocking, StepMetrics& step);
+void replay_what_ifs(const RankGraph& g, const ReplayIndex& index, const StepPath& path, Ns blocking, StepMetrics& step);
 
 }  // namespace tt::analyzer

@@ -45,11 +45,12 @@ Ns changed_length(const PathOp& o, std::optional<WhatIf> change) {
 
 class Replay {
  public:
-  Replay(const RankGraph& g, Ns lo, std::optional<WhatIf> change, Ns blocking)
-      : g_(g), lo_(lo), change_(change), blocking_(blocking) {
+  Replay(const RankGraph& g, const ReplayIndex& index, Ns lo, std::optional<WhatIf> change, Ns blocking)
+      : g_(g), index_(index), lo_(lo), change_(change), blocking_(blocking) {
     next_ = static_cast<std::size_t>(
         std::lower_bound(g.by_start.begin(), g.by_start.end(), lo, [&](std::uint32_t i, Ns v) { return g.ops[i].s < v; }) -
         g.by_start.begin());
+    first_ = next_;
   }
 
   // The main thread's items in [lo, hi), replayed in order; returns the replayed step length.
@@ -74,13 +75,15 @@ class Replay {
     Ns s, e, new_s, new_e;
   };
   const RankGraph& g_;
+  const ReplayIndex& index_;
   Ns lo_;
   std::optional<WhatIf> change_;
   Ns blocking_;                // a launch call waiting longer than this for its op was blocked
   Ns now_ = lo_;               // replayed time the main thread has reached
   std::vector<Mapped> map_;    // the main thread's items: recorded -> replayed
   std::size_t next_ = 0;       // next op (in g.by_start) to replay
-  std::unordered_map<std::uint32_t, std::pair<Ns, Ns>> ops_;  // replayed [start, end) by op
+  std::size_t first_ = 0;      // the first op (in g.by_start) replayed: every op from there to next_ is
+  std::vector<std::pair<Ns, Ns>> ops_;  // replayed [start, end) of the ops by_start[first_ ..]
 
   void item(Ns s, Ns e, Ns new_e) {
     map_.push_back({s, e, now_, new_e});
@@ -125,8 +128,8 @@ class Replay {
   std::pair<Ns, Ns> op_times(std::uint32_t i) const {
     const PathOp& o = g_.ops[i];
     if (o.s < lo_) return {o.s, o.e};
-    auto it = ops_.find(i);
-    return it != ops_.end() ? it->second : std::pair<Ns, Ns>{o.s, o.e};
+    const std::size_t pos = index_.start_pos[i];
+    return pos >= first_ && pos < next_ ? ops_[pos - first_] : std::pair<Ns, Ns>{o.s, o.e};
   }
 
   // Replays every op that started by recorded time t, in start order (a predecessor first).
@@ -134,12 +137,12 @@ class Replay {
     for (; next_ < g_.by_start.size() && g_.ops[g_.by_start[next_]].s <= t; ++next_) {
       const std::uint32_t i = g_.by_start[next_];
       const PathOp& o = g_.ops[i];
-      auto launch = o.corr ? g_.launches.find(o.corr) : g_.launches.end();
-      const bool launched = launch != g_.launches.end();
-      const bool launch_gated = launched && (o.pred == trace::kNone || launch->second.start >= g_.ops[o.pred].e);
+      const LaunchRef* launch = o.corr ? index_.launch[i] : nullptr;
+      const bool launched = launch != nullptr;
+      const bool launch_gated = launched && (o.pred == trace::kNone || launch->start >= g_.ops[o.pred].e);
       Ns start = o.pred == trace::kNone && !launched ? host_time(o.s) : lo_;
       if (launched) {
-        const LaunchRef& l = launch->second;
+        const LaunchRef& l = *launch;
         const Ns latency = launch_gated ? o.s - l.start : std::min(o.s - l.start, l.end - l.start);
         start = std::max(start, host_time(l.start) + latency);
       }
@@ -154,10 +157,10 @@ class Replay {
         // a cross-stream wait: its recorded gap when it gated the op (ended after the launch
         // call began and the stream predecessor ended), else none
         const Ns we = g_.ops[o.wait].e;
-        const bool wait_gated = (o.pred == trace::kNone || we > g_.ops[o.pred].e) && (!launched || we > launch->second.start);
+        const bool wait_gated = (o.pred == trace::kNone || we > g_.ops[o.pred].e) && (!launched || we > launch->start);
         start = std::max(start, op_times(o.wait).second + (wait_gated ? o.s - we : 0));
       }
-      ops_[i] = {start, start + changed_length(o, change_)};
+      ops_.push_back({start, start + changed_length(o, change_)});  // op_times(i) reads it from now on
     }
   }
 
@@ -200,18 +203,27 @@ class Replay {
 
 }  // namespace
 
-Ns replay_step(const RankGraph& g, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking) {
-  Replay r(g, lo, change, blocking);
+ReplayIndex::ReplayIndex(const RankGraph& g) : start_pos(g.ops.size(), 0), launch(g.ops.size(), nullptr) {
+  for (std::size_t p = 0; p < g.by_start.size(); ++p) start_pos[g.by_start[p]] = static_cast<std::uint32_t>(p);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    if (!g.ops[i].corr) continue;
+    auto l = g.launches.find(g.ops[i].corr);
+    if (l != g.launches.end()) launch[i] = &l->second;
+  }
+}
+
+Ns replay_step(const RankGraph& g, const ReplayIndex& index, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking) {
+  Replay r(g, index, lo, change, blocking);
   auto main = g.threads.find(g.main_track);
   return r.run(main == g.threads.end() ? nullptr : &main->second, hi);
 }
 
-void replay_what_ifs(const RankGraph& g, const StepPath& path, Ns blocking, StepMetrics& step) {
+void replay_what_ifs(const RankGraph& g, const ReplayIndex& index, const StepPath& path, Ns blocking, StepMetrics& step) {
   step.replayed = false;
   if (!path.complete || g.main_track == trace::kNone) return;
-  if (replay_step(g, step.start, step.end, std::nullopt, blocking) != step.wall()) return;
+  if (replay_step(g, index, step.start, step.end, std::nullopt, blocking) != step.wall()) return;
   for (std::size_t k = 0; k < kWhatIfs; ++k)
-    step.what_if[k] = replay_step(g, step.start, step.end, static_cast<WhatIf>(k), blocking);
+    step.what_if[k] = replay_step(g, index, step.start, step.end, static_cast<WhatIf>(k), blocking);
   step.replayed = true;
 }
 

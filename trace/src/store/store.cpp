@@ -127,21 +127,45 @@ Status integer_cell(const Stmt& s, int c, const char* table, const char* column,
                                 shown.empty() ? "" : " ('" + shown + "')"));
 }
 
-template <class Table, class V>
-Status load_col(const Stmt& s, int& idx, Table& t, const Col<Table, V>& c, const char* table, std::int64_t row) {
-  if (c.derived) {
-    (t.*c.member).push_back(V{});
+// One cell of the current row, fetched once (sqlite3_column_value): its type and its integer
+// are read from that value, where sqlite3_column_type + sqlite3_column_int64 fetch it twice.
+struct Cell {
+  sqlite3_value* v;
+  int type;
+  Cell(const Stmt& s, int c) : v(sqlite3_column_value(s.get(), c)), type(sqlite3_value_type(v)) {}
+  std::int64_t i64() const { return sqlite3_value_int64(v); }
+};
+
+// An integer cell (integer_cell's check): its value, NULL read as `null_value` where allowed.
+Status integer_value(const Stmt& s, int c, const char* table, const char* column, bool nullable, std::int64_t null_value,
+                     std::int64_t row, std::int64_t& out) {
+  const Cell cell(s, c);
+  if (cell.type == SQLITE_INTEGER) {
+    out = cell.i64();
     return {};
   }
+  if (nullable && cell.type == SQLITE_NULL) {
+    out = null_value;
+    return {};
+  }
+  return integer_cell(s, c, table, column, nullable, row);  // the message
+}
+
+// Stores column `c` of row `at` of `t` from the next cell (`idx`); a derived column keeps the
+// 0 it was sized with (finalize() computes it).
+template <class Table, class V>
+Status load_col(const Stmt& s, int& idx, Table& t, std::size_t at, const Col<Table, V>& c, const char* table,
+                std::int64_t row) {
+  if (c.derived) return {};
   const int col_index = idx++;
+  auto& out = (t.*c.member)[at];
   if constexpr (std::is_floating_point_v<V>) {
-    (t.*c.member).push_back(static_cast<V>(s.f64(col_index)));
+    out = static_cast<V>(s.f64(col_index));
   } else {
-    if (auto st = integer_cell(s, col_index, table, c.name, c.nullable, row); !st) return st;
-    // NULL reads as 0, so only columns whose "unknown" is not 0 need the type check.
-    const std::int64_t x = c.nullable && c.null_value != 0 ? s.i64_or(col_index, c.null_value) : s.i64(col_index);
-    if constexpr (std::is_enum_v<V>) (t.*c.member).push_back(static_cast<V>(static_cast<std::underlying_type_t<V>>(x)));
-    else (t.*c.member).push_back(static_cast<V>(x));
+    std::int64_t x = 0;
+    if (auto st = integer_value(s, col_index, table, c.name, c.nullable, c.null_value, row, x); !st) return st;
+    if constexpr (std::is_enum_v<V>) out = static_cast<V>(static_cast<std::underlying_type_t<V>>(x));
+    else out = static_cast<V>(x);
   }
   return {};
 }
@@ -424,41 +448,82 @@ Result<Ns> span_duration(const char* table, std::int64_t row, Ns start, std::int
   return dur;
 }
 
-// Reads the rows of chunk `c`, in id order (a clustered table's key order: the same for files
-// this writer wrote), appending to `t`.
+// Every column of a span table (`d` describes the table's own) resized to n rows.
 template <class Table, class Def>
-Status read_span_rows(sqlite3* db, Table& t, const Def& d, int version, const RowChunk& c, const TrackFilter& keep) {
+void resize_columns(Table& t, const Def& d, std::size_t n) {
+  t.start.resize(n); t.dur.resize(n); t.track.resize(n); t.name.resize(n);
+  std::apply([&](const auto&... col) { ((t.*col.member).resize(n), ...); }, d.cols);
+}
+
+// Where read_span_rows stores rows: rows [at, end) of a table's columns sized beforehand
+// (ChunkedRead's share of a table for one chunk), or, with `grow`, from row `at` on, the
+// columns grown as rows come (then cut to the rows read by finish_rows).
+template <class Table, class Def>
+struct RowSlots {
+  Table& t;
+  const Def& d;
+  std::size_t at, end;
+  bool grow;
+
+  // The slot of the next row; false when the sized share is full.
+  bool next() {
+    if (at < end) return true;
+    if (!grow) return false;
+    end = std::max<std::size_t>(at + 1024, end * 2);
+    resize_columns(t, d, end);
+    return true;
+  }
+  void finish_rows() {
+    if (grow) resize_columns(t, d, at);
+  }
+};
+
+// The row's fixed columns (track, start, duration, name) into slot `at`.
+template <class Table>
+Status load_span_cells(const Stmt& s, Table& t, std::size_t at, const char* table, const char* stored, bool clustered,
+                       std::int64_t row) {
+  const char* fixed[] = {"track_id", "start_ns", stored, "name_id"};
+  std::int64_t v[4];
+  for (int col = 0; col < 4; ++col)
+    if (auto bad = integer_value(s, col, table, fixed[col], false, 0, row, v[col]); !bad) return bad;
+  auto dur = span_duration(table, row, v[1], v[2], clustered);
+  if (!dur) return make_error(dur.error());
+  t.track[at] = static_cast<std::uint32_t>(v[0]);
+  t.start[at] = v[1];
+  t.dur[at] = dur.value();
+  t.name[at] = static_cast<StringId>(v[3]);
+  return {};
+}
+
+// Reads the rows of chunk `c`, in id order (a clustered table's key order: the same for files
+// this writer wrote), into `out`'s slots. Cells are read straight into the columns: one
+// sqlite3_column_value per cell, no per-row allocation.
+template <class Table, class Def>
+Status read_span_rows(sqlite3* db, RowSlots<Table, Def>& out, int version, const RowChunk& c, const TrackFilter& keep) {
+  const Def& d = out.d;
   auto st = Stmt::prepare(db, select_sql(d, version) + chunk_where(c));
   if (!st) return make_error(std::string(d.name) + ": " + st.error());
   Stmt& s = st.value();
   if (c.from) s.bind(1, *c.from);
   if (c.to) s.bind(2, *c.to);
   if (c.track) s.bind(3, *c.track);
-  const auto n = keep.empty() || c.track ? c.rows : 0;
-  t.start.reserve(n); t.dur.reserve(n); t.track.reserve(n); t.name.reserve(n);
-  std::apply([&](const auto&... col) { ((t.*col.member).reserve(n), ...); }, d.cols);
   const int id_column = 4 + static_cast<int>(std::apply([](const auto&... col) { return (0 + ... + (col.derived ? 0 : 1)); }, d.cols));
   const bool clustered = d.clustered(version);
-  const char* fixed[] = {"track_id", "start_ns", stored_time(d, version), "name_id"};
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     const std::int64_t row = s.i64(id_column);
     if (!keeps(keep, s.i64(0))) continue;
-    for (int col = 0; col < 4; ++col)
-      if (auto bad = integer_cell(s, col, d.name, fixed[col], false, row); !bad) return bad;
-    const Ns start = s.i64(1);
-    auto dur = span_duration(d.name, row, start, s.i64(2), clustered);
-    if (!dur) return make_error(dur.error());
-    t.track.push_back(static_cast<std::uint32_t>(s.i64(0)));
-    t.start.push_back(start);
-    t.dur.push_back(dur.value());
-    t.name.push_back(static_cast<StringId>(s.i64(3)));
+    if (!out.next()) return make_error(fmt::format("{} row {}: more rows than ids in {}..{} (ids not unique)", d.name, row,
+                                                   c.from.value_or(0), c.to.value_or(0)));
+    if (auto bad = load_span_cells(s, out.t, out.at, d.name, stored_time(d, version), clustered, row); !bad) return bad;
     int idx = 4;
     Status loaded;
-    std::apply([&](const auto&... col) { ((loaded ? (void)(loaded = load_col(s, idx, t, col, d.name, row)) : (void)0), ...); }, d.cols);
+    std::apply([&](const auto&... col) { ((loaded ? (void)(loaded = load_col(s, idx, out.t, out.at, col, d.name, row)) : (void)0), ...); }, d.cols);
     if (!loaded) return loaded;
+    ++out.at;
   }
   if (rc != SQLITE_DONE) return make_error(std::string(d.name) + ": " + sqlite3_errmsg(db));
+  out.finish_rows();
   return {};
 }
 
@@ -546,45 +611,96 @@ Status track_chunks(sqlite3* db, const std::string& table, std::size_t rows_per_
   }
 }
 
-// One event table read as chunks on parallel connections, then concatenated in order: the
-// per-row cost of SQLite, not I/O, bounds loading, so a big table must be split across cores too.
+// One event table read as chunks on parallel connections: the per-row cost of SQLite, not I/O,
+// bounds loading, so a big table must be split across cores too. A rowid table read whole
+// (no track filter) goes straight into its columns: sized once to the id ranges' rows, each
+// chunk fills its own share, and the shares are closed up where ids were missing. Otherwise
+// (a clustered table, whose chunks' sizes are estimates, or a filter) each chunk fills a part
+// of its own and the parts are concatenated in order.
 template <class Table, class Def>
 struct ChunkedRead {
   Table* dst;
   const Def* def;
   int version;  // the file's schema version
   const TrackFilter* keep;
-  std::vector<Table> parts;
+  std::vector<RowChunk> chunks;
+  std::vector<std::size_t> filled;  // direct: rows each chunk read into its share
+  std::vector<Table> parts;         // otherwise: each chunk's rows
+
+  bool direct() const { return !def->clustered(version) && keep->empty(); }
 
   Status plan(sqlite3* db, std::size_t rows_per_chunk, std::vector<std::function<Status(sqlite3*)>>& jobs) {
-    std::vector<RowChunk> chunks;
     const std::string name(def->name);
     auto st = def->clustered(version) ? track_chunks(db, name, rows_per_chunk, *keep, chunks)
                                       : id_chunks(db, name, rows_per_chunk, chunks);
     if (!st) return st;
-    parts.resize(chunks.size());
+    if (!direct()) {
+      parts.resize(chunks.size());
+      for (std::size_t i = 0; i < chunks.size(); ++i)
+        jobs.emplace_back([this, i](sqlite3* conn) {
+          RowSlots<Table, Def> out{parts[i], *def, 0, 0, true};
+          return read_span_rows(conn, out, version, chunks[i], *keep);
+        });
+      return {};
+    }
+    std::size_t at = dst->size();
+    std::vector<std::size_t> share_at;
+    for (const auto& c : chunks) {
+      share_at.push_back(at);
+      at += c.rows;
+    }
+    resize_columns(*dst, *def, at);
+    filled.assign(chunks.size(), 0);
     for (std::size_t i = 0; i < chunks.size(); ++i)
-      jobs.emplace_back([this, i, c = chunks[i]](sqlite3* conn) { return read_span_rows(conn, parts[i], *def, version, c, *keep); });
+      jobs.emplace_back([this, i, from = share_at[i]](sqlite3* conn) {
+        RowSlots<Table, Def> out{*dst, *def, from, from + chunks[i].rows, false};
+        auto st = read_span_rows(conn, out, version, chunks[i], *keep);
+        filled[i] = out.at - from;
+        return st;
+      });
     return {};
   }
 
   void finish() {
+    if (direct()) return close_up();
     std::size_t n = 0;
     for (const auto& p : parts) n += p.size();
     auto append = [&](auto member) {
       auto& out = (*dst).*member;
-      out.reserve(n);
+      out.reserve(out.size() + n);
       for (auto& p : parts) out.insert(out.end(), (p.*member).begin(), (p.*member).end());
     };
     append(&Table::start); append(&Table::dur); append(&Table::track); append(&Table::name);
     std::apply([&](const auto&... c) { (append(c.member), ...); }, def->cols);
     parts.clear();
   }
+
+  // Moves each share's rows down over the rows missing before it (ids with no row), then cuts
+  // the columns to the rows read.
+  void close_up() {
+    std::size_t at = dst->size(), to = at;
+    for (const auto& c : chunks) at -= c.rows;
+    to = at;
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      if (to != at) {
+        auto move = [&](auto member) {
+          auto& col = (*dst).*member;
+          std::copy(col.begin() + static_cast<std::ptrdiff_t>(at), col.begin() + static_cast<std::ptrdiff_t>(at + filled[i]),
+                    col.begin() + static_cast<std::ptrdiff_t>(to));
+        };
+        move(&Table::start); move(&Table::dur); move(&Table::track); move(&Table::name);
+        std::apply([&](const auto&... c) { (move(c.member), ...); }, def->cols);
+      }
+      to += filled[i];
+      at += chunks[i].rows;
+    }
+    resize_columns(*dst, *def, to);
+  }
 };
 
 template <class Table, class Def>
 ChunkedRead<Table, Def> chunked(Table& t, const Def& d, int version, const TrackFilter& keep) {
-  return {&t, &d, version, &keep, {}};
+  return {&t, &d, version, &keep, {}, {}, {}};
 }
 
 void bind_text_or_null(Stmt& s, int i, const std::string& v) {
@@ -1226,7 +1342,8 @@ Result<TraceOutline> read_trace_outline(const fs::path& path) {
     if (!q || q->step() != SQLITE_ROW) return make_error(p + ": corrupt trace: steps");
     const std::int64_t lo = q->i64(0), hi = q->i64(1) + 1;
     if (hi - lo > 100'000'000) return make_error(p + ": corrupt trace: steps: implausible row ids");
-    if (auto st = read_span_rows(db, t.steps, kSteps, version, id_chunk(lo, std::max(lo, hi)), TrackFilter{}); !st)
+    RowSlots<StepTable, decltype(kSteps)> steps{t.steps, kSteps, t.steps.size(), t.steps.size(), true};
+    if (auto st = read_span_rows(db, steps, version, id_chunk(lo, std::max(lo, hi)), TrackFilter{}); !st)
       return make_error(p + ": corrupt trace: " + st.error());
   }
   o.per_track.resize(t.tracks.size());
