@@ -30,13 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string json_value(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
-  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
-  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.17g}", *d);
-  return env_string(v);  // integers
-}
-
 using trace::self_exe_dir;
 
 
