@@ -1,6 +1,7 @@
-// The JSON documents' field tables against their schema blocks in docs/analysis.md: every key
-// a table writes is in the document's block, and every key the block names is written by a
-// table (report.cpp's and diff_report.cpp's, through analysis_json_fields / diff_json_fields).
+// The JSON documents' field tables against their schema blocks in the docs: every key a table
+// writes is in the document's block, and every key the block names is written by a table
+// (report.cpp's and diff_report.cpp's against docs/analysis.md, summary.cpp's against
+// docs/trace-format.md, tuned_writer.cpp's against docs/tuning.md).
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/diff.h"
+#include "tracetune/trace/summary.h"
+#include "tracetune/tuner/tuned_writer.h"
 
 namespace {
 
@@ -66,10 +69,25 @@ TEST(JsonSchema, DiffTablesMatchTheDocs) {
   expect_same_keys(last_parts(tt::analyzer::diff_json_fields()), block_keys(block), "tracetune.diff");
 }
 
+TEST(JsonSchema, SummaryTableMatchesTheDocs) {
+  const auto block = schema_block(read_doc("trace-format.md"), "## 7. `tracetune info --json`");
+  expect_same_keys(last_parts(tt::trace::summary_json_fields()), block_keys(block), "info --json");
+}
+
+TEST(JsonSchema, TrialsTableMatchesTheDocs) {
+  const auto block = schema_block(read_doc("tuning.md"), "### The trials file");
+  expect_same_keys(last_parts(tt::tuner::trials_json_fields()), block_keys(block), "tracetune.trials");
+}
+
 TEST(JsonSchema, PathsNameNestedKeys) {
   const auto paths = tt::analyzer::diff_json_fields();
   EXPECT_NE(std::find(paths.begin(), paths.end(), "ranks.files.time_ns_per_step.relative"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "findings.base_gain_ns"), paths.end());
+  const auto trials = tt::tuner::trials_json_fields();
+  EXPECT_NE(std::find(trials.begin(), trials.end(), "confirmation.e2e_steps"), trials.end());
+  EXPECT_NE(std::find(trials.begin(), trials.end(), "trials.vs_baseline"), trials.end());
+  const auto summary = tt::trace::summary_json_fields();
+  EXPECT_NE(std::find(summary.begin(), summary.end(), "devices.compute_capability"), summary.end());
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // The tuner's search, step measurement and tuned.toml writer, with a fake trial runner whose
 // step times are a known function of the settings (the real runner is exercised by
-// tests/integration/tune_test.py on real jobs).
+// tests/integration/tune_test.py on real jobs); the trials file against its golden,
+// tests/golden/expected/tune.trials.json (TT_UPDATE_GOLDEN=1 rewrites it).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <map>
 
+#include "golden.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_config.h"
@@ -873,4 +875,24 @@ TEST(TuneJoint, ABestAboveItsPredictionDoesNotStopTheGroup) {
   ASSERT_NE(r.best.find("dataloader.persistent_workers"), nullptr) << r.best.label();
   EXPECT_TRUE(std::get<bool>(*r.best.find("dataloader.persistent_workers")));
   for (const auto& l : r.log) EXPECT_EQ(l.find("stopped: the best predicted"), std::string::npos) << l;
+}
+
+// The trials file of a search with a failed trial (8 workers crash), kept knobs and a
+// confirmation, byte for byte: its layout and every field.
+TEST(TrialsJson, MatchesItsGolden) {
+  FakeRunner runner([](const Candidate& c) { return workers(c) == 8 ? -1.0 : loader_cost(c); });
+  TuneSummary s;
+  s.command = "python3 train.py \"data dir\"\\x";
+  s.findings = data_loading();
+  s.plan = plan_search(s.findings, cat(), false);
+  s.steps = 20;
+  s.warmup = 2;
+  SearchOptions opt;
+  opt.max_trials = 12;
+  s.result = search(s.plan, runner, opt);
+  s.confirmation = confirm(s.result.best, 3, runner, s.result, opt);
+  const std::string json = trials_json(s);
+  ASSERT_NE(json.find("\"status\": \"failed\""), std::string::npos) << json;
+  ASSERT_NE(json.find("\"confirmation\": {"), std::string::npos) << json;
+  compare_golden("tune.trials.json", json);
 }
