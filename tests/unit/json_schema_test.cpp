@@ -59,24 +59,27 @@ void expect_same_keys(const std::map<std::string, std::string>& table, const std
   for (const auto& k : doc) EXPECT_TRUE(table.count(k)) << what << ": \"" << k << "\" is documented but not written";
 }
 
+// The keys of a document's table (`paths`) against the schema block after `heading` in `doc`.
+void expect_table_matches_doc(const std::vector<std::string>& paths, const std::string& doc, const std::string& heading,
+                              const char* what) {
+  expect_same_keys(last_parts(paths), block_keys(schema_block(read_doc(doc), heading)), what);
+}
+
 TEST(JsonSchema, AnalysisTablesMatchTheDocs) {
-  const auto block = schema_block(read_doc("analysis.md"), "## The JSON report");
-  expect_same_keys(last_parts(tt::analyzer::analysis_json_fields()), block_keys(block), "tracetune.analysis");
+  expect_table_matches_doc(tt::analyzer::analysis_json_fields(), "analysis.md", "## The JSON report", "tracetune.analysis");
 }
 
 TEST(JsonSchema, DiffTablesMatchTheDocs) {
-  const auto block = schema_block(read_doc("analysis.md"), "### The JSON diff");
-  expect_same_keys(last_parts(tt::analyzer::diff_json_fields()), block_keys(block), "tracetune.diff");
+  expect_table_matches_doc(tt::analyzer::diff_json_fields(), "analysis.md", "### The JSON diff", "tracetune.diff");
 }
 
 TEST(JsonSchema, SummaryTableMatchesTheDocs) {
-  const auto block = schema_block(read_doc("trace-format.md"), "## 7. `tracetune info --json`");
-  expect_same_keys(last_parts(tt::trace::summary_json_fields()), block_keys(block), "info --json");
+  expect_table_matches_doc(tt::trace::summary_json_fields(), "trace-format.md", "## 7. `tracetune info --json`",
+                           "info --json");
 }
 
 TEST(JsonSchema, TrialsTableMatchesTheDocs) {
-  const auto block = schema_block(read_doc("tuning.md"), "### The trials file");
-  expect_same_keys(last_parts(tt::tuner::trials_json_fields()), block_keys(block), "tracetune.trials");
+  expect_table_matches_doc(tt::tuner::trials_json_fields(), "tuning.md", "### The trials file", "tracetune.trials");
 }
 
 TEST(JsonSchema, PathsNameNestedKeys) {

@@ -69,6 +69,20 @@ std::vector<FindingRef> data_loading() {
   return {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}}};
 }
 
+// A search of data_loading's knobs on `runner`, as tune sums it up: 15 steps after 3 of warm-up
+// a trial, a command with a quote and a backslash to escape.
+TuneSummary loader_search(TrialRunner& runner, const SearchOptions& opt) {
+  TuneSummary s;
+  s.command = "python3 train.py \"data dir\"\\x";
+  s.version = "0.1.0";
+  s.findings = data_loading();
+  s.plan = plan_search(s.findings, cat(), false);
+  s.steps = 15;
+  s.warmup = 3;
+  s.result = search(s.plan, runner, opt);
+  return s;
+}
+
 }  // namespace
 
 TEST(TuneStats, PercentilesAndSpread) {
@@ -215,16 +229,9 @@ TEST(TuneSearch, SignificanceNeedsBothMinGainAndNotchSeparation) {
 
 TEST(TunedToml, RoundTripsThroughTheConfigParser) {
   FakeRunner runner(loader_cost);
-  TuneSummary s;
-  s.command = "python3 train.py \"data dir\"\\x";
-  s.version = "0.1.0";
-  s.findings = data_loading();
-  s.plan = plan_search(s.findings, cat(), false);
-  s.steps = 15;
-  s.warmup = 3;
   SearchOptions opt;
   opt.max_trials = 30;
-  s.result = search(s.plan, runner, opt);
+  const TuneSummary s = loader_search(runner, opt);
   const std::string text = tuned_toml(s, cat());
   auto cfg = parse_tuned_config(text, "tuned.toml", cat());
   ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
@@ -881,15 +888,9 @@ TEST(TuneJoint, ABestAboveItsPredictionDoesNotStopTheGroup) {
 // confirmation, byte for byte: its layout and every field.
 TEST(TrialsJson, MatchesItsGolden) {
   FakeRunner runner([](const Candidate& c) { return workers(c) == 8 ? -1.0 : loader_cost(c); });
-  TuneSummary s;
-  s.command = "python3 train.py \"data dir\"\\x";
-  s.findings = data_loading();
-  s.plan = plan_search(s.findings, cat(), false);
-  s.steps = 20;
-  s.warmup = 2;
   SearchOptions opt;
   opt.max_trials = 12;
-  s.result = search(s.plan, runner, opt);
+  TuneSummary s = loader_search(runner, opt);
   s.confirmation = confirm(s.result.best, 3, runner, s.result, opt);
   const std::string json = trials_json(s);
   ASSERT_NE(json.find("\"status\": \"failed\""), std::string::npos) << json;
