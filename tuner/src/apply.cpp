@@ -3,7 +3,6 @@
 // fresh 0700 directory) that only the job reads, the job runs with stdin/stdout/stderr and
 // signals passed through, and the files are removed when it ends.
 #include "tracetune/trace/file_io.h"
-#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/apply.h"
 
 #include <fcntl.h>

@@ -5,7 +5,6 @@
 #include "tracetune/tuner/tuned_writer.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include <fmt/format.h>
 
