@@ -5,12 +5,9 @@
 // (TT_UPDATE_GOLDEN=1 rewrites them; so does the update_golden target).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
+#include "golden.h"
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/hang.h"
 
@@ -132,18 +129,6 @@ std::string section(const std::string& report, const std::string& from, const st
   const auto a = report.find(from);
   if (a == std::string::npos) return "(no " + from + ")";
   return report.substr(a, report.find(to, a + from.size()) - a);
-}
-
-void compare_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(TT_TEST_DATA_DIR) + "/../golden/expected/" + name;
-  if (const char* update = std::getenv("TT_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(actual, expected.str()) << "golden " << path << " (TT_UPDATE_GOLDEN=1 rewrites it)";
 }
 
 TEST(HangReport, MarkdownAndHtmlCarryTheDiagnosisAsTextAndJsonDo) {

@@ -1,6 +1,7 @@
-// The JSON documents' field tables against their schema blocks in docs/analysis.md: every key
-// a table writes is in the document's block, and every key the block names is written by a
-// table (report.cpp's and diff_report.cpp's, through analysis_json_fields / diff_json_fields).
+// The JSON documents' field tables against their schema blocks in the docs: every key a table
+// writes is in the document's block, and every key the block names is written by a table
+// (report.cpp's and diff_report.cpp's against docs/analysis.md, summary.cpp's against
+// docs/trace-format.md, tuned_writer.cpp's against docs/tuning.md).
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/diff.h"
+#include "tracetune/trace/summary.h"
+#include "tracetune/tuner/tuned_writer.h"
 
 namespace {
 
@@ -56,20 +59,38 @@ void expect_same_keys(const std::map<std::string, std::string>& table, const std
   for (const auto& k : doc) EXPECT_TRUE(table.count(k)) << what << ": \"" << k << "\" is documented but not written";
 }
 
+// The keys of a document's table (`paths`) against the schema block after `heading` in `doc`.
+void expect_table_matches_doc(const std::vector<std::string>& paths, const std::string& doc, const std::string& heading,
+                              const char* what) {
+  expect_same_keys(last_parts(paths), block_keys(schema_block(read_doc(doc), heading)), what);
+}
+
 TEST(JsonSchema, AnalysisTablesMatchTheDocs) {
-  const auto block = schema_block(read_doc("analysis.md"), "## The JSON report");
-  expect_same_keys(last_parts(tt::analyzer::analysis_json_fields()), block_keys(block), "tracetune.analysis");
+  expect_table_matches_doc(tt::analyzer::analysis_json_fields(), "analysis.md", "## The JSON report", "tracetune.analysis");
 }
 
 TEST(JsonSchema, DiffTablesMatchTheDocs) {
-  const auto block = schema_block(read_doc("analysis.md"), "### The JSON diff");
-  expect_same_keys(last_parts(tt::analyzer::diff_json_fields()), block_keys(block), "tracetune.diff");
+  expect_table_matches_doc(tt::analyzer::diff_json_fields(), "analysis.md", "### The JSON diff", "tracetune.diff");
+}
+
+TEST(JsonSchema, SummaryTableMatchesTheDocs) {
+  expect_table_matches_doc(tt::trace::summary_json_fields(), "trace-format.md", "## 7. `tracetune info --json`",
+                           "info --json");
+}
+
+TEST(JsonSchema, TrialsTableMatchesTheDocs) {
+  expect_table_matches_doc(tt::tuner::trials_json_fields(), "tuning.md", "### The trials file", "tracetune.trials");
 }
 
 TEST(JsonSchema, PathsNameNestedKeys) {
   const auto paths = tt::analyzer::diff_json_fields();
   EXPECT_NE(std::find(paths.begin(), paths.end(), "ranks.files.time_ns_per_step.relative"), paths.end());
   EXPECT_NE(std::find(paths.begin(), paths.end(), "findings.base_gain_ns"), paths.end());
+  const auto trials = tt::tuner::trials_json_fields();
+  EXPECT_NE(std::find(trials.begin(), trials.end(), "confirmation.e2e_steps"), trials.end());
+  EXPECT_NE(std::find(trials.begin(), trials.end(), "trials.vs_baseline"), trials.end());
+  const auto summary = tt::trace::summary_json_fields();
+  EXPECT_NE(std::find(summary.begin(), summary.end(), "devices.compute_capability"), summary.end());
 }
 
 }  // namespace

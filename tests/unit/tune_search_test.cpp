@@ -1,12 +1,14 @@
 // The tuner's search, step measurement and tuned.toml writer, with a fake trial runner whose
 // step times are a known function of the settings (the real runner is exercised by
-// tests/integration/tune_test.py on real jobs).
+// tests/integration/tune_test.py on real jobs); the trials file against its golden,
+// tests/golden/expected/tune.trials.json (TT_UPDATE_GOLDEN=1 rewrites it).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <map>
 
+#include "golden.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_config.h"
@@ -65,6 +67,20 @@ double loader_cost(const Candidate& c) {
 
 std::vector<FindingRef> data_loading() {
   return {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}}};
+}
+
+// A search of data_loading's knobs on `runner`, as tune sums it up: 15 steps after 3 of warm-up
+// a trial, a command with a quote and a backslash to escape.
+TuneSummary loader_search(TrialRunner& runner, const SearchOptions& opt) {
+  TuneSummary s;
+  s.command = "python3 train.py \"data dir\"\\x";
+  s.version = "0.1.0";
+  s.findings = data_loading();
+  s.plan = plan_search(s.findings, cat(), false);
+  s.steps = 15;
+  s.warmup = 3;
+  s.result = search(s.plan, runner, opt);
+  return s;
 }
 
 }  // namespace
@@ -213,16 +229,9 @@ TEST(TuneSearch, SignificanceNeedsBothMinGainAndNotchSeparation) {
 
 TEST(TunedToml, RoundTripsThroughTheConfigParser) {
   FakeRunner runner(loader_cost);
-  TuneSummary s;
-  s.command = "python3 train.py \"data dir\"\\x";
-  s.version = "0.1.0";
-  s.findings = data_loading();
-  s.plan = plan_search(s.findings, cat(), false);
-  s.steps = 15;
-  s.warmup = 3;
   SearchOptions opt;
   opt.max_trials = 30;
-  s.result = search(s.plan, runner, opt);
+  const TuneSummary s = loader_search(runner, opt);
   const std::string text = tuned_toml(s, cat());
   auto cfg = parse_tuned_config(text, "tuned.toml", cat());
   ASSERT_TRUE(cfg.ok()) << cfg.error() << "\n" << text;
@@ -873,4 +882,18 @@ TEST(TuneJoint, ABestAboveItsPredictionDoesNotStopTheGroup) {
   ASSERT_NE(r.best.find("dataloader.persistent_workers"), nullptr) << r.best.label();
   EXPECT_TRUE(std::get<bool>(*r.best.find("dataloader.persistent_workers")));
   for (const auto& l : r.log) EXPECT_EQ(l.find("stopped: the best predicted"), std::string::npos) << l;
+}
+
+// The trials file of a search with a failed trial (8 workers crash), kept knobs and a
+// confirmation, byte for byte: its layout and every field.
+TEST(TrialsJson, MatchesItsGolden) {
+  FakeRunner runner([](const Candidate& c) { return workers(c) == 8 ? -1.0 : loader_cost(c); });
+  SearchOptions opt;
+  opt.max_trials = 12;
+  TuneSummary s = loader_search(runner, opt);
+  s.confirmation = confirm(s.result.best, 3, runner, s.result, opt);
+  const std::string json = trials_json(s);
+  ASSERT_NE(json.find("\"status\": \"failed\""), std::string::npos) << json;
+  ASSERT_NE(json.find("\"confirmation\": {"), std::string::npos) << json;
+  compare_golden("tune.trials.json", json);
 }

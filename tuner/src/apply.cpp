@@ -3,7 +3,6 @@
 // fresh 0700 directory) that only the job reads, the job runs with stdin/stdout/stderr and
 // signals passed through, and the files are removed when it ends.
 #include "tracetune/trace/file_io.h"
-#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/apply.h"
 
 #include <fcntl.h>
@@ -29,13 +28,6 @@ namespace tt::tuner {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string json_value(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
-  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
-  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{:.17g}", *d);
-  return env_string(v);  // integers
-}
 
 using trace::self_exe_dir;
 

@@ -2,6 +2,7 @@
 // catalogue fails the build's unit tests, not a user's job: unknown fields, missing fields,
 // wrong types, duplicate ids, candidates outside the knob's own range, findings the analyzer
 // does not emit, and env knobs naming a variable that loads code.
+#include "tracetune/trace/json_text.h"
 #include "tracetune/tuner/knobs.h"
 
 #include <algorithm>
@@ -350,6 +351,16 @@ std::string display(const Value& v) {
         }
       },
       v);
+}
+
+std::string json_value(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
+  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + trace::json_quote((*list)[i]);
+    return out + "]";
+  }
+  return display(v);  // bool, int, double spell the same
 }
 
 std::string_view to_string(Apply a) {

@@ -1,29 +1,16 @@
 // tuned.toml and the trials file. tuned.toml must always parse with parse_tuned_config (a
 // unit test round-trips it), so values are written with the catalogue's own spelling.
-#include "tracetune/trace/json_text.h"
+#include "tracetune/trace/json_fields.h"
 #include "tracetune/tuner/tuned_config.h"
 #include "tracetune/tuner/tuned_writer.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include <fmt/format.h>
 
 namespace tt::tuner {
 
 namespace {
-
-std::string json_value(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return trace::json_quote(*s);
-  if (const auto* list = std::get_if<std::vector<std::string>>(&v)) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < list->size(); ++i) out += (i ? ", " : "") + trace::json_quote((*list)[i]);
-    return out + "]";
-  }
-  return display(v);  // bool, int, double spell the same
-}
-
-std::string json_number(double x) { return std::isfinite(x) ? fmt::format("{:.4f}", x) : "null"; }
 
 }  // namespace
 
@@ -252,74 +239,135 @@ std::string tuned_toml(const TuneSummary& s, const Catalogue& cat) {
   return out;
 }
 
-std::string trials_json(const TuneSummary& s) {
-  const SearchResult& r = s.result;
-  std::string out = "{\n  \"schema\": \"tracetune.trials\",\n  \"version\": 1,\n";
-  out += fmt::format("  \"command\": {},\n", trace::json_quote(s.command));
-  out += fmt::format("  \"steps_per_trial\": {},\n  \"warmup_steps\": {},\n", s.steps, s.warmup);
-  const bool measured = !r.trials.empty() && r.trials.front().status == TrialStatus::Ok;
-  out += fmt::format("  \"baseline_ms\": {},\n", measured ? json_number(r.trials.front().stats.median_ms) : "null");
-  out += fmt::format("  \"best_trial\": {},\n  \"speedup\": {},\n", r.best_trial, json_number(r.speedup()));
-  out += fmt::format("  \"trial_steps\": {},\n  \"trials_wall_s\": {},\n", r.trial_steps(), json_number(r.wall_s()));
-  std::vector<std::string> baselines;
-  for (int b : r.baseline_runs) baselines.push_back(std::to_string(b));
-  out += fmt::format("  \"baseline_runs\": [{}],\n", fmt::join(baselines, ", "));
-  out += fmt::format("  \"predicted_speedup\": {},\n",
-                     r.best.settings.empty() ? "null" : json_number(predicted_speedup(s, chosen_ids(r.best))));
-  if (s.confirmation) {
-    const Confirmation& c = *s.confirmation;
-    std::vector<std::string> ratios;
-    for (double x : c.ratios) ratios.push_back(json_number(x));
-    std::vector<std::string> e2e;
-    for (double x : c.e2e_ratios) e2e.push_back(json_number(x));
-    out += fmt::format("  \"confirmation\": {{\"pairs\": {}, \"ratios\": [{}], \"speedup\": {}, \"low\": {}, \"high\": {}, "
-                       "\"confirmed\": {}, \"level\": {}, \"looks_planned\": {}, \"ended\": {}, \"e2e_ratios\": [{}], "
-                       "\"e2e_speedup\": {}, \"e2e_low\": {}, \"e2e_high\": {}, \"e2e_steps\": {}}},\n",
-                       c.ratios.size(), fmt::join(ratios, ", "), json_number(c.speedup), json_number(c.low),
-                       json_number(c.high), c.confirmed ? "true" : "false", json_number(c.level), c.looks_planned,
-                       trace::json_quote(c.ended), fmt::join(e2e, ", "), json_number(c.e2e_speedup), json_number(c.e2e_low),
-                       json_number(c.e2e_high), c.e2e_steps);
-  } else {
-    out += "  \"confirmation\": null,\n";
-  }
-  out += "  \"knobs\": [";
-  for (std::size_t i = 0; i < r.kept.size(); ++i) {
-    const auto& k = r.kept[i];
-    std::vector<std::string> fs;
-    for (const auto& f : findings_of(s, k.id)) fs.push_back(trace::json_quote(f));
-    out += fmt::format("{}\n    {{\"id\": {}, \"findings\": [{}], \"predicted_speedup\": {}, \"measured_speedup\": {}, "
-                       "\"trial\": {}, \"reference_trial\": {}, \"applied\": {}, \"trial_steps\": {}, \"wall_s\": {}}}",
-                       i ? "," : "", trace::json_quote(k.id), fmt::join(fs, ", "), json_number(predicted_speedup(s, {k.id})),
-                       json_number(k.measured_speedup), k.trial, k.reference_trial, s.refused() ? "false" : "true",
-                       k.trial_steps, json_number(k.wall_s));
-  }
-  out += r.kept.empty() ? "],\n" : "\n  ],\n";
-  std::vector<std::string> fs;
-  for (const auto& f : s.findings) fs.push_back(trace::json_quote(f.id));
-  out += fmt::format("  \"findings\": [{}],\n", fmt::join(fs, ", "));
-  out += "  \"trials\": [";
-  for (std::size_t i = 0; i < r.trials.size(); ++i) {
-    const Trial& t = r.trials[i];
-    std::string settings;
-    for (const auto& [id, v] : t.candidate.settings)
-      settings += fmt::format("{}{}: {}", settings.empty() ? "" : ", ", trace::json_quote(id), json_value(v));
-    const bool ok = t.status == TrialStatus::Ok;
-    auto num = [&](double x) { return ok ? json_number(x) : std::string("null"); };
-    out += fmt::format(
-        "{}\n    {{\"index\": {}, \"knob\": {}, \"settings\": {{{}}}, \"status\": \"{}\", \"median_ms\": {}, "
-        "\"p10_ms\": {}, \"p25_ms\": {}, \"p75_ms\": {}, \"p90_ms\": {}, \"spread_ms\": {}, \"steps\": {}, "
-        "\"warmup\": {}, \"steps_run\": {}, \"stopped_early\": {}, \"trend\": {}, \"trending\": {}, \"exit_code\": {}, "
-        "\"wall_s\": {}, \"e2e_s\": {}, \"job_steps\": {}, \"vs_baseline\": {}, \"note\": {}}}",
-        i ? "," : "", t.index, trace::json_quote(t.knob), settings, to_string(t.status), num(t.stats.median_ms),
-        num(t.stats.p10_ms), num(t.stats.p25_ms), num(t.stats.p75_ms), num(t.stats.p90_ms), num(t.stats.spread_ms()),
-        t.stats.steps, t.warmup, t.steps_run(), t.stopped_early ? "true" : "false", num(t.stats.trend), ok && t.stats.trending() ? "true" : "false", t.exit_code,
-        json_number(t.wall_s), json_number(t.e2e_s), t.job_steps, ok ? json_number(r.speedup_of(t.index)) : "null",
-        trace::json_quote(t.note));
-  }
-  out += "\n  ],\n  \"log\": [";
-  for (std::size_t i = 0; i < r.log.size(); ++i) out += fmt::format("{}\n    {}", i ? "," : "", trace::json_quote(r.log[i]));
-  out += "\n  ]\n}\n";
+namespace {
+
+using trace::json::field;
+using trace::json::Fixed;
+using trace::json::Lines;
+
+// Every number of the trials file: four decimals (null when not finite).
+Fixed four(double x) { return {x, 4}; }
+std::vector<Fixed> four_each(const std::vector<double>& xs) {
+  std::vector<Fixed> out;
+  for (double x : xs) out.push_back(four(x));
   return out;
 }
+
+constexpr auto kConfirmationFields = std::tuple(
+    field("pairs", [](const Confirmation& c) { return c.ratios.size(); }),
+    field("ratios", [](const Confirmation& c) { return four_each(c.ratios); }),
+    field("speedup", [](const Confirmation& c) { return four(c.speedup); }),
+    field("low", [](const Confirmation& c) { return four(c.low); }),
+    field("high", [](const Confirmation& c) { return four(c.high); }), field("confirmed", &Confirmation::confirmed),
+    field("level", [](const Confirmation& c) { return four(c.level); }),
+    field("looks_planned", &Confirmation::looks_planned), field("ended", &Confirmation::ended),
+    field("e2e_ratios", [](const Confirmation& c) { return four_each(c.e2e_ratios); }),
+    field("e2e_speedup", [](const Confirmation& c) { return four(c.e2e_speedup); }),
+    field("e2e_low", [](const Confirmation& c) { return four(c.e2e_low); }),
+    field("e2e_high", [](const Confirmation& c) { return four(c.e2e_high); }),
+    field("e2e_steps", &Confirmation::e2e_steps));
+
+// A kept knob with the summary it is read against (its findings, its prediction, whether the
+// confirmation refused the choice).
+struct KeptRow {
+  const TuneSummary& s;
+  const KnobOutcome& k;
+};
+constexpr auto kKnobFields = std::tuple(
+    field("id", [](const KeptRow& r) { return r.k.id; }),
+    field("findings", [](const KeptRow& r) { return findings_of(r.s, r.k.id); }),
+    field("predicted_speedup", [](const KeptRow& r) { return four(predicted_speedup(r.s, {r.k.id})); }),
+    field("measured_speedup", [](const KeptRow& r) { return four(r.k.measured_speedup); }),
+    field("trial", [](const KeptRow& r) { return r.k.trial; }),
+    field("reference_trial", [](const KeptRow& r) { return r.k.reference_trial; }),
+    field("applied", [](const KeptRow& r) { return !r.s.refused(); }),
+    field("trial_steps", [](const KeptRow& r) { return r.k.trial_steps; }),
+    field("wall_s", [](const KeptRow& r) { return four(r.k.wall_s); }));
+
+// A trial with the search it belongs to (its speedup over the baselines beside it).
+struct TrialRow {
+  const SearchResult& r;
+  const Trial& t;
+  bool ok() const { return t.status == TrialStatus::Ok; }
+  // a step statistic: null when the trial measured nothing
+  std::optional<Fixed> measured(double x) const { return ok() ? std::optional(four(x)) : std::nullopt; }
+};
+std::vector<std::pair<std::string, trace::json::Raw>> settings_json(const TrialRow& row) {
+  std::vector<std::pair<std::string, trace::json::Raw>> out;
+  for (const auto& [id, v] : row.t.candidate.settings) out.emplace_back(id, trace::json::Raw{json_value(v)});
+  return out;
+}
+constexpr auto kTrialFields = std::tuple(
+    field("index", [](const TrialRow& r) { return r.t.index; }), field("knob", [](const TrialRow& r) { return r.t.knob; }),
+    field("settings", settings_json), field("status", [](const TrialRow& r) { return to_string(r.t.status); }),
+    field("median_ms", [](const TrialRow& r) { return r.measured(r.t.stats.median_ms); }),
+    field("p10_ms", [](const TrialRow& r) { return r.measured(r.t.stats.p10_ms); }),
+    field("p25_ms", [](const TrialRow& r) { return r.measured(r.t.stats.p25_ms); }),
+    field("p75_ms", [](const TrialRow& r) { return r.measured(r.t.stats.p75_ms); }),
+    field("p90_ms", [](const TrialRow& r) { return r.measured(r.t.stats.p90_ms); }),
+    field("spread_ms", [](const TrialRow& r) { return r.measured(r.t.stats.spread_ms()); }),
+    field("steps", [](const TrialRow& r) { return r.t.stats.steps; }),
+    field("warmup", [](const TrialRow& r) { return r.t.warmup; }),
+    field("steps_run", [](const TrialRow& r) { return r.t.steps_run(); }),
+    field("stopped_early", [](const TrialRow& r) { return r.t.stopped_early; }),
+    field("trend", [](const TrialRow& r) { return r.measured(r.t.stats.trend); }),
+    field("trending", [](const TrialRow& r) { return r.ok() && r.t.stats.trending(); }),
+    field("exit_code", [](const TrialRow& r) { return r.t.exit_code; }),
+    field("wall_s", [](const TrialRow& r) { return four(r.t.wall_s); }),
+    field("e2e_s", [](const TrialRow& r) { return four(r.t.e2e_s); }),
+    field("job_steps", [](const TrialRow& r) { return r.t.job_steps; }),
+    field("vs_baseline", [](const TrialRow& r) { return r.measured(r.r.speedup_of(r.t.index)); }),
+    field("note", [](const TrialRow& r) { return r.t.note; }));
+
+std::optional<Fixed> baseline_ms(const TuneSummary& s) {
+  const auto& trials = s.result.trials;
+  if (trials.empty() || trials.front().status != TrialStatus::Ok) return std::nullopt;
+  return four(trials.front().stats.median_ms);
+}
+std::optional<Fixed> chosen_prediction(const TuneSummary& s) {
+  if (s.result.best.settings.empty()) return std::nullopt;
+  return four(predicted_speedup(s, chosen_ids(s.result.best)));
+}
+std::vector<KeptRow> kept_rows(const TuneSummary& s) {
+  std::vector<KeptRow> rows;
+  for (const auto& k : s.result.kept) rows.push_back({s, k});
+  return rows;
+}
+std::vector<TrialRow> trial_rows(const TuneSummary& s) {
+  std::vector<TrialRow> rows;
+  for (const auto& t : s.result.trials) rows.push_back({s.result, t});
+  return rows;
+}
+std::vector<std::string> finding_ids(const TuneSummary& s) {
+  std::vector<std::string> ids;
+  for (const auto& f : s.findings) ids.push_back(f.id);
+  return ids;
+}
+
+// The trials file, tracetune.trials (docs/tuning.md)
+constexpr auto kTrialsFields = std::tuple(
+    field("schema", [](const TuneSummary&) { return std::string_view("tracetune.trials"); }),
+    field("version", [](const TuneSummary&) { return 1; }), field("command", &TuneSummary::command),
+    field("steps_per_trial", &TuneSummary::steps), field("warmup_steps", &TuneSummary::warmup),
+    field("baseline_ms", baseline_ms), field("best_trial", [](const TuneSummary& s) { return s.result.best_trial; }),
+    field("speedup", [](const TuneSummary& s) { return four(s.result.speedup()); }),
+    field("trial_steps", [](const TuneSummary& s) { return s.result.trial_steps(); }),
+    field("trials_wall_s", [](const TuneSummary& s) { return four(s.result.wall_s()); }),
+    field("baseline_runs", [](const TuneSummary& s) -> const auto& { return s.result.baseline_runs; }),
+    field("predicted_speedup", chosen_prediction),
+    trace::json::object_or_null(
+        "confirmation", [](const TuneSummary& s) { return s.confirmation ? &*s.confirmation : nullptr; },
+        kConfirmationFields),
+    trace::json::array("knobs", kept_rows, kKnobFields).one_per_line(), field("findings", finding_ids),
+    trace::json::array("trials", trial_rows, kTrialFields).one_per_line(Lines::each_even_empty),
+    field("log", [](const TuneSummary& s) -> const auto& { return s.result.log; }).one_per_line(Lines::each_even_empty));
+
+}  // namespace
+
+std::string trials_json(const TuneSummary& s) {
+  return trace::json::document_json(s, kTrialsFields, trace::json::Style::indented);
+}
+
+std::vector<std::string> trials_json_fields() { return trace::json::document_paths(kTrialsFields); }
 
 }  // namespace tt::tuner

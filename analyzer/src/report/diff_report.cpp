@@ -10,7 +10,6 @@
 #include "escape.h"
 #include "format.h"
 #include "json_fields.h"
-#include "json_writer.h"
 
 namespace tt::analyzer {
 

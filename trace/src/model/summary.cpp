@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tracetune/trace/json_fields.h"
 #include "tracetune/trace/units.h"
 
 namespace tt::trace {
@@ -82,53 +83,38 @@ TraceSummary summarize(const Trace& t) {
   return s;
 }
 
-std::string summary_json(const TraceSummary& s) {
-  std::string o = "{\n";
-  o += "  \"clock_domain\": ";
-  append_json_string(o, s.clock_domain);
-  o += fmt::format(",\n  \"start_ns\": {},\n  \"end_ns\": {},\n  \"duration_ns\": {},\n", s.start, s.end, span_ns(s));
-  o += "  \"ranks\": [";
-  for (std::size_t i = 0; i < s.ranks.size(); ++i) o += fmt::format("{}{}", i ? ", " : "", s.ranks[i]);
-  o += fmt::format("],\n  \"processes\": {},\n  \"threads\": {},\n  \"streams\": {},\n", s.processes, s.threads, s.streams);
-  o += "  \"devices\": [";
-  for (std::size_t i = 0; i < s.devices.size(); ++i) {
-    const auto& d = s.devices[i];
-    o += i ? ",\n    {" : "\n    {";
-    o += fmt::format("\"rank\": {}, \"index\": {}, \"name\": ", d.rank, d.index);
-    append_json_string(o, d.name);
-    o += fmt::format(", \"sm_count\": {}, \"total_memory\": {}, \"compute_capability\": \"{}.{}\"}}", d.sm_count,
-                     d.total_memory, d.compute_major, d.compute_minor);
-  }
-  o += s.devices.empty() ? "],\n" : "\n  ],\n";
-  o += "  \"counts\": {";
-  bool first = true;
-  for (const auto& [k, v] : s.counts) {
-    o += first ? "\n    " : ",\n    ";
-    first = false;
-    append_json_string(o, k);
-    o += fmt::format(": {}", v);
-  }
-  o += fmt::format("\n  }},\n  \"total_events\": {},\n", s.total_events);
-  o += "  \"steps\": [";
-  for (std::size_t i = 0; i < s.steps.size(); ++i) {
-    const auto& st = s.steps[i];
-    o += fmt::format("{}\n    {{\"rank\": {}, \"number\": {}, \"start_ns\": {}, \"duration_ns\": {}}}", i ? "," : "",
-                     st.rank, st.number, st.start, st.dur);
-  }
-  o += s.steps.empty() ? "],\n" : "\n  ],\n";
-  o += "  \"diagnostics\": [";
-  for (std::size_t i = 0; i < s.diagnostics.size(); ++i) {
-    const auto& d = s.diagnostics[i];
-    o += fmt::format("{}\n    {{\"kind\": \"{}\", \"source\": ", i ? "," : "", to_string(d.kind));
-    append_json_string(o, d.source);
-    o += ", \"reason\": ";
-    append_json_string(o, d.reason);
-    o += fmt::format(", \"count\": {}}}", d.count);
-  }
-  o += s.diagnostics.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return o;
-}
+namespace {
 
+using json::field;
+using json::Lines;
+using DeviceInfo = TraceSummary::DeviceInfo;
+using StepInfo = TraceSummary::StepInfo;
+
+constexpr auto kDeviceFields = std::tuple(
+    field("rank", &DeviceInfo::rank), field("index", &DeviceInfo::index), field("name", &DeviceInfo::name),
+    field("sm_count", &DeviceInfo::sm_count), field("total_memory", &DeviceInfo::total_memory),
+    field("compute_capability", [](const DeviceInfo& d) { return fmt::format("{}.{}", d.compute_major, d.compute_minor); }));
+constexpr auto kStepFields = std::tuple(field("rank", &StepInfo::rank), field("number", &StepInfo::number),
+                                        field("start_ns", &StepInfo::start), field("duration_ns", &StepInfo::dur));
+constexpr auto kDiagnosticFields =
+    std::tuple(field("kind", [](const Diagnostic& d) { return to_string(d.kind); }), field("source", &Diagnostic::source),
+               field("reason", &Diagnostic::reason), field("count", &Diagnostic::count));
+// `info --json` (docs/trace-format.md, section 7)
+constexpr auto kSummaryFields = std::tuple(
+    field("clock_domain", &TraceSummary::clock_domain), field("start_ns", &TraceSummary::start),
+    field("end_ns", &TraceSummary::end), field("duration_ns", span_ns), field("ranks", &TraceSummary::ranks),
+    field("processes", &TraceSummary::processes), field("threads", &TraceSummary::threads),
+    field("streams", &TraceSummary::streams), json::array("devices", &TraceSummary::devices, kDeviceFields).one_per_line(),
+    field("counts", &TraceSummary::counts).one_per_line(Lines::each_even_empty),
+    field("total_events", &TraceSummary::total_events),
+    json::array("steps", &TraceSummary::steps, kStepFields).one_per_line(),
+    json::array("diagnostics", &TraceSummary::diagnostics, kDiagnosticFields).one_per_line());
+
+}  // namespace
+
+std::string summary_json(const TraceSummary& s) { return json::document_json(s, kSummaryFields, json::Style::indented); }
+
+std::vector<std::string> summary_json_fields() { return json::document_paths(kSummaryFields); }
 
 std::string summary_text(const TraceSummary& s) {
   std::string o;

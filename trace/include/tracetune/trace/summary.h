@@ -41,6 +41,9 @@ struct TraceSummary {
 
 TraceSummary summarize(const Trace& t);
 std::string summary_json(const TraceSummary& s);
+// Every key summary_json writes, as dotted paths ("devices.name"); the schema test holds them to
+// docs/trace-format.md.
+std::vector<std::string> summary_json_fields();
 std::string summary_text(const TraceSummary& s);
 
 }  // namespace tt::trace

@@ -71,6 +71,9 @@ bool is_code_loading_env(std::string_view name);
 std::string env_string(const Value& value);
 // As TOML would spell it (for messages): true, 4, 2.5, "fp16", ["Ring", "Tree"].
 std::string display(const Value& value);
+// A value as JSON text: strings quoted and escaped, lists as arrays of strings, numbers as their
+// shortest exact text (the trials file's settings, the Python settings file `run` writes).
+std::string json_value(const Value& value);
 
 std::string_view to_string(Apply a);
 std::string_view to_string(KnobType t);

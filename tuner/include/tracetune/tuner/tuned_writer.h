@@ -40,11 +40,11 @@ double predicted_speedup(const TuneSummary& summary, const std::vector<std::stri
 // file then says so and applies nothing).
 std::string tuned_toml(const TuneSummary& summary, const Catalogue& catalogue);
 
-// Every trial: {"schema": "tracetune.trials", "version": 1, "command", "baseline_ms",
-// "best_trial", "speedup", "predicted_speedup", "confirmation": null | {pairs, ratios[],
-// speedup, low, high, confirmed}, "knobs": [{id, findings[], predicted_speedup,
-// measured_speedup, trial}], "trials": [{index, knob, settings{}, status, median_ms, p10_ms,
-// p25_ms, p75_ms, p90_ms, spread_ms, steps, warmup, trend, trending, exit_code, wall_s, note}]}.
+// The trials file, every trial and what the search decided (tracetune.trials, its schema in
+// docs/tuning.md), written from one table of fields (tuned_writer.cpp).
 std::string trials_json(const TuneSummary& summary);
+// Every key trials_json writes, as dotted paths ("trials.median_ms"); the schema test holds them
+// to docs/tuning.md.
+std::vector<std::string> trials_json_fields();
 
 }  // namespace tt::tuner
