@@ -183,6 +183,25 @@ int emit_report(const std::string& text, const std::string& output) {
   return 0;
 }
 
+// The JSON report to stdout or FILE (atomically) as it is written: a combine's report lists
+// every step of every rank and is not held whole.
+int emit_json_report(const analyzer::Analysis& a, const std::string& output) {
+  if (to_stdout(output)) {
+    bool ok = true;
+    analyzer::render_json(a, [&](std::string_view s) { ok = ok && std::fwrite(s.data(), 1, s.size(), stdout) == s.size(); });
+    return ok && std::fflush(stdout) == 0 ? 0 : fail("stdout: cannot write the report");
+  }
+  auto out = trace::AtomicOutput::create(output);
+  if (!out) return fail(out.error());
+  Status written;
+  analyzer::render_json(a, [&](std::string_view s) {
+    if (written) written = out->write(s);
+  });
+  if (!written) return fail(written.error());
+  if (auto st = out->commit(); !st) return fail(st.error());
+  return 0;
+}
+
 struct AnalyzeArgs {
   std::vector<std::string> inputs;  // one trace, or (--combine) the part files
   std::string format = "text", output, steps, step_range, shard;
@@ -242,6 +261,7 @@ int cmd_analyze_combine(const AnalyzeArgs& args) {
   if (!a) return fail(a.error());
   if (a->options.rank >= 0 && a->metrics.ranks.empty())
     return fail(fmt::format("{}: no rank {} in this trace", a->source, a->options.rank));
+  if (args.format == "json") return emit_json_report(a.value(), args.output);
   return emit_report(render_report(a.value(), args), args.output);
 }
 
@@ -277,6 +297,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   analyzer::Analysis a = analyzer::analyze(t.value(), opt, input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
   if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, input));
+  if (args.format == "json") return emit_json_report(a, args.output);
   return emit_report(render_report(a, args), args.output);
 }
 

@@ -53,7 +53,7 @@ with tempfile.TemporaryDirectory() as tmp:
         r = run("import", inp, "-o", str(db))
         check("import for the split case", r.returncode == 0, r.stderr[-1500:])
         inp = str(db)
-    single = {fmt: run("analyze", inp, "--format", fmt).stdout for fmt in ("text", "json", "md")}
+    single = {fmt: run("analyze", inp, "--format", fmt).stdout for fmt in ("text", "json", "md", "html")}
     parts = {}
     for n in args.counts:
         parts[n] = shard_all(inp, n, tmp / f"n{n}")

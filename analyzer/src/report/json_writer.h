@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,16 @@ inline constexpr bool is_vector<std::vector<T, A>> = true;
 class Json {
  public:
   std::string out;
+  // Set: flush() hands `out` to it once it holds kFlushAt bytes or more (a document written as
+  // it is made, not held whole).
+  std::function<void(std::string_view)> sink;
+  static constexpr std::size_t kFlushAt = 1 << 20;
+  void flush(bool all = false) {
+    if (sink && (all || out.size() >= kFlushAt)) {
+      sink(out);
+      out.clear();
+    }
+  }
   void begin_object() { value_prefix(); out += '{'; first_.push_back(true); }
   void end_object() { out += '}'; first_.pop_back(); }
   void begin_array() { value_prefix(); out += '['; first_.push_back(true); }
