@@ -217,6 +217,11 @@ std::string render_report(const analyzer::Analysis& a, const AnalyzeArgs& args) 
   return analyzer::render_text(a, color_for(args.output));
 }
 
+int emit_analysis(const analyzer::Analysis& a, const AnalyzeArgs& args) {
+  if (args.format == "json") return emit_json_report(a, args.output);
+  return emit_report(render_report(a, args), args.output);
+}
+
 // Every `from` in `text` replaced by `to` (a part-file name may say {shard} more than once).
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) text.replace(at, from.size(), to);
@@ -261,8 +266,7 @@ int cmd_analyze_combine(const AnalyzeArgs& args) {
   if (!a) return fail(a.error());
   if (a->options.rank >= 0 && a->metrics.ranks.empty())
     return fail(fmt::format("{}: no rank {} in this trace", a->source, a->options.rank));
-  if (args.format == "json") return emit_json_report(a.value(), args.output);
-  return emit_report(render_report(a.value(), args), args.output);
+  return emit_analysis(a.value(), args);
 }
 
 int cmd_analyze(const AnalyzeArgs& args) {
@@ -289,6 +293,13 @@ int cmd_analyze(const AnalyzeArgs& args) {
   const fs::path inputs[] = {input};
   if (!to_stdout(args.output))
     if (auto st = check_output(inputs, args.output); !st) return fail(st.error());
+  if (args.step_range.empty()) {  // a trace DB larger than memory: in blocks of ranks (docs/scale.md)
+    auto budget = analyzer::analyze_memory_budget();
+    if (!budget) return fail(budget.error());
+    auto blocks = analyzer::analyze_in_blocks(input, opt, budget.value());
+    if (!blocks) return fail(blocks.error());
+    if (blocks.value()) return emit_analysis(*blocks.value(), args);
+  }
   auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
@@ -297,8 +308,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   analyzer::Analysis a = analyzer::analyze(t.value(), opt, input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
   if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, input));
-  if (args.format == "json") return emit_json_report(a, args.output);
-  return emit_report(render_report(a, args), args.output);
+  return emit_analysis(a, args);
 }
 
 struct DiffArgs {

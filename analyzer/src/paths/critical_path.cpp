@@ -685,10 +685,6 @@ void walk_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSou
   }
 }
 
-// The job path holds every rank's graph at once (~60 bytes per event): above this many GPU
-// ops in the trace it is left out, with a note, so analysis stays within its memory budget.
-constexpr std::size_t kJobPathMaxOps = 2'000'000;
-
 void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs, bool job_path,
                             Metrics& M) {
   // per rank, in parallel: a rank's own path never leaves its graph
@@ -704,13 +700,15 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
   walk_job_paths(opt, groups, graphs, std::move(rank_numbers), steps, M);
 }
 
+std::string job_path_left_out(std::size_t gpu_ops) {
+  return fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its graphs may hold at once",
+                     gpu_ops, kJobPathMaxOps);
+}
+
 void compute_critical_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
   const std::size_t total_ops = t.kernels.size() + t.memcpys.size() + t.memsets.size();
   const bool job = M.ranks.size() >= 2 && total_ops <= kJobPathMaxOps;
-  if (M.ranks.size() >= 2 && !job)
-    M.notes.push_back(fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its "
-                                  "graphs may hold at once",
-                                  total_ops, kJobPathMaxOps));
+  if (M.ranks.size() >= 2 && !job) M.notes.push_back(job_path_left_out(total_ops));
   TraceGraphs graphs(t, M, groups, job);  // a rank's graph is dropped after its own paths unless the job path needs it
   compute_critical_paths(opt, groups, graphs, job, M);
 }

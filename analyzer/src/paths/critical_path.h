@@ -139,6 +139,12 @@ void walk_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSou
 void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs, bool job_path,
                             Metrics& M);
 
+// The job path over a trace in memory holds every rank's graph at once (~60 bytes per event):
+// above this many GPU ops in the trace it is left out, with this note, so that the analysis
+// stays within its memory budget.
+inline constexpr std::size_t kJobPathMaxOps = 2'000'000;
+std::string job_path_left_out(std::size_t gpu_ops);
+
 // The same over a trace in memory (the job path left out, with a note, above kJobPathMaxOps).
 void compute_critical_paths(const trace::Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M);
 

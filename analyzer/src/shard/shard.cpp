@@ -1058,7 +1058,10 @@ Status attribute_ranks(Metrics& M, const std::vector<LoadedRank*>& loaded, Spill
 
 }  // namespace
 
-Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned threads) {
+// combine_shards; with `job_path_left_out`, the job path is left out with that note, as one
+// process leaves it out of a trace with too many GPU ops (analyze_in_blocks).
+Result<Analysis> combine_parts(std::span<const fs::path> paths, unsigned threads,
+                               const std::optional<std::string>& job_path_left_out) {
   if (paths.empty()) return make_error("--combine: no part files given");
   std::vector<Part> parts;
   for (const auto& path : paths) {
@@ -1103,8 +1106,9 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   PartGraphs graphs(std::move(where), groups);
   auto per_rank = walk_ranks(a, in_order, groups, graphs, *spill.value());
   if (!per_rank) return make_error(per_rank.error());
+  if (job_path_left_out && M.ranks.size() >= 2) M.notes.push_back(*job_path_left_out);
   if (!a.options.hta_compat) {
-    if (M.ranks.size() >= 2) {
+    if (M.ranks.size() >= 2 && !job_path_left_out) {
       std::vector<std::int32_t> rank_numbers;
       for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
       walk_job_paths(a.options, groups, graphs, std::move(rank_numbers), per_rank->job_steps, M);
@@ -1119,6 +1123,93 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   if (auto st = attribute_ranks(M, in_order, *spill.value(), a.findings); !st) return make_error(st.error());
   a.rank_store = std::move(spill.value());
   return a;
+}
+
+Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned threads) {
+  return combine_parts(paths, threads, std::nullopt);
+}
+
+namespace {
+
+// A private directory (0700) in $TMPDIR (default /tmp), removed with its files when it goes.
+class PrivateDir {
+ public:
+  static Result<PrivateDir> create() {
+    const char* dir = std::getenv("TMPDIR");
+    std::string name = fmt::format("{}/tracetune-blocks-XXXXXX", dir && *dir ? dir : "/tmp");
+    if (!::mkdtemp(name.data())) return make_error(fmt::format("{}: cannot create a private directory (set TMPDIR)", name));
+    return PrivateDir(name);
+  }
+  PrivateDir(PrivateDir&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+  ~PrivateDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  explicit PrivateDir(fs::path p) : path_(std::move(p)) {}
+  fs::path path_;
+};
+
+// The model of a trace in memory takes 45 to 75 bytes per event (bench/scale_figures.md).
+constexpr std::uint64_t kModelBytesPerEvent = 75;
+
+// Why a trace DB must be analysed in memory, even past the budget; empty: it may go in blocks.
+// Steps from named ranges need every range of the trace, the hang diagnosis every process's
+// collective calls (the "tracetune.collective.enter" ranges), and a lone rank has no blocks.
+bool needs_whole_trace(const trace::TraceOutline& outline, const Options& opt) {
+  const trace::Trace& o = outline.trace;
+  if (o.steps.size() == 0) return true;
+  auto ranks = pick_ranks(o, outline.per_track);
+  keep_rank(o, ranks, opt.rank);
+  if (ranks.size() < 2) return true;
+  for (trace::StringId id = 0; id < o.strings.size(); ++id)
+    if (o.strings.get(id).starts_with("tracetune.collective.enter ")) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<std::uint64_t> analyze_memory_budget() {
+  if (const char* v = std::getenv("TRACETUNE_ANALYZE_BUDGET"))
+    return trace::parse_unsigned(v, "TRACETUNE_ANALYZE_BUDGET", UINT64_MAX);
+  std::FILE* f = std::fopen("/proc/meminfo", "re");
+  std::uint64_t kb = 0;
+  if (f) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
+    std::fclose(f);
+  }
+  return kb ? kb * 1024 / 2 : UINT64_MAX;
+}
+
+Result<std::optional<Analysis>> analyze_in_blocks(const fs::path& input, const Options& opt, std::uint64_t budget) {
+  using Maybe = std::optional<Analysis>;
+  if (opt.hta_compat || trace::detect_format(input) != trace::InputFormat::TracetuneDb) return Maybe();
+  auto outline = trace::read_trace_outline(input);
+  if (!outline) return Maybe();  // the analysis in memory says what is wrong with it, as always
+  const std::uint64_t model = outline->events * kModelBytesPerEvent;
+  if (model <= budget || needs_whole_trace(outline.value(), opt)) return Maybe();
+  auto ranks = pick_ranks(outline->trace, outline->per_track);
+  keep_rank(outline->trace, ranks, opt.rank);
+  const std::uint64_t blocks = std::min<std::uint64_t>(ranks.size(), model / std::max<std::uint64_t>(budget, 1) + 1);
+  std::uint64_t gpu_ops = 0;
+  for (const auto& c : outline->per_track) gpu_ops += c.gpu_ops;
+  outline = trace::TraceOutline{};
+  auto dir = PrivateDir::create();
+  if (!dir) return make_error(dir.error());
+  std::vector<fs::path> parts;
+  for (std::uint64_t k = 0; k < blocks; ++k) {
+    parts.push_back(dir->path() / fmt::format("part-{}.ttpart", k));
+    const Shard block{static_cast<unsigned>(k), static_cast<unsigned>(blocks)};
+    if (auto run = analyze_shard(input, block, opt, "", parts.back()); !run) return make_error(run.error());
+  }
+  auto a = combine_parts(parts, opt.threads,
+                         gpu_ops > kJobPathMaxOps ? std::optional(job_path_left_out(gpu_ops)) : std::nullopt);
+  if (!a) return make_error(a.error());
+  return Maybe(std::move(a.value()));
 }
 
 }  // namespace tt::analyzer
