@@ -183,6 +183,25 @@ int emit_report(const std::string& text, const std::string& output) {
   return 0;
 }
 
+// The JSON report to stdout or FILE (atomically) as it is written: a combine's report lists
+// every step of every rank and is not held whole.
+int emit_json_report(const analyzer::Analysis& a, const std::string& output) {
+  if (to_stdout(output)) {
+    bool ok = true;
+    analyzer::render_json(a, [&](std::string_view s) { ok = ok && std::fwrite(s.data(), 1, s.size(), stdout) == s.size(); });
+    return ok && std::fflush(stdout) == 0 ? 0 : fail("stdout: cannot write the report");
+  }
+  auto out = trace::AtomicOutput::create(output);
+  if (!out) return fail(out.error());
+  Status written;
+  analyzer::render_json(a, [&](std::string_view s) {
+    if (written) written = out->write(s);
+  });
+  if (!written) return fail(written.error());
+  if (auto st = out->commit(); !st) return fail(st.error());
+  return 0;
+}
+
 struct AnalyzeArgs {
   std::vector<std::string> inputs;  // one trace, or (--combine) the part files
   std::string format = "text", output, steps, step_range, shard;
@@ -196,6 +215,11 @@ std::string render_report(const analyzer::Analysis& a, const AnalyzeArgs& args) 
   if (args.format == "md") return analyzer::render_markdown(a);
   if (args.format == "html") return analyzer::render_html(a);
   return analyzer::render_text(a, color_for(args.output));
+}
+
+int emit_analysis(const analyzer::Analysis& a, const AnalyzeArgs& args) {
+  if (args.format == "json") return emit_json_report(a, args.output);
+  return emit_report(render_report(a, args), args.output);
 }
 
 // Every `from` in `text` replaced by `to` (a part-file name may say {shard} more than once).
@@ -242,7 +266,7 @@ int cmd_analyze_combine(const AnalyzeArgs& args) {
   if (!a) return fail(a.error());
   if (a->options.rank >= 0 && a->metrics.ranks.empty())
     return fail(fmt::format("{}: no rank {} in this trace", a->source, a->options.rank));
-  return emit_report(render_report(a.value(), args), args.output);
+  return emit_analysis(a.value(), args);
 }
 
 int cmd_analyze(const AnalyzeArgs& args) {
@@ -269,6 +293,13 @@ int cmd_analyze(const AnalyzeArgs& args) {
   const fs::path inputs[] = {input};
   if (!to_stdout(args.output))
     if (auto st = check_output(inputs, args.output); !st) return fail(st.error());
+  if (args.step_range.empty()) {  // a trace DB larger than memory: in blocks of ranks (docs/scale.md)
+    auto budget = analyzer::analyze_memory_budget();
+    if (!budget) return fail(budget.error());
+    auto blocks = analyzer::analyze_in_blocks(input, opt, budget.value());
+    if (!blocks) return fail(blocks.error());
+    if (blocks.value()) return emit_analysis(*blocks.value(), args);
+  }
   auto t = trace::load_any(input);
   if (!t) return fail(t.error());
   const auto step_note = analyzer::choose_step_source(t.value(), args.step_range);
@@ -277,7 +308,7 @@ int cmd_analyze(const AnalyzeArgs& args) {
   analyzer::Analysis a = analyzer::analyze(t.value(), opt, input);
   if (step_note.value()) a.metrics.notes.insert(a.metrics.notes.begin(), *step_note.value());
   if (opt.rank >= 0 && a.metrics.ranks.empty()) return fail(no_such_rank(t.value(), opt, input));
-  return emit_report(render_report(a, args), args.output);
+  return emit_analysis(a, args);
 }
 
 struct DiffArgs {

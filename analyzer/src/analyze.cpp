@@ -32,4 +32,12 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
   return a;
 }
 
+const RankMetrics& whole_rank(const Analysis& a, std::size_t i) {
+  return a.rank_store ? a.rank_store->rank(i) : a.metrics.ranks[i];
+}
+
+std::size_t steps_of(const Analysis& a, std::size_t i) {
+  return a.rank_store ? a.rank_store->steps(i) : a.metrics.ranks[i].steps.size();
+}
+
 }  // namespace tt::analyzer

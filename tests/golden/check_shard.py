@@ -28,8 +28,10 @@ args = ap.parse_args()
 T = args.tracetune
 
 
-def run(*argv):
-    return subprocess.run([T, *argv], capture_output=True, text=True, timeout=600)
+def run(*argv, budget=None):
+    """tracetune ARGV; `budget`: TRACETUNE_ANALYZE_BUDGET (bytes), else large enough for anything."""
+    env = dict(os.environ, TRACETUNE_ANALYZE_BUDGET=str(budget if budget is not None else 1 << 62))
+    return subprocess.run([T, *argv], capture_output=True, text=True, timeout=600, env=env)
 
 
 def first_difference(a, b):
@@ -53,7 +55,13 @@ with tempfile.TemporaryDirectory() as tmp:
         r = run("import", inp, "-o", str(db))
         check("import for the split case", r.returncode == 0, r.stderr[-1500:])
         inp = str(db)
-    single = {fmt: run("analyze", inp, "--format", fmt).stdout for fmt in ("text", "json", "md")}
+    single = {fmt: run("analyze", inp, "--format", fmt).stdout for fmt in ("text", "json", "md", "html")}
+    if args.split:
+        # a trace DB past the memory budget is analysed in blocks of ranks, in this process
+        for fmt, want in single.items():
+            got = run("analyze", inp, "--format", fmt, budget=1)
+            check(f"analysed in blocks (budget 1 byte): {fmt} report equals the one in memory",
+                  got.returncode == 0 and got.stdout == want, got.stderr[-1500:] or first_difference(want, got.stdout))
     parts = {}
     for n in args.counts:
         parts[n] = shard_all(inp, n, tmp / f"n{n}")

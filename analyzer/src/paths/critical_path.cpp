@@ -642,36 +642,76 @@ class TraceGraphs : public GraphSource {
   bool keep_;
 };
 
-// Per step number, the path from the rank that ended it last, following collectives to their
-// last arriver on other ranks.
-void add_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs,
-                   std::vector<std::int32_t> rank_numbers, Metrics& M) {
-  PathWalker walker(graphs, std::move(rank_numbers), groups, opt);
-  std::map<std::int64_t, std::pair<Ns, std::size_t>> last_end;
-  std::map<std::int64_t, std::size_t> ranks_with;
-  for (std::size_t i = 0; i < M.ranks.size(); ++i) {
-    const auto& r = M.ranks[i];
-    if (!r.has_steps || r.main_track == kNone) continue;
-    for (const auto& st : r.steps) {
-      ++ranks_with[st.number];
-      auto [it, fresh] = last_end.try_emplace(st.number, st.end, i);
-      if (!fresh && st.end > it->second.first) it->second = {st.end, i};
+}  // namespace
+
+void JobSteps::add(std::size_t i, const RankMetrics& r) {
+  if (!r.has_steps || r.main_track == kNone) return;
+  for (const auto& st : r.steps) {
+    Last& last = by_number_[st.number];
+    ++last.steps;
+    // the latest end; at equal ends the first rank (ranks may come in any order), then its first step
+    if (last.steps == 1 || st.end > last.end || (st.end == last.end && i < last.rank)) {
+      const std::int64_t n = st.number;  // the rank's first step of that number gives the span
+      const auto first = std::find_if(r.steps.begin(), r.steps.end(), [n](const StepMetrics& s) { return s.number == n; });
+      last = {last.steps, st.end, i, first->start, first->end};
     }
-  }
-  for (const auto& [number, where] : last_end) {
-    if (ranks_with[number] < 2) continue;
-    const auto& r = M.ranks[where.second];
-    const std::int64_t n = number;  // clang 14 cannot capture a structured binding in a lambda
-    const auto st = std::find_if(r.steps.begin(), r.steps.end(), [n](const StepMetrics& s) { return s.number == n; });
-    M.job_paths.push_back(walker.walk(where.second, st->start, st->end, number, true));
   }
 }
 
-}  // namespace
+void JobSteps::merge(const JobSteps& o) {
+  for (const auto& [number, x] : o.by_number_) {
+    auto [it, fresh] = by_number_.try_emplace(number, x);
+    if (fresh) continue;
+    Last& last = it->second;
+    const std::size_t steps = last.steps + x.steps;
+    if (x.end > last.end || (x.end == last.end && x.rank < last.rank)) last = x;
+    last.steps = steps;
+  }
+}
 
-// The job path holds every rank's graph at once (~60 bytes per event): above this many GPU
-// ops in the trace it is left out, with a note, so analysis stays within its memory budget.
-constexpr std::size_t kJobPathMaxOps = 2'000'000;
+struct RankPathWalker::Impl {
+  PathWalker walker;
+  GraphSource& graphs;
+  Ns blocking;
+};
+
+RankPathWalker::RankPathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers,
+                               const CollectiveGroups& groups, const Options& opt)
+    : impl_(std::make_unique<Impl>(Impl{PathWalker(graphs, std::move(rank_numbers), groups, opt), graphs,
+                                        opt.kernel_wait_threshold})) {}
+RankPathWalker::~RankPathWalker() = default;
+
+void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
+  if (r.main_track == kNone) {
+    r.notes.push_back("no host thread: the critical path is not determined");
+    return;
+  }
+  const auto graph = impl_->graphs.graph(i);
+  {
+    const ReplayIndex index(*graph);
+    for (auto& st : r.steps) {
+      r.paths.push_back(impl_->walker.walk(i, st.start, st.end, st.number, false));
+      replay_what_ifs(*graph, index, r.paths.back(), impl_->blocking, st);
+    }
+  }
+  impl_->graphs.release(i);
+  std::size_t incomplete = 0;
+  for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
+  if (incomplete)
+    r.notes.push_back(
+        fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
+}
+
+// Per step number that two steps or more share, the path from the rank that ended it last,
+// following collectives to their last arriver on other ranks.
+void walk_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs,
+                    std::vector<std::int32_t> rank_numbers, const JobSteps& steps, Metrics& M) {
+  PathWalker walker(graphs, std::move(rank_numbers), groups, opt);
+  for (const auto& [number, last] : steps.by_number_) {
+    if (last.steps < 2) continue;
+    M.job_paths.push_back(walker.walk(last.rank, last.start, last.span_end, number, true));
+  }
+}
 
 void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs, bool job_path,
                             Metrics& M) {
@@ -679,39 +719,24 @@ void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, 
   std::vector<std::int32_t> rank_numbers;
   for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
   parallel_items(M.ranks.size(), opt.threads, [&](auto take) {
-    PathWalker walker(graphs, rank_numbers, groups, opt);
-    for (std::size_t i; take(i);) {
-      auto& r = M.ranks[i];
-      if (r.main_track == kNone) {
-        r.notes.push_back("no host thread: the critical path is not determined");
-        continue;
-      }
-      const auto graph = graphs.graph(i);
-      {
-        const ReplayIndex index(*graph);
-        for (auto& st : r.steps) {
-          r.paths.push_back(walker.walk(i, st.start, st.end, st.number, false));
-          replay_what_ifs(*graph, index, r.paths.back(), opt.kernel_wait_threshold, st);
-        }
-      }
-      graphs.release(i);
-      std::size_t incomplete = 0;
-      for (const auto& p : r.paths) incomplete += p.complete ? 0 : 1;
-      if (incomplete)
-        r.notes.push_back(
-            fmt::format("the critical path of {} step(s) has stretches no edge explains (called host compute)", incomplete));
-    }
+    RankPathWalker walker(graphs, rank_numbers, groups, opt);
+    for (std::size_t i; take(i);) walker.walk(i, M.ranks[i]);
   });
-  if (job_path && M.ranks.size() >= 2) add_job_paths(opt, groups, graphs, std::move(rank_numbers), M);
+  if (!job_path || M.ranks.size() < 2) return;
+  JobSteps steps;
+  for (std::size_t i = 0; i < M.ranks.size(); ++i) steps.add(i, M.ranks[i]);
+  walk_job_paths(opt, groups, graphs, std::move(rank_numbers), steps, M);
+}
+
+std::string job_path_left_out(std::size_t gpu_ops) {
+  return fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its graphs may hold at once",
+                     gpu_ops, kJobPathMaxOps);
 }
 
 void compute_critical_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
   const std::size_t total_ops = t.kernels.size() + t.memcpys.size() + t.memsets.size();
   const bool job = M.ranks.size() >= 2 && total_ops <= kJobPathMaxOps;
-  if (M.ranks.size() >= 2 && !job)
-    M.notes.push_back(fmt::format("the job critical path is left out: {} GPU ops in the trace, above the {} its "
-                                  "graphs may hold at once",
-                                  total_ops, kJobPathMaxOps));
+  if (M.ranks.size() >= 2 && !job) M.notes.push_back(job_path_left_out(total_ops));
   TraceGraphs graphs(t, M, groups, job);  // a rank's graph is dropped after its own paths unless the job path needs it
   compute_critical_paths(opt, groups, graphs, job, M);
 }

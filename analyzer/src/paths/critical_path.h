@@ -2,6 +2,7 @@
 // results (not a public header).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,10 +94,56 @@ class GraphSource {
   virtual void release(std::size_t /*rank_index*/) {}
 };
 
+// compute_critical_paths in its parts, for a caller that holds one rank's steps at a time (the
+// combine of a sharded analysis). A walker of ranks' own paths: walk() fills r.paths (and its
+// steps' what-if lengths) from graph i of `graphs`; one per thread, it keeps its buffers.
+class RankPathWalker {
+ public:
+  RankPathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers, const CollectiveGroups& groups,
+                 const Options& opt);
+  ~RankPathWalker();
+  void walk(std::size_t i, RankMetrics& r);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// What the job path needs of the ranks' steps: per step number, how many steps have it and the
+// rank that ended it last (the first such rank at equal ends), with the span of that rank's
+// first step of that number. add() takes the ranks in any order, merge() another table.
+class JobSteps {
+ public:
+  void add(std::size_t rank_index, const RankMetrics& r);
+  void merge(const JobSteps& other);
+
+ private:
+  struct Last {
+    std::size_t steps = 0;
+    Ns end = 0;
+    std::size_t rank = 0;
+    Ns start = 0, span_end = 0;
+  };
+  std::map<std::int64_t, Last> by_number_;
+  friend void walk_job_paths(const Options&, const CollectiveGroups&, GraphSource&, std::vector<std::int32_t>,
+                             const JobSteps&, Metrics&);
+};
+
+// Metrics::job_paths: per step number of two steps or more, the path from the rank that ended
+// it last, following collectives to their last arriver on other ranks.
+void walk_job_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs,
+                    std::vector<std::int32_t> rank_numbers, const JobSteps& steps, Metrics& M);
+
 // Fills RankMetrics::paths (and the steps' what-if lengths) and, with `job_path`,
 // Metrics::job_paths (docs/analysis.md, "Critical path").
 void compute_critical_paths(const Options& opt, const CollectiveGroups& groups, GraphSource& graphs, bool job_path,
                             Metrics& M);
+
+// The job path over a trace in memory holds every rank's graph at once (~60 bytes per event):
+// above this many GPU ops in the trace it is left out, with this note, so that the analysis
+// stays within its memory budget.
+inline constexpr std::size_t kJobPathMaxOps = 2'000'000;
+std::string job_path_left_out(std::size_t gpu_ops);
 
 // The same over a trace in memory (the job path left out, with a note, above kJobPathMaxOps).
 void compute_critical_paths(const trace::Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M);

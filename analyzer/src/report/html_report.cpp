@@ -162,10 +162,11 @@ std::string steps_chart(const RankMetrics& r) {
 // One chart per rank: the first rank and the slowest one shown, the others folded (a 64-rank job
 // stays readable).
 template <class Chart>
-std::string per_rank_folded(const Metrics& m, Chart chart) {
+std::string per_rank_folded(const Analysis& a, Chart chart) {
+  const Metrics& m = a.metrics;
   std::string shown, folded;
   for (std::size_t i = 0; i < m.ranks.size(); ++i) {
-    const auto& r = m.ranks[i];
+    const auto& r = whole_rank(a, i);
     const bool show = i == 0 || (m.ranks.size() > 1 && r.rank == m.cross.slowest_rank);
     (show ? shown : folded) += chart(r);
   }
@@ -222,7 +223,8 @@ std::string kernels_chart(const RankMetrics& r) {
 }
 
 // Time on the critical path by kind, summed over each rank's steps (or the job's, cross-rank).
-std::string path_chart(const Metrics& m) {
+std::string path_chart(const Analysis& a) {
+  const Metrics& m = a.metrics;
   std::vector<std::string> labels;
   std::vector<std::vector<double>> rows;
   const auto add = [&](std::string label, const std::vector<StepPath>& paths) {
@@ -234,7 +236,10 @@ std::string path_chart(const Metrics& m) {
     rows.push_back(std::move(row));
   };
   if (!m.job_paths.empty()) add("job (cross-rank)", m.job_paths);
-  for (const auto& r : m.ranks) add(r.label, r.paths);
+  for (std::size_t i = 0; i < m.ranks.size(); ++i) {
+    const RankMetrics& r = whole_rank(a, i);
+    add(r.label, r.paths);
+  }
   if (rows.empty()) return "<p>No critical path: the trace has no steps or no events.</p>";
   return hbars(labels, rows, std::vector<Series>(kPathSeries.begin(), kPathSeries.end()));
 }
@@ -310,7 +315,7 @@ constexpr const char* kStyle =
 std::string render_html(const Analysis& a) {
   const auto& m = a.metrics;
   std::size_t steps = 0;
-  for (const auto& r : m.ranks) steps += r.has_steps ? r.steps.size() : 0;
+  for (std::size_t i = 0; i < m.ranks.size(); ++i) steps += m.ranks[i].has_steps ? steps_of(a, i) : 0;
   std::string o = "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>tracetune: " + esc(a.source) +
                   "</title><style>" + kStyle + "</style></head><body>";
   o += fmt::format("<h1>tracetune analysis: <code>{}</code></h1><p>{} rank(s), {} steps analysed, {} events, clock "
@@ -319,11 +324,11 @@ std::string render_html(const Analysis& a) {
                    a.options.hta_compat ? ", HTA-compatible definitions" : "");
   o += hang_section(a);
   o += "<h2>Findings</h2>" + findings_section(a);
-  o += "<h2>Step time, step by step</h2>" + per_rank_folded(m, steps_chart);
+  o += "<h2>Step time, step by step</h2>" + per_rank_folded(a, steps_chart);
   o += "<h2>GPU time by what ran</h2>" + gpu_chart(m);
-  o += "<h2>Critical path by kind</h2>" + path_chart(m);
+  o += "<h2>Critical path by kind</h2>" + path_chart(a);
   o += "<h2>Ranks compared</h2>" + ranks_chart(m);
-  o += "<h2>Top kernels</h2>" + per_rank_folded(m, kernels_chart);
+  o += "<h2>Top kernels</h2>" + per_rank_folded(a, kernels_chart);
   o += notes_section(m);
   return o + "</body></html>\n";
 }

@@ -290,13 +290,27 @@ std::vector<GroupRow> finding_groups(const Analysis& a) {
 
 const HangReport* hang_of(const Analysis& a) { return a.hang ? &*a.hang : nullptr; }
 
+// The ranks whole, read one at a time (whole_rank): what the "ranks" array iterates.
+struct WholeRanks {
+  const Analysis* a;
+  struct iterator {
+    const Analysis* a;
+    std::size_t i;
+    const RankMetrics& operator*() const { return whole_rank(*a, i); }
+    iterator& operator++() { ++i; return *this; }
+    bool operator!=(const iterator& o) const { return i != o.i; }
+  };
+  iterator begin() const { return {a, 0}; }
+  iterator end() const { return {a, a->metrics.ranks.size()}; }
+};
+
 constexpr auto kAnalysisFields = std::tuple(
     field("schema", [](const Analysis&) { return std::string_view("tracetune.analysis"); }),
     field("version", [](const Analysis&) { return kReportVersion; }), field("source", &Analysis::source),
     field("clock_domain", &Analysis::clock_domain), field("events", &Analysis::events),
     object("options", &Analysis::options, kOptionFields), object("hang", hang_of, kHangFields),
     array("findings", &Analysis::findings, kFindingFields), array("finding_groups", finding_groups, kFindingGroupFields),
-    array("ranks", [](const Analysis& a) -> const std::vector<RankMetrics>& { return a.metrics.ranks; }, kRankDocFields),
+    array("ranks", [](const Analysis& a) { return WholeRanks{&a}; }, kRankDocFields),
     object("cross_rank", [](const Analysis& a) -> const CrossRank& { return a.metrics.cross; }, kCrossRankFields),
     array("job_critical_path", [](const Analysis& a) -> const std::vector<StepPath>& { return a.metrics.job_paths; },
           kStepPathFields),
@@ -305,6 +319,10 @@ constexpr auto kAnalysisFields = std::tuple(
 }  // namespace
 
 std::string render_json(const Analysis& a) { return document_json(a, kAnalysisFields); }
+
+void render_json(const Analysis& a, const std::function<void(std::string_view)>& sink) {
+  document_json(a, kAnalysisFields, sink);
+}
 
 std::vector<std::string> analysis_json_fields() { return document_paths(kAnalysisFields); }
 
@@ -382,7 +400,7 @@ std::string group_name(const FindingGroup& g, const Finding& worst) {
 
 std::size_t total_steps(const Analysis& a) {
   std::size_t n = 0;
-  for (const auto& r : a.metrics.ranks) n += r.has_steps ? r.steps.size() : 0;
+  for (std::size_t i = 0; i < a.metrics.ranks.size(); ++i) n += a.metrics.ranks[i].has_steps ? steps_of(a, i) : 0;
   return n;
 }
 
@@ -425,22 +443,24 @@ std::string text_findings(const Analysis& a, const Style& st) {
 }
 
 // "Per rank": one row per rank, GPU columns as shares of the window, waits per step
-std::string text_rank_table(const Metrics& M, const Style& st) {
+std::string text_rank_table(const Analysis& a, const Style& st) {
   std::string o = "\n" + st.bold("Per rank") + "\n";
   o += fmt::format("  {:<6} {:>6} {:>11} {:>9} {:>9} {:>8} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "rank",
                    "steps", "step med", "step p90", "GPU busy", "idle", "compute", "comm exp.", "data wait",
                    "sync", "I/O");
-  for (const auto& r : M.ranks) {
+  for (std::size_t i = 0; i < a.metrics.ranks.size(); ++i) {
+    const RankMetrics& r = a.metrics.ranks[i];
+    const std::size_t steps = steps_of(a, i);
     const Ns span = r.gpu.span;
     o += fmt::format(
         "  {:<6} {:>6} {:>9.1f}ms {:>7.1f}ms {:>8.1f}% {:>7.1f}% {:>8.1f}% {:>9.1f}% {:>8.1f}ms {:>6.1f}ms "
         "{:>6.1f}ms\n",
-        r.rank, r.has_steps ? r.steps.size() : 0, ms(r.step_median), ms(r.step_p90),
+        r.rank, r.has_steps ? steps : 0, ms(r.step_median), ms(r.step_p90),
         r.has_gpu ? pct(r.gpu.busy, span) : 0.0, r.has_gpu ? pct(r.gpu.idle, span) : 0.0,
         r.has_gpu ? pct(r.gpu.compute, span) : 0.0, r.has_gpu ? pct(r.gpu.exposed_communication, span) : 0.0,
-        ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
-        ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())),
-        ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, r.steps.size())));
+        ms(r.data_wait) / static_cast<double>(std::max<std::size_t>(1, steps)),
+        ms(r.sync_wait) / static_cast<double>(std::max<std::size_t>(1, steps)),
+        ms(r.io.main_thread) / static_cast<double>(std::max<std::size_t>(1, steps)));
   }
   o += st.dim("  (GPU columns: % of the analysed window; waits: per step on the main thread)") + "\n";
   return o;
@@ -612,8 +632,8 @@ std::string text_hang(const Analysis& a, const Style& st) {
 std::string render_text(const Analysis& a, bool color) {
   const Style st{color};
   const auto& M = a.metrics;
-  std::string o = text_header(a, st) + text_hang(a, st) + text_findings(a, st) + text_rank_table(M, st);
-  for (const auto& r : M.ranks) o += text_rank(r, st);
+  std::string o = text_header(a, st) + text_hang(a, st) + text_findings(a, st) + text_rank_table(a, st);
+  for (std::size_t i = 0; i < M.ranks.size(); ++i) o += text_rank(whole_rank(a, i), st);
   if (M.cross.ranks >= 2) o += text_across_ranks(M, st);
   for (const auto& note : M.notes) o += st.dim(fmt::format("note: {}", visible(note))) + "\n";
   return o;
@@ -669,10 +689,11 @@ std::string render_markdown(const Analysis& a) {
   }
   o += "\n## Per rank\n\n| rank | steps | median step (ms) | GPU busy % | idle % | compute % | exposed comm % | data wait (ms/step) | "
        "sync (ms/step) |\n|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : M.ranks) {
-    const double steps = static_cast<double>(std::max<std::size_t>(1, r.steps.size()));
+  for (std::size_t i = 0; i < M.ranks.size(); ++i) {
+    const RankMetrics& r = M.ranks[i];
+    const double steps = static_cast<double>(std::max<std::size_t>(1, steps_of(a, i)));
     o += fmt::format("| {} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", r.rank,
-                     r.has_steps ? r.steps.size() : 0, ms(r.step_median), pct(r.gpu.busy, r.gpu.span),
+                     r.has_steps ? steps_of(a, i) : 0, ms(r.step_median), pct(r.gpu.busy, r.gpu.span),
                      pct(r.gpu.idle, r.gpu.span), pct(r.gpu.compute, r.gpu.span),
                      pct(r.gpu.exposed_communication, r.gpu.span), ms(r.data_wait) / steps, ms(r.sync_wait) / steps);
   }

@@ -446,16 +446,13 @@ std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th)
 // make the steps equal, so the step times show no straggler): the cost is the other ranks'
 // wait for other ranks on their steps' critical paths (rank_wait), median over their steps,
 // then over those ranks.
-std::vector<Finding> rule_late_arriver(const Metrics& m, const Thresholds& th) {
+std::vector<Finding> rule_late_arriver(const Metrics& m, const Thresholds& th,
+                                      const std::vector<std::optional<Ns>>& rank_waits) {
   const auto& X = m.cross;
   if (X.ranks < 2 || X.last_arriver < 0 || X.last_arriver_share < 0.5 || X.step_spread >= th.imbalance_spread) return {};
   std::vector<Ns> waits;
-  for (const auto& r : m.ranks) {
-    if (r.rank == X.last_arriver || r.paths.empty()) continue;
-    std::vector<Ns> per_step;
-    for (const auto& path : r.paths) per_step.push_back(path.by_kind[static_cast<std::size_t>(PathKind::RankWait)]);
-    waits.push_back(percentile(per_step, 0.5));
-  }
+  for (std::size_t i = 0; i < m.ranks.size(); ++i)
+    if (m.ranks[i].rank != X.last_arriver && rank_waits[i]) waits.push_back(*rank_waits[i]);
   const Ns cost = percentile(waits, 0.5);
   if (waits.empty() || share_of(cost, X.step_median_median) < th.imbalance_spread) return {};
   Finding f;
@@ -497,23 +494,44 @@ Thresholds job_thresholds(const Metrics& m, const Thresholds& th) {
   return jt;
 }
 
-std::vector<Finding> run_rules(const Metrics& m, const Thresholds& job_th) {
-  const Thresholds th = job_thresholds(m, job_th);
+std::vector<Finding> rank_findings(const RankMetrics& r, const Thresholds& th) {
   std::vector<Finding> out;
   using Rule = std::vector<Finding> (*)(const RankMetrics&, const Thresholds&);
   static constexpr Rule kRules[] = {rule_data_loading,          rule_h2d_copy,  rule_launch_bound, rule_sync_stall,
                                     rule_exposed_communication, rule_precision, rule_memory_bound, rule_cpu_bound,
                                     rule_memory};
-  for (const auto& r : m.ranks)
-    for (Rule rule : kRules)
-      for (auto& f : rule(r, th)) out.push_back(std::move(f));
+  for (Rule rule : kRules)
+    for (auto& f : rule(r, th)) out.push_back(std::move(f));
+  return out;
+}
+
+std::optional<Ns> rank_wait_median(const RankMetrics& r) {
+  if (r.paths.empty()) return std::nullopt;
+  std::vector<Ns> per_step;
+  for (const auto& path : r.paths) per_step.push_back(path.by_kind[static_cast<std::size_t>(PathKind::RankWait)]);
+  return percentile(std::move(per_step), 0.5);
+}
+
+void job_findings(const Metrics& m, const Thresholds& th, const std::vector<std::optional<Ns>>& rank_waits,
+                  std::vector<Finding>& out) {
   for (auto& f : rule_load_imbalance(m, th)) out.push_back(std::move(f));
-  for (auto& f : rule_late_arriver(m, th)) out.push_back(std::move(f));
+  for (auto& f : rule_late_arriver(m, th, rank_waits)) out.push_back(std::move(f));
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.gain != b.gain) return a.gain > b.gain;
     if (a.cost != b.cost) return a.cost > b.cost;
     return a.rank < b.rank;
   });
+}
+
+std::vector<Finding> run_rules(const Metrics& m, const Thresholds& job_th) {
+  const Thresholds th = job_thresholds(m, job_th);
+  std::vector<Finding> out;
+  std::vector<std::optional<Ns>> rank_waits;
+  for (const auto& r : m.ranks) {
+    for (auto& f : rank_findings(r, th)) out.push_back(std::move(f));
+    rank_waits.push_back(rank_wait_median(r));
+  }
+  job_findings(m, th, rank_waits, out);
   return out;
 }
 

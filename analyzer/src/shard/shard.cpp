@@ -3,9 +3,11 @@
 // A shard loads one input file at a time, analyses its ranks on their own (analyze_ranks()),
 // and writes to its part file each rank's metrics, its collective arrivals and the parts of
 // its critical-path graph (graph_parts()); then the file is dropped. Combining reads every
-// part's ranks (small), matches collectives across all of them (cross_rank()), and walks the
-// critical paths over graphs read back from the parts one rank at a time (a bounded cache for
-// the job path, which follows collectives from rank to rank). Everything the report holds is
+// part's ranks without their steps (small), matches collectives across all of them
+// (cross_rank()), then takes each rank whole (its steps read back from its part) for a moment:
+// its critical paths over its graph, its findings, its summaries for the job, then into a spill
+// file that the report reads back one rank at a time. The job path follows collectives from
+// rank to rank over graphs read on demand (a bounded cache). Everything the report holds is
 // computed by the same functions as in one process, so the reports are equal.
 #include "tracetune/analyzer/shard.h"
 
@@ -28,7 +30,9 @@
 #include "archive.h"
 #include "critical_path.h"
 #include "stage.h"
+#include "parallel.h"
 #include "tracetune/analyzer/attribution.h"
+#include "tracetune/analyzer/rules.h"
 #include "tracetune/analyzer/step_ranges.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
@@ -77,6 +81,22 @@ template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std:
     o.memory_bound_kernels, o.data_wait, o.sync_wait, o.sync_calls, o.top_sync_call, o.collectives, o.top_kernels,
     o.kernels, o.steps, o.step_median, o.step_p90, o.step_min, o.step_max, o.main_track, o.memory, o.efficiency, o.notes);
 }
+// The combine's spill file (SpillFile below) holds each rank's paths too.
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, HotFunction> {
+  a(o.function, o.file, o.line, o.samples, o.share);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, HotSpots> {
+  a(o.scope, o.samples, o.top);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, PathSegment> {
+  a(o.start, o.end, o.kind, o.rank, o.what, o.hot);
+}
+template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, StepPath> {
+  a(o.step, o.rank, o.start, o.end, o.length, o.complete, o.by_kind, o.by_rank, o.top, o.pieces);
+}
+static_assert(sizeof(StepPath) == 192 && sizeof(PathSegment) == 120 && sizeof(HotSpots) == 64,
+              "StepPath changed: update shard.cpp's field lists of the spill file");
+
 template <class A, class T> void fields(A& a, T& o) requires std::is_same_v<std::remove_const_t<T>, RankArrival> {
   a(o.by_kernel, o.communicator, o.op, o.ordinal, o.start, o.end, o.track, o.host);
 }
@@ -775,31 +795,47 @@ class PartGraphs : public GraphSource {
   }
 };
 
-// A rank read back from its part: its entry, metrics and samples (its arrivals went to the matcher).
+// A rank read back from its part: its entry and its metrics without their per-step data (its
+// arrivals went to the matcher; its steps, memory per step and samples stay in the part).
 struct LoadedRank {
   const Part* part;
   PartRank entry;
   RankMetrics metrics;
-  RankSamples samples;
+  bool has_samples = false;
 };
 
-// Every rank's record, read from the parts one at a time: the metrics are kept (the report
-// shows them), the arrivals go to `matcher` (as rank i, the i-th rank read) and are dropped.
+// One rank's record, read back from its part and decoded.
+Result<RankRecord> read_record(const Part& p, const PartRank& e) {
+  std::string bytes(static_cast<std::size_t>(e.record_size), '\0');  // within the file, whose every byte was checked
+  if (!read_exact(p.fd, bytes.data(), bytes.size(), e.record_offset)) return not_a_part(p.path, "truncated");
+  RankRecord record;
+  ByteReader r(bytes);
+  r(record);
+  if (!r.ok() || !r.at_end()) return not_a_part(p.path, "corrupt rank record");
+  return record;
+}
+
+// What the combine keeps of a rank for all ranks at once: everything but what grows with its
+// steps (the steps, the memory per step), which is read back from the part one rank at a time.
+// (Assigning {} would keep a vector's capacity: each is swapped with an empty one.)
+void drop_steps(RankMetrics& m) {
+  std::vector<StepMetrics>().swap(m.steps);
+  for (auto& d : m.memory) std::vector<std::int64_t>().swap(d.step_peak), std::vector<std::int64_t>().swap(d.step_reserved);
+}
+
+// Every rank's record, read from the parts one at a time: the metrics are kept without their
+// steps, the arrivals go to `matcher` (as rank i, the i-th rank read) and are dropped.
 Result<std::vector<LoadedRank>> load_ranks(const std::vector<Part>& parts, ArrivalMatcher& matcher) {
   std::vector<LoadedRank> out;
-  std::string bytes;
   for (const auto& p : parts) {
     const std::map<std::uint64_t, std::uint64_t> processes(p.index.unit_processes.begin(), p.index.unit_processes.end());
     for (const PartRank& e : p.index.ranks) {
-      bytes.resize(static_cast<std::size_t>(e.record_size));  // within the file, whose every byte was checked
-      if (!read_exact(p.fd, bytes.data(), bytes.size(), e.record_offset)) return not_a_part(p.path, "truncated");
-      RankRecord record;
-      ByteReader r(bytes);
-      r(record);
-      if (!r.ok() || !r.at_end()) return not_a_part(p.path, "corrupt rank record");
-      if (auto st = check_record(processes, e, record); !st) return not_a_part(p.path, st.error());
-      matcher.add(out.size(), record.arrivals);
-      out.push_back({&p, e, std::move(record.metrics), std::move(record.samples)});
+      auto record = read_record(p, e);
+      if (!record) return make_error(record.error());
+      if (auto st = check_record(processes, e, record.value()); !st) return not_a_part(p.path, st.error());
+      matcher.add(out.size(), record->arrivals);
+      drop_steps(record->metrics);
+      out.push_back({&p, e, std::move(record->metrics), !record->samples.ts.empty()});
     }
   }
   return out;
@@ -859,16 +895,71 @@ trace::Trace sample_trace(const RankSamples& s) {
   return t;
 }
 
-// The Python attribution of the combined ranks (ranks[i]'s samples are samples[i]), as
-// attribute_findings gives it in one process.
-void attribute_ranks(Metrics& m, const std::vector<RankSamples>& samples, std::vector<Finding>& findings) {
-  for (std::size_t i = 0; i < m.ranks.size(); ++i) {
-    if (samples[i].ts.empty()) continue;
-    RankMetrics& r = m.ranks[i];
-    attribute_rank(sample_trace(samples[i]), RankThreads{samples[i].rank_tracks, samples[i].data_waits}, r,
-                   findings_of(m, r, findings));
+// Each rank whole (its steps, critical paths and per-step memory), kept in an unlinked file
+// in $TMPDIR (default /tmp) from its paths' walk to the report, which reads the ranks back one
+// at a time (RankStore). put() may be called from several threads, for different ranks.
+class SpillFile : public RankStore {
+ public:
+  static Result<std::shared_ptr<SpillFile>> create(std::size_t ranks) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string name = fmt::format("{}/tracetune-combine-XXXXXX", dir && *dir ? dir : "/tmp");
+    const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd < 0) return make_error(fmt::format("{}: cannot create the combine's spill file", name));
+    ::unlink(name.c_str());  // gone with the process, however it ends
+    return std::make_shared<SpillFile>(fd, ranks);
   }
-}
+  SpillFile(int fd, std::size_t ranks) : fd_(fd), where_(ranks), steps_(ranks, 0) {}
+  ~SpillFile() override { ::close(fd_); }
+
+  // Writes rank i whole (again, after its attribution: the later copy is read).
+  Status put(std::size_t i, const RankMetrics& whole) {
+    ByteWriter w;
+    w(whole, whole.paths);  // RankMetrics' field list leaves the paths out
+    std::uint64_t at = 0;
+    {
+      std::lock_guard lock(mu_);
+      at = end_;
+      end_ += w.data().size();
+    }
+    const char* p = w.data().data();
+    for (std::size_t left = w.data().size(); left;) {
+      const ssize_t n = ::pwrite(fd_, p, left, static_cast<off_t>(at));
+      if (n <= 0) return make_error("the combine's spill file: cannot write (disk full? set TMPDIR)");
+      p += n, left -= static_cast<std::size_t>(n), at += static_cast<std::uint64_t>(n);
+    }
+    where_[i] = {at - w.data().size(), w.data().size()};
+    steps_[i] = whole.steps.size();
+    return {};
+  }
+
+  const RankMetrics& rank(std::size_t i) override {
+    std::string bytes(where_[i].second, '\0');
+    RankMetrics r;
+    std::vector<StepPath> paths;
+    bool ok = static_cast<bool>(read_exact(fd_, bytes.data(), bytes.size(), where_[i].first));
+    if (ok) {
+      ByteReader rd(bytes);
+      rd(r, paths);
+      ok = rd.ok() && rd.at_end();
+    }
+    if (!ok) {  // our own file, written moments ago: only a failing disk can do this
+      std::fprintf(stderr, "tracetune: the combine's spill file cannot be read back (I/O error)\n");
+      std::exit(1);
+    }
+    current_ = std::move(r);
+    current_.paths = std::move(paths);
+    return current_;
+  }
+  std::size_t steps(std::size_t i) const override { return steps_[i]; }
+
+ private:
+  int fd_;
+  std::mutex mu_;
+  std::uint64_t end_ = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> where_;  // rank -> (offset, size)
+  std::vector<std::size_t> steps_;
+  RankMetrics current_;
+};
 
 // The step-source note a whole trace would have had, from each file's.
 std::optional<std::string> combined_step_note(const std::vector<Part>& parts) {
@@ -895,7 +986,82 @@ bool reseal_part(std::span<unsigned char> bytes) {
   return true;
 }
 
-Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned threads) {
+namespace {
+
+// What the combine computes rank by rank, each rank whole for a moment: its paths, its findings,
+// the median of its paths' waits for other ranks and its steps for the job path (run_rules and
+// compute_critical_paths in their parts).
+struct PerRank {
+  std::vector<std::vector<Finding>> findings;  // per rank
+  std::vector<std::optional<Ns>> rank_waits;
+  JobSteps job_steps;
+};
+
+// Each rank whole (its steps and memory read back from its part), in parallel: its own critical
+// paths over its graph, its findings; then into the spill file. `ranks[i]` keep its notes.
+Result<PerRank> walk_ranks(Analysis& a, const std::vector<LoadedRank*>& loaded, const CollectiveGroups& groups,
+                           PartGraphs& graphs, SpillFile& spill) {
+  Metrics& M = a.metrics;
+  const Thresholds th = job_thresholds(M, default_thresholds());
+  std::vector<std::int32_t> rank_numbers;
+  for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
+  PerRank out{std::vector<std::vector<Finding>>(M.ranks.size()), std::vector<std::optional<Ns>>(M.ranks.size()), {}};
+  std::mutex mu;
+  Status failed;
+  parallel_items(M.ranks.size(), a.options.threads, [&](auto take) {
+    std::optional<RankPathWalker> walker;
+    if (!a.options.hta_compat) walker.emplace(graphs, rank_numbers, groups, a.options);
+    JobSteps job_steps;
+    for (std::size_t i; take(i);) {
+      auto record = read_record(*loaded[i]->part, loaded[i]->entry);
+      if (!record) {
+        std::lock_guard lock(mu);
+        failed = make_error(record.error());
+        continue;
+      }
+      RankMetrics whole = M.ranks[i];
+      whole.steps = std::move(record->metrics.steps);
+      whole.memory = std::move(record->metrics.memory);
+      if (walker) walker->walk(i, whole);
+      out.findings[i] = rank_findings(whole, th);
+      out.rank_waits[i] = rank_wait_median(whole);
+      job_steps.add(i, whole);
+      M.ranks[i].notes = whole.notes;
+      if (auto st = spill.put(i, whole); !st) {
+        std::lock_guard lock(mu);
+        failed = st;
+      }
+    }
+    std::lock_guard lock(mu);
+    out.job_steps.merge(job_steps);
+  });
+  if (!failed) return make_error(failed.error());
+  return out;
+}
+
+// The Python attribution of the ranks that have samples (read back from their parts), as
+// attribute_findings gives it in one process: each rank whole from the spill, attributed, then
+// written to it again.
+Status attribute_ranks(Metrics& M, const std::vector<LoadedRank*>& loaded, SpillFile& spill,
+                       std::vector<Finding>& findings) {
+  for (std::size_t i = 0; i < M.ranks.size(); ++i) {
+    if (!loaded[i]->has_samples) continue;
+    auto record = read_record(*loaded[i]->part, loaded[i]->entry);
+    if (!record) return make_error(record.error());
+    const RankSamples& s = record->samples;
+    RankMetrics whole = spill.rank(i);
+    attribute_rank(sample_trace(s), RankThreads{s.rank_tracks, s.data_waits}, whole, findings_of(M, M.ranks[i], findings));
+    if (auto st = spill.put(i, whole); !st) return st;
+  }
+  return {};
+}
+
+}  // namespace
+
+// combine_shards; with `job_path_left_out`, the job path is left out with that note, as one
+// process leaves it out of a trace with too many GPU ops (analyze_in_blocks).
+Result<Analysis> combine_parts(std::span<const fs::path> paths, unsigned threads,
+                               const std::optional<std::string>& job_path_left_out) {
   if (paths.empty()) return make_error("--combine: no part files given");
   std::vector<Part> parts;
   for (const auto& path : paths) {
@@ -916,36 +1082,134 @@ Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned thread
   const std::vector<std::size_t> order = rank_order(parts, loaded.value());
   std::vector<std::size_t> position(order.size());  // loaded index -> index in M.ranks
   std::vector<PartGraphs::Where> where;
-  std::vector<RankSamples> samples;
+  std::vector<LoadedRank*> in_order;
   for (std::size_t i = 0; i < order.size(); ++i) {
     LoadedRank& r = loaded.value()[order[i]];
     position[order[i]] = i;
     where.push_back({r.part, r.entry.graph_offset, r.entry.graph_size, r.metrics.has_gpu, r.metrics.rank});
     M.ranks.push_back(std::move(r.metrics));
-    samples.push_back(std::move(r.samples));
+    in_order.push_back(&r);
   }
-  loaded.value() = {};
   matcher.renumber(position);
   // no report shows the pieces (their tracks are the shards' traces'), but the Python
   // attribution of host segments reads them, as in one process
-  a.options.path_pieces = std::any_of(samples.begin(), samples.end(), [](const RankSamples& s) { return !s.ts.empty(); });
+  a.options.path_pieces = std::any_of(in_order.begin(), in_order.end(), [](const LoadedRank* r) { return r->has_samples; });
   for (auto& p : parts) {
     a.events += p.index.events;
     if (a.clock_domain.empty()) a.clock_domain = p.index.clock_domain;
-    p.index.ranks = {};
+    std::vector<PartRank>().swap(p.index.ranks);
   }
   if (M.ranks.empty()) M.notes.push_back(no_ranks_note(a.options.rank));
   const CollectiveGroups groups = matcher.match(M);
+  auto spill = SpillFile::create(M.ranks.size());
+  if (!spill) return make_error(spill.error());
+  PartGraphs graphs(std::move(where), groups);
+  auto per_rank = walk_ranks(a, in_order, groups, graphs, *spill.value());
+  if (!per_rank) return make_error(per_rank.error());
+  if (job_path_left_out && M.ranks.size() >= 2) M.notes.push_back(*job_path_left_out);
   if (!a.options.hta_compat) {
-    PartGraphs graphs(std::move(where), groups);
-    compute_critical_paths(a.options, groups, graphs, true, M);
+    if (M.ranks.size() >= 2 && !job_path_left_out) {
+      std::vector<std::int32_t> rank_numbers;
+      for (const auto& r : M.ranks) rank_numbers.push_back(r.rank);
+      walk_job_paths(a.options, groups, graphs, std::move(rank_numbers), per_rank->job_steps, M);
+    }
     M.notes.insert(M.notes.end(), graphs.corrupt_notes().begin(), graphs.corrupt_notes().end());
   }
   if (a.options.rank < 0) missing_rank_notes(M);
   if (auto note = combined_step_note(parts)) M.notes.insert(M.notes.begin(), *note);
-  a.findings = run_rules(M);
-  attribute_ranks(M, samples, a.findings);
+  for (auto& f : per_rank->findings)
+    for (auto& x : f) a.findings.push_back(std::move(x));
+  job_findings(M, job_thresholds(M, default_thresholds()), per_rank->rank_waits, a.findings);
+  if (auto st = attribute_ranks(M, in_order, *spill.value(), a.findings); !st) return make_error(st.error());
+  a.rank_store = std::move(spill.value());
   return a;
+}
+
+Result<Analysis> combine_shards(std::span<const fs::path> paths, unsigned threads) {
+  return combine_parts(paths, threads, std::nullopt);
+}
+
+namespace {
+
+// A private directory (0700) in $TMPDIR (default /tmp), removed with its files when it goes.
+class PrivateDir {
+ public:
+  static Result<PrivateDir> create() {
+    const char* dir = std::getenv("TMPDIR");
+    std::string name = fmt::format("{}/tracetune-blocks-XXXXXX", dir && *dir ? dir : "/tmp");
+    if (!::mkdtemp(name.data())) return make_error(fmt::format("{}: cannot create a private directory (set TMPDIR)", name));
+    return PrivateDir(name);
+  }
+  PrivateDir(PrivateDir&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+  ~PrivateDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  explicit PrivateDir(fs::path p) : path_(std::move(p)) {}
+  fs::path path_;
+};
+
+// The model of a trace in memory takes 45 to 75 bytes per event (bench/scale_figures.md).
+constexpr std::uint64_t kModelBytesPerEvent = 75;
+
+// Why a trace DB must be analysed in memory, even past the budget; empty: it may go in blocks.
+// Steps from named ranges need every range of the trace, the hang diagnosis every process's
+// collective calls (the "tracetune.collective.enter" ranges), and a lone rank has no blocks.
+bool needs_whole_trace(const trace::TraceOutline& outline, const Options& opt) {
+  const trace::Trace& o = outline.trace;
+  if (o.steps.size() == 0) return true;
+  auto ranks = pick_ranks(o, outline.per_track);
+  keep_rank(o, ranks, opt.rank);
+  if (ranks.size() < 2) return true;
+  for (trace::StringId id = 0; id < o.strings.size(); ++id)
+    if (o.strings.get(id).starts_with("tracetune.collective.enter ")) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<std::uint64_t> analyze_memory_budget() {
+  if (const char* v = std::getenv("TRACETUNE_ANALYZE_BUDGET"))
+    return trace::parse_unsigned(v, "TRACETUNE_ANALYZE_BUDGET", UINT64_MAX);
+  std::FILE* f = std::fopen("/proc/meminfo", "re");
+  std::uint64_t kb = 0;
+  if (f) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
+    std::fclose(f);
+  }
+  return kb ? kb * 1024 / 2 : UINT64_MAX;
+}
+
+Result<std::optional<Analysis>> analyze_in_blocks(const fs::path& input, const Options& opt, std::uint64_t budget) {
+  using Maybe = std::optional<Analysis>;
+  if (opt.hta_compat || trace::detect_format(input) != trace::InputFormat::TracetuneDb) return Maybe();
+  auto outline = trace::read_trace_outline(input);
+  if (!outline) return Maybe();  // the analysis in memory says what is wrong with it, as always
+  const std::uint64_t model = outline->events * kModelBytesPerEvent;
+  if (model <= budget || needs_whole_trace(outline.value(), opt)) return Maybe();
+  auto ranks = pick_ranks(outline->trace, outline->per_track);
+  keep_rank(outline->trace, ranks, opt.rank);
+  const std::uint64_t blocks = std::min<std::uint64_t>(ranks.size(), model / std::max<std::uint64_t>(budget, 1) + 1);
+  std::uint64_t gpu_ops = 0;
+  for (const auto& c : outline->per_track) gpu_ops += c.gpu_ops;
+  outline = trace::TraceOutline{};
+  auto dir = PrivateDir::create();
+  if (!dir) return make_error(dir.error());
+  std::vector<fs::path> parts;
+  for (std::uint64_t k = 0; k < blocks; ++k) {
+    parts.push_back(dir->path() / fmt::format("part-{}.ttpart", k));
+    const Shard block{static_cast<unsigned>(k), static_cast<unsigned>(blocks)};
+    if (auto run = analyze_shard(input, block, opt, "", parts.back()); !run) return make_error(run.error());
+  }
+  auto a = combine_parts(parts, opt.threads,
+                         gpu_ops > kJobPathMaxOps ? std::optional(job_path_left_out(gpu_ops)) : std::nullopt);
+  if (!a) return make_error(a.error());
+  return Maybe(std::move(a.value()));
 }
 
 }  // namespace tt::analyzer

@@ -3,6 +3,8 @@
 // documented in docs/analysis.md; the GUI and the tuner read it.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +18,18 @@ namespace tt::analyzer {
 
 inline constexpr int kReportVersion = 1;
 
+// Where a report reads each rank whole. The combine of a sharded analysis (shard.h) keeps each
+// rank's steps, critical paths and per-step memory on disk, not in Metrics::ranks, so that its
+// memory does not grow with the steps; a report reads them back one rank at a time.
+class RankStore {
+ public:
+  virtual ~RankStore() = default;
+  // Rank i of Metrics::ranks whole: valid until the next call.
+  virtual const RankMetrics& rank(std::size_t i) = 0;
+  // Its number of steps (RankMetrics::steps.size()), without reading it.
+  virtual std::size_t steps(std::size_t i) const = 0;
+};
+
 struct Analysis {
   Options options;
   std::string source;        // the analysed file
@@ -24,11 +38,22 @@ struct Analysis {
   Metrics metrics;
   std::vector<Finding> findings;
   std::optional<HangReport> hang;  // only when some rank is stuck inside a collective (hang.h)
+  // Set by the combine: metrics.ranks then hold every rank without its steps, paths and
+  // per-step memory (MemoryDevice::step_peak, ::step_reserved), which whole_rank() reads back.
+  std::shared_ptr<RankStore> rank_store;
 };
+
+// Rank i of a.metrics.ranks with its steps, paths and per-step memory (from a.rank_store when
+// set): valid until the next call. And its number of steps.
+const RankMetrics& whole_rank(const Analysis& a, std::size_t i);
+std::size_t steps_of(const Analysis& a, std::size_t i);
 
 Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);
 
 std::string render_json(const Analysis& a);
+// The same, handed to `sink` in pieces of about 1 MiB as it is written: a report larger than
+// memory (a combine's JSON lists every step of every rank) is never held whole.
+void render_json(const Analysis& a, const std::function<void(std::string_view)>& sink);
 // The keys render_json can write, from its field tables, as dotted paths ("findings.evidence.what").
 std::vector<std::string> analysis_json_fields();
 std::string render_text(const Analysis& a, bool color);

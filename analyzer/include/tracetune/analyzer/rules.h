@@ -88,6 +88,17 @@ std::vector<Finding> rule_load_imbalance(const Metrics&, const Thresholds&);
 // All rules over all ranks, ranked by estimated gain (largest first).
 std::vector<Finding> run_rules(const Metrics&, const Thresholds& = default_thresholds());
 
+// run_rules in its parts, for a caller that holds one rank's steps and paths at a time (the
+// combine of a sharded analysis): the thresholds the job decides once (from each rank's
+// kernel median), each rank's own findings, the median over its steps of its critical paths'
+// wait for other ranks (none: no paths), then the cross-rank rules, which read those medians
+// (indexed as m.ranks), appended to `out` (the ranks' findings in rank order), and the ranking.
+Thresholds job_thresholds(const Metrics& m, const Thresholds& th);
+std::vector<Finding> rank_findings(const RankMetrics& r, const Thresholds& job_th);
+std::optional<Ns> rank_wait_median(const RankMetrics& r);
+void job_findings(const Metrics& m, const Thresholds& job_th, const std::vector<std::optional<Ns>>& rank_waits,
+                  std::vector<Finding>& out);
+
 // One category's findings over the ranks it holds on (a rank-less finding is a group of its
 // own), so that "launch bound" on eight ranks reads as one line, not eight. Groups come in the
 // order of their best-ranked finding; `worst` is the finding with the largest gain.

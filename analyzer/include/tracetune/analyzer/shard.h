@@ -5,7 +5,9 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -46,6 +48,19 @@ Result<ShardRun> analyze_shard(const std::filesystem::path& input, Shard s, cons
 // The report from every part of one sharded run (all N of them, any order). Reads each rank's
 // graph back from its part when the critical paths need it; `opt.threads` as analyze's.
 Result<Analysis> combine_shards(std::span<const std::filesystem::path> parts, unsigned threads = 0);
+
+// `analyze` of a tracetune trace DB larger than memory (docs/scale.md): when the model of its
+// events would take more than `budget` bytes (75 per event, from the outline's counts), the
+// shard pipeline runs in this process: the ranks cut into blocks that fit, each block's process
+// trees read, analysed and written to a part in a private directory, then the parts combined.
+// The report is the one an analysis in memory gives, byte for byte. None: analyse in memory (the
+// trace fits; it is not a trace DB; its steps come from named ranges; it carries the collective
+// calls a hang diagnosis reads; it has one rank; or `opt.hta_compat`).
+Result<std::optional<Analysis>> analyze_in_blocks(const std::filesystem::path& input, const Options& opt,
+                                                  std::uint64_t budget);
+// Half of MemAvailable, or TRACETUNE_ANALYZE_BUDGET (bytes) when set (a malformed value is an
+// error naming it).
+Result<std::uint64_t> analyze_memory_budget();
 
 // Rewrites the checksum in a part file's header (the bytes held in memory) to match the bytes:
 // the fuzzer and the tests forge parts with it to reach the checks behind the checksum. False

@@ -114,6 +114,7 @@ void write_field(Json& j, const S& s, const ArrayField<Get, Fields>& f) {
     j.begin_object();
     write_fields(j, item, f.fields);
     j.end_object();
+    j.flush();
   }
   j.end_array();
 }
@@ -158,6 +159,18 @@ std::string document_json(const S& s, const Fields& fields, Style style = Style:
   j.end_object();
   j.out += '\n';
   return j.out;
+}
+
+// The same (compact) handed to `sink` in pieces as it is written (Json::flush).
+template <class S, class Fields>
+void document_json(const S& s, const Fields& fields, std::function<void(std::string_view)> sink) {
+  Json j;
+  j.sink = std::move(sink);
+  j.begin_object();
+  write_fields(j, s, fields);
+  j.end_object();
+  j.out += '\n';
+  j.flush(true);
 }
 
 // Every key of a document's table, as dotted paths.

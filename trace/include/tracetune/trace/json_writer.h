@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,16 @@ class Json {
  public:
   explicit Json(Style style = Style::compact) : spaced_(style == Style::indented) {}
   std::string out;
+  // Set: flush() hands `out` to it once it holds kFlushAt bytes or more (a document written as
+  // it is made, not held whole).
+  std::function<void(std::string_view)> sink;
+  static constexpr std::size_t kFlushAt = 1 << 20;
+  void flush(bool all = false) {
+    if (sink && (all || out.size() >= kFlushAt)) {
+      sink(out);
+      out.clear();
+    }
+  }
   void begin_object(Lines lines = Lines::none) { open('{', lines); }
   void end_object() { close('}'); }
   void begin_array(Lines lines = Lines::none) { open('[', lines); }

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The combine's memory does not grow with the steps per rank (docs/scale.md, "The combine's
+memory"): the same generated job of R ranks with 8 and with 64 steps per rank, one shard each,
+then `analyze --combine` with a JSON and a text report; the combine's peak RSS at 64 steps is
+within a small allowance of its peak at 8. Each rank's steps, critical paths and memory per step
+stay in the parts and in the combine's spill file, and the JSON report is written as it is made.
+
+Structural, not timed: the peak RSS of the combine process itself (wait4's ru_maxrss), the
+smaller of two runs. Holding every rank's steps and paths, as the combine did before, cost about
+1.75 KB per rank-step more (text; JSON about twice that with the report built in memory): here
+R x 56 more rank-steps. The reports of the two runs are checked to hold every step (the rows
+are on disk, not gone).
+
+usage: combine_memory_test.py TRACETUNE PROJECT_DIR
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
+RANKS = 256
+EVENTS_PER_STEP = 126      # gen_kineto_job.py's events per step
+STEPS = (8, 64)
+ALLOWED_GROWTH = 8 << 20   # bytes of peak RSS from 8 to 64 steps per rank
+
+
+def peak_rss(cmd):
+    """(peak RSS in bytes, exit status) of the command, itself alone."""
+    pid = os.spawnv(os.P_NOWAIT, cmd[0], cmd)
+    _, status, usage = os.wait4(pid, 0)
+    return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+
+
+def combine(part, fmt, out):
+    """The combine's smaller peak RSS of two runs."""
+    peaks = []
+    for _ in range(2):
+        rss, code = peak_rss([TRACETUNE, "analyze", "--combine", str(part), "--format", fmt, "--threads", "2",
+                              "-o", str(out)])
+        if code != 0:
+            sys.exit(f"FAIL: the combine of {part} exited with {code}")
+        peaks.append(rss)
+    return min(peaks)
+
+
+def count_rows(report_path):
+    """(step rows, step paths) the JSON report lists over its ranks."""
+    report = json.loads(report_path.read_text())
+    return (sum(len(r["steps"]) for r in report["ranks"]), sum(len(r["critical_path"]) for r in report["ranks"]))
+
+
+def main():
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        peaks = {}
+        # every combine runs before this process reads a report: a child's peak RSS counts what
+        # it shared with this process when forked
+        for steps in STEPS:
+            job, part = tmp / f"job{steps}", tmp / f"part{steps}.ttpart"
+            subprocess.run([sys.executable, str(PROJECT / "bench" / "gen_kineto_job.py"), str(job), "--ranks",
+                            str(RANKS), "--events-per-rank", str(steps * EVENTS_PER_STEP), "--jobs", "2"],
+                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([TRACETUNE, "analyze", str(job), "--shard", "0/1", "-o", str(part)], check=True,
+                           stderr=subprocess.DEVNULL)
+            for fmt in ("json", "text"):
+                peaks[steps, fmt] = combine(part, fmt, tmp / f"report{steps}.{fmt}")
+        for steps in STEPS:
+            rows, paths = count_rows(tmp / f"report{steps}.json")
+            if rows != RANKS * steps or paths != RANKS * steps:
+                print(f"FAIL: the report of {steps} steps per rank lists {rows} steps and {paths} paths, "
+                      f"not {RANKS * steps}")
+                failed = True
+        for fmt in ("json", "text"):
+            small, large = peaks[STEPS[0], fmt], peaks[STEPS[1], fmt]
+            growth = large - small
+            print(f"combine peak RSS, {fmt}: {small / 1e6:.1f} MB at {STEPS[0]} steps per rank, {large / 1e6:.1f} MB "
+                  f"at {STEPS[1]} ({RANKS} ranks; growth {growth / 1e6:.2f} MB, allowed {ALLOWED_GROWTH / 1e6:.2f})")
+            if growth > ALLOWED_GROWTH:
+                print(f"FAIL: the combine's peak memory grows with the steps per rank ({fmt} report)")
+                failed = True
+    if failed:
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
