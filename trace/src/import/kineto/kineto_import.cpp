@@ -268,6 +268,14 @@ SyncType sync_type_of(std::string_view kind) {
   return SyncType::Unknown;
 }
 
+// `key` is the word `w`: a compare of a length known when compiling (inlined, no call).
+template <std::size_t N>
+bool is(std::string_view key, const char (&w)[N]) {
+  return key.size() == N - 1 && std::memcmp(key.data(), w, N - 1) == 0;
+}
+
+enum class EventKey : std::uint8_t;
+
 class Importer {
  public:
   Importer(Trace& t, std::string_view source, int rank_hint) : t_(t), source_(source), rank_(rank_hint) {}
@@ -296,7 +304,7 @@ class Importer {
 
   Status parse_event(od::object obj, std::size_t index);
   Status read_event_fields(od::object obj, std::size_t index, Event& e);
-  Status read_event_field(std::string_view key, od::value& v, std::size_t index, Event& e);
+  Status read_event_field(EventKey key, od::value& v, std::size_t index, Event& e);
   Status read_args_field(od::value& v, std::size_t index, Event& e);
   Status read_id_field(od::value& v, std::string_view key, std::size_t index, Id& id);
   Status read_event_times(Event& e, std::size_t index);
@@ -498,6 +506,42 @@ std::uint32_t Importer::stream_track(std::int64_t device, std::int64_t stream, b
   return track;
 }
 
+// A string value's text, with no copy when it has no escapes: the view is then the document's
+// own bytes between the quotes (stage 1 has checked their UTF-8 already), which is what
+// unescaping would write into the parser's string buffer. Strings with a backslash, and values
+// that are not strings (the same error as get_string's), go through get_string. The text lives
+// as long as the document's buffer, as the parser's string buffer does.
+simdjson::error_code get_text(od::value& v, std::string_view& out) {
+  const std::string_view tok = v.raw_json_token();  // up to the next structural character
+  std::size_t close = tok.size();
+  while (close > 1 && tok[close - 1] != '"') --close;  // the closing quote (whitespace may follow)
+  if (tok.size() < 2 || tok[0] != '"' || close < 2) return v.get_string().get(out);
+  const std::string_view body = tok.substr(1, close - 2);
+  if (std::memchr(body.data(), '\\', body.size()) != nullptr) return v.get_string().get(out);
+  out = body;
+  return simdjson::SUCCESS;
+}
+
+// A field's key, with no copy when it has no escapes (as get_text; the key's characters end at
+// its closing quote, which stage 1 has paired).
+simdjson::error_code get_key(od::field& field, std::string_view& out) {
+  const char* const start = field.key().raw();
+  const char* end = start;
+  while (*end != '"' && *end != '\\') ++end;
+  if (*end == '\\') return field.unescaped_key().get(out);
+  out = std::string_view(start, static_cast<std::size_t>(end - start));
+  return simdjson::SUCCESS;
+}
+
+// An object's field as its key (get_key) and value.
+simdjson::error_code read_field(simdjson::simdjson_result<od::field> result, std::string_view& key, od::value& v) {
+  od::field field;
+  if (auto ec = std::move(result).get(field)) return ec;
+  if (auto ec = get_key(field, key)) return ec;
+  v = field.value();
+  return simdjson::SUCCESS;
+}
+
 // Reads an integer arg that may arrive as a number, a float or a numeric string.
 bool get_int(od::value v, std::int64_t& out) {
   od::json_type type;
@@ -521,7 +565,7 @@ bool get_int(od::value v, std::int64_t& out) {
   }
   if (type == od::json_type::string) {
     std::string_view s;
-    if (v.get_string().get(s)) return false;
+    if (get_text(v, s)) return false;
     return parse_int_text(s, out);
   }
   return false;
@@ -578,7 +622,7 @@ bool get_concrete_inputs(od::value v, Args& a) {
   for (auto el : arr) {
     if (i == Args::kConcrete) break;
     od::value ev;
-    if (el.get(ev) || ev.get_string().get(a.concrete[i++])) return false;
+    if (el.get(ev) || get_text(ev, a.concrete[i++])) return false;
   }
   return true;
 }
@@ -589,7 +633,7 @@ bool get_first_string(od::value v, std::string_view& out) {
   if (v.get_array().get(arr)) return false;
   for (auto el : arr) {
     od::value ev;
-    return !el.get(ev) && !ev.get_string().get(out);
+    return !el.get(ev) && !get_text(ev, out);
   }
   return true;
 }
@@ -615,43 +659,73 @@ bool take_int(od::value& v, std::int64_t& dst, std::uint32_t bit, Args& a) {
   return true;
 }
 // A string arg into `dst`; false when the value is not a string.
-bool take_str(od::value& v, std::string_view& dst) { return !v.get_string().get(dst); }
+bool take_str(od::value& v, std::string_view& dst) { return !get_text(v, dst); }
 bool take_dim3(od::value& v, std::int64_t (&dst)[3], std::uint32_t bit, Args& a) {
   if (!get_dim3(v, dst)) return false;
   a.has |= bit;
   return true;
 }
 
-// The args read_arg reads whose keys are not 4 to 6 characters long.
-bool read_long_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
-  if (key == "External id" || key == "external id") return take_int(v, a.external_id, kExternalId, a);
-  if (key == "correlation") return take_int(v, a.correlation, kCorrelation, a);
-  if (key == "registers per thread") return take_int(v, a.registers, kRegisters, a);
-  if (key == "shared memory") return take_int(v, a.shared_mem, kSharedMem, a);
-  if (key == "Collective name") return take_str(v, a.coll_name);
-  if (key == "In msg nelems") return take_int(v, a.in_nelems, kInNelems, a);
-  if (key == "Out msg nelems") return take_int(v, a.out_nelems, kOutNelems, a);
-  if (key == "Group size") return take_int(v, a.group_size, kGroupSize, a);
-  if (key == "Process Group Name") return take_str(v, a.pg_name);
-  if (key == "Process Group Description") return take_str(v, a.pg_desc);
-  if (key == "Process Group ID") return take_int(v, a.pg_id, kPgId, a);
-  if (key == "cuda_sync_kind") return take_str(v, a.sync_kind);
-  if (key == "wait_on_stream") return take_int(v, a.wait_stream, kWaitStream, a);
-  if (key == "wait_on_cuda_event_id") return take_int(v, a.wait_event, kWaitEvent, a);
-  if (key == "wait_on_cuda_event_record_corr_id") return take_int(v, a.wait_record, kWaitRecord, a);
-  if (key == "direction") return take_str(v, a.direction);
-  if (key == "sort_index") return take_int(v, a.sort_index, kSortIndex, a);
-  if (key == "stream_id") return take_int(v, a.stream, kStream, a);
-  if (want_dims) {  // the shapes of GEMM, convolution and attention ops
-    if (key == "Input Dims") {
-      if (!get_input_dims(v, a)) return false;
-      a.has |= kDims;
-      return true;
-    }
-    if (key == "Input type") return get_first_string(v, a.input_type);
-    if (key == "Concrete Inputs") return get_concrete_inputs(v, a);
+// The shapes of GEMM, convolution and attention ops (read only for those ops).
+bool read_shape_arg(std::string_view key, od::value& v, Args& a) {
+  if (is(key, "Input Dims")) {
+    if (!get_input_dims(v, a)) return false;
+    a.has |= kDims;
+    return true;
   }
+  if (is(key, "Input type")) return get_first_string(v, a.input_type);
+  if (is(key, "Concrete Inputs")) return get_concrete_inputs(v, a);
   return true;
+}
+
+// The args read_arg reads whose keys are not 4 to 6 characters long, told apart by length.
+bool read_long_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
+  switch (key.size()) {
+    case 9:
+      if (is(key, "direction")) return take_str(v, a.direction);
+      if (is(key, "stream_id")) return take_int(v, a.stream, kStream, a);
+      break;
+    case 10:
+      if (is(key, "Group size")) return take_int(v, a.group_size, kGroupSize, a);
+      if (is(key, "sort_index")) return take_int(v, a.sort_index, kSortIndex, a);
+      break;
+    case 11:
+      if (is(key, "External id") || is(key, "external id")) return take_int(v, a.external_id, kExternalId, a);
+      if (is(key, "correlation")) return take_int(v, a.correlation, kCorrelation, a);
+      break;
+    case 13:
+      if (is(key, "shared memory")) return take_int(v, a.shared_mem, kSharedMem, a);
+      if (is(key, "In msg nelems")) return take_int(v, a.in_nelems, kInNelems, a);
+      break;
+    case 14:
+      if (is(key, "Out msg nelems")) return take_int(v, a.out_nelems, kOutNelems, a);
+      if (is(key, "cuda_sync_kind")) return take_str(v, a.sync_kind);
+      if (is(key, "wait_on_stream")) return take_int(v, a.wait_stream, kWaitStream, a);
+      break;
+    case 15:
+      if (is(key, "Collective name")) return take_str(v, a.coll_name);
+      break;
+    case 16:
+      if (is(key, "Process Group ID")) return take_int(v, a.pg_id, kPgId, a);
+      break;
+    case 18:
+      if (is(key, "Process Group Name")) return take_str(v, a.pg_name);
+      break;
+    case 20:
+      if (is(key, "registers per thread")) return take_int(v, a.registers, kRegisters, a);
+      break;
+    case 21:
+      if (is(key, "wait_on_cuda_event_id")) return take_int(v, a.wait_event, kWaitEvent, a);
+      break;
+    case 25:
+      if (is(key, "Process Group Description")) return take_str(v, a.pg_desc);
+      break;
+    case 33:
+      if (is(key, "wait_on_cuda_event_record_corr_id")) return take_int(v, a.wait_record, kWaitRecord, a);
+      break;
+    default: break;
+  }
+  return want_dims ? read_shape_arg(key, v, a) : true;
 }
 
 // One arg of an event into `a` when the importer reads its key (others are left alone); false
@@ -659,22 +733,22 @@ bool read_long_arg(std::string_view key, od::value& v, Args& a, bool want_dims) 
 bool read_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
   switch (key.size()) {
     case 4:
-      if (key == "grid") return take_dim3(v, a.grid, kGrid, a);
-      if (key == "cbid") return take_int(v, a.cbid, kCbid, a);
-      if (key == "kind") return take_str(v, a.kind);
-      if (key == "size") return take_int(v, a.size, kSize, a);
-      if (key == "name") return take_str(v, a.name);
+      if (is(key, "grid")) return take_dim3(v, a.grid, kGrid, a);
+      if (is(key, "cbid")) return take_int(v, a.cbid, kCbid, a);
+      if (is(key, "kind")) return take_str(v, a.kind);
+      if (is(key, "size")) return take_int(v, a.size, kSize, a);
+      if (is(key, "name")) return take_str(v, a.name);
       return true;
     case 5:
-      if (key == "flops") return take_int(v, a.flops, kFlops, a);
-      if (key == "block") return take_dim3(v, a.block, kBlock, a);
-      if (key == "bytes") return take_int(v, a.bytes, kBytes, a);
-      if (key == "dtype") return take_str(v, a.dtype);
+      if (is(key, "flops")) return take_int(v, a.flops, kFlops, a);
+      if (is(key, "block")) return take_dim3(v, a.block, kBlock, a);
+      if (is(key, "bytes")) return take_int(v, a.bytes, kBytes, a);
+      if (is(key, "dtype")) return take_str(v, a.dtype);
       return true;
     case 6:
-      if (key == "stream") return take_int(v, a.stream, kStream, a);
-      if (key == "device") return take_int(v, a.device, kDevice, a);
-      if (key == "labels") return take_str(v, a.labels);
+      if (is(key, "stream")) return take_int(v, a.stream, kStream, a);
+      if (is(key, "device")) return take_int(v, a.device, kDevice, a);
+      if (is(key, "labels")) return take_str(v, a.labels);
       return true;
     default:
       return read_long_arg(key, v, a, want_dims);
@@ -714,9 +788,8 @@ Status Importer::memory_event(const Id& pid, const Id& tid, Ns ts, const Args& a
 Status Importer::parse_args(od::object args, Args& a, int numeric, bool want_dims) {
   for (auto field : args) {
     std::string_view key;
-    if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
     od::value v;
-    if (auto ec = field.value().get(v)) return fail_json(ec);
+    if (auto ec = read_field(std::move(field), key, v)) return fail_json(ec);
     bool ok = true;
     if (numeric != 0) {  // 'C' events (or 'ph' not seen yet): numeric args may be series
       od::json_type type;
@@ -741,7 +814,7 @@ Status Importer::read_id_field(od::value& v, std::string_view key, std::size_t i
   if (v.type().get(type)) return fail("bad '" + std::string(key) + "'", index);
   id.present = true;
   if (type == od::json_type::string) {
-    if (v.get_string().get(id.text)) return fail("bad '" + std::string(key) + "'", index);
+    if (get_text(v, id.text)) return fail("bad '" + std::string(key) + "'", index);
     // numeric strings are numbers; legacy GPU tracks say "stream 7"
     if (parse_int_text(id.text, id.num)) id.text = {};
     else if (id.text.starts_with("stream ") && parse_int_text(id.text.substr(7), id.num)) id.text = {};
@@ -752,58 +825,82 @@ Status Importer::read_id_field(od::value& v, std::string_view key, std::size_t i
   return {};
 }
 
-// The bit of a field read_event_field reads (a second one is a duplicate key); 0 for others.
-unsigned event_field_bit(std::string_view key) {
-  static constexpr std::string_view kFields[] = {"ph", "ts", "dur", "name", "cat", "pid", "tid", "args", "id"};
-  for (unsigned i = 0; i < std::size(kFields); ++i)
-    if (key == kFields[i]) return 1u << i;
-  return 0;
+// The event fields read_event_field reads; `bp` and unknown keys are not counted as duplicates.
+enum class EventKey : std::uint8_t { Ph, Ts, Dur, Name, Cat, Pid, Tid, Args, Id, Bp, Other };
+
+// An event's key, told by its length and first character (one compare of a known length).
+EventKey event_key_of(std::string_view key) {
+  switch (key.size()) {
+    case 2:
+      if (is(key, "ph")) return EventKey::Ph;
+      if (is(key, "ts")) return EventKey::Ts;
+      if (is(key, "id")) return EventKey::Id;
+      if (is(key, "bp")) return EventKey::Bp;
+      break;
+    case 3:
+      switch (key[0]) {
+        case 'c': if (is(key, "cat")) return EventKey::Cat; break;
+        case 'p': if (is(key, "pid")) return EventKey::Pid; break;
+        case 't': if (is(key, "tid")) return EventKey::Tid; break;
+        case 'd': if (is(key, "dur")) return EventKey::Dur; break;
+        default: break;
+      }
+      break;
+    case 4:
+      if (is(key, "name")) return EventKey::Name;
+      if (is(key, "args")) return EventKey::Args;
+      break;
+    default: break;
+  }
+  return EventKey::Other;
 }
 
 Status Importer::read_event_fields(od::object obj, std::size_t index, Event& e) {
   unsigned seen = 0;  // the fields read, one bit each: a second one is a duplicate key
   for (auto field : obj) {
     std::string_view key;
-    if (auto ec = field.unescaped_key().get(key)) return fail_json(ec);
     od::value v;
-    if (auto ec = field.value().get(v)) return fail_json(ec);
-    if (const unsigned bit = event_field_bit(key)) {
+    if (auto ec = read_field(std::move(field), key, v)) return fail_json(ec);
+    const EventKey k = event_key_of(key);
+    if (k < EventKey::Bp) {
+      const unsigned bit = 1u << static_cast<unsigned>(k);
       if (seen & bit) ++duplicate_keys_;
       seen |= bit;
     }
-    if (auto st = read_event_field(key, v, index, e); !st) return st;
+    if (auto st = read_event_field(k, v, index, e); !st) return st;
   }
   return {};
 }
 
-Status Importer::read_event_field(std::string_view key, od::value& v, std::size_t index, Event& e) {
-  if (key.size() == 2) {
-    if (key == "ph") {
-      if (v.get_string().get(e.ph)) return fail(bad_string(v, "ph"), index);
-    } else if (key == "ts") {
-      e.ts_tok = v.raw_json_token();
-    } else if (key == "id") {
+Status Importer::read_event_field(EventKey key, od::value& v, std::size_t index, Event& e) {
+  switch (key) {
+    case EventKey::Ph:
+      if (get_text(v, e.ph)) return fail(bad_string(v, "ph"), index);
+      break;
+    case EventKey::Ts: e.ts_tok = v.raw_json_token(); break;
+    case EventKey::Dur: e.dur_tok = v.raw_json_token(); break;
+    case EventKey::Id: {
       std::int64_t x;
       if (get_int(v, x)) { e.flow_id = static_cast<std::uint64_t>(x); e.has_id = true; }
       else {
         std::string_view s;  // Chrome ids may be strings like "0x1f"
-        if (!v.get_string().get(s)) { e.flow_id = fnv1a64(s); e.has_id = true; }
+        if (!get_text(v, s)) { e.flow_id = fnv1a64(s); e.has_id = true; }
       }
-    } else if (key == "bp") {
-      if (v.get_string().get(e.bp)) e.bp = {};
+      break;
     }
-  } else if (key.size() == 3) {
-    if (key == "cat") {
-      if (v.get_string().get(e.cat)) return fail(bad_string(v, "cat"), index);
-    } else if (key == "pid" || key == "tid") {
-      if (auto st = read_id_field(v, key, index, key[0] == 'p' ? e.pid : e.tid); !st) return st;
-    } else if (key == "dur") {
-      e.dur_tok = v.raw_json_token();
-    }
-  } else if (key == "name") {
-    if (v.get_string().get(e.name)) return fail(bad_string(v, "name"), index);
-  } else if (key == "args") {
-    return read_args_field(v, index, e);
+    case EventKey::Bp:
+      if (get_text(v, e.bp)) e.bp = {};
+      break;
+    case EventKey::Cat:
+      if (get_text(v, e.cat)) return fail(bad_string(v, "cat"), index);
+      break;
+    case EventKey::Pid: return read_id_field(v, "pid", index, e.pid);
+    case EventKey::Tid: return read_id_field(v, "tid", index, e.tid);
+    case EventKey::Name:
+      if (get_text(v, e.name)) return fail(bad_string(v, "name"), index);
+      break;
+    case EventKey::Args: return read_args_field(v, index, e);
+    case EventKey::Other: break;
   }
   return {};
 }
@@ -814,7 +911,8 @@ Status Importer::read_args_field(od::value& v, std::size_t index, Event& e) {
   // 'ph' usually precedes 'args'; when it does not, keep numeric values in case it is a counter
   // [memory] instants carry their byte counts as numbers too (Kineto writes 'name' first)
   const int numeric = e.ph.empty() ? 2 : e.ph == "C" || e.name == "[memory]" ? 1 : 0;
-  const bool want_dims = gemm_op(e.name) || shape_op(e.name) || conv_op(e.name) || attention_op(e.name);
+  const bool want_dims =
+      e.name.starts_with("aten::") && (gemm_op(e.name) || shape_op(e.name) || conv_op(e.name) || attention_op(e.name));
   return parse_args(a, e.args, numeric, want_dims);
 }
 
