@@ -542,8 +542,25 @@ simdjson::error_code read_field(simdjson::simdjson_result<od::field> result, std
   return simdjson::SUCCESS;
 }
 
+// The common case of get_int read from the token: a JSON integer of at most 18 digits (no
+// leading zero, no fraction or exponent), which get_int64 would read to the same value. False
+// for anything else, which takes simdjson's number parsing.
+bool small_int_token(std::string_view tok, std::int64_t& out) {
+  std::size_t i = tok.size() > 0 && tok[0] == '-' ? 1 : 0;
+  const std::size_t first = i;
+  std::int64_t x = 0;
+  for (; i < tok.size() && i - first < 19 && tok[i] >= '0' && tok[i] <= '9'; ++i) x = x * 10 + (tok[i] - '0');
+  const std::size_t digits = i - first;
+  if (digits == 0 || digits > 18 || (digits > 1 && tok[first] == '0')) return false;
+  for (; i < tok.size(); ++i)  // only whitespace up to the next structural character
+    if (tok[i] != ' ' && tok[i] != '\n' && tok[i] != '\r' && tok[i] != '\t') return false;
+  out = first == 1 ? -x : x;
+  return true;
+}
+
 // Reads an integer arg that may arrive as a number, a float or a numeric string.
 bool get_int(od::value v, std::int64_t& out) {
+  if (small_int_token(v.raw_json_token(), out)) return true;
   od::json_type type;
   if (v.type().get(type)) return false;
   if (type == od::json_type::number) {
