@@ -1,8 +1,9 @@
 // Kineto (PyTorch profiler) Chrome-trace JSON -> Trace.
 //
 // One streaming pass with simdjson's On-Demand API: no DOM, each event's fields are read
-// once in whatever order they appear, strings are interned straight from the parser's
-// buffer. Timestamps are decimal microseconds ("4458676522690.655"); they are converted
+// once in whatever order they appear, strings are interned straight from the document's
+// bytes (get_text: no copy unless they have escapes); large files are parsed in windows
+// ("reading in windows" below). Timestamps are decimal microseconds ("4458676522690.655"); they are converted
 // from the token text to integer nanoseconds exactly (never through a double, which loses
 // the nanosecond digits at epoch-sized values).
 //
@@ -1615,10 +1616,12 @@ simdjson::padded_string_view Importer::piece(std::string_view prefix, std::strin
   const std::size_t n = prefix.size() + body.size() + suffix.size();
   if (piece_.size() < n + simdjson::SIMDJSON_PADDING) piece_.resize(n + simdjson::SIMDJSON_PADDING);
   char* p = piece_.data();
-  std::memcpy(p, prefix.data(), prefix.size());
-  std::memcpy(p + prefix.size(), body.data(), body.size());
-  std::memcpy(p + prefix.size() + body.size(), suffix.data(), suffix.size());
-  std::memset(p + n, 0, simdjson::SIMDJSON_PADDING);
+  for (const std::string_view part : {prefix, body, suffix}) {
+    if (!part.empty()) std::memcpy(p, part.data(), part.size());  // an empty view may have no data
+    p += part.size();
+  }
+  std::memset(p, 0, simdjson::SIMDJSON_PADDING);
+  p = piece_.data();
   return simdjson::padded_string_view(p, n, piece_.size());
 }
 
