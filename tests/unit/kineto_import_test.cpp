@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
+#include "tracetune/trace/exporters.h"
+#include "tracetune/trace/file_io.h"
 #include "tracetune/trace/importers.h"
 #include "tracetune/trace/summary.h"
 
@@ -304,4 +307,90 @@ TEST(KinetoImport, StreamWaitsGiveTheirEventRecords) {
   EXPECT_EQ(t.streams[t.tracks[t.syncs.track[r]].owner].stream, 20);
   EXPECT_EQ(t.streams.size(), 2u);
   EXPECT_EQ(to_string(t.syncs.type[r]), "event_record");
+}
+
+namespace {
+
+// Everything an import leaves in a trace, as text: its events (Chrome JSON), processes,
+// threads, devices, streams, metadata and diagnostics; or the error.
+std::string import_dump(std::string_view json, std::size_t window_bytes) {
+  Trace t;
+  auto st = import_kineto_buffer(json, "input.json", t, -1, window_bytes);
+  if (!st) return "error: " + st.error();
+  t.finalize();
+  std::string out = to_chrome_json(t);
+  for (const auto& p : t.processes) out += "\nprocess " + std::to_string(p.pid) + " " + p.name + " " + std::to_string(p.rank);
+  for (const auto& th : t.threads) out += "\nthread " + std::to_string(th.tid) + " " + th.name;
+  for (const auto& d : t.devices) out += "\ndevice " + std::to_string(d.index) + " " + d.name + " " + std::to_string(d.sm_count);
+  for (const auto& s : t.streams) out += "\nstream " + std::to_string(s.stream) + " " + s.name;
+  for (const auto& [k, v] : t.metadata) out += "\nmeta " + k + "=" + v;
+  for (const auto& d : t.diagnostics) out += "\ndiag " + d.source + " " + d.reason + " " + std::to_string(d.count);
+  out += "\nevents " + std::to_string(t.event_count());
+  return out;
+}
+
+// A trace whose "}, {" are often not between two events: in names, in args' arrays of objects,
+// in root fields before and after the events; with duplicate keys and args of odd types.
+std::string tricky_trace(int events) {
+  std::string j = R"({"deviceProperties": [{"id": 0, "name": "A}, {B", "numSms": 108}, {"id": 1, "name": "C"}],)"
+                  "\n\"traceEvents\": [\n";
+  for (int i = 0; i < events; ++i) {
+    if (i) j += ",\n  ";
+    const std::string n = std::to_string(i);
+    switch (i % 5) {
+      case 0: j += R"({"ph": "X", "cat": "cpu_op", "name": "op}, {)" + n + R"(", "pid": 1, "tid": 2, "ts": )" + n +
+                   R"(.5, "dur": 1, "args": {"External id": )" + n + R"(, "x": [{"a": 1}, {"b": [{"c": 2}, {}]}]}})";
+        break;
+      case 1: j += R"({"ph": "X", "cat": "kernel", "name": "k\"}, {\")" + n + R"(", "pid": 0, "tid": 7, "ts": )" + n +
+                   R"(, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": )" + n + R"(, "grid": [1, 2, 3], "block": "odd"}})";
+        break;
+      case 2: j += R"({"ph": "X", "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": )" + n +
+                   R"(, "dur": 1, "args": {"correlation": )" + n + R"(}})";
+        break;
+      case 3: j += R"({"ph": "C", "name": "mem", "pid": 1, "tid": 2, "ts": )" + n + R"(, "args": {"a": 1, "b": 2.5}})";
+        break;
+      default: j += R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#)" + n + R"(", "pid": 1, "tid": 2, "ts": )" +
+                    n + R"(, "dur": 3, "args": {"labels": [{"k": "}, {"}, {"k": 1}]}})";
+    }
+  }
+  j += "\n], \"extra\": [{\"a\": 1}, {\"b\": 2}, {\"c\": 3}], \"distributedInfo\": {\"rank\": 3},"
+       " \"baseTimeNanoseconds\": 1700000000000000000}\n";
+  return j;
+}
+
+constexpr std::size_t kWhole = std::size_t{1} << 40;  // a window larger than any input: one document
+
+}  // namespace
+
+// The windowed read (kineto_import.cpp, "reading in windows") leaves the trace the whole
+// document's read leaves, whatever the window size and wherever "}, {" hides; and a file with
+// an error gives the whole document's message.
+TEST(KinetoImport, WindowsReadWhatTheWholeDocumentReads) {
+  const std::string tricky = tricky_trace(400);
+  const std::string whole = import_dump(tricky, kWhole);
+  ASSERT_EQ(whole.find("error"), std::string::npos) << whole;
+  // window sizes that put cuts everywhere: in strings, in args, in the root fields after the events
+  for (std::size_t w = 16; w < 5000; w = w * 9 / 8 + 1) EXPECT_EQ(import_dump(tricky, w), whole) << "window " << w;
+  for (const char* rel : {"/corpus/kineto/hta/alexnet.json.gz", "/corpus/kineto/hta/simple_add.json.gz",
+                          "/corpus/kineto/hta/event_sync_multi_stream.json.gz", "/corpus/kineto/param/dlrm_8rank/rank-0.json.gz"}) {
+    auto json = read_maybe_gzip(kData + rel);
+    ASSERT_TRUE(json.ok()) << rel;
+    const std::string_view text(json.value().data(), json.value().size());
+    const std::string expected = import_dump(text, kWhole);
+    for (std::size_t w : {64, 1000, 20000}) EXPECT_EQ(import_dump(text, w), expected) << rel << " window " << w;
+  }
+  // errors anywhere: each one the whole document's message
+  const std::size_t mid = tricky.find("\"ph\": \"C\"", tricky.size() / 2);
+  std::vector<std::string> bad = {
+      tricky.substr(0, tricky.size() - 20),                                  // cut off
+      tricky.substr(0, mid) + "\"pH\"" + tricky.substr(mid + 4),             // an event without ph
+      tricky.substr(0, mid) + "\"ph\": \"C\" \"x\"" + tricky.substr(mid + 9),  // invalid JSON in the middle
+      tricky.substr(0, mid) + "\"ph\": \"\xff\"" + tricky.substr(mid + 9),    // invalid UTF-8
+      tricky + "trailing",
+  };
+  for (const auto& b : bad) {
+    const std::string expected = import_dump(b, kWhole);
+    EXPECT_EQ(expected.rfind("error: ", 0), 0u) << expected.substr(0, 200);
+    for (std::size_t w : {16, 257, 4096}) EXPECT_EQ(import_dump(b, w), expected) << "window " << w;
+  }
 }

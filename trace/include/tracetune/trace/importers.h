@@ -26,11 +26,17 @@ enum class InputFormat { Unknown, KinetoJson, NsysSqlite, TracetuneDb, OtherSqli
 // Sniffs a path: a directory of JSON files is Kineto; SQLite files are told apart by schema.
 InputFormat detect_format(const std::filesystem::path& path);
 
+// A Kineto file held in memory from 4 windows' size on is parsed in windows of about this size
+// (kineto_import.cpp, "reading in windows"): the parser's memory is one window's, not the file's.
+inline constexpr std::size_t kKinetoWindowBytes = std::size_t{4} << 20;
+
 // Parses one Kineto JSON document already in memory (used by the file importer and fuzzers).
 // `source` names it in errors and diagnostics; `rank_hint` is used when the file has no
-// distributedInfo.rank (-1: unknown).
+// distributedInfo.rank (-1: unknown). `window_bytes`: the window size (tests read small inputs
+// in small windows); the trace is the same whatever it is. On an error `out` holds no
+// meaningful partial trace.
 Status import_kineto_buffer(std::string_view json, std::string_view source, Trace& out,
-                            int rank_hint = -1);
+                            int rank_hint = -1, std::size_t window_bytes = kKinetoWindowBytes);
 
 // The files of a Kineto input: a directory's *.json / *.json.gz sorted by name (an error when
 // it has none), or the path itself.
