@@ -15,7 +15,7 @@ A busy loop holds one core (taskset -c 1 when available) for the whole bench. Fo
 
 Results go to OUT/results.jsonl as they come (a partial bench still says what it measured).
 
-usage: tune_noise.py NEW OLD OUT [--jobs dataloader,transformer,loader1w] [--runs 3] [--budget 3m]
+usage: tune_noise.py NEW OLD OUT [--jobs dataloader,transformer,loader1w] [--runs 3] [--budget 3m] [--oracle-threads 1,2] [--tune-run-steps N]
 """
 import argparse
 import itertools
@@ -44,10 +44,10 @@ def job_command(name, data):
     raise SystemExit(f"unknown job {name}")
 
 
-def oracle_grid(name):
+def oracle_grid(name, thread_counts=(1, 2)):
     if name in ("dataloader", "loader1w"):
         grid = []
-        for w, t, extra in itertools.product([0, 1, 2, 4], [1, 2], [False, True]):
+        for w, t, extra in itertools.product([0, 1, 2, 4], thread_counts, [False, True]):
             s = {"dataloader.num_workers": w, "torch.num_threads": t}
             if extra and w > 0:
                 s.update({"dataloader.prefetch_factor": 4, "dataloader.persistent_workers": True})
@@ -104,7 +104,7 @@ def emit(out, rec):
 
 def oracle(args, out, name, cmd):
     best = None
-    for s in oracle_grid(name):
+    for s in oracle_grid(name, tuple(int(t) for t in args.oracle_threads.split(","))):
         cfg = out / f"oracle-{name}.toml"
         cfg.write_text(toml_of(s))
         cfg.chmod(0o600)
@@ -122,6 +122,8 @@ def tune_once(args, out, name, cmd, which, run):
     d.mkdir(exist_ok=True)
     flags = ["--steps", "12", "--warmup", "3", "--budget", args.budget, "--trial-timeout", "120", "-q",
              "-o", str(d / "tuned.toml")]
+    if which == "new" and args.tune_run_steps > 0:  # the old tuner has no --run-steps
+        flags += ["--run-steps", str(args.tune_run_steps)]
     t0 = time.monotonic()
     r = subprocess.run([tt, "tune", *flags, "--", *cmd, "--steps", "100000"], capture_output=True, text=True, cwd=d,
                        timeout=3600)
@@ -154,6 +156,11 @@ def main():
     ap.add_argument("--budget", default="3m")
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--run-steps", type=int, default=60)
+    # the DataLoader oracle's intra-op thread counts: "1" leaves out the 2-thread points (4-7x slower
+    # with one core held in the first bench) to fit a shorter session
+    ap.add_argument("--oracle-threads", default="1,2")
+    # the new tuner's confirmation run length (--run-steps; 0: its default, the trial length)
+    ap.add_argument("--tune-run-steps", type=int, default=0)
     args = ap.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

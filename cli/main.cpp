@@ -703,7 +703,7 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
                  "Steps of each confirmation run, measured end to end with start-up (default: the trial length)")
       ->check(CLI::Range(0, 100000000));
   cmd.add_option("--budget", a.budget, "Wall-time cap over the search and the confirmation, e.g. 10m, 90s, 1h "
-                                       "(default: none; --max-trials still applies)");
+                                       "(default: none; --max-trials still applies); half of it is kept for the confirmation");
   cmd.add_option("--early-stop", a.opt.early_stop,
                  "A search trial ends after its warm-up and 3 steps when their median is this many times the best\n"
                  "median so far (default 1.5; 0: off)")

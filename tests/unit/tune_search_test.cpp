@@ -557,6 +557,7 @@ TEST(TuneCheaper, WallTimeBudgetStopsTheSearchAndKeepsTimeForTheConfirmation) {
   opt.max_trials = 100;
   opt.budget_s = 100;      // 10 trials of 10 s ...
   opt.confirm_pairs = 2;   // ... less 2 pairs x 2 runs x the baseline's 10 s kept for the confirmation
+  opt.confirm_share = 0;   // (the share of the budget kept: TuneBudget below)
   auto r = search(plan, runner, opt);
   EXPECT_EQ(r.trials.size(), 6u);
   EXPECT_TRUE(r.stopped_early);
@@ -896,4 +897,149 @@ TEST(TrialsJson, MatchesItsGolden) {
   ASSERT_NE(json.find("\"status\": \"failed\""), std::string::npos) << json;
   ASSERT_NE(json.find("\"confirmation\": {"), std::string::npos) << json;
   compare_golden("tune.trials.json", json);
+}
+
+// ---- the search spends its trials where the trace predicts a gain (issue 29, second bench) ----
+
+namespace {
+
+// The bench's DataLoader job on 2 cores: a 16-step epoch re-forks the workers, so workers alone
+// gain little over a run; kept alive (persistent) they hide the loading. Intra-op threads beside
+// workers oversubscribe the cores; OpenMP threads change nothing.
+double refork_cost(const Candidate& c) {
+  const Value* p = c.find("dataloader.persistent_workers");
+  const bool alive = p != nullptr && std::get<bool>(*p);
+  if (threads(c) > 1 && workers(c) > 0) return 400;
+  if (const Value* omp = c.find("cpu.omp_num_threads"); omp != nullptr && std::get<std::int64_t>(*omp) > 1 && workers(c) > 0)
+    return 400;
+  if (workers(c) == 0) return 100;
+  return alive ? 70 : 95;
+}
+
+std::vector<FindingRef> bench_findings() {
+  return {{"data_loading", 0.41, {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers",
+                                  "cpu.omp_num_threads"}}};
+}
+
+}  // namespace
+
+// Among candidates the trace predicts alike, workers kept alive are tried first: with the trials a
+// small budget allows, the re-fork saving is found (before: 2 workers alone, then variants with
+// more settings, and the persistent ones came after the budget).
+TEST(TuneOrder, WorkersKeptAliveAreTriedFirstAmongEqualPredictions) {
+  const auto findings = bench_findings();
+  auto plan = plan_search(findings, cat(), false);
+  const auto groups = group_plan(plan, cat(), findings, two_cores());
+  ASSERT_FALSE(groups.empty());
+  const Candidate& first = groups[0].candidates.front();
+  ASSERT_NE(first.find("dataloader.persistent_workers"), nullptr) << first.label();
+  EXPECT_TRUE(std::get<bool>(*first.find("dataloader.persistent_workers")));
+  EXPECT_EQ(workers(first), 2) << first.label();
+  SearchOptions opt;
+  opt.max_trials = 12;
+  opt.baseline_every = 2;
+  FakeRunner runner(refork_cost);
+  const SearchResult r = search(groups, runner, opt);
+  ASSERT_NE(r.best.find("dataloader.persistent_workers"), nullptr) << r.best.label();
+  EXPECT_TRUE(std::get<bool>(*r.best.find("dataloader.persistent_workers")));
+  EXPECT_NEAR(r.speedup(), 100.0 / 70, 0.02);
+}
+
+// Intra-op threads beside workers beyond the cores are never tried: not as a combination of the
+// group, and not when the threads come from another group on top of the workers kept.
+TEST(TuneOrder, ThreadsBesideWorkersBeyondTheCoresAreNeverTried) {
+  const auto findings = bench_findings();
+  auto plan = plan_search(findings, cat(), false);
+  std::vector<std::string> skipped;
+  const auto groups = group_plan(plan, cat(), findings, two_cores(), &skipped);
+  for (const auto& g : groups)
+    for (const auto& c : g.candidates) EXPECT_EQ(beyond_cores(c, 2), "") << c.label();
+  EXPECT_TRUE(std::any_of(skipped.begin(), skipped.end(), [](const std::string& s) {
+    return s.find("combinations not tried: intra-op threads beside DataLoader workers beyond the 2 cores") != std::string::npos;
+  }));
+  EXPECT_EQ(beyond_cores(with_workers(4), 2), "");  // workers alone keep their own bound
+  Candidate w1t2 = with_workers(1);
+  w1t2.set("torch.num_threads", std::int64_t{2});
+  EXPECT_NE(beyond_cores(w1t2, 2), "");
+  EXPECT_EQ(beyond_cores(w1t2, 4), "");
+
+  SearchOptions opt;
+  opt.max_trials = 40;
+  opt.cores = 2;
+  FakeRunner runner(refork_cost);
+  const SearchResult r = search(groups, runner, opt);
+  for (const auto& t : r.trials) EXPECT_EQ(beyond_cores(t.candidate, 2), "") << t.candidate.label();
+}
+
+// A group the trace predicts a gain alone, but none on top of the best (OpenMP threads for the
+// data-loading share the workers already take), is not tried; a group the trace estimates no
+// gain for at all is still searched (its prediction rules nothing out).
+TEST(TuneOrder, AGroupTheBestAlreadyCoversIsNotTried) {
+  const auto findings = bench_findings();
+  auto plan = plan_search(findings, cat(), false);
+  const auto groups = group_plan(plan, cat(), findings, two_cores());
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[1].name(), "cpu.omp_num_threads");
+  SearchOptions opt;
+  opt.max_trials = 40;
+  opt.predict = [&](const Candidate& c) { return predict_candidate(c, plan, findings, two_cores()); };
+  FakeRunner runner(refork_cost);
+  const SearchResult r = search(groups, runner, opt);
+  EXPECT_GT(workers(r.best), 0) << r.best.label();
+  for (const auto& t : r.trials) EXPECT_NE(t.knob, "cpu.omp_num_threads") << t.candidate.label();
+  EXPECT_TRUE(std::any_of(r.log.begin(), r.log.end(), [](const std::string& l) {
+    return l.find("cpu.omp_num_threads: not tried: predicted") != std::string::npos;
+  }));
+
+  // no estimate (gain share 0): searched
+  const std::vector<FindingRef> none = {{"cpu_bound", 0.0, {"cpu.omp_num_threads"}}};
+  auto plan0 = plan_search(none, cat(), false);
+  const auto groups0 = group_plan(plan0, cat(), none, two_cores());
+  opt.predict = [&](const Candidate& c) { return predict_candidate(c, plan0, none, two_cores()); };
+  FakeRunner runner0(refork_cost);
+  const SearchResult r0 = search(groups0, runner0, opt);
+  EXPECT_GT(r0.trials.size(), 1u);
+}
+
+// With a budget, a share of it (half by default) is kept for the confirmation: the bench's
+// searches left 65-105 s of 180 s and no confirmation decided within it.
+TEST(TuneBudget, AShareOfTheBudgetIsKeptForTheConfirmation) {
+  CostedRunner runner(loader_cost);  // 10 s per trial
+  auto plan = plan_search(data_loading(), cat(), false);
+  SearchOptions opt;
+  opt.max_trials = 100;
+  opt.budget_s = 200;
+  opt.confirm_pairs = 10;  // 2 x 3 pairs x 10 s = 60 s would be kept by the least cost alone
+  const auto r = search(plan, runner, opt);
+  EXPECT_EQ(r.trials.size(), 10u);
+  EXPECT_LE(r.wall_s(), 100);
+  EXPECT_TRUE(std::any_of(r.log.begin(), r.log.end(), [](const std::string& l) {
+    return l.find("wall-time budget (200 s, 100 s of it kept for the confirmation)") != std::string::npos;
+  }));
+}
+
+// With a budget, the confirmation plans its looks over the pairs the budget left pays for: with
+// room for 4 pairs, looks at 3 and 4 pairs at 97.5% each, not at 3, 5, 8 and 10 at 98.75% (the
+// looks at 8 and 10 pairs would never run, yet each look would pay for them).
+TEST(TuneBudget, TheConfirmationPlansItsLooksOnThePairsTheBudgetPaysFor) {
+  CostedRunner runner(loader_cost);  // 10 s per run: 8.85 s of start-up and 23 steps of 50 ms
+  SearchResult r;
+  Trial b = runner.run(with_workers(2));
+  b.candidate = {};
+  r.trials.push_back(b);
+  SearchOptions opt;
+  opt.budget_s = 10 + 85;  // 85 s left: 4 pairs of 2 x 10 s
+  const Confirmation c = confirm(with_workers(4), 10, runner, r, opt);
+  EXPECT_EQ(c.pairs_planned, 4);
+  EXPECT_EQ(c.looks_planned, 2);
+  EXPECT_NEAR(c.level, 1 - 0.05 / 2, 1e-12);
+  EXPECT_TRUE(std::any_of(r.log.begin(), r.log.end(), [](const std::string& l) {
+    return l.find("confirmation: 4 pairs planned, what the budget left (85 s) pays for (of --confirm 10)") != std::string::npos;
+  }));
+  // without a budget: every pair allowed, looks at 3, 5, 8 and 10
+  SearchResult free;
+  free.trials.push_back(b);
+  const Confirmation f = confirm(with_workers(4), 10, runner, free, SearchOptions{});
+  EXPECT_EQ(f.pairs_planned, 10);
+  EXPECT_EQ(f.looks_planned, 4);
 }

@@ -214,6 +214,13 @@ double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, 
   return std::min(1.0 / f, 1.0 / (1.0 - all));
 }
 
+std::string beyond_cores(const Candidate& c, int cores) {
+  const auto workers = int_setting(c, "dataloader.num_workers", 0);
+  const auto threads = std::max(int_setting(c, "torch.num_threads", 1), int_setting(c, "cpu.omp_num_threads", 1));
+  if (cores <= 0 || workers <= 0 || threads <= 1 || workers + threads <= cores) return "";
+  return fmt::format("{} threads beside {} DataLoader workers are more than the {} cores", threads, workers, cores);
+}
+
 namespace {
 
 // Why the machine rules a value out ("" when it does not).
@@ -267,20 +274,43 @@ bool pointless(const Candidate& c) {
   return loader_extras && int_setting(c, "dataloader.num_workers", 0) <= 0 && c.find("dataloader.num_workers") != nullptr;
 }
 
+bool keeps_workers_alive(const Candidate& c) {
+  const Value* p = c.find("dataloader.persistent_workers");
+  return p != nullptr && std::get_if<bool>(p) != nullptr && std::get<bool>(*p) && int_setting(c, "dataloader.num_workers", 0) > 0;
+}
+
+// The order of a group's candidates: best predicted first. Among equal predictions (the trace
+// cannot tell them apart), workers kept alive between epochs first (persistent workers do the
+// same work per step and save the re-fork at each epoch's start, which a trace of the job
+// without workers cannot show), then more workers (within the cores the prediction already
+// bounds), then fewer settings, then grid order.
+bool tried_before(const std::pair<Candidate, double>& a, const std::pair<Candidate, double>& b) {
+  if (std::abs(a.second - b.second) > 1e-9) return a.second > b.second;
+  if (keeps_workers_alive(a.first) != keeps_workers_alive(b.first)) return keeps_workers_alive(a.first);
+  const auto wa = int_setting(a.first, "dataloader.num_workers", 0), wb = int_setting(b.first, "dataloader.num_workers", 0);
+  if (wa != wb) return wa > wb;
+  return a.first.settings.size() < b.first.settings.size();
+}
+
 SearchGroup make_group(std::vector<const KnobPlan*> knobs, const std::vector<KnobPlan>& plan,
-                       const std::vector<FindingRef>& findings, const MachineLimits& m, bool predicted_order) {
+                       const std::vector<FindingRef>& findings, const MachineLimits& m, bool predicted_order,
+                       std::vector<std::string>* skipped) {
   SearchGroup g;
   g.knobs = std::move(knobs);
   std::vector<std::pair<Candidate, double>> scored;
+  int oversubscribed = 0;
   for (Candidate& c : grid(g.knobs)) {
     if (pointless(c)) continue;
+    if (!beyond_cores(c, m.cores).empty()) {
+      ++oversubscribed;
+      continue;
+    }
     scored.emplace_back(c, predict_candidate(c, plan, findings, m));
   }
-  // best predicted first; ties: fewer settings first, then grid order
-  if (predicted_order) std::stable_sort(scored.begin(), scored.end(), [&](const auto& a, const auto& b) {
-    if (std::abs(a.second - b.second) > 1e-9) return a.second > b.second;
-    return a.first.settings.size() < b.first.settings.size();
-  });
+  if (oversubscribed > 0 && skipped != nullptr)
+    skipped->push_back(fmt::format("{}: {} combinations not tried: intra-op threads beside DataLoader workers beyond the {} cores",
+                                   g.name(), oversubscribed, m.cores));
+  if (predicted_order) std::stable_sort(scored.begin(), scored.end(), tried_before);
   for (auto& [c, p] : scored) {
     g.candidates.push_back(std::move(c));
     g.predicted.push_back(p);
@@ -329,7 +359,7 @@ std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue
       placed[i] = true;
     }
     // a knob alone keeps its catalogue order (ordered numeric knobs are walked up); groups are ordered by prediction
-    groups.push_back(make_group(members, plan, findings, m, members.size() > 1));
+    groups.push_back(make_group(members, plan, findings, m, members.size() > 1, skipped));
   }
   return groups;
 }
@@ -378,7 +408,8 @@ class Searcher {
   std::string no_room(int extra) const {
     if (stop_ && stop_()) return "interrupted";
     if (static_cast<int>(r.trials.size()) + 1 + extra > opt_.max_trials) return fmt::format("trial budget ({}) used", opt_.max_trials);
-    const double reserve = 2.0 * std::min(opt_.confirm_pairs, opt_.confirm_min_pairs) * r.trials.front().wall_s;
+    double reserve = 2.0 * std::min(opt_.confirm_pairs, opt_.confirm_min_pairs) * r.trials.front().wall_s;
+    if (opt_.confirm_pairs > 0) reserve = std::max(reserve, opt_.confirm_share * opt_.budget_s);
     if (opt_.budget_s > 0 && r.wall_s() + reserve >= opt_.budget_s)
       return fmt::format("wall-time budget ({:.0f} s, {:.0f} s of it kept for the confirmation) used", opt_.budget_s, reserve);
     return "";
@@ -395,6 +426,7 @@ class Searcher {
   }
 
   void search_group(const SearchGroup& g);
+  bool nothing_predicted_on_top(const SearchGroup& g);
   void keep_group_best(const SearchGroup& g, int best_here, std::size_t first_trial);
   bool prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted);
 
@@ -424,6 +456,19 @@ bool includes_a_failure(const Candidate& c, const std::vector<Candidate>& failed
   });
 }
 
+// What a failed trial rules out: its settings in this group, less the DataLoader refinements
+// (prefetch_factor, persistent_workers) when it sets workers. Workers kept alive are tried
+// first (tried_before), so a job whose workers crash or hang would otherwise crash again with
+// every other prefetch and persistence; the budget cannot tell those apart, so the worker
+// count is what failed.
+Candidate failure_of(Candidate part) {
+  if (part.find("dataloader.num_workers") == nullptr) return part;
+  Candidate out;
+  for (const auto& [id, v] : part.settings)
+    if (id != "dataloader.prefetch_factor" && id != "dataloader.persistent_workers") out.set(id, v);
+  return out;
+}
+
 // The prediction stops the group (logged): no candidate left (from `next` on) can beat the best
 // by more than min_gain.
 bool Searcher::prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted) {
@@ -441,7 +486,30 @@ bool Searcher::prediction_stops(const SearchGroup& g, std::size_t next, int best
   return false;
 }
 
+// The group is not tried (logged) when the trace predicts it a gain alone, but none on top of
+// the best so far: every candidate set on top of the best is predicted below the best's own
+// prediction x (1 + min_gain), e.g. OpenMP threads for a data-loading share the workers kept
+// already take. A group predicted no gain even alone (the trace estimates none for its
+// findings) is searched: its prediction rules nothing out.
+bool Searcher::nothing_predicted_on_top(const SearchGroup& g) {
+  if (!opt_.predict || g.candidates.empty()) return false;
+  const double best = opt_.predict(r.best);
+  double alone = 0, on_top = 0;
+  for (const Candidate& c : g.candidates) {
+    Candidate merged = r.best;
+    for (const auto& [id, v] : c.settings) merged.set(id, v);
+    alone = std::max(alone, opt_.predict(c));
+    on_top = std::max(on_top, best > 0 ? opt_.predict(merged) / best : 0);
+  }
+  if (alone <= 1 + opt_.min_gain || on_top >= 1 + opt_.min_gain) return false;
+  r.log.push_back(fmt::format("{}: not tried: predicted {:.2f}x alone, at most {:.2f}x on top of the best so far ({}), "
+                              "below the {:.0f}% a candidate must beat it by", g.name(), alone, on_top,
+                              r.best.settings.empty() ? "the job as written" : r.best.label(), 100 * opt_.min_gain));
+  return true;
+}
+
 void Searcher::search_group(const SearchGroup& g) {
+  if (nothing_predicted_on_top(g)) return;
   int best_here = -1;  // trial index of this group's best candidate, when it beat the best before it
   int misses = 0;
   bool done = false;
@@ -470,12 +538,16 @@ void Searcher::search_group(const SearchGroup& g) {
       Candidate c = r.best;
       for (const auto& [id, v] : g.candidates[next].settings) c.set(id, v);
       ++next;
+      if (const std::string why = beyond_cores(c, opt_.cores); !why.empty()) {
+        r.log.push_back(fmt::format("{}: not tried: {}", c.label(), why));
+        continue;
+      }
       arm_early_stop(best_here >= 0 ? best_here : r.best_trial);
       block.push_back(run_one(c, g.knobs.size() == 1 ? g.knobs.front()->knob->id : "group:" + g.name()));
       predicted_of[block.back()] = g.predicted[next - 1];
       runner_.set_early_stop(0, 0);
       const Trial& t = r.trials.back();
-      if (t.status != TrialStatus::Ok) failed.push_back(group_part(t.candidate, g));
+      if (t.status != TrialStatus::Ok) failed.push_back(failure_of(group_part(t.candidate, g)));
     }
     if (interleaved() && !block.empty()) run_baseline();
     for (int i : block) {

@@ -543,8 +543,11 @@ int run_tune(const TuneOptions& opt) {
   }
 
   TuneSummary summary = plan_tune(opt, cat.value(), work.value(), facts);
-  const SearchOptions sopt = search_options(opt, table, baseline);
+  SearchOptions sopt = search_options(opt, table, baseline);
   const std::vector<SearchGroup> groups = search_groups(opt, cat.value(), summary);
+  // the trace's prediction (after search_groups: it completes the plan) and the cores, for the search
+  sopt.predict = [&summary](const Candidate& c) { return predict_candidate(c, summary.plan, summary.findings, summary.machine); };
+  sopt.cores = summary.machine.cores;
   summary.result = search(groups, runner, sopt, &baseline, [&] { return runner.interrupted(); });
   if (!opt.nccl_sweep.empty() && !runner.interrupted())
     try_nccl_table(sweep_table, facts.job_uses_nccl, runner, sopt, summary);

@@ -61,6 +61,13 @@ struct SearchGroup {
 double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, const std::vector<FindingRef>& findings,
                          const MachineLimits& machine);
 
+// Why a candidate oversubscribes the cores ("" when it does not): more than one intra-op
+// (torch.num_threads) or OpenMP thread beside DataLoader workers, with workers + threads above
+// the cores. Each worker is a busy process and each thread a busy core in a data-bound step: on
+// a 2-core machine with one core held by other work, 2 threads beside workers measured 4-7x
+// slower (bench/tune_noise_figures.md). Workers alone keep their own bound (2 x the cores).
+std::string beyond_cores(const Candidate& c, int cores);
+
 // The groups of `plan` (in plan order), each with its candidates bounded by the machine and
 // ordered by predicted speedup (ties: fewer settings first, then grid order). `plan` gets
 // torch.num_threads added beside dataloader.num_workers when the findings did not name it
@@ -82,12 +89,26 @@ struct SearchOptions {
   // spent plus the confirmation's expected cost (2 x min_pairs x the baseline's wall time)
   // reaches it.
   double budget_s = 0;
+  // With a budget and a confirmation, this share of budget_s is kept for the confirmation at
+  // least (more when 2 x min_pairs x the baseline's wall time is more): on a busy machine the
+  // sequential pairs need time to decide, and a search that spent it all confirms nothing.
+  double confirm_share = 0.5;
   int confirm_pairs = 0;      // the confirmation's most pairs (0: none)
   int confirm_min_pairs = 3;  // its first look
   // Baselines beside candidates: a warm baseline run starts the search (the first run, cold,
   // is only analysed), and the baseline runs again after every `baseline_every` candidates;
   // each candidate is judged against its neighbouring baseline runs (0: one baseline only).
   int baseline_every = 0;
+  // The trace's prediction of a candidate's speedup over the job as written (predict_candidate
+  // with the plan, the findings and the machine; unset: no prediction). A group whose
+  // candidates, each set on top of the best so far, are all predicted to beat the best's own
+  // prediction by less than min_gain is not tried (the best already takes the gain the trace
+  // shows for those findings), unless the group alone is predicted no gain at all (the trace
+  // estimates none for its findings: it is searched, not ruled out).
+  std::function<double(const Candidate&)> predict;
+  // Intra-op (or OpenMP) threads beside DataLoader workers beyond these cores are not tried,
+  // also when they come from two groups (0: no bound). See beyond_cores.
+  int cores = 0;
   std::function<void(const Trial&)> on_trial;  // after each trial (live table)
   std::function<void(int done, int total, const std::string& next)> on_start;  // before each trial
 };
@@ -146,7 +167,9 @@ std::vector<SearchGroup> single_knob_groups(const std::vector<KnobPlan>& plan);
 // planned looks (3, 5, 8, 12, 20, 30, ..., and max_pairs) the interval is computed; the pairs
 // stop as soon as it excludes 1 on either side, at max_pairs, or when the budget is spent.
 // Each look uses level 1 - 0.05 / L (L: the looks planned; Bonferroni), so the chance of a
-// false confirmation over all looks stays below 5%.
+// false confirmation over all looks stays below 5%. With a budget, the looks are planned
+// before the first pair over the pairs the budget left pays for (at least min_pairs, at most
+// max_pairs; a run's cost estimated from the latest baseline run's start-up and step time).
 // Per pair: the steady-state ratio is exp(Hodges-Lehmann shift of the log step times) of the
 // two runs (the median of every baseline-step / choice-step log ratio: every step is used, and
 // an outlier step moves it little); the interval is over pairs, because steps of one run share
@@ -163,6 +186,7 @@ struct Confirmation {
   double level = 0.95;          // confidence level of each look
   bool e2e_slower = false;      // the end-to-end interval is below 1: not applied even if the steady state is faster
   int looks_planned = 1;
+  int pairs_planned = 0;        // the most pairs: max_pairs, or fewer when the budget left pays for fewer
   std::string ended;            // why the pairs stopped
   int last_baseline = -1, last_choice = -1;  // indices into the search's trials (for the diff)
 };
