@@ -715,30 +715,9 @@ bool read_shape_arg(std::string_view key, od::value& v, Args& a) {
   return true;
 }
 
-// The args read_arg reads whose keys are not 4 to 6 characters long, told apart by length.
+// The args read_arg reads whose keys are 15 characters long or more, told apart by length.
 bool read_long_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
   switch (key.size()) {
-    case 9:
-      if (is(key, "direction")) return take_str(v, a.direction);
-      if (is(key, "stream_id")) return take_int(v, a.stream, kStream, a);
-      break;
-    case 10:
-      if (is(key, "Group size")) return take_int(v, a.group_size, kGroupSize, a);
-      if (is(key, "sort_index")) return take_int(v, a.sort_index, kSortIndex, a);
-      break;
-    case 11:
-      if (is(key, "External id") || is(key, "external id")) return take_int(v, a.external_id, kExternalId, a);
-      if (is(key, "correlation")) return take_int(v, a.correlation, kCorrelation, a);
-      break;
-    case 13:
-      if (is(key, "shared memory")) return take_int(v, a.shared_mem, kSharedMem, a);
-      if (is(key, "In msg nelems")) return take_int(v, a.in_nelems, kInNelems, a);
-      break;
-    case 14:
-      if (is(key, "Out msg nelems")) return take_int(v, a.out_nelems, kOutNelems, a);
-      if (is(key, "cuda_sync_kind")) return take_str(v, a.sync_kind);
-      if (is(key, "wait_on_stream")) return take_int(v, a.wait_stream, kWaitStream, a);
-      break;
     case 15:
       if (is(key, "Collective name")) return take_str(v, a.coll_name);
       break;
@@ -761,6 +740,36 @@ bool read_long_arg(std::string_view key, od::value& v, Args& a, bool want_dims) 
       if (is(key, "wait_on_cuda_event_record_corr_id")) return take_int(v, a.wait_record, kWaitRecord, a);
       break;
     default: break;
+  }
+  return want_dims ? read_shape_arg(key, v, a) : true;
+}
+
+// The args read_arg reads whose keys are 9 to 14 characters long, told apart by length; longer
+// keys go on to read_long_arg.
+bool read_medium_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
+  switch (key.size()) {
+    case 9:
+      if (is(key, "direction")) return take_str(v, a.direction);
+      if (is(key, "stream_id")) return take_int(v, a.stream, kStream, a);
+      break;
+    case 10:
+      if (is(key, "Group size")) return take_int(v, a.group_size, kGroupSize, a);
+      if (is(key, "sort_index")) return take_int(v, a.sort_index, kSortIndex, a);
+      break;
+    case 11:
+      if (is(key, "External id") || is(key, "external id")) return take_int(v, a.external_id, kExternalId, a);
+      if (is(key, "correlation")) return take_int(v, a.correlation, kCorrelation, a);
+      break;
+    case 13:
+      if (is(key, "shared memory")) return take_int(v, a.shared_mem, kSharedMem, a);
+      if (is(key, "In msg nelems")) return take_int(v, a.in_nelems, kInNelems, a);
+      break;
+    case 14:
+      if (is(key, "Out msg nelems")) return take_int(v, a.out_nelems, kOutNelems, a);
+      if (is(key, "cuda_sync_kind")) return take_str(v, a.sync_kind);
+      if (is(key, "wait_on_stream")) return take_int(v, a.wait_stream, kWaitStream, a);
+      break;
+    default: return read_long_arg(key, v, a, want_dims);
   }
   return want_dims ? read_shape_arg(key, v, a) : true;
 }
@@ -788,7 +797,7 @@ bool read_arg(std::string_view key, od::value& v, Args& a, bool want_dims) {
       if (is(key, "labels")) return take_str(v, a.labels);
       return true;
     default:
-      return read_long_arg(key, v, a, want_dims);
+      return read_medium_arg(key, v, a, want_dims);
   }
 }
 
