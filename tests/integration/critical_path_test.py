@@ -63,7 +63,11 @@ with tempfile.TemporaryDirectory() as tmp:
     length = sum(p["length_ns"] for p in paths)
     top = max(total, key=total.get)
     print("critical path by kind (ms):", {k: round(v / 1e6, 1) for k, v in total.items() if v})
-    check("the path runs through the planted data wait", top == "data_wait" and total["data_wait"] > 0.9 * length,
+    # The planted wait is 60 ms a step; the step's compute is about 1 ms on a quiet machine but
+    # swells with the machine's load (9.4 ms a step in a CI run on 2 busy cores, where the wait
+    # was 87.6% of the path and the old 90% bound failed), so the wait's share is held to a
+    # majority; the 55 ms per step below is what holds the wait itself.
+    check("the path runs through the planted data wait", top == "data_wait" and total["data_wait"] > 0.5 * length,
           {k: v / length for k, v in total.items()})
     # 4 samples x 15 ms of sleep per batch: every step's path holds at least 55 ms of data wait
     check("each step's path holds the planted 60 ms wait",
