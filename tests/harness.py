@@ -44,6 +44,14 @@ def query(db, sql, *args):
         con.close()
 
 
+def peak_rss(cmd, env=None):
+    """(peak RSS in bytes, exit status) of the command, itself alone (wait4's ru_maxrss): not what
+    this Python process shared with it at fork time."""
+    pid = os.spawnve(os.P_NOWAIT, cmd[0], cmd, os.environ if env is None else env)
+    _, status, usage = os.wait4(pid, 0)
+    return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+
+
 def free_port():
     """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
     with socket.socket() as s:

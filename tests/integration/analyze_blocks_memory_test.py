@@ -16,6 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import peak_rss  # noqa: E402
+
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 N = 12
 EVENTS_PER_RANK = 20_000   # 159 steps
@@ -23,18 +26,15 @@ BUDGET = 12 << 20          # bytes: 75 per event, so blocks of 6 or 7 ranks (2 b
 ALLOWED_GROWTH = 8 << 20   # bytes of peak RSS from N to 4N ranks, in blocks
 
 
-def peak_rss(cmd, budget):
-    """(peak RSS in bytes, exit status) of the command, itself alone."""
-    env = dict(os.environ, TRACETUNE_ANALYZE_BUDGET=str(budget))
-    pid = os.spawnve(os.P_NOWAIT, cmd[0], cmd, env)
-    _, status, usage = os.wait4(pid, 0)
-    return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+def peak_rss_in_budget(cmd, budget):
+    """(peak RSS in bytes, exit status) of the command under TRACETUNE_ANALYZE_BUDGET=budget."""
+    return peak_rss(cmd, dict(os.environ, TRACETUNE_ANALYZE_BUDGET=str(budget)))
 
 
 def analyze(db, out, budget):
     peaks = []
     for _ in range(2):
-        rss, code = peak_rss([TRACETUNE, "analyze", str(db), "--format", "json", "-o", str(out)], budget)
+        rss, code = peak_rss_in_budget([TRACETUNE, "analyze", str(db), "--format", "json", "-o", str(out)], budget)
         if code != 0:
             sys.exit(f"FAIL: analyze {db} (budget {budget}) exited with {code}")
         peaks.append(rss)

@@ -20,18 +20,15 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import peak_rss  # noqa: E402
+
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 RANKS = 256
 EVENTS_PER_STEP = 126      # gen_kineto_job.py's events per step
 STEPS = (8, 64)
 ALLOWED_GROWTH = 8 << 20   # bytes of peak RSS from 8 to 64 steps per rank
 
-
-def peak_rss(cmd):
-    """(peak RSS in bytes, exit status) of the command, itself alone."""
-    pid = os.spawnv(os.P_NOWAIT, cmd[0], cmd)
-    _, status, usage = os.wait4(pid, 0)
-    return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
 
 
 def combine(part, fmt, out):

@@ -18,17 +18,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
+from harness import peak_rss  # noqa: E402
+
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 N = 32
 ALLOWED_GROWTH = 2 << 20   # bytes of peak RSS from N to 4N ranks
 INDEX_PER_RANK = 64        # bytes of part index per rank
 
-
-def peak_rss(cmd):
-    """(peak RSS in bytes, exit status) of the command, itself alone."""
-    pid = os.spawnv(os.P_NOWAIT, cmd[0], cmd)
-    _, status, usage = os.wait4(pid, 0)
-    return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
 
 
 def shard(job, part):
