@@ -199,9 +199,18 @@ int exit_code_of(int status) {
   return 1;
 }
 
+// "killed by SIGSEGV (signal 11, exit code 139)": the job's own exit code alone does not tell a
+// crash from an exit(139).
+std::string killed_line(int signo) {
+  const char* abbrev = ::sigabbrev_np(signo);
+  return fmt::format("job          killed by {}{} (signal {}, exit code {})\n", abbrev != nullptr ? "SIG" : "signal ",
+                     abbrev != nullptr ? abbrev : std::to_string(signo), signo, 128 + signo);
+}
+
 void print_summary(const trace::Trace& t, const MergeReport& report, const RecordOptions& opt,
-                   const fs::path& raw_dir) {
+                   const fs::path& raw_dir, int job_signal) {
   std::string s = "\n== tracetune record: " + opt.output.string() + "\n";
+  if (job_signal != 0) s += killed_line(job_signal);
   s += trace::summary_text(trace::summarize(t));
   s += fmt::format("recorded     {} processes from {} record files{}\n", report.processes, report.files,
                    report.hosts.size() > 1 ? fmt::format(" on {} hosts", report.hosts.size()) : "");
@@ -630,7 +639,7 @@ void merge_and_write(const RecordOptions& opt, const fs::path& raw_dir, RecordOu
     return;
   }
   outcome.trace_written = true;
-  if (opt.summary) print_summary(t, report, opt, raw_dir);
+  if (opt.summary) print_summary(t, report, opt, raw_dir, outcome.signal);
   std::error_code ec;
   if (!opt.keep_raw) fs::remove_all(raw_dir, ec);
 }
@@ -718,6 +727,7 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
     return make_error(status.error());
   }
   outcome.exit_code = exit_code_of(status.value());
+  if (WIFSIGNALED(status.value())) outcome.signal = WTERMSIG(status.value());
   if (const std::string lost = watch.restore(); !lost.empty()) std::fprintf(stderr, "tracetune: warning: %s\n", lost.c_str());
   if (pruned > 0)
     std::fprintf(stderr, "tracetune: flight recorder: %d record file(s) of processes that ended before the last %s "

@@ -140,6 +140,11 @@ def case_exit_and_output(tmp):
               r.returncode == 5 and r.stdout == "static ok\n" and "statically linked" in r.stderr, r.stderr[-500:])
     r, _ = record(tmp, PY, "-c", "import os; os.kill(os.getpid(), 9)", out="k.db")
     check("a job killed by a signal returns 128+signal", r.returncode == 128 + 9, f"rc={r.returncode}")
+    check("... and the summary says which signal", "job          killed by SIGKILL (signal 9, exit code 137)" in r.stderr,
+          r.stderr[-800:])
+    r, _ = record(tmp, PY, "-c", "import sys; sys.exit(137)", out="x137.db")
+    check("a job that exits 137 is not reported killed", r.returncode == 137 and "killed by" not in r.stderr,
+          r.stderr[-800:])
     r, db = record(tmp, PY, "-c", "import os; open(os.devnull).read()", out="env.db",
                    env={**os.environ, "MY_API_TOKEN": "s3cr3t-value"})
     raw = pathlib.Path(db).read_bytes()

@@ -64,6 +64,7 @@ struct RecordOptions {
 
 struct RecordOutcome {
   int exit_code = 0;        // the job's, as a shell reports it (128 + signal when killed)
+  int signal = 0;           // the signal that ended the job's main process, 0 when it exited
   bool trace_written = false;
   std::string error;        // why the trace could not be written (the job still ran)
   bool timed_out = false;   // killed by us after RecordOptions::timeout_s
