@@ -34,8 +34,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ring_steps.h"
 #include "sys.h"
 #include "tracetune/collector/elf_probe.h"
+#include "window.h"
 #include "writer.h"
 
 #define TT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -172,7 +174,15 @@ void fill_args(char** argv, std::size_t n, const char* first, va_list ap) {
   argv[n] = nullptr;
 }
 
-void atfork_child() { restart_in_fork_child(); }
+// In a fork child, before it runs anything else: its own record file, and its step state (window,
+// step ring) from none, with the locks a parent thread may have held at the fork released.
+void after_fork_in_child() {
+  restart_in_fork_child();
+  window_forked();
+  ring_steps_forked();
+}
+
+void atfork_child() { after_fork_in_child(); }
 
 void at_exit(int status, void*) { record_exit(status, 0); }
 
@@ -226,7 +236,7 @@ TT_EXPORT pid_t _Fork(void) noexcept {
   const pid_t pid = real();
   const int err = errno;
   if (pid == 0) {
-    restart_in_fork_child();
+    after_fork_in_child();
   } else if (pid > 0 && guard.active()) {
     record_fork(pid);
   }

@@ -16,7 +16,6 @@ constexpr std::int64_t kMaxRingSteps = 1'000'000;  // record --ring's limit
 // The starts of the last N Step records, in the order they were written (a circle of N slots).
 struct StepStarts {
   std::int64_t n = -1;              // TRACETUNE_RING_STEPS; -1: not read yet, 0: no step ring
-  std::int64_t owner = 0;           // pid the count belongs to: a fork child starts from none
   std::int64_t* slots = nullptr;    // n words, mapped at the first step (a fork child reuses its copy)
   std::int64_t written = 0;
 };
@@ -31,10 +30,6 @@ std::int64_t ring_steps_asked() {
 bool ready(StepStarts& s) {
   if (s.n < 0) s.n = ring_steps_asked();
   if (s.n == 0) return false;
-  if (const std::int64_t pid = sys_getpid(); s.owner != pid) {
-    s.owner = pid;
-    s.written = 0;
-  }
   if (s.slots == nullptr) {
     void* p = sys_mmap(nullptr, static_cast<std::size_t>(s.n) * sizeof(std::int64_t), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -57,6 +52,11 @@ void ring_step_written(std::int64_t start_ns) {
   ++s.written;
   // the oldest of the last n starts is in the slot the next one will take
   publish_ring_steps(s.written, s.written >= s.n ? s.slots[s.written % s.n] : 0);
+}
+
+void ring_steps_forked() {
+  g_starts_lock.reset();
+  g_starts.written = 0;  // the slots, if mapped, are this process's private copy: reused
 }
 
 }  // namespace tt::collector

@@ -14,4 +14,8 @@ namespace tt::collector {
 // the first call of a process maps N words of anonymous memory.
 void ring_step_written(std::int64_t start_ns);
 
+// In a fork child, before it runs anything else (process_hooks.cpp): its count starts from none,
+// and the lock, which a parent thread may have held at the fork, is free.
+void ring_steps_forked();
+
 }  // namespace tt::collector

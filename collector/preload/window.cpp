@@ -24,9 +24,9 @@ namespace tt::collector {
 
 namespace {
 
-// This process's step window. A fork child starts with none of its parent's holds (owner).
+// This process's step window. A fork child starts with none of its parent's holds (window_forked).
 struct StepWindow {
-  std::int64_t owner = 0;         // pid this state belongs to
+  bool loaded = false;            // first/last/served_capture read from the control page
   std::int64_t first = -1;        // step numbers admitted, both ends included; -1: none
   std::int64_t last = -1;
   bool holding = false;           // this process holds the job-wide window
@@ -80,12 +80,12 @@ void drop_hold(const char* why) {
   if (cur == 1) __atomic_store_n(&w->last_close_ns, now_ns(), __ATOMIC_RELEASE);
 }
 
-void reset_if_forked(StepWindow& s) {
-  const std::int64_t pid = sys_getpid();
-  if (s.owner == pid) return;
+// At this process's first step (a fork child's too: window_forked cleared the parent's state).
+void load_once(StepWindow& s) {
+  if (s.loaded) return;
   const WindowControl* w = g_window_control;
   s = StepWindow{};
-  s.owner = pid;
+  s.loaded = true;
   s.first = load(w->steps_first);
   s.last = load(w->steps_last);
   s.served_capture = load(w->capture_request);  // requests made before this process started are not its
@@ -107,7 +107,6 @@ void take_capture_request(StepWindow& s, std::int64_t number) {
 // counted in the control file when one takes over K times their median (after 8 steps).
 constexpr int kStepHistory = 64;
 struct StepDurations {
-  std::int64_t owner = 0;
   std::int64_t ns[kStepHistory] = {};
   int count = 0;
 };
@@ -128,10 +127,6 @@ void note_step_duration(std::int64_t ns) {
   if (permille <= 0 || ns <= 0) return;
   std::lock_guard<SpinLock> held(g_durations_lock);
   StepDurations& d = g_durations;
-  if (const std::int64_t pid = sys_getpid(); d.owner != pid) {
-    d = StepDurations{};
-    d.owner = pid;
-  }
   if (d.count >= 8 && ns > median_of(d) / 1000 * permille) __atomic_fetch_add(&w->slow_steps, 1, __ATOMIC_ACQ_REL);
   d.ns[d.count % kStepHistory] = ns;
   ++d.count;
@@ -162,7 +157,7 @@ bool window_admits_step(int kind, std::int64_t number, std::int64_t start_ns, st
   }
   std::lock_guard<SpinLock> held(g_steps_lock);
   StepWindow& s = g_steps;
-  reset_if_forked(s);
+  load_once(s);
   if (kind != static_cast<int>(StepKind::Step)) return s.first >= 0 ? number >= s.first && number <= s.last : window_open_now();
   take_capture_request(s, number);
   if (s.first < 0) return window_open_now();
@@ -179,13 +174,20 @@ void window_after_step(int kind, std::int64_t number) {
   if (w == nullptr || kind != static_cast<int>(StepKind::Step)) return;
   std::lock_guard<SpinLock> held(g_steps_lock);
   StepWindow& s = g_steps;
-  if (s.owner != sys_getpid() || s.first < 0 || number != s.last) return;
+  if (!s.loaded || s.first < 0 || number != s.last) return;
   std::uint32_t launcher = 1;  // a window from step 0: the first process past its end releases the launcher's hold
   if (__atomic_compare_exchange_n(&w->launcher_hold, &launcher, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
     drop_hold("tracetune.window close (launcher's hold)");
   if (!s.holding) return;
   s.holding = false;  // first/last stay: later step records are outside this window
   drop_hold("tracetune.window close");
+}
+
+void window_forked() {
+  g_steps_lock.reset();
+  g_steps = StepWindow{};
+  g_durations_lock.reset();
+  g_durations = StepDurations{};
 }
 
 void window_signal_dump() {

@@ -24,6 +24,11 @@ bool window_admits_step(int kind, std::int64_t number, std::int64_t start_ns, st
 // After that step record was written: closes this process's step window after its last step.
 void window_after_step(int kind, std::int64_t number);
 
+// In a fork child, before it runs anything else (process_hooks.cpp): no step state of the parent
+// (its holds, its step durations), and the locks, which a parent thread may have held at the
+// fork, free.
+void window_forked();
+
 // A range named `name` (text, n bytes) starts (NVTX push/start, Python range enter): --start-on.
 void window_range_started(const char* name, std::size_t n);
 

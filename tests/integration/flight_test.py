@@ -361,6 +361,22 @@ def case_signal_paths(tmp):
         check(f"signal_paths: {mode}: a dump taken for SIGUSR2", len(dumps) == 1, dumps)
 
 
+def case_fork_steps(tmp):
+    """A fork while another thread writes steps (fork_steps.c), under --ring Nsteps (the step
+    ring's lock) and --steps (the window's): every child writes its own step and exits. Before
+    the locks were released in the fork child, a child forked while the stepping thread held one
+    waited for ever (the ring's on nearly every run of 200 children)."""
+    tmp = pathlib.Path(tmp)
+    program = tmp / "fork_steps"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", str(program), str(pathlib.Path(__file__).with_name("fork_steps.c")),
+                    "-ldl"], check=True)
+    for name, window in (("ring", ["--ring", "4steps"]), ("window", ["--steps", "1000:1000000000"])):
+        r = subprocess.run([TRACETUNE, "record", "-o", str(tmp / f"{name}.db"), *window, "--", str(program), "200"],
+                           capture_output=True, text=True, timeout=600)
+        check(f"fork_steps ({name}): no fork child waits for a lock its parent's thread held",
+              r.returncode == 0 and "stuck 0" in r.stdout, r.stdout + r.stderr[-1500:])
+
+
 def record_files(raw):
     """(count, bytes allocated) of the record files in `raw` now."""
     sizes = []
@@ -414,5 +430,5 @@ def case_ring_steps_workers(tmp):
 
 
 run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps,
-           "signal_paths": case_signal_paths, "ring_steps_workers": case_ring_steps_workers},
+           "signal_paths": case_signal_paths, "fork_steps": case_fork_steps, "ring_steps_workers": case_ring_steps_workers},
           sys.argv[2:])
