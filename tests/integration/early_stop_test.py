@@ -30,12 +30,15 @@ for i, ms in enumerate(durations):
     except SystemExit as e:
         print(f"stopped after {a.STEPS.number} code {e.code}")
         sys.exit(0)
-print(f"ran {a.STEPS.number}")
+print(f"ran {a.STEPS.number} kept {len(a.DURATIONS)}")
 '''
 
 
 def drive(spec, durations):
-    env = dict(os.environ, PYTHONPATH=str(SRC / "plugins/python"), TRACETUNE_EARLY_STOP=spec)
+    env = dict(os.environ, PYTHONPATH=str(SRC / "plugins/python"))
+    env.pop("TRACETUNE_EARLY_STOP", None)
+    if spec is not None:
+        env["TRACETUNE_EARLY_STOP"] = spec
     env.pop("TRACETUNE_MAX_STEPS", None)
     r = subprocess.run([sys.executable, "-c", DRIVER, ",".join(map(str, durations))], capture_output=True, text=True,
                        env=env, timeout=60)
@@ -47,10 +50,14 @@ out, err = drive("2:3:10000000", [1, 1, 20, 20, 20, 20, 20, 20])
 check("slower than the limit: stops right after the judged steps (5), exit code 0", out == "stopped after 5 code 0", out)
 check("says why in one line", "stopping early after 5 steps: median 20.0 ms > 10.0 ms" in err, err)
 out, _ = drive("2:3:10000000", [50, 50, 5, 5, 5, 5, 5, 5])
-check("faster: slow warm-up steps are not judged, the job runs on", out == "ran 8", out)
+check("faster: slow warm-up steps are not judged, the job runs on", out.startswith("ran 8 "), out)
+check("... keeping no more step durations than it judged (and one)", out == "ran 8 kept 6", out)
 out, _ = drive("2:3:10000000", [5, 5, 5, 20, 20, 5, 5])
 check("the median of the judged steps decides (one fast of three: still slower)", out == "stopped after 5 code 0", out)
 out, err = drive("bogus", [20] * 8)
-check("malformed value: ignored with one line", out == "ran 8" and "TRACETUNE_EARLY_STOP is not FROM:COUNT:NS" in err,
+check("malformed value: ignored with one line", out.startswith("ran 8 ") and "TRACETUNE_EARLY_STOP is not FROM:COUNT:NS" in err,
       (out, err))
+out, _ = drive(None, [1] * 2000)
+check("without TRACETUNE_EARLY_STOP no step duration is kept (a long job's memory does not grow per step)",
+      out == "ran 2000 kept 0", out)
 finish()

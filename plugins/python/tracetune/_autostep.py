@@ -31,7 +31,7 @@ from tracetune import _collector, _distributed, _imphook, _memory, _shapes
 _EXPLICIT, _PROFILER, _DATALOADER, _OPTIMIZER, _BACKWARD = 5, 4, 3, 2, 1
 
 
-DURATIONS = []  # ns of each completed step, in order (for TRACETUNE_EARLY_STOP)
+DURATIONS = []  # ns of the completed steps TRACETUNE_EARLY_STOP judges (and one more), in order
 
 
 def end_step(start: int, now: int, number: int) -> None:
@@ -44,7 +44,10 @@ def end_step(start: int, now: int, number: int) -> None:
     if in_window:
         _memory.sample_cuda(now)
     _shapes.on_step_end(now)
-    DURATIONS.append(now - start)
+    # only as many as the judgement needs: stop_if_done judges once, when the count reaches
+    # FROM + COUNT; one more step takes it past, and a long job's list grows no further
+    if EARLY_STOP and len(DURATIONS) <= EARLY_STOP[0] + EARLY_STOP[1]:
+        DURATIONS.append(now - start)
 
 
 class _Steps:
