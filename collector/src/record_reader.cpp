@@ -310,8 +310,10 @@ class FileDecoder {
       return;
     }
     const auto first = static_cast<std::uint32_t>(p_.py_sample_frames.size());
-    p_.py_sample_frames.resize(first + r.depth);
-    std::memcpy(p_.py_sample_frames.data() + first, payload + sizeof r, r.depth * sizeof(std::uint32_t));
+    if (r.depth > 0) {  // an empty vector's data() may be null, which memcpy must not get even for 0 bytes
+      p_.py_sample_frames.resize(first + r.depth);
+      std::memcpy(p_.py_sample_frames.data() + first, payload + sizeof r, r.depth * sizeof(std::uint32_t));
+    }
     p_.py_samples.push_back({r.ts_ns, r.tid, first, r.depth});
     saw_time(r.ts_ns);
   }
