@@ -40,6 +40,16 @@ std::string_view to_string(PathKind k) {
 
 namespace {
 
+// f(track, begin, end) for each of the process's tracks (streams or not) with a slice of the table.
+template <typename F>
+void for_rank_track_slices(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams,
+                           F&& f) {
+  for (const std::uint32_t track : t.tracks_of_process(process)) {  // ascending, as the slices are
+    if ((t.tracks[track].type == TrackType::Stream) != streams) continue;
+    if (const trace::TrackSlice* sl = trace::find_slice(slices, track); sl && sl->begin < sl->end) f(track, sl->begin, sl->end);
+  }
+}
+
 template <typename F>
 void for_rank_tracks(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams, F&& f) {
   for (const std::uint32_t track : t.tracks_of_process(process)) {  // ascending, as the slices are
@@ -74,15 +84,37 @@ class GraphNames {
  public:
   GraphNames(const Trace& t, RankGraph& g) : t_(t), g_(g) {}
   std::uint32_t operator()(trace::StringId id) {
-    auto [it, fresh] = local_.try_emplace(id, static_cast<std::uint32_t>(g_.names.size()));
-    if (fresh) g_.names.emplace_back(t_.strings.get(id));
-    return it->second;
+    if (local_.empty()) local_.assign(t_.strings.size(), kNone);
+    std::uint32_t& mine = local_[id];
+    if (mine == kNone) {
+      mine = static_cast<std::uint32_t>(g_.names.size());
+      g_.names.emplace_back(t_.strings.get(id));
+    }
+    return mine;
   }
 
  private:
   const Trace& t_;
   RankGraph& g_;
-  std::unordered_map<trace::StringId, std::uint32_t> local_;
+  std::vector<std::uint32_t> local_;  // by trace string id: the graph's (kNone: not yet)
+};
+
+// A yes/no question about a trace string, answered once per distinct string.
+class NameTest {
+ public:
+  NameTest(const Trace& t, bool (*test)(std::string_view)) : t_(t), test_(test) {}
+  bool operator()(trace::StringId id) {
+    if (known_.empty()) known_.assign(t_.strings.size(), kUnknown);
+    std::uint8_t& k = known_[id];
+    if (k == kUnknown) k = test_(t_.strings.get(id)) ? 1 : 0;
+    return k == 1;
+  }
+
+ private:
+  static constexpr std::uint8_t kUnknown = 2;
+  const Trace& t_;
+  bool (*test_)(std::string_view);
+  std::vector<std::uint8_t> known_;
 };
 
 void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankGraph& g) {
@@ -184,26 +216,41 @@ void add_stream_waits(const Trace& t, std::uint32_t process, RankGraph& g) {
 void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, GraphParts& parts) {
   RankGraph& g = parts.graph;
   std::unordered_map<std::uint32_t, std::uint32_t> launched;  // the rank's GPU ops by correlation id
+  launched.reserve(g.ops.size());
   for (std::uint32_t i = 0; i < g.ops.size(); ++i)
     if (g.ops[i].corr) launched.try_emplace(g.ops[i].corr, i);
-  for_rank_tracks(t, t.slices_ranges(), process, false, [&](std::uint32_t i) {
-    const Ns s = t.ranges.start[i], e = t.ranges.end(i);
-    parts.busy_ranges[t.ranges.track[i]].push_back({s, e});
-    if (is_data_wait_name(t.strings.get(t.ranges.name[i])))
-      parts.marks[t.ranges.track[i]].push_back({s, e, PathKind::DataWait, names(t.ranges.name[i])});
+  NameTest data_wait(t, is_data_wait_name), sync_call(t, is_sync_call_name);
+  // each table's slice of a track holds that track's events only: one look-up per track
+  for_rank_track_slices(t, t.slices_ranges(), process, false, [&](std::uint32_t tr, std::uint32_t b, std::uint32_t end) {
+    auto& busy = parts.busy_ranges[tr];
+    busy.reserve(busy.size() + (end - b));
+    std::vector<HostMark>* marks = nullptr;
+    for (std::uint32_t i = b; i < end; ++i) {
+      const Ns s = t.ranges.start[i], e = t.ranges.end(i);
+      busy.push_back({s, e});
+      if (!data_wait(t.ranges.name[i])) continue;
+      if (!marks) marks = &parts.marks[tr];
+      marks->push_back({s, e, PathKind::DataWait, names(t.ranges.name[i])});
+    }
   });
-  for_rank_tracks(t, t.slices_api_calls(), process, false, [&](std::uint32_t i) {
-    const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
-    const auto tr = t.api_calls.track[i];
-    parts.busy_calls[tr].push_back({s, e});
-    const auto c = t.api_calls.correlation[i];
-    auto op = c ? launched.find(c) : launched.end();
-    const std::uint32_t corr = op != launched.end() ? c : 0;
-    if (is_sync_call_name(t.strings.get(t.api_calls.name[i])))
-      parts.marks[tr].push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
-    if (corr) {
-      parts.marks[tr].push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
-      g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
+  for_rank_track_slices(t, t.slices_api_calls(), process, false, [&](std::uint32_t tr, std::uint32_t b, std::uint32_t end) {
+    auto& busy = parts.busy_calls[tr];
+    busy.reserve(busy.size() + (end - b));
+    std::vector<HostMark>* marks = nullptr;
+    for (std::uint32_t i = b; i < end; ++i) {
+      const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
+      busy.push_back({s, e});
+      const auto c = t.api_calls.correlation[i];
+      auto op = c ? launched.find(c) : launched.end();
+      const std::uint32_t corr = op != launched.end() ? c : 0;
+      const bool sync = sync_call(t.api_calls.name[i]);
+      if (!sync && !corr) continue;
+      if (!marks) marks = &parts.marks[tr];
+      if (sync) marks->push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
+      if (corr) {
+        marks->push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
+        g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
+      }
     }
   });
 }
@@ -230,7 +277,9 @@ void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMa
     for (std::size_t k = 0; k < std::size(kPrecedence); ++k) count[k] += m.kind == kPrecedence[k] ? 1 : 0;
   std::size_t kinds_left = 0;
   for (auto c : count) kinds_left += c ? 1 : 0;
-  const std::size_t first = out.size();
+  out.reserve(out.size() + marks.size());  // pieces: about one per mark (unions merge, subtraction may split)
+  std::size_t runs[std::size(kPrecedence) + 1] = {out.size()};  // where each kind's pieces begin in `out`
+  std::size_t nruns = 0;
   IntervalSet taken;
   std::vector<Interval> mine;
   std::vector<const HostMark*> src;
@@ -244,16 +293,19 @@ void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMa
       if (m.kind == kPrecedence[k]) { mine.push_back({m.s, m.e}); src.push_back(&m); }
     IntervalSet set = IntervalSet::union_of_sorted(mine);
     if (!taken.empty()) set = set.subtract(taken);
+    std::size_t at = 0;  // the last mark of the kind starting at or before the piece (pieces come in time order)
     for (const auto& iv : set.intervals()) {
-      auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
-      const HostMark* m = it == src.begin() ? src.front() : *(it - 1);
+      while (at + 1 < src.size() && src[at + 1]->s <= iv.start) ++at;
+      const HostMark* m = src[at];
       out.push_back({iv.start, iv.end, kPrecedence[k], m->name, m->group, m->corr});
     }
+    runs[++nruns] = out.size();
     if (--kinds_left) taken = taken.unite(set);  // the last kind takes nothing from a later one
   }
-  // pieces of one kind are in time order already; pieces are disjoint, so starts are distinct
-  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-            [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+  // each kind's pieces are in time order already; pieces are disjoint, so starts are distinct
+  const auto by_start = [](const HostMark& a, const HostMark& b) { return a.s < b.s; };
+  const auto at = [&](std::size_t i) { return out.begin() + static_cast<std::ptrdiff_t>(i); };
+  for (std::size_t r = 2; r <= nruns; ++r) std::inplace_merge(at(runs[0]), at(runs[r - 1]), at(runs[r]), by_start);
 }
 
 // Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
