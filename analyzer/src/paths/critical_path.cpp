@@ -117,7 +117,34 @@ class NameTest {
   std::vector<std::uint8_t> known_;
 };
 
+// Sorts v unless it is strictly ascending already (no two elements equivalent, so the sort
+// could not reorder anything).
+template <class T, class Less>
+void sort_unless_strictly_sorted(std::vector<T>& v, Less less) {
+  const bool strictly = std::adjacent_find(v.begin(), v.end(), [&](const T& a, const T& b) { return !less(a, b); }) == v.end();
+  if (!strictly) std::sort(v.begin(), v.end(), less);
+}
+
+// The ops' indices by start, equal starts in index order: ops are sorted by (track, start), so
+// this merges the tracks' runs (what a stable sort by start gives).
+std::vector<std::uint32_t> ops_by_start(const std::vector<PathOp>& ops) {
+  std::vector<std::uint32_t> v(ops.size());
+  for (std::uint32_t i = 0; i < v.size(); ++i) v[i] = i;
+  const auto by_start = [&](std::uint32_t a, std::uint32_t b) { return ops[a].s < ops[b].s; };
+  std::size_t run = 0;  // where the run of the track being merged in begins
+  for (std::size_t i = 1; i <= ops.size(); ++i) {
+    if (i < ops.size() && ops[i].track == ops[i - 1].track) continue;
+    if (run > 0) std::inplace_merge(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(run), v.begin() + static_cast<std::ptrdiff_t>(i), by_start);
+    run = i;
+  }
+  return v;
+}
+
 void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankGraph& g) {
+  std::size_t count = 0;
+  for (const auto slices : {t.slices_kernels(), t.slices_memcpys(), t.slices_memsets()})
+    for_rank_track_slices(t, slices, process, true, [&](std::uint32_t, std::uint32_t b, std::uint32_t e) { count += e - b; });
+  g.ops.reserve(count);
   std::unordered_map<trace::StringId, OpClass> class_of;
   for_rank_tracks(t, t.slices_kernels(), process, true, [&](std::uint32_t i) {
     auto [it, fresh] = class_of.try_emplace(t.kernels.name[i]);
@@ -137,7 +164,7 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
     g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
                      names(t.memsets.name[i]), t.memsets.correlation[i], PathKind::Copy});
   });
-  std::sort(g.ops.begin(), g.ops.end(), [](const PathOp& a, const PathOp& b) {
+  sort_unless_strictly_sorted(g.ops, [](const PathOp& a, const PathOp& b) {
     return a.track != b.track ? a.track < b.track : a.s != b.s ? a.s < b.s : a.e > b.e;
   });
   // stream order: each op's predecessor is the earlier op on its stream that ended last
@@ -149,10 +176,9 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
   }
   g.by_end.resize(g.ops.size());
   for (std::uint32_t i = 0; i < g.ops.size(); ++i) g.by_end[i] = i;
-  g.by_start = g.by_end;
   std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
   // stable: an op comes after its stream predecessor even when both start at once (the replay's order)
-  std::stable_sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
+  g.by_start = ops_by_start(g.ops);
 }
 
 // The stream id of a stream track (-1 for another kind).
@@ -391,6 +417,8 @@ class PathWalker {
   };
 
   GraphSource& source_;
+  const std::vector<HostMark>* searched_ = nullptr;  // the marks first_mark_from() searched last,
+  std::size_t found_ = 0;                            // and what it found there
   std::vector<std::shared_ptr<const RankGraph>> held_;  // the graphs this walk has visited
   std::vector<std::int32_t> rank_numbers_;
   const CollectiveGroups& groups_;
@@ -431,6 +459,34 @@ class PathWalker {
     }
   }
 
+  // The first of `marks` (sorted by start) starting at or after t: std::lower_bound's answer,
+  // searched outward from the last answer on the same marks (a walk moves back in time by
+  // small steps), so that it reads a few nearby marks instead of a binary search's far ones.
+  std::size_t first_mark_from(const std::vector<HostMark>& marks, Ns t) {
+    const auto starts_before = [t](const HostMark& m) { return m.s < t; };
+    const auto lower_bound_in = [&](std::size_t lo, std::size_t hi) {
+      return static_cast<std::size_t>(std::partition_point(marks.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                           marks.begin() + static_cast<std::ptrdiff_t>(hi), starts_before) -
+                                       marks.begin());
+    };
+    std::size_t h = searched_ == &marks ? std::min(found_, marks.size()) : marks.size();
+    searched_ = &marks;
+    if (h > 0 && !starts_before(marks[h - 1])) {  // the answer is at or before h - 1: gallop back
+      std::size_t hi = h - 1, step = 1;
+      while (hi > 0 && !starts_before(marks[hi - std::min(step, hi)])) {
+        hi -= std::min(step, hi);
+        step *= 2;
+      }
+      return found_ = lower_bound_in(hi - std::min(step, hi), hi);
+    }
+    std::size_t lo = h, step = 1;  // marks before h start before t: gallop forward
+    while (lo + step < marks.size() && starts_before(marks[lo + step])) {
+      lo += step;
+      step *= 2;
+    }
+    return found_ = lower_bound_in(lo, std::min(lo + step, marks.size()));
+  }
+
   void host(State& s) {
     const RankGraph& G = g(s.r);
     const Ns t = s.t;
@@ -442,7 +498,7 @@ class PathWalker {
       return;
     }
     const HostThread& th = th_it->second;
-    auto it = std::lower_bound(th.marks.begin(), th.marks.end(), t, [](const HostMark& m, Ns v) { return m.s < v; });
+    auto it = th.marks.begin() + static_cast<std::ptrdiff_t>(first_mark_from(th.marks, t));
     const HostMark* m = it == th.marks.begin() ? nullptr : &*(it - 1);  // last mark starting before t
     if (m && m->e >= t) return host_mark(s, *m);
     const Ns prev_end = m ? m->e : lo_;
