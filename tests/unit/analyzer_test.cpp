@@ -883,6 +883,33 @@ TEST(WhatIf, EveryStepWithACompletePathReplaysToItsMeasuredLength) {
   }
 }
 
+TEST(WhatIf, AChangeLeftUnreplayedGetsWhatItsFullReplayGives) {
+  // the analysis replays a change only where the unchanged replay met something it alters:
+  // every step's lengths must be those of replaying every change in full
+  for (std::string name : {"a100_rank0_of16.json.gz", "ns_resolution_rank_0.json.gz", "alexnet.json.gz",
+                           "event_sync_multi_stream.json.gz", "mtia_rank_0.json.gz"}) {
+    trace::Trace t;
+    const std::string path = std::string(TT_CORPUS_DIR) + "/kineto/hta/" + name;
+    ASSERT_TRUE(trace::import_kineto(path, t).ok()) << path;
+    t.finalize();
+    const Options opt;
+    const auto a = analyze(t, opt, path);
+    std::size_t compared = 0;
+    for (const auto& r : a.metrics.ranks) {
+      if (!r.has_gpu || r.main_track == trace::kNone) continue;
+      const RankGraph g = finish_graph(graph_parts(t, r), {}, true);
+      const ReplayIndex index(g);
+      for (const auto& st : r.steps) {
+        if (!st.replayed) continue;
+        for (std::size_t k = 0; k < kWhatIfs; ++k, ++compared)
+          EXPECT_EQ(st.what_if[k], replay_step(g, index, st.start, st.end, static_cast<WhatIf>(k), opt.kernel_wait_threshold))
+              << name << " step " << st.number << " change " << to_string(static_cast<WhatIf>(k));
+      }
+    }
+    EXPECT_GT(compared, 0u) << name;
+  }
+}
+
 // ---- rules one by one, each on both sides of its threshold ----
 
 RankMetrics base_rank(bool gpu) {

@@ -40,6 +40,16 @@ std::string_view to_string(PathKind k) {
 
 namespace {
 
+// f(track, begin, end) for each of the process's tracks (streams or not) with a slice of the table.
+template <typename F>
+void for_rank_track_slices(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams,
+                           F&& f) {
+  for (const std::uint32_t track : t.tracks_of_process(process)) {  // ascending, as the slices are
+    if ((t.tracks[track].type == TrackType::Stream) != streams) continue;
+    if (const trace::TrackSlice* sl = trace::find_slice(slices, track); sl && sl->begin < sl->end) f(track, sl->begin, sl->end);
+  }
+}
+
 template <typename F>
 void for_rank_tracks(const Trace& t, std::span<const trace::TrackSlice> slices, std::uint32_t process, bool streams, F&& f) {
   for (const std::uint32_t track : t.tracks_of_process(process)) {  // ascending, as the slices are
@@ -74,18 +84,67 @@ class GraphNames {
  public:
   GraphNames(const Trace& t, RankGraph& g) : t_(t), g_(g) {}
   std::uint32_t operator()(trace::StringId id) {
-    auto [it, fresh] = local_.try_emplace(id, static_cast<std::uint32_t>(g_.names.size()));
-    if (fresh) g_.names.emplace_back(t_.strings.get(id));
-    return it->second;
+    if (local_.empty()) local_.assign(t_.strings.size(), kNone);
+    std::uint32_t& mine = local_[id];
+    if (mine == kNone) {
+      mine = static_cast<std::uint32_t>(g_.names.size());
+      g_.names.emplace_back(t_.strings.get(id));
+    }
+    return mine;
   }
 
  private:
   const Trace& t_;
   RankGraph& g_;
-  std::unordered_map<trace::StringId, std::uint32_t> local_;
+  std::vector<std::uint32_t> local_;  // by trace string id: the graph's (kNone: not yet)
 };
 
+// A yes/no question about a trace string, answered once per distinct string.
+class NameTest {
+ public:
+  NameTest(const Trace& t, bool (*test)(std::string_view)) : t_(t), test_(test) {}
+  bool operator()(trace::StringId id) {
+    if (known_.empty()) known_.assign(t_.strings.size(), kUnknown);
+    std::uint8_t& k = known_[id];
+    if (k == kUnknown) k = test_(t_.strings.get(id)) ? 1 : 0;
+    return k == 1;
+  }
+
+ private:
+  static constexpr std::uint8_t kUnknown = 2;
+  const Trace& t_;
+  bool (*test_)(std::string_view);
+  std::vector<std::uint8_t> known_;
+};
+
+// Sorts v unless it is strictly ascending already (no two elements equivalent, so the sort
+// could not reorder anything).
+template <class T, class Less>
+void sort_unless_strictly_sorted(std::vector<T>& v, Less less) {
+  const bool strictly = std::adjacent_find(v.begin(), v.end(), [&](const T& a, const T& b) { return !less(a, b); }) == v.end();
+  if (!strictly) std::sort(v.begin(), v.end(), less);
+}
+
+// The ops' indices by start, equal starts in index order: ops are sorted by (track, start), so
+// this merges the tracks' runs (what a stable sort by start gives).
+std::vector<std::uint32_t> ops_by_start(const std::vector<PathOp>& ops) {
+  std::vector<std::uint32_t> v(ops.size());
+  for (std::uint32_t i = 0; i < v.size(); ++i) v[i] = i;
+  const auto by_start = [&](std::uint32_t a, std::uint32_t b) { return ops[a].s < ops[b].s; };
+  std::size_t run = 0;  // where the run of the track being merged in begins
+  for (std::size_t i = 1; i <= ops.size(); ++i) {
+    if (i < ops.size() && ops[i].track == ops[i - 1].track) continue;
+    if (run > 0) std::inplace_merge(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(run), v.begin() + static_cast<std::ptrdiff_t>(i), by_start);
+    run = i;
+  }
+  return v;
+}
+
 void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankGraph& g) {
+  std::size_t count = 0;
+  for (const auto slices : {t.slices_kernels(), t.slices_memcpys(), t.slices_memsets()})
+    for_rank_track_slices(t, slices, process, true, [&](std::uint32_t, std::uint32_t b, std::uint32_t e) { count += e - b; });
+  g.ops.reserve(count);
   std::unordered_map<trace::StringId, OpClass> class_of;
   for_rank_tracks(t, t.slices_kernels(), process, true, [&](std::uint32_t i) {
     auto [it, fresh] = class_of.try_emplace(t.kernels.name[i]);
@@ -105,7 +164,7 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
     g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
                      names(t.memsets.name[i]), t.memsets.correlation[i], PathKind::Copy});
   });
-  std::sort(g.ops.begin(), g.ops.end(), [](const PathOp& a, const PathOp& b) {
+  sort_unless_strictly_sorted(g.ops, [](const PathOp& a, const PathOp& b) {
     return a.track != b.track ? a.track < b.track : a.s != b.s ? a.s < b.s : a.e > b.e;
   });
   // stream order: each op's predecessor is the earlier op on its stream that ended last
@@ -117,10 +176,9 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
   }
   g.by_end.resize(g.ops.size());
   for (std::uint32_t i = 0; i < g.ops.size(); ++i) g.by_end[i] = i;
-  g.by_start = g.by_end;
   std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
   // stable: an op comes after its stream predecessor even when both start at once (the replay's order)
-  std::stable_sort(g.by_start.begin(), g.by_start.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].s < g.ops[b].s; });
+  g.by_start = ops_by_start(g.ops);
 }
 
 // The stream id of a stream track (-1 for another kind).
@@ -184,26 +242,41 @@ void add_stream_waits(const Trace& t, std::uint32_t process, RankGraph& g) {
 void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, GraphParts& parts) {
   RankGraph& g = parts.graph;
   std::unordered_map<std::uint32_t, std::uint32_t> launched;  // the rank's GPU ops by correlation id
+  launched.reserve(g.ops.size());
   for (std::uint32_t i = 0; i < g.ops.size(); ++i)
     if (g.ops[i].corr) launched.try_emplace(g.ops[i].corr, i);
-  for_rank_tracks(t, t.slices_ranges(), process, false, [&](std::uint32_t i) {
-    const Ns s = t.ranges.start[i], e = t.ranges.end(i);
-    parts.busy_ranges[t.ranges.track[i]].push_back({s, e});
-    if (is_data_wait_name(t.strings.get(t.ranges.name[i])))
-      parts.marks[t.ranges.track[i]].push_back({s, e, PathKind::DataWait, names(t.ranges.name[i])});
+  NameTest data_wait(t, is_data_wait_name), sync_call(t, is_sync_call_name);
+  // each table's slice of a track holds that track's events only: one look-up per track
+  for_rank_track_slices(t, t.slices_ranges(), process, false, [&](std::uint32_t tr, std::uint32_t b, std::uint32_t end) {
+    auto& busy = parts.busy_ranges[tr];
+    busy.reserve(busy.size() + (end - b));
+    std::vector<HostMark>* marks = nullptr;
+    for (std::uint32_t i = b; i < end; ++i) {
+      const Ns s = t.ranges.start[i], e = t.ranges.end(i);
+      busy.push_back({s, e});
+      if (!data_wait(t.ranges.name[i])) continue;
+      if (!marks) marks = &parts.marks[tr];
+      marks->push_back({s, e, PathKind::DataWait, names(t.ranges.name[i])});
+    }
   });
-  for_rank_tracks(t, t.slices_api_calls(), process, false, [&](std::uint32_t i) {
-    const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
-    const auto tr = t.api_calls.track[i];
-    parts.busy_calls[tr].push_back({s, e});
-    const auto c = t.api_calls.correlation[i];
-    auto op = c ? launched.find(c) : launched.end();
-    const std::uint32_t corr = op != launched.end() ? c : 0;
-    if (is_sync_call_name(t.strings.get(t.api_calls.name[i])))
-      parts.marks[tr].push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
-    if (corr) {
-      parts.marks[tr].push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
-      g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
+  for_rank_track_slices(t, t.slices_api_calls(), process, false, [&](std::uint32_t tr, std::uint32_t b, std::uint32_t end) {
+    auto& busy = parts.busy_calls[tr];
+    busy.reserve(busy.size() + (end - b));
+    std::vector<HostMark>* marks = nullptr;
+    for (std::uint32_t i = b; i < end; ++i) {
+      const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
+      busy.push_back({s, e});
+      const auto c = t.api_calls.correlation[i];
+      auto op = c ? launched.find(c) : launched.end();
+      const std::uint32_t corr = op != launched.end() ? c : 0;
+      const bool sync = sync_call(t.api_calls.name[i]);
+      if (!sync && !corr) continue;
+      if (!marks) marks = &parts.marks[tr];
+      if (sync) marks->push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
+      if (corr) {
+        marks->push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
+        g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
+      }
     }
   });
 }
@@ -230,7 +303,9 @@ void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMa
     for (std::size_t k = 0; k < std::size(kPrecedence); ++k) count[k] += m.kind == kPrecedence[k] ? 1 : 0;
   std::size_t kinds_left = 0;
   for (auto c : count) kinds_left += c ? 1 : 0;
-  const std::size_t first = out.size();
+  out.reserve(out.size() + marks.size());  // pieces: about one per mark (unions merge, subtraction may split)
+  std::size_t runs[std::size(kPrecedence) + 1] = {out.size()};  // where each kind's pieces begin in `out`
+  std::size_t nruns = 0;
   IntervalSet taken;
   std::vector<Interval> mine;
   std::vector<const HostMark*> src;
@@ -244,16 +319,19 @@ void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMa
       if (m.kind == kPrecedence[k]) { mine.push_back({m.s, m.e}); src.push_back(&m); }
     IntervalSet set = IntervalSet::union_of_sorted(mine);
     if (!taken.empty()) set = set.subtract(taken);
+    std::size_t at = 0;  // the last mark of the kind starting at or before the piece (pieces come in time order)
     for (const auto& iv : set.intervals()) {
-      auto it = std::upper_bound(src.begin(), src.end(), iv.start, [](Ns v, const HostMark* m) { return v < m->s; });
-      const HostMark* m = it == src.begin() ? src.front() : *(it - 1);
+      while (at + 1 < src.size() && src[at + 1]->s <= iv.start) ++at;
+      const HostMark* m = src[at];
       out.push_back({iv.start, iv.end, kPrecedence[k], m->name, m->group, m->corr});
     }
+    runs[++nruns] = out.size();
     if (--kinds_left) taken = taken.unite(set);  // the last kind takes nothing from a later one
   }
-  // pieces of one kind are in time order already; pieces are disjoint, so starts are distinct
-  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
-            [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
+  // each kind's pieces are in time order already; pieces are disjoint, so starts are distinct
+  const auto by_start = [](const HostMark& a, const HostMark& b) { return a.s < b.s; };
+  const auto at = [&](std::size_t i) { return out.begin() + static_cast<std::ptrdiff_t>(i); };
+  for (std::size_t r = 2; r <= nruns; ++r) std::inplace_merge(at(runs[0]), at(runs[r - 1]), at(runs[r]), by_start);
 }
 
 // Host marks per thread, in precedence: data wait, sync, collective call (ranks without a GPU,
@@ -339,6 +417,8 @@ class PathWalker {
   };
 
   GraphSource& source_;
+  const std::vector<HostMark>* searched_ = nullptr;  // the marks first_mark_from() searched last,
+  std::size_t found_ = 0;                            // and what it found there
   std::vector<std::shared_ptr<const RankGraph>> held_;  // the graphs this walk has visited
   std::vector<std::int32_t> rank_numbers_;
   const CollectiveGroups& groups_;
@@ -379,6 +459,34 @@ class PathWalker {
     }
   }
 
+  // The first of `marks` (sorted by start) starting at or after t: std::lower_bound's answer,
+  // searched outward from the last answer on the same marks (a walk moves back in time by
+  // small steps), so that it reads a few nearby marks instead of a binary search's far ones.
+  std::size_t first_mark_from(const std::vector<HostMark>& marks, Ns t) {
+    const auto starts_before = [t](const HostMark& m) { return m.s < t; };
+    const auto lower_bound_in = [&](std::size_t lo, std::size_t hi) {
+      return static_cast<std::size_t>(std::partition_point(marks.begin() + static_cast<std::ptrdiff_t>(lo),
+                                                           marks.begin() + static_cast<std::ptrdiff_t>(hi), starts_before) -
+                                       marks.begin());
+    };
+    std::size_t h = searched_ == &marks ? std::min(found_, marks.size()) : marks.size();
+    searched_ = &marks;
+    if (h > 0 && !starts_before(marks[h - 1])) {  // the answer is at or before h - 1: gallop back
+      std::size_t hi = h - 1, step = 1;
+      while (hi > 0 && !starts_before(marks[hi - std::min(step, hi)])) {
+        hi -= std::min(step, hi);
+        step *= 2;
+      }
+      return found_ = lower_bound_in(hi - std::min(step, hi), hi);
+    }
+    std::size_t lo = h, step = 1;  // marks before h start before t: gallop forward
+    while (lo + step < marks.size() && starts_before(marks[lo + step])) {
+      lo += step;
+      step *= 2;
+    }
+    return found_ = lower_bound_in(lo, std::min(lo + step, marks.size()));
+  }
+
   void host(State& s) {
     const RankGraph& G = g(s.r);
     const Ns t = s.t;
@@ -390,7 +498,7 @@ class PathWalker {
       return;
     }
     const HostThread& th = th_it->second;
-    auto it = std::lower_bound(th.marks.begin(), th.marks.end(), t, [](const HostMark& m, Ns v) { return m.s < v; });
+    auto it = th.marks.begin() + static_cast<std::ptrdiff_t>(first_mark_from(th.marks, t));
     const HostMark* m = it == th.marks.begin() ? nullptr : &*(it - 1);  // last mark starting before t
     if (m && m->e >= t) return host_mark(s, *m);
     const Ns prev_end = m ? m->e : lo_;

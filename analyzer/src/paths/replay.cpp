@@ -43,6 +43,25 @@ Ns changed_length(const PathOp& o, std::optional<WhatIf> change) {
   }
 }
 
+// What of the step a replay met that some change would alter: without them, that change's
+// replay takes the same steps as the unchanged one and gives the same length.
+struct Touched {
+  std::uint8_t traits = 0;   // OpTrait bits of the ops replayed or waited for
+  bool data_wait = false;    // a data wait on the main thread
+  bool sync_wait = false;    // a call that waited for a GPU op's end
+  bool alters(WhatIf w) const {
+    switch (w) {
+      case WhatIf::NoDataWait: return data_wait;
+      case WhatIf::PrefetchedH2d: return traits & kHostToDevice;
+      case WhatIf::TensorCoreGemms: return traits & kFp32Gemm;
+      case WhatIf::FusedMemoryBound: return traits & kMemoryBound;
+      case WhatIf::NoSyncWait: return sync_wait;
+      case WhatIf::Count: break;
+    }
+    return true;
+  }
+};
+
 class Replay {
  public:
   Replay(const RankGraph& g, const ReplayIndex& index, Ns lo, std::optional<WhatIf> change, Ns blocking)
@@ -70,6 +89,8 @@ class Replay {
     return std::max(now_, gpu_bound(hi)) - lo_;
   }
 
+  const Touched& touched() const { return touched_; }
+
  private:
   struct Mapped {
     Ns s, e, new_s, new_e;
@@ -84,6 +105,7 @@ class Replay {
   std::size_t next_ = 0;       // next op (in g.by_start) to replay
   std::size_t first_ = 0;      // the first op (in g.by_start) replayed: every op from there to next_ is
   std::vector<std::pair<Ns, Ns>> ops_;  // replayed [start, end) of the ops by_start[first_ ..]
+  Touched touched_;
 
   void item(Ns s, Ns e, Ns new_e) {
     map_.push_back({s, e, now_, new_e});
@@ -101,8 +123,8 @@ class Replay {
     for (auto it = first; it != g_.by_start.end(); ++it) {
       const PathOp& o = g_.ops[*it];
       if (o.s >= hi) {
-        auto l = o.corr ? g_.launches.find(o.corr) : g_.launches.end();
-        if (l == g_.launches.end() || l->second.start >= hi) break;  // launched after the step
+        const LaunchRef* l = o.corr ? index_.launch[*it] : nullptr;
+        if (!l || l->start >= hi) break;  // launched after the step
       }
       recorded_end = std::max(recorded_end, o.e), last_start = o.s, any = true;
     }
@@ -160,12 +182,14 @@ class Replay {
         const bool wait_gated = (o.pred == trace::kNone || we > g_.ops[o.pred].e) && (!launched || we > launch->start);
         start = std::max(start, op_times(o.wait).second + (wait_gated ? o.s - we : 0));
       }
+      touched_.traits |= o.traits;
       ops_.push_back({start, start + changed_length(o, change_)});  // op_times(i) reads it from now on
     }
   }
 
   // The replayed end of a mark recorded over [s, e) (clipped to the step), starting at now_.
   Ns mark_end(const HostMark& m, Ns s, Ns e) {
+    touched_.data_wait |= m.kind == PathKind::DataWait;
     if (m.kind == PathKind::DataWait && change_ == WhatIf::NoDataWait) return now_;
     if (m.corr && (m.kind == PathKind::Launch || m.kind == PathKind::Sync)) {
       auto l = g_.launches.find(m.corr);
@@ -193,6 +217,8 @@ class Replay {
   Ns wait_for(std::uint32_t op, Ns e, bool until_start, bool is_sync) {
     const PathOp& o = g_.ops[op];
     const Ns tail = e - (until_start ? o.s : o.e);
+    touched_.traits |= o.traits;
+    touched_.sync_wait |= is_sync;
     if ((change_ == WhatIf::PrefetchedH2d && (o.traits & kHostToDevice)) || (change_ == WhatIf::NoSyncWait && is_sync))
       return now_ + (until_start ? 0 : tail);
     replay_ops_until(o.s);
@@ -212,18 +238,33 @@ ReplayIndex::ReplayIndex(const RankGraph& g) : start_pos(g.ops.size(), 0), launc
   }
 }
 
-Ns replay_step(const RankGraph& g, const ReplayIndex& index, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking) {
+namespace {
+
+// The replayed length of [lo, hi) and what the replay met that a change would alter.
+std::pair<Ns, Touched> replay(const RankGraph& g, const ReplayIndex& index, Ns lo, Ns hi, std::optional<WhatIf> change,
+                              Ns blocking) {
   Replay r(g, index, lo, change, blocking);
   auto main = g.threads.find(g.main_track);
-  return r.run(main == g.threads.end() ? nullptr : &main->second, hi);
+  const Ns length = r.run(main == g.threads.end() ? nullptr : &main->second, hi);
+  return {length, r.touched()};
+}
+
+}  // namespace
+
+Ns replay_step(const RankGraph& g, const ReplayIndex& index, Ns lo, Ns hi, std::optional<WhatIf> change, Ns blocking) {
+  return replay(g, index, lo, hi, change, blocking).first;
 }
 
 void replay_what_ifs(const RankGraph& g, const ReplayIndex& index, const StepPath& path, Ns blocking, StepMetrics& step) {
   step.replayed = false;
   if (!path.complete || g.main_track == trace::kNone) return;
-  if (replay_step(g, index, step.start, step.end, std::nullopt, blocking) != step.wall()) return;
+  const auto [unchanged, touched] = replay(g, index, step.start, step.end, std::nullopt, blocking);
+  if (unchanged != step.wall()) return;
+  // a change that alters nothing the unchanged replay met would replay it step for step
   for (std::size_t k = 0; k < kWhatIfs; ++k)
-    step.what_if[k] = replay_step(g, index, step.start, step.end, static_cast<WhatIf>(k), blocking);
+    step.what_if[k] = touched.alters(static_cast<WhatIf>(k))
+                          ? replay_step(g, index, step.start, step.end, static_cast<WhatIf>(k), blocking)
+                          : unchanged;
   step.replayed = true;
 }
 
