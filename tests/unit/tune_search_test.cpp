@@ -1043,3 +1043,35 @@ TEST(TuneBudget, TheConfirmationPlansItsLooksOnThePairsTheBudgetPaysFor) {
   EXPECT_EQ(f.pairs_planned, 10);
   EXPECT_EQ(f.looks_planned, 4);
 }
+
+// Issue 29: a trace whose loader forks its workers at every epoch's start (what
+// analyzer::epoch_facts measures) predicts persistent workers' gain; the candidate keeping them
+// alive is then ordered first by its prediction, not only among equals.
+TEST(TunePrediction, EpochRestartWaitsPredictPersistentWorkers) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.2, {"dataloader.num_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  MachineLimits m = two_cores();
+  Candidate keep_alive;
+  keep_alive.set("dataloader.persistent_workers", Value(true));
+  EXPECT_NEAR(predict_candidate(keep_alive, plan, findings, m), 1.0, 1e-9);  // no epochs in the trace: no gain
+  m.persistent_workers_speedup = 1.5;  // the restarts waited a third of the run
+  EXPECT_NEAR(predict_candidate(keep_alive, plan, findings, m), 1.5, 1e-9);
+  Candidate none = keep_alive;
+  none.set("dataloader.num_workers", Value(std::int64_t{0}));
+  EXPECT_NEAR(predict_candidate(none, plan, findings, m), 1.0, 1e-9);  // nothing to keep alive
+  // with 2 workers too: their share (0.2 moved off the main thread: 1 / 0.8) times the saving,
+  // within the 0.2 + 1/3 of the run both can remove (2.14x)
+  Candidate both = keep_alive;
+  both.set("dataloader.num_workers", Value(std::int64_t{2}));
+  EXPECT_NEAR(predict_candidate(both, plan, findings, m), 1.25 * 1.5, 1e-9);
+  m.persistent_workers_speedup = 2.5;  // 0.6 of the run: the bound holds (1 / (1 - 0.8) = 5 > 3.125)...
+  EXPECT_NEAR(predict_candidate(both, plan, findings, m), 1.25 * 2.5, 1e-9);
+  m.persistent_workers_speedup = 20;   // ...and caps: 0.2 + 0.95 of the run is more than 0.9
+  EXPECT_NEAR(predict_candidate(both, plan, findings, m), 10, 1e-9);
+  m.persistent_workers_speedup = 1.5;
+  const auto groups = group_plan(plan, cat(), findings, m);
+  ASSERT_FALSE(groups.empty());
+  EXPECT_TRUE(std::get<bool>(*groups[0].candidates.front().find("dataloader.persistent_workers")))
+      << groups[0].candidates.front().label();
+  EXPECT_GT(groups[0].predicted.front(), 1.5);
+}

@@ -42,6 +42,10 @@ struct MachineLimits {
   double memory_bytes = 0;       // available memory (MemAvailable); 0: unknown
   double job_rss_bytes = 0;      // the job's largest resident set in the analysed trace; 0: unknown
   int gpus = 0;                  // devices in the analysed trace
+  // What keeping DataLoader workers alive saves, from the analysed trace's epochs
+  // (analyzer::EpochFacts::persistent_speedup: its loader forks workers at each epoch's start
+  // and the later epochs' first steps wait for them); 1 where the trace shows none.
+  double persistent_workers_speedup = 1;
 };
 MachineLimits this_machine();    // cores and available memory; the trace's facts are added by tune
 
