@@ -1148,7 +1148,7 @@ TEST(TuneStepsInterval, TooFewStepsOrPairsLeaveItUndefined) {
 // analyzer::epoch_facts measures) predicts persistent workers' gain; the candidate keeping them
 // alive is then ordered first by its prediction, not only among equals.
 TEST(TunePrediction, EpochRestartWaitsPredictPersistentWorkers) {
-  const std::vector<FindingRef> findings = {{"data_loading", 0.2, {"dataloader.num_workers"}}};
+  const std::vector<FindingRef> findings = {{"data_loading", 0.2, {"dataloader.num_workers", "dataloader.persistent_workers"}}};
   auto plan = plan_search(findings, cat(), false);
   MachineLimits m = two_cores();
   Candidate keep_alive;
@@ -1171,7 +1171,9 @@ TEST(TunePrediction, EpochRestartWaitsPredictPersistentWorkers) {
   m.persistent_workers_speedup = 1.5;
   const auto groups = group_plan(plan, cat(), findings, m);
   ASSERT_FALSE(groups.empty());
-  EXPECT_TRUE(std::get<bool>(*groups[0].candidates.front().find("dataloader.persistent_workers")))
-      << groups[0].candidates.front().label();
+  ASSERT_FALSE(groups[0].candidates.empty());
+  const Value* first = groups[0].candidates.front().find("dataloader.persistent_workers");
+  ASSERT_NE(first, nullptr) << groups[0].candidates.front().label() << " " << groups[0].predicted.front();
+  EXPECT_TRUE(std::get<bool>(*first)) << groups[0].candidates.front().label();
   EXPECT_GT(groups[0].predicted.front(), 1.5);
 }
