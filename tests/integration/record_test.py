@@ -8,6 +8,7 @@ usage: record_test.py TRACETUNE SOURCE_DIR [CASE...]
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -440,10 +441,60 @@ def case_saved_hooks(tmp):
     check("saved hooks: shapes still sampled", shapes[0][0] > 0, shapes)
 
 
+def epoch_rows(db):
+    """(start_ns, end_ns, JSON) of each tracetune.epoch range, in time order."""
+    rows = query(db, "SELECT r.start_ns, r.end_ns, s.value FROM ranges r JOIN strings s ON s.id = r.name_id "
+                     "WHERE s.value LIKE 'tracetune.epoch %' ORDER BY r.start_ns")
+    return [(a, b, json.loads(v[len("tracetune.epoch "):])) for a, b, v in rows]
+
+
+def case_epochs(tmp):
+    """Issue 29: each epoch's start is a mark, and persistent workers' gain is predicted from the
+    waits at the later epochs' first steps (the re-fork), never beyond what was measured."""
+    data = dataset(tmp, files=64)  # batch 16, drop_last: an epoch is 4 steps; 14 steps cross 3 epoch starts
+    job = [PY, str(SAMPLES / "dataloader/train.py"), str(data), "--num-workers", "2", "--batch-size", "16",
+           "--steps", "14"]
+    r, db = record(tmp, *job)
+    check("epochs: job succeeds under record", r.returncode == 0, r.stderr[-2000:])
+    epochs = epoch_rows(db)
+    check("epochs: one mark per epoch, numbered, with the loader's 2 workers not kept alive",
+          [e[2] for e in epochs] == [{"epoch": i, "persistent": False, "workers": 2} for i in range(4)], epochs)
+    steps = query(db, "SELECT start_ns, end_ns FROM steps ORDER BY start_ns")
+    per_epoch = [sum(1 for s in steps if a <= s[0] < (epochs[i + 1][0] if i + 1 < len(epochs) else 1 << 62))
+                 for i, (a, _, _) in enumerate(epochs)]
+    check("epochs: 4 steps in each complete epoch", per_epoch[:3] == [4, 4, 4], per_epoch)
+    # measured: each later epoch's iter() call plus its first step (the fork and the first batch)
+    waits = []
+    for a, b, _ in epochs[1:]:
+        first = next(s for s in steps if s[0] >= a)
+        waits.append((b - a + first[1] - first[0]) / 1e6)
+    run_ms = sum(e - s for s, e in steps) / 1e6 + sum(b - a for a, b, _ in epochs) / 1e6
+    t = subprocess.run([TRACETUNE, "tune", "--max-trials", "1", "--confirm", "0", "--steps", "4", "--warmup", "1",
+                        "-o", str(pathlib.Path(tmp) / "t.toml"), str(db), "--", *job], capture_output=True, text=True, timeout=600)
+    m = re.search(r"epochs: 4 of 4 steps, DataLoader workers 2; 3 epoch starts waited ([0-9.]+) ms beyond a ([0-9.]+) ms "
+                  r"step \(largest ([0-9.]+) ms\): persistent workers predicted ([0-9.]+)x", t.stderr)
+    check("epochs: tune reads the epochs and predicts persistent workers' gain from them", m, t.stderr[-3000:])
+    if not m:
+        return
+    saved, predicted = float(m.group(1)), float(m.group(4))
+    # searched (added by the epochs where no finding names the loader) and tried first in its group
+    first = re.search(r"search [^:]*dataloader\.persistent_workers[^:]*: \d+ candidates, best predicted first: ([^(]+) "
+                      r"\(([0-9.]+)x\)", t.stderr)
+    check("epochs: workers kept alive are searched, first in their group, predicted above 1",
+          first and "dataloader.persistent_workers=true" in first.group(1) and float(first.group(2)) > 1, t.stderr[-3000:])
+    check("epochs: the predicted saving is positive and at most the epoch-start waits measured",
+          0 < saved <= sum(waits) + 0.1, (saved, waits))
+    check("epochs: the predicted speedup is above 1 and bounded by those waits over the run",
+          1 < predicted <= run_ms / (run_ms - sum(waits)) + 1e-3, (predicted, run_ms, waits))
+    r, db2 = record(tmp, *job, "--persistent-workers", out="persistent.db")
+    check("epochs: with persistent workers the marks say so", r.returncode == 0 and
+          [e[2]["persistent"] for e in epoch_rows(db2)] == [True] * 4, (r.stderr[-1000:], epoch_rows(db2)))
+
+
 CASES = {"dataloader": case_dataloader, "own_tensors": case_own_tensors, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
          "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose,
          "io_clock": case_io_clock, "compiled": case_compiled,
-         "saved_hooks": case_saved_hooks}
+         "saved_hooks": case_saved_hooks, "epochs": case_epochs}
 
 run_cases(CASES, ONLY)

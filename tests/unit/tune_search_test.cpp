@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <random>
 
 #include "golden.h"
 #include "tracetune/tuner/search.h"
@@ -1042,4 +1043,137 @@ TEST(TuneBudget, TheConfirmationPlansItsLooksOnThePairsTheBudgetPaysFor) {
   const Confirmation f = confirm(with_workers(4), 10, runner, free, SearchOptions{});
   EXPECT_EQ(f.pairs_planned, 10);
   EXPECT_EQ(f.looks_planned, 4);
+}
+
+// ---- issue 29: a confirmation that uses the steps within each pair ----
+
+namespace {
+
+// A job on a busy machine: every step is noisy (lognormal, sigma 0.25 unless given, autocorrelated: AR(1)
+// 0.3 on the log) and the machine drifts through time (each step 0.1% slower than the one
+// before it, across runs: the pairs alternate which run goes first). Gaussian draws by
+// Box-Muller on mt19937 (the same on every platform), a fixed seed.
+class BusyStepsRunner : public TrialRunner {
+ public:
+  BusyStepsRunner(double gain, double per_run_drift, std::uint32_t seed, double sigma = 0.25)
+      : gain_(gain), per_run_(per_run_drift), sigma_(sigma), rng_(seed) {}
+  Trial run(const Candidate& c) override {
+    Trial t;
+    t.candidate = c;
+    const double cost = workers(c) == 4 ? 50.0 / gain_ : 50.0;
+    std::vector<double> steps;
+    double ar = 0;
+    for (int i = 0; i < kSteps; ++i, ++clock_) {
+      ar = 0.3 * ar + std::sqrt(1 - 0.09) * sigma_ * gaussian();
+      steps.push_back(cost * std::exp(ar) * (1 + 0.001 * clock_) * (1 + per_run_ * runs_));
+    }
+    ++runs_;
+    t.stats = stats_of(steps);
+    t.wall_s = 1;
+    return t;
+  }
+  static constexpr int kSteps = 24;
+
+ private:
+  double gaussian() {
+    const double u1 = (static_cast<double>(rng_()) + 1) / 4294967297.0, u2 = static_cast<double>(rng_()) / 4294967296.0;
+    return std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2);
+  }
+  double gain_, per_run_, sigma_;
+  std::mt19937 rng_;
+  int runs_ = 0, clock_ = 0;
+};
+
+}  // namespace
+
+// A real 1.15x gain under step noise that scatters 3 pairs' ratios too widely for the t interval
+// over the pairs (2 degrees of freedom): the steps within the pairs decide it.
+TEST(TuneStepsInterval, ARealGainIsConfirmedInThreePairsOfNoisyDriftingSteps) {
+  BusyStepsRunner runner(1.15, 0, 7);
+  SearchResult r;
+  r.trials.push_back(runner.run(Candidate{}));
+  const Confirmation c = confirm(with_workers(4), 3, runner, r, SearchOptions{});
+  ASSERT_EQ(c.ratios.size(), 3u);
+  const SpeedupInterval over_pairs = speedup_interval(c.ratios, c.level);
+  EXPECT_LE(over_pairs.low, 1.0) << "the pairs alone decide this seed; the test shows nothing";
+  EXPECT_TRUE(c.from_steps) << c.heterogeneity;
+  EXPECT_TRUE(c.confirmed) << c.low << " " << c.high;
+  EXPECT_GT(c.low, 1.0);
+  EXPECT_LT(c.low, 1.15);
+  EXPECT_GT(c.high, 1.15);
+  EXPECT_NE(interval_source(c).find("from the blocks of steps within the 3 pairs"), std::string::npos) << interval_source(c);
+}
+
+// No gain, the same steps: refused, and the interval holds 1.
+TEST(TuneStepsInterval, NoGainIsRefusedInThreePairsOfNoisyDriftingSteps) {
+  BusyStepsRunner runner(1.0, 0, 7);
+  SearchResult r;
+  r.trials.push_back(runner.run(Candidate{}));
+  const Confirmation c = confirm(with_workers(4), 3, runner, r, SearchOptions{});
+  EXPECT_FALSE(c.confirmed) << c.low << " " << c.high;
+  EXPECT_LE(c.low, 1.0);
+  EXPECT_GE(c.high, 1.0);
+}
+
+// No gain on a machine that changes between runs (each run 10% slower than the one before) more
+// than its steps vary (sigma 0.05): the pairs differ beyond what their blocks of steps explain,
+// so the blocks are not pooled; the t interval over the pairs refuses it.
+TEST(TuneStepsInterval, AMachineThatChangesBetweenRunsFallsBackToThePairs) {
+  BusyStepsRunner runner(1.0, 0.10, 7, 0.05);
+  SearchResult r;
+  r.trials.push_back(runner.run(Candidate{}));
+  const Confirmation c = confirm(with_workers(4), 3, runner, r, SearchOptions{});
+  EXPECT_FALSE(c.from_steps) << c.heterogeneity;
+  EXPECT_GT(c.heterogeneity, 1.0);
+  EXPECT_FALSE(c.confirmed) << c.low << " " << c.high;
+  EXPECT_NE(interval_source(c).find("differ more than their blocks of steps"), std::string::npos) << interval_source(c);
+}
+
+TEST(TuneStepsInterval, TooFewStepsOrPairsLeaveItUndefined) {
+  const StepStats b = stats_of({100, 101, 99, 100, 102, 98, 100, 100, 101, 99, 100, 98, 101, 100, 99, 100});
+  const StepStats c = stats_of({50, 51, 49, 50, 52, 50, 49, 51, 50, 50, 51, 49, 50, 50, 52, 49});
+  EXPECT_FALSE(step_interval({{b, c}}).interval.defined);                                              // one pair
+  EXPECT_FALSE(step_interval({{stats_of({1, 2, 3, 4, 5, 6, 7, 8}), stats_of({1, 2, 3, 4, 5, 6, 7, 8})}, {b, c}})
+                   .interval.defined);                                                                 // 8 steps
+  EXPECT_FALSE(step_interval({{stats_of(std::vector<double>(16, 100.0)), stats_of(std::vector<double>(16, 50.0))},
+                              {stats_of(std::vector<double>(16, 100.0)), stats_of(std::vector<double>(16, 50.0))}})
+                   .interval.defined);                                                                 // identical blocks
+  const StepInterval same = step_interval({{b, c}, {b, c}});  // the same pair twice: F = 0
+  EXPECT_TRUE(same.interval.defined);
+  EXPECT_NEAR(same.interval.mean, 2.0, 0.05);
+  EXPECT_GT(same.interval.low, 1.9);
+}
+
+// Issue 29: a trace whose loader forks its workers at every epoch's start (what
+// analyzer::epoch_facts measures) predicts persistent workers' gain; the candidate keeping them
+// alive is then ordered first by its prediction, not only among equals.
+TEST(TunePrediction, EpochRestartWaitsPredictPersistentWorkers) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.2, {"dataloader.num_workers", "dataloader.persistent_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  MachineLimits m = two_cores();
+  Candidate keep_alive;
+  keep_alive.set("dataloader.persistent_workers", Value(true));
+  EXPECT_NEAR(predict_candidate(keep_alive, plan, findings, m), 1.0, 1e-9);  // no epochs in the trace: no gain
+  m.persistent_workers_speedup = 1.5;  // the restarts waited a third of the run
+  EXPECT_NEAR(predict_candidate(keep_alive, plan, findings, m), 1.5, 1e-9);
+  Candidate none = keep_alive;
+  none.set("dataloader.num_workers", Value(std::int64_t{0}));
+  EXPECT_NEAR(predict_candidate(none, plan, findings, m), 1.0, 1e-9);  // nothing to keep alive
+  // with 2 workers too: their share (0.2 moved off the main thread: 1 / 0.8) times the saving,
+  // within the 0.2 + 1/3 of the run both can remove (2.14x)
+  Candidate both = keep_alive;
+  both.set("dataloader.num_workers", Value(std::int64_t{2}));
+  EXPECT_NEAR(predict_candidate(both, plan, findings, m), 1.25 * 1.5, 1e-9);
+  m.persistent_workers_speedup = 2.5;  // 0.6 of the run: the bound holds (1 / (1 - 0.8) = 5 > 3.125)...
+  EXPECT_NEAR(predict_candidate(both, plan, findings, m), 1.25 * 2.5, 1e-9);
+  m.persistent_workers_speedup = 20;   // ...and caps: 0.2 + 0.95 of the run is more than 0.9
+  EXPECT_NEAR(predict_candidate(both, plan, findings, m), 10, 1e-9);
+  m.persistent_workers_speedup = 1.5;
+  const auto groups = group_plan(plan, cat(), findings, m);
+  ASSERT_FALSE(groups.empty());
+  ASSERT_FALSE(groups[0].candidates.empty());
+  const Value* first = groups[0].candidates.front().find("dataloader.persistent_workers");
+  ASSERT_NE(first, nullptr) << groups[0].candidates.front().label() << " " << groups[0].predicted.front();
+  EXPECT_TRUE(std::get<bool>(*first)) << groups[0].candidates.front().label();
+  EXPECT_GT(groups[0].predicted.front(), 1.5);
 }

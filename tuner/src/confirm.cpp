@@ -68,19 +68,96 @@ SpeedupInterval speedup_interval(const std::vector<double>& ratios, double level
   return s;
 }
 
-double pair_ratio(const StepStats& b, const StepStats& c) {
-  if (b.step_ms.empty() || c.step_ms.empty()) return c.median_ms > 0 ? b.median_ms / c.median_ms : 1;
-  std::vector<double> diffs;
-  diffs.reserve(b.step_ms.size() * c.step_ms.size());
-  for (double x : b.step_ms)
-    for (double y : c.step_ms)
-      if (x > 0 && y > 0) diffs.push_back(std::log(x) - std::log(y));
-  if (diffs.empty()) return 1;
+namespace {
+
+// Logs of the positive step times.
+std::vector<double> log_steps(const std::vector<double>& ms) {
+  std::vector<double> out;
+  out.reserve(ms.size());
+  for (double x : ms)
+    if (x > 0) out.push_back(std::log(x));
+  return out;
+}
+
+// The Hodges-Lehmann shift: the median of every baseline-step - choice-step log difference.
+double hodges_lehmann(const std::vector<double>& log_b, const std::vector<double>& log_c, std::vector<double>& diffs) {
+  diffs.clear();
+  for (double x : log_b)
+    for (double y : log_c) diffs.push_back(x - y);
+  if (diffs.empty()) return 0;
   const auto mid = diffs.begin() + static_cast<std::ptrdiff_t>(diffs.size() / 2);
   std::nth_element(diffs.begin(), mid, diffs.end());
   double m = *mid;
   if (diffs.size() % 2 == 0) m = (m + *std::max_element(diffs.begin(), mid)) / 2;
-  return std::exp(m);
+  return m;
+}
+
+}  // namespace
+
+double pair_ratio(const StepStats& b, const StepStats& c) {
+  if (b.step_ms.empty() || c.step_ms.empty()) return c.median_ms > 0 ? b.median_ms / c.median_ms : 1;
+  std::vector<double> diffs;
+  return std::exp(hodges_lehmann(log_steps(b.step_ms), log_steps(c.step_ms), diffs));
+}
+
+namespace {
+
+// The log median of steps [from, from + n).
+double log_median(const std::vector<double>& ms, std::size_t from, std::size_t n) {
+  std::vector<double> v(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.begin() + static_cast<std::ptrdiff_t>(from + n));
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  double m = *mid;
+  if (n % 2 == 0) m = (m + *std::max_element(v.begin(), mid)) / 2;
+  return std::log(m);
+}
+
+// One pair's block differences: the runs' steps cut into blocks of max(4, ceil(sqrt(steps)))
+// consecutive steps, at the same places in both runs; each block's log median of the baseline
+// less the choice's. Empty when a run has fewer than 3 blocks of steps.
+std::vector<double> block_differences(const StepStats& b, const StepStats& c) {
+  const std::size_t n = std::min(b.step_ms.size(), c.step_ms.size());
+  const auto len = static_cast<std::size_t>(std::max(4.0, std::ceil(std::sqrt(static_cast<double>(n)))));
+  const std::size_t blocks = n / len;
+  std::vector<double> d;
+  if (blocks < 3 || n < kMinStepsPerRun) return d;
+  for (std::size_t j = 0; j < blocks; ++j) d.push_back(log_median(b.step_ms, j * len, len) - log_median(c.step_ms, j * len, len));
+  return d;
+}
+
+}  // namespace
+
+StepInterval step_interval(const std::vector<std::pair<StepStats, StepStats>>& pairs, double level) {
+  StepInterval out;
+  std::vector<std::vector<double>> d;
+  std::size_t total = 0;
+  double sum = 0;
+  for (const auto& [b, c] : pairs) {
+    d.push_back(block_differences(b, c));
+    if (d.back().empty()) return out;
+    total += d.back().size();
+    for (double x : d.back()) sum += x;
+  }
+  if (d.size() < 2) return out;
+  const double grand = sum / static_cast<double>(total);
+  double ss_within = 0, ss_between = 0, df_within = 0;
+  for (const auto& blocks : d) {
+    double mean = 0;
+    for (double x : blocks) mean += x / static_cast<double>(blocks.size());
+    for (double x : blocks) ss_within += (x - mean) * (x - mean);
+    ss_between += static_cast<double>(blocks.size()) * (mean - grand) * (mean - grand);
+    df_within += static_cast<double>(blocks.size() - 1);
+  }
+  if (ss_within <= 0) return out;  // identical blocks: nothing to say how the steps vary
+  out.df = static_cast<double>(d.size() - 1);
+  out.heterogeneity = (ss_between / out.df) / (ss_within / df_within);
+  // the pairs differ more than their blocks do: the machine changed between runs, and only the
+  // pairs' own spread (the t interval over pairs) says how much
+  if (out.heterogeneity > 1) return out;
+  const double sd = std::sqrt((ss_within + ss_between) / static_cast<double>(total - 1));
+  const double half = t_quantile(level, total - 1) * sd / std::sqrt(static_cast<double>(total));
+  out.interval = SpeedupInterval{std::exp(grand), std::exp(grand - half), std::exp(grand + half), true};
+  return out;
 }
 
 std::vector<int> planned_looks(int min_pairs, int max_pairs) {
@@ -95,7 +172,10 @@ std::vector<int> planned_looks(int min_pairs, int max_pairs) {
 namespace {
 
 void set_intervals(Confirmation& c) {
-  const SpeedupInterval s = speedup_interval(c.ratios, c.level);
+  const StepInterval steps = step_interval(c.pair_steps, c.level);
+  c.heterogeneity = steps.heterogeneity;
+  c.from_steps = steps.interval.defined;
+  const SpeedupInterval s = c.from_steps ? steps.interval : speedup_interval(c.ratios, c.level);
   c.speedup = s.mean;
   c.low = s.low;
   c.high = s.high;
@@ -134,6 +214,7 @@ void run_pair(const Candidate& choice, TrialRunner& runner, SearchResult& r, con
   const Trial& th = r.trials[static_cast<std::size_t>(h)];
   if (tb.status != TrialStatus::Ok || th.status != TrialStatus::Ok || th.stats.median_ms <= 0) return;
   c.ratios.push_back(pair_ratio(tb.stats, th.stats));
+  c.pair_steps.emplace_back(tb.stats, th.stats);
   if (tb.e2e_s > 0 && th.e2e_s > 0 && tb.job_steps == th.job_steps) {
     c.e2e_ratios.push_back(tb.e2e_s / th.e2e_s);
     c.e2e_steps = tb.job_steps;
@@ -161,6 +242,18 @@ int affordable_pairs(const SearchResult& r, int run_steps, const SearchOptions& 
 }
 
 }  // namespace
+
+std::string interval_source(const Confirmation& c) {
+  if (c.ratios.size() < 2) return "confirmation: too few pairs for an interval";
+  if (c.from_steps)
+    return fmt::format("confirmation: steady-state interval from the blocks of steps within the {} pairs (the pairs differ no "
+                       "more than their blocks: F {:.2f} <= 1)", c.ratios.size(), c.heterogeneity);
+  return fmt::format("confirmation: steady-state interval over the {} pairs' ratios (t, {} degrees of freedom){}", c.ratios.size(),
+                     c.ratios.size() - 1,
+                     c.heterogeneity > 0 ? fmt::format(": the pairs differ more than their blocks of steps (F {:.2f} > 1)",
+                                                       c.heterogeneity)
+                                         : "");
+}
 
 Confirmation confirm(const Candidate& choice, int max_pairs, TrialRunner& runner, SearchResult& r, const SearchOptions& opt,
                      const std::function<bool()>& stop, int run_steps) {
@@ -202,6 +295,7 @@ Confirmation confirm(const Candidate& choice, int max_pairs, TrialRunner& runner
                               ? fmt::format("; end to end over {} steps {:.3f}x ({} interval {:.3f}x to {:.3f}x)", c.e2e_steps,
                                             c.e2e_speedup, level, c.e2e_low, c.e2e_high)
                               : "";
+  if (c.heterogeneity > 0) r.log.push_back(interval_source(c));  // the blocks of steps were compared
   r.log.push_back(c.confirmed ? fmt::format("confirmed over {} interleaved pairs ({}): steady state {:.3f}x ({} interval {:.3f}x "
                                             "to {:.3f}x){}", c.ratios.size(), c.ended, c.speedup, level, c.low, c.high, e2e)
                               : fmt::format("no confirmed gain: {} measured {:.3f}x over {} interleaved pairs ({}; {} interval "

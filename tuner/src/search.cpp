@@ -185,6 +185,13 @@ double addressed_share(const Candidate& c, const std::vector<KnobPlan>& plan, co
   return std::clamp(share, 0.0, 0.9);
 }
 
+// persistent_workers = true, not beside num_workers = 0 (the job's own workers when unset).
+bool sets_persistent_workers(const Candidate& c) {
+  const Value* p = c.find("dataloader.persistent_workers");
+  const bool on = p != nullptr && std::get_if<bool>(p) != nullptr && std::get<bool>(*p);
+  return on && (c.find("dataloader.num_workers") == nullptr || int_setting(c, "dataloader.num_workers", 0) > 0);
+}
+
 }  // namespace
 
 // The analyzer's gain shares as given, spread over the machine. Without DataLoader workers or
@@ -194,7 +201,9 @@ double addressed_share(const Candidate& c, const std::vector<KnobPlan>& plan, co
 // max(1 - g, g / min(W, N)) of what it was, and W + t threads on N cores (one may wait for data)
 // are slowed by (W + t) / (N + 1) when they exceed it. So 16 workers on 2 cores predict no more
 // than 2 workers, and less: what a 2-core trace can support. prefetch_factor and persistent
-// workers refine workers (without them they are predicted to change nothing).
+// workers refine workers (without them they are predicted to change nothing), but for the
+// saving at each epoch's start the trace shows when its loader forks workers every epoch
+// (MachineLimits::persistent_workers_speedup), which keeping them alive predicts.
 double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, const std::vector<FindingRef>& findings,
                          const MachineLimits& m) {
   const double all = addressed_share(c, plan, findings);
@@ -211,7 +220,12 @@ double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, 
   f *= std::max(1.0, static_cast<double>(workers + threads) / (n + 1));
   const double other = std::max(0.0, all - g);  // findings the threads address beyond data loading
   if (c.find("torch.num_threads") != nullptr) f *= 1 - other * std::min(1.0, (static_cast<double>(threads) - 1) / n);
-  return std::min(1.0 / f, 1.0 / (1.0 - all));
+  const double bounded = std::min(1.0 / f, 1.0 / (1.0 - all));
+  if (!sets_persistent_workers(c) || m.persistent_workers_speedup <= 1) return bounded;
+  // the epoch starts' waits are measured, not estimated: their saving goes on top, and the whole
+  // stays within the findings' share plus the saving's (at most 0.9 of the run)
+  const double saving = 1 - 1 / m.persistent_workers_speedup;
+  return std::min(bounded * m.persistent_workers_speedup, 1.0 / (1.0 - std::min(0.9, all + saving)));
 }
 
 std::string beyond_cores(const Candidate& c, int cores) {

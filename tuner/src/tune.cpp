@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "tracetune/analyzer/analyze.h"
+#include "tracetune/analyzer/epochs.h"
 #include "tracetune/collector/job_python.h"
 #include "tracetune/collector/launcher.h"
 #include "tracetune/analyzer/diff.h"
@@ -255,6 +256,7 @@ struct JobFacts {
   KernelMatch kernel_match;
   bool job_uses_nccl = false;
   MachineLimits machine;
+  analyzer::EpochFacts epochs;  // the DataLoader's epochs (tracetune.epoch ranges)
 };
 
 // The largest "host memory.rss" any process of the job reported (0: none).
@@ -274,6 +276,8 @@ JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::str
   f.machine = this_machine();
   f.machine.job_rss_bytes = job_rss_bytes(t);
   f.machine.gpus = static_cast<int>(t.devices.size());
+  f.epochs = analyzer::epoch_facts(t);
+  f.machine.persistent_workers_speedup = f.epochs.persistent_speedup();
   return f;
 }
 
@@ -332,6 +336,31 @@ JobTrialOptions trial_options(const TuneOptions& opt, const fs::path& work_dir) 
   return jopt;
 }
 
+// The trace's epochs and what persistent workers would save on them, in one line.
+std::string epochs_line(const analyzer::EpochFacts& e) {
+  std::string line = fmt::format("  epochs: {} of {:.0f} steps, DataLoader workers {}{}", e.epochs, e.steps_per_epoch, e.workers,
+                                 e.persistent ? " (kept alive)" : "");
+  if (e.workers > 0 && !e.persistent)
+    line += fmt::format("; {} epoch starts waited {:.1f} ms beyond a {:.1f} ms step (largest {:.1f} ms): persistent workers "
+                        "predicted {:.3f}x over the {:.0f} ms run",
+                        e.restarts, e.restart_wait_ms, e.step_ms, e.largest_restart_ms, e.persistent_speedup(), e.run_ms);
+  return line;
+}
+
+// Where the trace's epoch starts wait for re-forked workers beyond --min-gain of the run and no
+// finding put the DataLoader's knobs in the plan, persistent workers are searched first: their
+// saving is measured, not estimated (analyzer::EpochFacts).
+void add_persistent_workers(const Catalogue& cat, const analyzer::EpochFacts& epochs, double min_gain, TuneSummary& summary) {
+  const Knob* k = cat.find("dataloader.persistent_workers");
+  if (k == nullptr || epochs.persistent_speedup() <= 1 + min_gain) return;
+  auto& plan = summary.plan;
+  if (std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob == k; })) return;
+  plan.insert(plan.begin(), KnobPlan{k, {Value(true)}, {"epoch_restarts"}});
+  summary.skipped.push_back(fmt::format("dataloader.persistent_workers: added first: the epoch starts waited {:.0f} ms for "
+                                        "re-forked workers ({:.2f}x of the run)", epochs.restart_wait_ms,
+                                        epochs.persistent_speedup()));
+}
+
 // The summary before the search: the job, the findings and the plan (said unless quiet).
 TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::path& work_dir, const JobFacts& facts) {
   TuneSummary summary;
@@ -341,6 +370,7 @@ TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::pa
   summary.warmup = opt.warmup;
   summary.steps = opt.steps;
   summary.plan = plan_search(facts.findings, cat, opt.allow_numerics, &summary.skipped);
+  add_persistent_workers(cat, facts.epochs, opt.min_gain, summary);
   if (opt.kernels) add_kernel_candidates(opt, cat, work_dir, facts.kernel_match, summary.plan);
   summary.machine = facts.machine;
   if (opt.quiet) return summary;
@@ -349,6 +379,7 @@ TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::pa
   say(fmt::format("  machine: {} cores, {:.0f} MiB available, the job's largest RSS {:.0f} MiB, {} GPUs",
                   facts.machine.cores, facts.machine.memory_bytes / 1048576, facts.machine.job_rss_bytes / 1048576,
                   facts.machine.gpus));
+  if (facts.epochs.epochs > 0) say(epochs_line(facts.epochs));
   return summary;
 }
 

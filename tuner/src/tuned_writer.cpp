@@ -69,6 +69,7 @@ std::string confirmation_comment(const TuneSummary& s) {
                                            c.speedup, 100 * c.level, c.low, c.high, c.ratios.size());
   std::string why = fmt::format("# Pairs ran until {} (sequential: {} looks, each at {:.1f}%, so 95% over all).\n", c.ended,
                                 c.looks_planned, 100 * c.level);
+  if (c.from_steps) why += "# The steady-state interval is from the steps within the pairs (see docs/tuning.md).\n";
   if (c.e2e_ratios.size() >= 2)
     why += fmt::format("# End to end (launch to the job's end, start-up included, {} steps each run): {:.3f}x ({:.1f}% "
                        "interval {:.3f}x to {:.3f}x).\n", c.e2e_steps, c.e2e_speedup, 100 * c.level, c.e2e_low, c.e2e_high);

@@ -18,10 +18,14 @@ hook patches torch's classes when the job imports them.
   --max-steps N`): once N steps have completed, the process raises SystemExit(0) at the next
   step boundary, so the job ends normally (finally blocks run, DataLoader workers are shut
   down) with exit status 0.
+- Epochs: each `iter(loader)` on the main thread is a range "tracetune.epoch <JSON>" over the
+  call (where a loader without persistent workers forks them), numbered from 0 with the
+  loader's workers and persistence; the analysis reads epoch starts and lengths from them.
 - TRACETUNE_EARLY_STOP=FROM:COUNT:NS (set by `tracetune tune` for search trials): when steps
   FROM..FROM+COUNT-1 have completed and their median is above NS nanoseconds, the job ends the
   same way: the trial is already clearly slower than the best so far.
 """
+import json
 import os
 import sys
 import threading
@@ -158,6 +162,42 @@ def _patch_dataloader(module) -> None:
 
     it_cls.__next__ = __next__
     it_cls._tracetune_patched = True
+    _patch_epochs(getattr(module, "DataLoader", None))
+
+
+EPOCHS = [0]  # DataLoader iterations started on the main thread (the epoch marks' numbering)
+
+
+def epoch_mark(loader) -> str:
+    """The name of an epoch's range: "tracetune.epoch <JSON>" with the epoch's number (from 0,
+    over every DataLoader the main thread iterates), the loader's workers and whether they are
+    kept alive between epochs."""
+    workers = int(getattr(loader, "num_workers", 0) or 0)
+    persistent = bool(getattr(loader, "persistent_workers", False)) and workers > 0
+    return "tracetune.epoch " + json.dumps({"epoch": EPOCHS[0], "workers": workers, "persistent": persistent},
+                                           sort_keys=True)
+
+
+def _patch_epochs(loader_cls) -> None:
+    """Each `iter(loader)` on the main thread (an epoch's start: workers are forked here unless
+    they are kept alive) becomes a range "tracetune.epoch <JSON>" over the call; the steps up to
+    the next one are the epoch's."""
+    if loader_cls is None or getattr(loader_cls, "_tracetune_epochs", False):
+        return
+    original = loader_cls.__iter__
+    main = threading.main_thread
+
+    def __iter__(self):
+        if threading.current_thread() is not main():
+            return original(self)
+        t0 = _collector.now_ns()
+        it = original(self)
+        _collector.range(epoch_mark(self), "tracetune", t0, _collector.now_ns())
+        EPOCHS[0] += 1
+        return it
+
+    loader_cls.__iter__ = __iter__
+    loader_cls._tracetune_epochs = True
 
 
 def _low_source_boundary(source: int, now: int) -> None:

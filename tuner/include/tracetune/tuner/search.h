@@ -42,6 +42,10 @@ struct MachineLimits {
   double memory_bytes = 0;       // available memory (MemAvailable); 0: unknown
   double job_rss_bytes = 0;      // the job's largest resident set in the analysed trace; 0: unknown
   int gpus = 0;                  // devices in the analysed trace
+  // What keeping DataLoader workers alive saves, from the analysed trace's epochs
+  // (analyzer::EpochFacts::persistent_speedup: its loader forks workers at each epoch's start
+  // and the later epochs' first steps wait for them); 1 where the trace shows none.
+  double persistent_workers_speedup = 1;
 };
 MachineLimits this_machine();    // cores and available memory; the trace's facts are added by tune
 
@@ -189,6 +193,9 @@ struct Confirmation {
   int pairs_planned = 0;        // the most pairs: max_pairs, or fewer when the budget left pays for fewer
   std::string ended;            // why the pairs stopped
   int last_baseline = -1, last_choice = -1;  // indices into the search's trials (for the diff)
+  std::vector<std::pair<StepStats, StepStats>> pair_steps;  // each measured pair's baseline and choice steps
+  bool from_steps = false;      // the steady-state interval is step_interval's, not the pairs' t interval
+  double heterogeneity = 0;     // step_interval's F (0: not computed)
 };
 struct SpeedupInterval {
   double mean = 1, low = 1, high = 1;
@@ -200,6 +207,31 @@ SpeedupInterval speedup_interval(const std::vector<double>& ratios, double level
 double t_quantile(double level, std::size_t df);
 // exp of the Hodges-Lehmann shift between log step times: the pair's steady-state ratio.
 double pair_ratio(const StepStats& baseline, const StepStats& choice);
+// The steady-state interval from the steps within the pairs, where that is sound (batch means
+// with a check that pooling is allowed). Each pair's two runs are cut into blocks of
+// max(4, ceil(sqrt(steps))) consecutive steps at the same places in both runs (at least 3
+// blocks a run), and each block gives a difference of log medians, baseline less choice. The
+// blocks of one pair are treated as independent replicates: blocks that long carry little of
+// the steps' autocorrelation from one to the next, and the two runs' blocks at the same place
+// share the run's phase. Pooling the blocks of all pairs assumes that what makes one pair
+// differ from another is the machine's step-to-step noise, not a change of the machine
+// between runs; that is checked by the one-way analysis of variance of the blocks by pair:
+// F = (between-pair mean square) / (within-pair mean square), about 1 under the assumption.
+// Only where F <= 1 are the blocks pooled: their mean with a t interval on all of them
+// (blocks - 1 degrees of freedom instead of pairs - 1). Above 1 (the machine changed between
+// runs more than within them), with fewer than kMinStepsPerRun steps or 3 blocks a run, with
+// identical blocks, or with fewer than 2 pairs, `interval` is left undefined and the
+// confirmation uses the t interval over the pairs' ratios. The end-to-end figure is one number
+// per run and stays pair-based.
+constexpr std::size_t kMinStepsPerRun = 12;
+struct StepInterval {
+  SpeedupInterval interval;    // defined only where the steps can be pooled
+  double heterogeneity = 0;    // F (0 when not computed)
+  double df = 0;               // pairs - 1
+};
+StepInterval step_interval(const std::vector<std::pair<StepStats, StepStats>>& pairs, double level = 0.95);
+// One line saying which interval the confirmation used and why.
+std::string interval_source(const Confirmation& c);
 // The looks of a sequential confirmation: min_pairs, 5, 8, 12, 20, 30, 50, ... below max_pairs, and max_pairs.
 std::vector<int> planned_looks(int min_pairs, int max_pairs);
 
