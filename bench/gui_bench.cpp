@@ -187,13 +187,22 @@ int main(int argc, char** argv) {
               (double(rss2) - double(rss0)) / n);
   std::printf("   live heap growth (malloc's in-use bytes): %.1f B/event, then %.1f B/event with the analysis\n",
               (double(heap1) - double(heap0)) / n, (double(heap2) - double(heap0)) / n);
-  std::size_t pieces = 0;
-  for (const auto& rank : doc->analysis().metrics.ranks)
-    for (const auto& path : rank.paths) pieces += path.pieces.capacity() * sizeof(path.pieces[0]);
-  for (const auto& path : doc->analysis().metrics.job_paths) pieces += path.pieces.capacity() * sizeof(path.pieces[0]);
-  std::printf("   of which the critical paths' pieces (drawn by the C overlay): %.1f B/event\n", pieces / n);
   std::printf("   accounted: model %.1f B/event + timeline index %.2f B/event = %.1f B/event\n",
               doc->trace.event_bytes() / n, doc->index.index_bytes / n, doc->resident_bytes / n);
+  // the critical-path overlay (key C) shown for the first time: its pieces are computed then
+  const bool pieces_kept = doc->path_pieces() != nullptr;
+  const Timed pieces_time;
+  tt::gui::compute_path_pieces(*doc);
+  const double pieces_wall = pieces_time.wall(), pieces_cpu = pieces_time.cpu();
+  malloc_trim(0);
+  const std::size_t rss3 = rss_bytes();
+  std::size_t pieces = 0;
+  if (const auto* all = doc->path_pieces())
+    for (const auto& rank : *all)
+      for (const auto& path : rank) pieces += path.capacity() * sizeof(path[0]);
+  std::printf("   C overlay first shown: pieces %s in %.2f / %.2f s; RSS growth then %.1f B/event (pieces %.1f B/event)\n",
+              pieces_kept ? "kept by the analysis" : "computed", pieces_wall, pieces_cpu, (double(rss3) - double(rss0)) / n,
+              pieces / n);
 #ifdef TT_HAVE_QT_OPENGL
   // the OpenGL renderer draws into an FBO of the window's size; on a raster image it falls
   // back to QPainter, so the QPainter figures below are unchanged by this

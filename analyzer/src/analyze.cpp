@@ -32,6 +32,18 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source) 
   return a;
 }
 
+StepPieces step_path_pieces(const trace::Trace& t, Options opt) {
+  if (opt.hta_compat) return {};
+  opt.path_pieces = true;
+  opt.what_ifs = false;  // the replays change no path
+  MetricsStage m = compute_metrics(t, opt);
+  compute_rank_paths(t, opt, m.groups, m.metrics);
+  StepPieces pieces(m.metrics.ranks.size());
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    for (auto& path : m.metrics.ranks[i].paths) pieces[i].push_back(std::move(path.pieces));
+  return pieces;
+}
+
 const RankMetrics& whole_rank(const Analysis& a, std::size_t i) {
   return a.rank_store ? a.rank_store->rank(i) : a.metrics.ranks[i];
 }

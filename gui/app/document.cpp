@@ -40,16 +40,44 @@ double Document::analyze_seconds() const {
 }
 
 void Document::attach_analysis(analyzer::Analysis a, double seconds) const {
-  auto fresh = std::make_shared<const Attached>(Attached{std::move(a), seconds});
+  analyzer::StepPieces pieces;
+  if (a.options.path_pieces) {  // one place for the overlay to read them from
+    for (auto& r : a.metrics.ranks) {
+      pieces.emplace_back();
+      for (auto& p : r.paths) pieces.back().push_back(std::move(p.pieces));
+    }
+  }
+  auto fresh = std::make_shared<const Attached>(Attached{std::move(a), seconds, std::move(pieces)});
   std::shared_ptr<const Attached> none;
   attached_.compare_exchange_strong(none, std::move(fresh));  // first one wins
+}
+
+const analyzer::StepPieces* Document::path_pieces() const {
+  // the attached report and pieces live as long as the document: the pointer stays valid
+  const auto a = attached_.load();
+  if (!a) return nullptr;
+  if (a->analysis.options.path_pieces) return &a->pieces;
+  return later_pieces_.load().get();
+}
+
+void Document::attach_path_pieces(analyzer::StepPieces pieces) const {
+  auto fresh = std::make_shared<const analyzer::StepPieces>(std::move(pieces));
+  std::shared_ptr<const analyzer::StepPieces> none;
+  later_pieces_.compare_exchange_strong(none, std::move(fresh));  // first one wins
 }
 
 void analyze_document(const Document& doc) {
   if (doc.analysed()) return;
   const auto t0 = Clock::now();
-  auto a = analyzer::analyze(doc.trace, analyzer::Options{}, doc.path.string());
+  analyzer::Options opt;
+  opt.path_pieces = doc.trace.py_samples.size() > 0;  // the Python attribution of host segments reads them
+  auto a = analyzer::analyze(doc.trace, opt, doc.path.string());
   doc.attach_analysis(std::move(a), since(t0));
+}
+
+void compute_path_pieces(const Document& doc) {
+  if (!doc.analysed() || doc.path_pieces()) return;
+  doc.attach_path_pieces(analyzer::step_path_pieces(doc.trace, doc.analysis().options));
 }
 
 namespace {

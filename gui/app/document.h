@@ -4,6 +4,10 @@
 // The trace and the index never change after loading. The report may be attached later, once
 // (the window shows the timeline while the analysis still runs): until then analysis() is
 // empty and analysed() false. Attaching publishes it atomically, so any thread may read it.
+// The critical paths' pieces (what the timeline's C overlay draws: 24 B each, 0.66 per event on
+// a training trace) are not kept by the analysis unless its attribution needs them (a trace with
+// Python samples): compute_path_pieces() computes them when the overlay is first shown and
+// attaches them the same way.
 #pragma once
 
 #include <atomic>
@@ -36,13 +40,20 @@ struct Document {
   double analyze_seconds() const;
   // Attaches the report; only the first call has an effect (references handed out stay valid).
   void attach_analysis(analyzer::Analysis a, double seconds) const;
+  // Every step's critical-path pieces, per rank and path as in analysis().metrics.ranks[r].paths;
+  // nullptr until known (analysed, and kept by the analysis or attached by compute_path_pieces).
+  const analyzer::StepPieces* path_pieces() const;
+  // Attaches the pieces computed later; only the first call has an effect.
+  void attach_path_pieces(analyzer::StepPieces pieces) const;
 
  private:
   struct Attached {
     analyzer::Analysis analysis;
     double seconds = 0;
+    analyzer::StepPieces pieces;  // moved out of analysis' paths when it kept them
   };
   mutable std::atomic<std::shared_ptr<const Attached>> attached_;
+  mutable std::atomic<std::shared_ptr<const analyzer::StepPieces>> later_pieces_;
 };
 
 struct LoadOptions {
@@ -58,7 +69,14 @@ using LoadProgress = std::function<void(int percent, const std::string& stage)>;
 std::uint64_t default_memory_cap();
 
 // Runs the analyzer on the document's trace and attaches the report (a no-op once analysed).
+// The critical paths' pieces are kept only where the Python attribution reads them (as
+// `tracetune analyze` does): the report is the CLI's.
 void analyze_document(const Document& doc);
+
+// Computes every step's critical-path pieces (analyzer::step_path_pieces, a second pass over the
+// trace without the what-if replays: a few seconds for 10M events) and attaches them; a no-op
+// before the analysis or once doc.path_pieces() is set. Blocking: run it off the GUI thread.
+void compute_path_pieces(const Document& doc);
 
 // Opens a tracetune DB, or imports a Kineto JSON (file or directory) or an nsys SQLite export;
 // builds the timeline index and (unless opt.analyze is false) runs the analyzer. Every failure (unreadable, foreign or

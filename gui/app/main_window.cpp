@@ -302,6 +302,7 @@ void MainWindow::onLoaded(std::shared_ptr<const Document> doc) {
 void MainWindow::onAnalysed(const std::shared_ptr<const Document>& doc) {
   if (doc != doc_) return;  // another document replaced it meanwhile
   for (auto* p : panels_) p->setDocument(doc_);
+  if (timeline_->criticalPathVisible()) timeline_->setCriticalPathVisible(true);  // --critical-path: now it can be drawn
   updateStatus();
   emit analysisReady();
 }

@@ -96,6 +96,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent), renderer_(std::ma
 }
 
 TimelineView::~TimelineView() {
+  if (path_worker_.joinable()) path_worker_.join();
   worker_.reset();
   delete canvas_;  // before renderer_, which it uses to free its GL names
 }
@@ -136,6 +137,7 @@ void TimelineView::setDocument(std::shared_ptr<const Document> doc) {
   lod_.reset();
   selected_ = flow_ = hover_ = {};
   hover_counter_ = trace::kNone;
+  path_failed_for_ = nullptr;
   area_.reset();
   highlight_t0_ = highlight_t1_ = 0;
   collapsed_.assign(doc_ ? doc_->index.groups.size() : 0, false);
@@ -238,6 +240,7 @@ void TimelineView::setHighlight(Ns t0, Ns t1) {
 
 void TimelineView::setCriticalPathVisible(bool on) {
   path_visible_ = on;
+  requestPathPieces();
   refresh();
 }
 
@@ -567,6 +570,7 @@ void TimelineView::buildFrame(Frame& f) {
   if (!pinned_entries_.empty()) f.lines.push_back({QLineF(0, top_limit - 1.5, W, top_limit - 1.5), 0xffffb300u, 2});
 
   drawRuler(f);
+  requestPathPieces();
   addCriticalPath(f, kLabelWidth + timelineWidth());
   drawOverlays(f);
   drawHoverBox(f, fm);
@@ -790,14 +794,42 @@ constexpr QRgb kPathColors[analyzer::kPathKinds] = {0xff9c755fu, 0xffff9da7u, 0x
                                                     0xffbab0acu, 0xfff28e2bu, 0xffedc948u, 0xffb07aa1u};
 constexpr double kPathBar = 6;
 
+void TimelineView::requestPathPieces() {
+  if (!path_visible_ || !doc_ || !doc_->analysed() || doc_->path_pieces() || path_failed_for_ == doc_.get()) return;
+  auto compute = [](const Document& d) {
+    try {
+      compute_path_pieces(d);
+      return true;
+    } catch (const std::exception&) {  // out of memory: no overlay, the rest of the view stays
+      return false;
+    }
+  };
+  if (synchronous_) {
+    if (!compute(*doc_)) path_failed_for_ = doc_.get();
+    return;
+  }
+  if (path_worker_busy_) return;
+  if (path_worker_.joinable()) path_worker_.join();  // done with an earlier document
+  path_worker_busy_ = true;
+  path_worker_ = std::thread([this, doc = doc_, compute] {
+    const bool ok = compute(*doc);
+    QMetaObject::invokeMethod(this, [this, ok, d = doc.get()] {
+      path_worker_busy_ = false;
+      if (!ok && d == doc_.get()) path_failed_for_ = d;
+      refresh();  // draws them (or asks for the next document's)
+    }, Qt::QueuedConnection);
+  });
+}
+
 // Every step's critical path (analyzer::StepPath::pieces) over the rows it ran on: a bar along
 // the top of the row in its kind's colour, and a thin line where the path moves to another row.
 void TimelineView::addCriticalPath(Frame& f, double right) const {
-  if (!path_visible_ || !doc_ || !doc_->analysed()) return;
-  for (const auto& r : doc_->analysis().metrics.ranks)
-    for (const auto& p : r.paths) {
+  const analyzer::StepPieces* pieces = path_visible_ && doc_ ? doc_->path_pieces() : nullptr;
+  if (!pieces) return;
+  for (const auto& rank : *pieces)
+    for (const auto& path : rank) {
       std::optional<QPointF> prev;
-      for (const auto& piece : p.pieces) {
+      for (const auto& piece : path) {
         const auto row = track_row_.find(piece.track);
         const QRect rr = row == track_row_.end() ? QRect() : rowRect(row->second);
         const double x0 = std::max<double>(kLabelWidth, xAt(piece.start)), x1 = std::min<double>(right, xAt(piece.end));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -70,9 +71,12 @@ class TimelineView : public QWidget {
   void select(EventRef e);
   void fitSelected();
   void setHighlight(trace::Ns t0, trace::Ns t1);  // a finding's evidence; t1 <= t0 clears
-  // Draws every step's critical path (from the analysis) over the rows it ran on (key C).
+  // Draws every step's critical path (from the analysis) over the rows it ran on (key C). Its
+  // pieces are computed when first shown after the analysis (compute_path_pieces, in a worker
+  // thread unless synchronous); the overlay appears when they are attached (pathPiecesReady()).
   void setCriticalPathVisible(bool on);
   bool criticalPathVisible() const { return path_visible_; }
+  bool pathPiecesReady() const { return doc_ && doc_->path_pieces(); }
   const std::optional<AreaSelection>& area() const { return area_; }
   void setArea(std::optional<AreaSelection> a);
   void zoomToArea();
@@ -91,6 +95,7 @@ class TimelineView : public QWidget {
   // The band of `row` in widget coordinates (empty when scrolled away or hidden).
   QRect rowRect(std::uint32_t row) const;
   void addCriticalPath(Frame& f, double right) const;
+  void requestPathPieces();  // computes the document's path pieces once the overlay wants them
   // The timeline part of a group's header line (a summary when collapsed); empty when hidden.
   QRect groupRect(std::uint32_t group) const;
   EventRef eventAt(QPoint p) const;
@@ -191,6 +196,9 @@ class TimelineView : public QWidget {
   std::optional<AreaSelection> area_;
   bool help_ = false;
   bool path_visible_ = false;
+  std::thread path_worker_;        // computes the path pieces (compute_path_pieces)
+  bool path_worker_busy_ = false;  // set while it runs (GUI thread only)
+  const Document* path_failed_for_ = nullptr;  // the document whose pieces could not be computed
   std::unordered_map<std::uint32_t, std::uint32_t> track_row_;  // trace track -> its first event row
 
   // mouse drag state

@@ -1031,8 +1031,11 @@ class GuiTest : public QObject {
     QVERIFY(w);
     QTRY_VERIFY_WITH_TIMEOUT(w->timeline()->document()->analysed(), 120000);  // a loaded machine's analysis
     auto* tl = w->timeline();
+    // the analysis does not hold the pieces (no Python samples to attribute): the overlay
+    // computes them when first shown
     const auto& paths = tl->document()->analysis().metrics.ranks.at(0).paths;
-    QVERIFY(!paths.empty() && !paths[0].pieces.empty());
+    QVERIFY(!paths.empty() && paths[0].pieces.empty());
+    QVERIFY(!tl->pathPiecesReady());
     auto path_pixels = [&] {
       const QImage img = tl->grab().toImage();
       int n = 0;
@@ -1046,6 +1049,10 @@ class GuiTest : public QObject {
     const int off = path_pixels();
     QTest::keyClick(tl, Qt::Key_C);
     QVERIFY(tl->criticalPathVisible());
+    QTRY_VERIFY_WITH_TIMEOUT(tl->pathPiecesReady(), 120000);  // a bound on a hang, not a timing
+    const auto& pieces = *tl->document()->path_pieces();
+    QCOMPARE(pieces.size(), tl->document()->analysis().metrics.ranks.size());
+    QVERIFY(pieces.at(0).size() == paths.size() && !pieces[0][0].empty());
     const int on = path_pixels();
     QVERIFY2(on > off + 200, qPrintable(QString("%1 path-coloured pixels with the path, %2 without").arg(on).arg(off)));
     QTest::keyClick(tl, Qt::Key_C);
@@ -1298,6 +1305,10 @@ class GuiTest : public QObject {
     QVERIFY2(rec.exitCode() == 0, rec.readAll().right(3000).constData());
     auto w = open(db);
     QVERIFY(w);
+    // with Python samples the analysis keeps the path pieces (its attribution reads them): the
+    // C overlay has them at once, nothing is computed again
+    QTRY_VERIFY_WITH_TIMEOUT(w->timeline()->document()->analysed(), 120000);
+    QVERIFY(w->timeline()->pathPiecesReady());
     QDockWidget* dock = nullptr;
     for (auto* d : w->findChildren<QDockWidget*>())
       if (d->windowTitle() == "Flame graph") dock = d;

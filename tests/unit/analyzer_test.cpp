@@ -3,6 +3,7 @@
 // threshold, and bad input that must still give a valid analysis.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "critical_path.h"
@@ -656,6 +657,48 @@ TEST(CriticalPath, AlexnetRunsThroughTheFftKernelsItsStreamWaitsFor) {
       on_stream20 += piece.end - piece.start;
   EXPECT_EQ(on_stream20, 536 * kUs);
   EXPECT_EQ(path_kind(p, PathKind::GpuWait), 0);
+}
+
+// The GUI analyses with path_pieces off and computes the pieces when the critical-path overlay
+// is first shown (step_path_pieces): they must be the eager analysis' pieces exactly, rank by
+// rank and step by step, on one rank and on several (DDP's collectives, rank waits).
+TEST(CriticalPath, StepPathPiecesAreTheEagerAnalysisPieces) {
+  const std::string corpus = TT_CORPUS_DIR;
+  for (const std::string path : {corpus + "/kineto/hta/alexnet.json.gz", corpus + "/kineto/param/resnet_rtx2080ti.json.gz",
+                                 corpus + "/kineto/hta/event_sync_multi_stream.json.gz",
+                                 corpus + "/kineto/param/dlrm_8rank"}) {
+    SCOPED_TRACE(path);
+    trace::Trace t;
+    const std::filesystem::path inputs[] = {path};
+    ASSERT_TRUE(trace::import_any(inputs, t).ok());
+    t.finalize();
+    Options eager;
+    eager.path_pieces = true;
+    const Analysis a = analyze(t, eager, path);
+    Options lazy;
+    lazy.path_pieces = false;
+    const Analysis without = analyze(t, lazy, path);
+    const StepPieces pieces = step_path_pieces(t, lazy);
+    ASSERT_EQ(pieces.size(), a.metrics.ranks.size());
+    std::size_t steps = 0, compared = 0;
+    for (std::size_t r = 0; r < pieces.size(); ++r) {
+      const auto& paths = a.metrics.ranks[r].paths;
+      ASSERT_EQ(pieces[r].size(), paths.size());
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        EXPECT_TRUE(without.metrics.ranks[r].paths[i].pieces.empty());  // not held by the analysis
+        ASSERT_EQ(pieces[r][i].size(), paths[i].pieces.size()) << "rank " << r << " path " << i;
+        for (std::size_t k = 0; k < pieces[r][i].size(); ++k) {
+          const PathPiece &x = pieces[r][i][k], &y = paths[i].pieces[k];
+          EXPECT_TRUE(x.start == y.start && x.end == y.end && x.kind == y.kind && x.track == y.track)
+              << "rank " << r << " path " << i << " piece " << k;
+        }
+        ++steps;
+        compared += paths[i].pieces.size();
+      }
+    }
+    EXPECT_GT(steps, 0u);
+    EXPECT_GT(compared, steps);  // paths of several pieces
+  }
 }
 
 TEST(CriticalPath, StreamOrderQueueGapAndStepClipping) {

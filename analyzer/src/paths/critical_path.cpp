@@ -781,12 +781,13 @@ struct RankPathWalker::Impl {
   PathWalker walker;
   GraphSource& graphs;
   Ns blocking;
+  bool what_ifs;
 };
 
 RankPathWalker::RankPathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers,
                                const CollectiveGroups& groups, const Options& opt)
     : impl_(std::make_unique<Impl>(Impl{PathWalker(graphs, std::move(rank_numbers), groups, opt), graphs,
-                                        opt.kernel_wait_threshold})) {}
+                                        opt.kernel_wait_threshold, opt.what_ifs})) {}
 RankPathWalker::~RankPathWalker() = default;
 
 void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
@@ -799,7 +800,7 @@ void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
     const ReplayIndex index(*graph);
     for (auto& st : r.steps) {
       r.paths.push_back(impl_->walker.walk(i, st.start, st.end, st.number, false));
-      replay_what_ifs(*graph, index, r.paths.back(), impl_->blocking, st);
+      if (impl_->what_ifs) replay_what_ifs(*graph, index, r.paths.back(), impl_->blocking, st);
     }
   }
   impl_->graphs.release(i);
@@ -847,6 +848,11 @@ void compute_critical_paths(const Trace& t, const Options& opt, const Collective
   if (M.ranks.size() >= 2 && !job) M.notes.push_back(job_path_left_out(total_ops));
   TraceGraphs graphs(t, M, groups, job);  // a rank's graph is dropped after its own paths unless the job path needs it
   compute_critical_paths(opt, groups, graphs, job, M);
+}
+
+void compute_rank_paths(const Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M) {
+  TraceGraphs graphs(t, M, groups, false);
+  compute_critical_paths(opt, groups, graphs, false, M);
 }
 
 }  // namespace tt::analyzer

@@ -148,6 +148,9 @@ std::string job_path_left_out(std::size_t gpu_ops);
 // The same over a trace in memory (the job path left out, with a note, above kJobPathMaxOps).
 void compute_critical_paths(const trace::Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M);
 
+// The ranks' own paths alone (RankMetrics::paths; no job path) over a trace in memory.
+void compute_rank_paths(const trace::Trace& t, const Options& opt, const CollectiveGroups& groups, Metrics& M);
+
 // What the replays of one graph look up per op, built once per graph (12 bytes per op while
 // its steps are replayed): each op's place in by_start and the launch call that launched it.
 struct ReplayIndex {

@@ -50,6 +50,14 @@ std::size_t steps_of(const Analysis& a, std::size_t i);
 
 Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);
 
+// Every step's critical-path pieces: per rank of analyze(t, opt)'s Metrics::ranks, per path of
+// its RankMetrics::paths, the StepPath::pieces that analyze keeps with opt.path_pieces, in the
+// same order. Computed again from the trace without the rest of the analysis (no what-if
+// replays, no job path, no rules), for a caller that analysed with path_pieces off so as not to
+// hold them and draws the paths later (the GUI's critical-path overlay). Empty under hta_compat.
+using StepPieces = std::vector<std::vector<std::vector<PathPiece>>>;
+StepPieces step_path_pieces(const trace::Trace& t, Options opt);
+
 std::string render_json(const Analysis& a);
 // The same, handed to `sink` in pieces of about 1 MiB as it is written: a report larger than
 // memory (a combine's JSON lists every step of every rank) is never held whole.

@@ -21,6 +21,7 @@ struct Options {
   Ns kernel_wait_threshold = 30'000;     // idle gap below this after a queued op: launch overhead
   unsigned threads = 0;                  // 0: one per core
   bool path_pieces = true;               // keep StepPath::pieces (the GUI draws them; no report shows them)
+  bool what_ifs = true;                  // replay each step's what-ifs (off: the paths alone, step_path_pieces)
 };
 
 // GPU time of a rank split by what ran (HTA's "temporal breakdown", plus classes and overlaps).
