@@ -1262,18 +1262,42 @@ Result<Merged> merge_files(std::span<const fs::path> dirs, const MergeOptions& o
   return merged;
 }
 
-// Bytes of the record files under `dirs` (0 when they cannot be listed: merge_files says why).
-std::uintmax_t record_bytes(std::span<const fs::path> dirs) {
-  auto found = find_record_files(dirs);
-  std::uintmax_t bytes = 0;
-  if (found)
-    for (const fs::path& f : found.value()) {
-      std::error_code ec;
-      const std::uintmax_t n = fs::file_size(f, ec);
-      if (!ec) bytes += n;
-    }
-  return bytes;
-}
+// The trace file of merge_raw_to_file, created once its page size is known: write_trace takes
+// 64 KiB pages above 200,000 events, so the first files' events wait in memory until there are
+// more than that, or until the last file (then 4 KiB pages): as write_trace decides for the whole.
+class LazyTraceFile {
+ public:
+  explicit LazyTraceFile(fs::path path) : path_(std::move(path)) {}
+
+  Status append(trace::Trace part) {
+    if (writer_) return writer_->append(part);
+    pending_events_ += part.event_count();
+    pending_.push_back(std::move(part));
+    return pending_events_ > kBigPagesEvents ? open(true) : Status{};
+  }
+  // The writer, with every waiting part appended.
+  Result<trace::TraceFileWriter*> writer() {
+    if (!writer_)
+      if (auto st = open(false); !st) return Error{st.error()};
+    return writer_.get();
+  }
+
+ private:
+  static constexpr std::size_t kBigPagesEvents = 200'000;
+  Status open(bool big_pages) {
+    auto w = trace::TraceFileWriter::create(path_, big_pages);
+    if (!w) return Error{w.error()};
+    writer_ = std::move(w.value());
+    for (trace::Trace& part : pending_)
+      if (auto st = writer_->append(part); !st) return st;
+    pending_.clear();
+    return {};
+  }
+  fs::path path_;
+  std::unique_ptr<trace::TraceFileWriter> writer_;
+  std::vector<trace::Trace> pending_;
+  std::size_t pending_events_ = 0;
+};
 
 // What `tracetune info` says of the trace merge_raw_to_file wrote, made as it is written: the
 // event counts of each file's events, and the time span of each process, moved with its clock.
@@ -1333,19 +1357,16 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
 
 Result<trace::TraceSummary> merge_raw_to_file(std::span<const fs::path> dirs, const MergeOptions& options,
                                               MergeReport& report, const MergeOutput& output) {
-  // write_trace takes 64 KiB pages above 200,000 events; the events are not counted before they
-  // are read, so their record files' size stands for them (a record takes 32 bytes or more)
-  constexpr std::uintmax_t kBigPagesBytes = 200'000 * 32;
-  auto writer = trace::TraceFileWriter::create(output.path, record_bytes(dirs) > kBigPagesBytes);
-  if (!writer) return Error{writer.error()};
-  trace::TraceFileWriter& w = *writer.value();
+  LazyTraceFile file(output.path);
   StreamedSummary summary;
   auto merged = merge_files(dirs, options, report, [&](trace::Trace& part, std::uint32_t process) {
-    if (auto st = w.append(part); !st) return st;
     summary.add(part, process);
-    return Status{};
+    return file.append(std::move(part));
   });
   if (!merged) return Error{merged.error()};
+  auto writer = file.writer();
+  if (!writer) return Error{writer.error()};
+  trace::TraceFileWriter& w = *writer.value();
   trace::Trace& t = merged.value().trace;
   const std::vector<Ns>& shifts = merged.value().shift_by_process;
   if (!shifts.empty())

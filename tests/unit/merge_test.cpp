@@ -26,7 +26,7 @@ using testing::TempDir;
 using trace::DiagnosticKind;
 namespace fs = std::filesystem;
 
-// Every table of a trace file as text, its rows in their stored order, and the schema.
+// Every table of a trace file as text, its rows in their stored order, the schema and the page size.
 std::string dump_tables(const fs::path& db) {
   sqlite3* h = nullptr;
   std::string out;
@@ -40,6 +40,7 @@ std::string dump_tables(const fs::path& db) {
     while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) row(s);
     sqlite3_finalize(s);
   };
+  each_row("PRAGMA page_size", [&](sqlite3_stmt* s) { out += fmt::format("page size {}\n", sqlite3_column_int(s, 0)); });
   std::vector<std::string> tables;
   each_row("SELECT type, name, sql FROM sqlite_master ORDER BY type, name", [&](sqlite3_stmt* s) {
     const auto text = [&](int c) { return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)) ?: ""); };
