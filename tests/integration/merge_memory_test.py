@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """`tracetune merge` of raw record sets from many hosts streams (docs/collector.md, issue 28): the
 same generated job of 16 and 64 hosts (2 processes each, 20,000 events per process) merges with a
-peak RSS that grows by less than the trace writer's fixed SQLite caches (64 MiB of pages, 16 MiB
-for the staged io_calls, which fill up as the file grows) and 16 MiB, where a merge that holds
-every event grows by 3.5 MB per host (235 MiB from 16 to 64 hosts before the streaming). And the
-trace holds every event.
+peak RSS that grows by less than the trace writer's SQLite memory, which has fixed caps but fills
+up as the file grows (64 MiB of page cache, 16 MiB for the staged io_calls, the sorter that builds
+the indexes at the end): 73 MiB measured, 120 MiB allowed. A merge that holds every event grows by
+3.7 MiB per host (235 MiB from 16 to 64 hosts before the streaming). And the trace holds every
+event.
 
 Structural, not timed: the peak RSS of the merge process itself (wait4's ru_maxrss), the smaller
 of two runs.
@@ -23,7 +24,7 @@ from harness import peak_rss  # noqa: E402
 TRACETUNE, GEN = sys.argv[1], sys.argv[2]
 HOSTS = (16, 64)
 PROCS, EVENTS = 2, 20_000
-ALLOWED_GROWTH = (64 + 16 + 16) << 20  # bytes of peak RSS from 16 to 64 hosts (73 MiB measured)
+ALLOWED_GROWTH = 120 << 20  # bytes of peak RSS from 16 to 64 hosts
 
 
 def merge(raw, db):
