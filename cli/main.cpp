@@ -344,10 +344,10 @@ int cmd_merge(const std::vector<std::string>& dirs, const std::string& output) {
   if (auto st = check_output(paths, output); !st) return fail(st.error());
   collector::MergeReport report;
   collector::MergeOptions mopt;
-  auto t = collector::merge_raw(paths, mopt, report);
-  if (!t) return fail(t.error());
-  if (auto st = trace::write_trace(t.value(), output, "tracetune merge " TT_VERSION); !st) return fail(st.error());
-  std::printf("%s", trace::summary_text(trace::summarize(t.value())).c_str());
+  // streamed: memory holds one record file's events at a time, not every host's
+  auto summary = collector::merge_raw_to_file(paths, mopt, report, {output, "tracetune merge " TT_VERSION, {}});
+  if (!summary) return fail(summary.error());
+  std::printf("%s", trace::summary_text(summary.value()).c_str());
   for (const auto& h : report.hosts) {
     const std::string alignment = h.clock_line();
     std::printf("host %-20s clock offset %lld ns (%zu files)%s%s\n", h.host.c_str(), static_cast<long long>(h.offset_ns),

@@ -207,11 +207,11 @@ std::string killed_line(int signo) {
                      abbrev != nullptr ? abbrev : std::to_string(signo), signo, 128 + signo);
 }
 
-void print_summary(const trace::Trace& t, const MergeReport& report, const RecordOptions& opt,
+void print_summary(const trace::TraceSummary& summary, const MergeReport& report, const RecordOptions& opt,
                    const fs::path& raw_dir, int job_signal) {
   std::string s = "\n== tracetune record: " + opt.output.string() + "\n";
   if (job_signal != 0) s += killed_line(job_signal);
-  s += trace::summary_text(trace::summarize(t));
+  s += trace::summary_text(summary);
   s += fmt::format("recorded     {} processes from {} record files{}\n", report.processes, report.files,
                    report.hosts.size() > 1 ? fmt::format(" on {} hosts", report.hosts.size()) : "");
   for (const auto& h : report.hosts)
@@ -622,24 +622,17 @@ void merge_and_write(const RecordOptions& opt, const fs::path& raw_dir, RecordOu
     };
   MergeReport report;
   const fs::path dirs[] = {raw_dir};
-  auto merged = merge_raw(dirs, mopt, report);
-  if (!merged) {
-    outcome.error = merged.error();
-    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", merged.error().c_str(),
-                 merge_later_hint(raw_dir, opt.output).c_str());
-    return;
-  }
-  trace::Trace& t = merged.value();
-  t.metadata.emplace_back("command", redacted_command(opt.command));
-  for (const auto& kv : opt.metadata) t.metadata.push_back(kv);
-  if (auto st = trace::write_trace(t, opt.output, "tracetune record " TT_COLLECTOR_VERSION); !st) {
-    outcome.error = st.error();
-    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", st.error().c_str(),
+  MergeOutput output{opt.output, "tracetune record " TT_COLLECTOR_VERSION, {{"command", redacted_command(opt.command)}}};
+  output.metadata.insert(output.metadata.end(), opt.metadata.begin(), opt.metadata.end());
+  auto summary = merge_raw_to_file(dirs, mopt, report, output);  // streamed: one process's events at a time
+  if (!summary) {
+    outcome.error = summary.error();
+    std::fprintf(stderr, "tracetune: no trace written: %s (%s)\n", summary.error().c_str(),
                  merge_later_hint(raw_dir, opt.output).c_str());
     return;
   }
   outcome.trace_written = true;
-  if (opt.summary) print_summary(t, report, opt, raw_dir, outcome.signal);
+  if (opt.summary) print_summary(summary.value(), report, opt, raw_dir, outcome.signal);
   std::error_code ec;
   if (!opt.keep_raw) fs::remove_all(raw_dir, ec);
 }

@@ -1,8 +1,10 @@
 // Raw record files (one per process, one directory per host) -> one Trace.
 //
 // Place in the data flow: collector ──▶ <dir>/<host>/proc-*.ttr ──record_reader──▶ RawProcess
-// ──this──▶ Trace ──(caller)──▶ finalize / write_trace. Used by `tracetune record` once the
-// job has ended and by `tracetune merge DIR...` for outputs gathered from several nodes.
+// ──this──▶ Trace ──(caller)──▶ finalize / write_trace (merge_raw: windows of a running job), or
+// ──this──▶ each file's events ──TraceFileWriter──▶ trace file (merge_raw_to_file: `tracetune
+// record` once the job has ended, `tracetune merge DIR...` for outputs gathered from several
+// nodes), where memory holds one file's events at a time, not every host's.
 //
 // Three passes:
 //  1. find every *.ttr (sorted, duplicates removed: the trace must not depend on directory
@@ -12,6 +14,9 @@
 //  3. read the files in parallel, convert them on this thread in file order (deterministic
 //     string ids and track numbers), and free each one before the next: the readers run at
 //     most a small window ahead, which bounds memory for jobs with hundreds of large files.
+//     merge_raw_to_file then hands each file's converted events to the trace file and frees
+//     them too (EventSink): every file's tracks follow those of the files before, so appending
+//     file by file gives the rows, and the ids, of the whole trace sorted at once.
 //
 // Clocks: every record carries CLOCK_MONOTONIC, which is only comparable within one boot of
 // one host. With one host the trace clock is that host's monotonic clock (offset 0). With
@@ -40,12 +45,15 @@
 #include <stop_token>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "tracetune/collector/collective_clocks.h"
 #include "tracetune/collector/record_reader.h"
 #include "tracetune/trace/py_stacks.h"
+#include "tracetune/trace/store.h"
+#include "tracetune/trace/summary.h"
 
 namespace tt::collector {
 namespace fs = std::filesystem;
@@ -296,8 +304,9 @@ void set_metadata(trace::Trace& t, const std::string& key, const std::string& va
 }
 
 // After conversion, with several hosts: corrects each host's offset from collectives matched
-// across hosts and moves that host's processes (every table, the timed texts) by it.
-void refine_clocks_from_collectives(trace::Trace& t, MergeReport& report, const std::vector<TimedText>& texts) {
+// across hosts and moves that host's processes (every table of `t`, the timed texts) by it.
+// Returns the shift of each process, empty when none moves.
+std::vector<Ns> refine_clocks_from_collectives(trace::Trace& t, MergeReport& report, const std::vector<TimedText>& texts) {
   const std::map<std::string, Ns> corrections = collective_clock_corrections(t, report.hosts);
   std::vector<Ns> shift_by_process(t.processes.size(), 0);
   bool any = false;
@@ -317,6 +326,8 @@ void refine_clocks_from_collectives(trace::Trace& t, MergeReport& report, const 
     set_metadata(t, "clock_correction_collectives:" + clock.host, std::to_string(clock.collectives));
     set_metadata(t, "clock_residual_ns:" + clock.host, std::to_string(clock.residual_ns));
   }
+  if (!any) shift_by_process.clear();
+  return shift_by_process;
 }
 
 // ---- pass 3: reading, in parallel, handed over in order ----
@@ -1141,13 +1152,48 @@ std::string MergeReport::gpu_line(bool cupti_built) const {
   return line;
 }
 
-Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOptions& options,
-                               MergeReport& report) {
+namespace {
+
+// Where the events of each converted file go: nowhere (they stay in the trace: merge_raw), or
+// to `sink`, called with the trace holding the file's events alone and its process, which takes
+// them out of the trace (merge_raw_to_file). Events stay copied in the trace only for steps and
+// collectives: the clock alignment and the summary read them whole.
+using EventSink = std::function<Status(trace::Trace& part, std::uint32_t process)>;
+
+struct Merged {
+  trace::Trace trace;
+  std::vector<Ns> shift_by_process;  // the collectives' clock corrections; empty: none
+};
+
+// The events converted since the last call, taken out of `t` (the steps and collectives: from
+// row `kept_steps` / `kept_collectives` on, copied).
+trace::Trace take_events(trace::Trace& t, std::size_t& kept_steps, std::size_t& kept_collectives) {
+  trace::Trace part;
+  part.kernels = std::exchange(t.kernels, {});
+  part.memcpys = std::exchange(t.memcpys, {});
+  part.memsets = std::exchange(t.memsets, {});
+  part.api_calls = std::exchange(t.api_calls, {});
+  part.syncs = std::exchange(t.syncs, {});
+  part.ranges = std::exchange(t.ranges, {});
+  part.io_calls = std::exchange(t.io_calls, {});
+  part.counters = std::exchange(t.counters, {});
+  part.flows = std::exchange(t.flows, {});
+  part.py_samples = std::exchange(t.py_samples, {});
+  part.steps = trace::rows_from(t.steps, kept_steps);
+  part.collectives = trace::rows_from(t.collectives, kept_collectives);
+  kept_steps = t.steps.size();
+  kept_collectives = t.collectives.size();
+  return part;
+}
+
+Result<Merged> merge_files(std::span<const fs::path> dirs, const MergeOptions& options, MergeReport& report,
+                           const EventSink& sink) {
   auto found = find_record_files(dirs);
   if (!found) return Error{found.error()};
   const std::vector<fs::path>& files = found.value();
 
-  trace::Trace t;
+  Merged merged;
+  trace::Trace& t = merged.trace;
   std::string first_error;
   auto skip = [&](const fs::path& file, const std::string& error) {
     // The reader's messages start with the path, which is already the diagnostic's source.
@@ -1173,16 +1219,22 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   const std::map<std::string, Ns> offsets = align_clocks(headers, t, report);
   std::set<std::string> environments;
   std::vector<TimedText> timed_texts;
+  std::size_t kept_steps = 0, kept_collectives = 0;
+  Status sunk;  // the first error of the sink: later files are not converted
 
   auto convert = [&](std::size_t i, Result<RawProcess>* raw) {
     if (raw != nullptr && !*raw) skip(files[i], raw->error());
-    if (raw != nullptr && *raw) {
+    if (raw != nullptr && *raw && sunk) {
       if (options.keep_from_ns != INT64_MIN || options.keep_to_ns != INT64_MAX)
         crop_raw_process(raw->value(), options.keep_from_ns, options.keep_to_ns);
       const RawProcess& p = raw->value();
       const auto off = offsets.find(p.header.host);
       ProcessConverter(t, report, p, off == offsets.end() ? 0 : off->second, environments, timed_texts).run();
       ++report.files;
+      if (sink) {
+        trace::Trace part = take_events(t, kept_steps, kept_collectives);
+        sunk = sink(part, static_cast<std::uint32_t>(t.processes.size() - 1));
+      }
     }
     if (options.progress) options.progress(i + 1, files.size());
   };
@@ -1199,14 +1251,129 @@ Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOption
   } else {
     read_in_order(files, readable, convert);
   }
+  if (!sunk) return Error{sunk.error()};
 
   if (report.files == 0)
     return make_error("no readable record file among " + std::to_string(files.size()) +
                       " found (first: " + first_error + ")");
-  refine_clocks_from_collectives(t, report, timed_texts);
+  merged.shift_by_process = refine_clocks_from_collectives(t, report, timed_texts);
   for (const fs::path& dir : dirs)
     for (auto& [key, value] : window_metadata(dir)) set_metadata(t, key, value);
-  return t;
+  return merged;
+}
+
+// The trace file of merge_raw_to_file, created once its page size is known: write_trace takes
+// 64 KiB pages above 200,000 events, so the first files' events wait in memory until there are
+// more than that, or until the last file (then 4 KiB pages): as write_trace decides for the whole.
+class LazyTraceFile {
+ public:
+  explicit LazyTraceFile(fs::path path) : path_(std::move(path)) {}
+
+  Status append(trace::Trace part) {
+    if (writer_) return writer_->append(part);
+    pending_events_ += part.event_count();
+    pending_.push_back(std::move(part));
+    return pending_events_ > kBigPagesEvents ? open(true) : Status{};
+  }
+  // The writer, with every waiting part appended.
+  Result<trace::TraceFileWriter*> writer() {
+    if (!writer_)
+      if (auto st = open(false); !st) return Error{st.error()};
+    return writer_.get();
+  }
+
+ private:
+  static constexpr std::size_t kBigPagesEvents = 200'000;
+  Status open(bool big_pages) {
+    auto w = trace::TraceFileWriter::create(path_, big_pages);
+    if (!w) return Error{w.error()};
+    writer_ = std::move(w.value());
+    for (trace::Trace& part : pending_)
+      if (auto st = writer_->append(part); !st) return st;
+    pending_.clear();
+    return {};
+  }
+  fs::path path_;
+  std::unique_ptr<trace::TraceFileWriter> writer_;
+  std::vector<trace::Trace> pending_;
+  std::size_t pending_events_ = 0;
+};
+
+// What `tracetune info` says of the trace merge_raw_to_file wrote, made as it is written: the
+// event counts of each file's events, and the time span of each process, moved with its clock.
+class StreamedSummary {
+ public:
+  void add(const trace::Trace& part, std::uint32_t process) {
+    const trace::TraceSummary s = trace::summarize(part);
+    for (const auto& [kind, n] : s.counts) counts_[kind] += n;
+    total_ += s.total_events;
+    if (part.event_count() == part.flows.size()) return;  // no span or counter: no time (Trace::time_bounds)
+    const auto [lo, hi] = part.time_bounds();
+    bounds_.push_back({process, lo, hi});
+  }
+  // `t`: the merged trace without its events but the steps and collectives, times corrected.
+  trace::TraceSummary finish(const trace::Trace& t, std::span<const Ns> shift_by_process) const {
+    trace::TraceSummary s = trace::summarize(t);
+    s.counts = counts_;
+    s.total_events = total_;
+    bool any = false;
+    for (const Bounds& b : bounds_) {
+      const Ns shift = b.process < shift_by_process.size() ? shift_by_process[b.process] : 0;
+      const Ns lo = sat_add(b.lo, shift), hi = sat_add(b.hi, shift);
+      s.start = any ? std::min(s.start, lo) : lo;
+      s.end = any ? std::max(s.end, hi) : hi;
+      any = true;
+    }
+    if (!any) s.start = s.end = 0;
+    return s;
+  }
+
+ private:
+  struct Bounds {
+    std::uint32_t process = 0;
+    Ns lo = 0, hi = 0;
+  };
+  std::map<std::string, std::uint64_t> counts_;
+  std::uint64_t total_ = 0;
+  std::vector<Bounds> bounds_;
+};
+
+// Track k's shift: that of its process.
+std::vector<Ns> shift_by_track(const trace::Trace& t, std::span<const Ns> shift_by_process) {
+  std::vector<Ns> out(t.tracks.size(), 0);
+  for (std::uint32_t k = 0; k < t.tracks.size(); ++k)
+    if (const std::uint32_t p = t.process_of_track(k); p < shift_by_process.size()) out[k] = shift_by_process[p];
+  return out;
+}
+
+}  // namespace
+
+Result<trace::Trace> merge_raw(std::span<const fs::path> dirs, const MergeOptions& options,
+                               MergeReport& report) {
+  auto merged = merge_files(dirs, options, report, nullptr);
+  if (!merged) return Error{merged.error()};
+  return std::move(merged.value().trace);
+}
+
+Result<trace::TraceSummary> merge_raw_to_file(std::span<const fs::path> dirs, const MergeOptions& options,
+                                              MergeReport& report, const MergeOutput& output) {
+  LazyTraceFile file(output.path);
+  StreamedSummary summary;
+  auto merged = merge_files(dirs, options, report, [&](trace::Trace& part, std::uint32_t process) {
+    summary.add(part, process);
+    return file.append(std::move(part));
+  });
+  if (!merged) return Error{merged.error()};
+  auto writer = file.writer();
+  if (!writer) return Error{writer.error()};
+  trace::TraceFileWriter& w = *writer.value();
+  trace::Trace& t = merged.value().trace;
+  const std::vector<Ns>& shifts = merged.value().shift_by_process;
+  if (!shifts.empty())
+    if (auto st = w.shift_times(shift_by_track(t, shifts)); !st) return Error{st.error()};
+  for (const auto& kv : output.metadata) t.metadata.push_back(kv);
+  if (auto st = w.finish(t, output.created_by); !st) return Error{st.error()};
+  return summary.finish(t, shifts);
 }
 
 }  // namespace tt::collector

@@ -10,10 +10,13 @@
 #include <random>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <fmt/format.h>
 
 #include "record_file_writer.h"
 #include "tracetune/trace/py_stacks.h"
 #include "tracetune/trace/store.h"
+#include "tracetune/trace/summary.h"
 
 namespace tt::collector {
 namespace {
@@ -23,9 +26,62 @@ using testing::TempDir;
 using trace::DiagnosticKind;
 namespace fs = std::filesystem;
 
+// Every table of a trace file as text, its rows in their stored order, the schema and the page size.
+std::string dump_tables(const fs::path& db) {
+  sqlite3* h = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(h);
+    return "cannot open " + db.string();
+  }
+  auto each_row = [&](const std::string& sql, auto&& row) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) != SQLITE_OK) out += "bad query: " + sql + "\n";
+    while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) row(s);
+    sqlite3_finalize(s);
+  };
+  each_row("PRAGMA page_size", [&](sqlite3_stmt* s) { out += fmt::format("page size {}\n", sqlite3_column_int(s, 0)); });
+  std::vector<std::string> tables;
+  each_row("SELECT type, name, sql FROM sqlite_master ORDER BY type, name", [&](sqlite3_stmt* s) {
+    const auto text = [&](int c) { return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)) ?: ""); };
+    out += text(0) + " " + text(1) + ": " + text(2) + "\n";
+    if (text(0) == "table") tables.push_back(text(1));
+  });
+  for (const std::string& table : tables)
+    each_row("SELECT * FROM " + table, [&](sqlite3_stmt* s) {
+      out += table;
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        const auto* v = reinterpret_cast<const char*>(sqlite3_column_text(s, c));
+        out += fmt::format(" {}:{}", sqlite3_column_type(s, c), v != nullptr ? v : "NULL");
+      }
+      out += "\n";
+    });
+  sqlite3_close(h);
+  return out;
+}
+
+// merge_raw_to_file (tracetune merge, record) streams the events into the file: it must write
+// the rows write_trace writes of merge_raw's trace, and the summary `tracetune info` gives of
+// them. Checked on every raw set the tests below merge through merge_dirs.
+void expect_streamed_merge_equal(std::span<const fs::path> dirs, MergeOptions opt) {
+  opt.progress = nullptr;  // the caller counts its own merge's progress
+  TempDir out;
+  MergeReport report;
+  auto merged = merge_raw(dirs, opt, report);  // again: the caller's trace stays as merged
+  ASSERT_TRUE(merged) << merged.error();
+  trace::Trace& in_memory = merged.value();
+  ASSERT_TRUE(trace::write_trace(in_memory, out.path() / "memory.db", "test"));
+  auto summary = merge_raw_to_file(dirs, opt, report, {out.path() / "streamed.db", "test", {}});
+  ASSERT_TRUE(summary) << summary.error();
+  EXPECT_EQ(dump_tables(out.path() / "memory.db"), dump_tables(out.path() / "streamed.db"));
+  EXPECT_EQ(trace::summary_json(summary.value()), trace::summary_json(trace::summarize(in_memory)));
+}
+
 Result<trace::Trace> merge_dirs(std::vector<fs::path> dirs, MergeReport& report,
                                 const MergeOptions& opt = {}) {
-  return merge_raw(dirs, opt, report);
+  auto t = merge_raw(dirs, opt, report);
+  if (t) expect_streamed_merge_equal(dirs, opt);
+  return t;
 }
 
 std::string_view s(const trace::Trace& t, trace::StringId id) {

@@ -405,6 +405,26 @@ Ns saturating_add(Ns a, Ns b) {
 
 }  // namespace
 
+namespace {
+
+template <class Table>
+Table copy_rows_from(const Table& t, std::size_t from) {
+  std::vector<const void*> columns;  // each_column visits the columns of every table of a type in one order
+  each_column(const_cast<Table&>(t), [&](auto& col) { columns.push_back(&col); });
+  Table out;
+  std::size_t k = 0;
+  each_column(out, [&](auto& col) {
+    const auto& src = *static_cast<const std::remove_reference_t<decltype(col)>*>(columns[k++]);
+    col.assign(src.begin() + static_cast<std::ptrdiff_t>(std::min(from, src.size())), src.end());
+  });
+  return out;
+}
+
+}  // namespace
+
+StepTable rows_from(const StepTable& t, std::size_t from) { return copy_rows_from(t, from); }
+CollectiveTable rows_from(const CollectiveTable& t, std::size_t from) { return copy_rows_from(t, from); }
+
 void shift_process_times(Trace& t, std::span<const Ns> shift_by_process) {
   auto shift_of_process = [&](std::uint32_t p) { return p < shift_by_process.size() ? shift_by_process[p] : 0; };
   std::vector<Ns> shift_of_track(t.tracks.size(), 0);

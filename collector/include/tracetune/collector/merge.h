@@ -15,6 +15,7 @@
 #include "tracetune/collector/collective_clocks.h"
 #include "tracetune/trace/model.h"
 #include "tracetune/trace/result.h"
+#include "tracetune/trace/summary.h"
 
 namespace tt::collector {
 
@@ -81,5 +82,29 @@ struct MergeReport {
 // diagnostics and report entries.
 Result<trace::Trace> merge_raw(std::span<const std::filesystem::path> dirs, const MergeOptions& options,
                                MergeReport& report);
+
+}  // namespace tt::collector
+
+namespace tt::collector {
+
+// Where merge_raw_to_file writes: the trace file, its meta's created_by, and more meta entries
+// (after those of the merge).
+struct MergeOutput {
+  std::filesystem::path path;
+  std::string created_by;
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+// merge_raw, streamed into the trace file output.path (written atomically, as write_trace
+// writes): each file's events are appended to the file once converted, so memory holds one file's
+// events (and the read-ahead window of record_reader) however many hosts and processes there
+// are, plus what spans the whole trace: strings, processes, threads, tracks, diagnostics, Python
+// frames and stacks, and copies of the steps and collectives (the clock alignment and the summary
+// read them whole). The file holds the rows write_trace(merge_raw(...)) writes; when the
+// collectives correct a host's clock, its rows are moved in the file (one UPDATE per table).
+// Returns the summary `tracetune info` gives of the file. MergeOptions::keep_last_steps still
+// reads every file before converting any.
+Result<trace::TraceSummary> merge_raw_to_file(std::span<const std::filesystem::path> dirs, const MergeOptions& options,
+                                              MergeReport& report, const MergeOutput& output);
 
 }  // namespace tt::collector

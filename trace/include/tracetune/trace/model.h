@@ -384,6 +384,11 @@ RowBytes row_bytes();
 // processes onto the clock of the others.
 void shift_process_times(Trace& t, std::span<const Ns> shift_by_process);
 
+// Rows [from, size) of a table, every column: what a producer that writes a trace in parts
+// (TraceFileWriter) keeps of a table it also reads whole.
+StepTable rows_from(const StepTable& t, std::size_t from);
+CollectiveTable rows_from(const CollectiveTable& t, std::size_t from);
+
 // Events on `track` in a finalized table overlapping [t0, t1): an index range [first, last)
 // that contains every event with start < t1 and end > t0 (and instants in [t0, t1)). It may
 // also contain a few that end before t0 (behind a longer one): callers that need exactness

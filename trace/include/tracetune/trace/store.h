@@ -4,6 +4,8 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <vector>
 #include <string_view>
 
@@ -26,6 +28,36 @@ std::string_view schema_sql();
 // Writes `t` (finalized on the way) to `path` atomically: a 0600 temporary in the same
 // directory, renamed over `path` only when complete. `created_by` goes into meta.
 Status write_trace(Trace& t, const std::filesystem::path& path, std::string_view created_by);
+
+// A trace file written in parts, for a producer that cannot hold every event at once (`tracetune
+// merge` of many hosts): the rows are those write_trace() writes for the whole trace when each
+// part's tracks come after those of the parts before it (every table then stays sorted by
+// (track, start)). The file appears, atomically, only when finish() succeeds; a writer destroyed
+// before removes its temporary. Memory: SQLite's page cache (64 MiB) and one part at a time; the
+// rows of the clustered io_calls table are staged in a temporary file.
+class TraceFileWriter {
+ public:
+  // `big_pages`: 64 KiB pages, which write_trace() takes for traces of over 200,000 events.
+  static Result<std::unique_ptr<TraceFileWriter>> create(const std::filesystem::path& path, bool big_pages);
+  ~TraceFileWriter();
+  TraceFileWriter(const TraceFileWriter&) = delete;
+  TraceFileWriter& operator=(const TraceFileWriter&) = delete;
+
+  // Appends the events of `part` (finalized here; its entities are not read: ids in it are
+  // those of the whole trace). Ids continue from the rows of the parts before.
+  Status append(Trace& part);
+  // Moves every row on track k by shift_by_track[k], as shift_process_times() moves a trace.
+  Status shift_times(std::span<const Ns> shift_by_track);
+  // Writes everything but the events from `t` (meta, strings, processes, threads, devices,
+  // streams, tracks, launch configs, diagnostics, Python frames and stacks), builds the indexes
+  // and renames the file into place.
+  Status finish(const Trace& t, std::string_view created_by);
+
+ private:
+  TraceFileWriter();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Which tracks' events to read (by track index; empty: all).
 using TrackFilter = std::vector<char>;
