@@ -52,6 +52,19 @@ def peak_rss(cmd, env=None):
     return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
 
 
+def lowest_peak_rss(cmd, env=None, runs=2):
+    """The lowest peak RSS in bytes of `runs` runs of the command (a run's peak can catch the
+    allocator at a bad moment; the lowest is the command's own need); exits with a FAIL line
+    when a run fails."""
+    peaks = []
+    for _ in range(runs):
+        rss, code = peak_rss(cmd, env)
+        if code != 0:
+            sys.exit(f"FAIL: {' '.join(map(str, cmd))} exited with {code}")
+        peaks.append(rss)
+    return min(peaks)
+
+
 def free_port():
     """A TCP port free right now: torchrun's default 29500 may be taken by another job."""
     with socket.socket() as s:

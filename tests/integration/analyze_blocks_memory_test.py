@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import peak_rss  # noqa: E402
+from harness import lowest_peak_rss  # noqa: E402
 
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 N = 12
@@ -26,19 +26,9 @@ BUDGET = 12 << 20          # bytes: 75 per event, so blocks of 6 or 7 ranks (2 b
 ALLOWED_GROWTH = 8 << 20   # bytes of peak RSS from N to 4N ranks, in blocks
 
 
-def peak_rss_in_budget(cmd, budget):
-    """(peak RSS in bytes, exit status) of the command under TRACETUNE_ANALYZE_BUDGET=budget."""
-    return peak_rss(cmd, dict(os.environ, TRACETUNE_ANALYZE_BUDGET=str(budget)))
-
-
 def analyze(db, out, budget):
-    peaks = []
-    for _ in range(2):
-        rss, code = peak_rss_in_budget([TRACETUNE, "analyze", str(db), "--format", "json", "-o", str(out)], budget)
-        if code != 0:
-            sys.exit(f"FAIL: analyze {db} (budget {budget}) exited with {code}")
-        peaks.append(rss)
-    return min(peaks)
+    return lowest_peak_rss([TRACETUNE, "analyze", str(db), "--format", "json", "-o", str(out)],
+                           dict(os.environ, TRACETUNE_ANALYZE_BUDGET=str(budget)))
 
 
 def main():
