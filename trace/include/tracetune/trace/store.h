@@ -33,8 +33,9 @@ Status write_trace(Trace& t, const std::filesystem::path& path, std::string_view
 // merge` of many hosts): the rows are those write_trace() writes for the whole trace when each
 // part's tracks come after those of the parts before it (every table then stays sorted by
 // (track, start)). The file appears, atomically, only when finish() succeeds; a writer destroyed
-// before removes its temporary. Memory: SQLite's page cache (64 MiB) and one part at a time; the
-// rows of the clustered io_calls table are staged in a temporary file.
+// before removes its temporary. Memory: SQLite's page caches (64 MiB for the file, 16 MiB for the
+// staged table) and one part at a time; the rows of the clustered io_calls table are staged in a
+// temporary file.
 class TraceFileWriter {
  public:
   // `big_pages`: 64 KiB pages, which write_trace() takes for traces of over 200,000 events.
