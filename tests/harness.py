@@ -52,12 +52,17 @@ def peak_rss(cmd, env=None):
     return usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
 
 
-def lowest_peak_rss(cmd, env=None, runs=2):
+def lowest_peak_rss(cmd, env=None, runs=2, fresh=None):
     """The lowest peak RSS in bytes of `runs` runs of the command (a run's peak can catch the
     allocator at a bad moment; the lowest is the command's own need); exits with a FAIL line
-    when a run fails."""
+    when a run fails. `fresh`: a file removed before each run, for each to write it anew."""
     peaks = []
     for _ in range(runs):
+        if fresh is not None:
+            try:
+                os.unlink(fresh)
+            except FileNotFoundError:
+                pass
         rss, code = peak_rss(cmd, env)
         if code != 0:
             sys.exit(f"FAIL: {' '.join(map(str, cmd))} exited with {code}")

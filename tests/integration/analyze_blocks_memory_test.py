@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import lowest_peak_rss  # noqa: E402
+from harness import check, finish, lowest_peak_rss  # noqa: E402
 
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 N = 12
@@ -44,24 +44,17 @@ def main():
             for mode, budget in (("blocks", BUDGET), ("memory", 1 << 62)):
                 reports[n, mode] = tmp / f"{mode}{n}.json"
                 peaks[n, mode] = analyze(db, reports[n, mode], budget)
-        failed = False
         for n in (N, 4 * N):
-            if reports[n, "blocks"].read_bytes() != reports[n, "memory"].read_bytes():
-                print(f"FAIL: the report in blocks of the {n}-rank DB differs from the one in memory")
-                failed = True
+            check(f"the report in blocks of the {n}-rank DB is the one in memory",
+                  reports[n, "blocks"].read_bytes() == reports[n, "memory"].read_bytes())
         growth = peaks[4 * N, "blocks"] - peaks[N, "blocks"]
         print(f"peak RSS in blocks: {peaks[N, 'blocks'] / 1e6:.1f} MB at {N} ranks, {peaks[4 * N, 'blocks'] / 1e6:.1f} MB "
               f"at {4 * N} (growth {growth / 1e6:.2f} MB, allowed {ALLOWED_GROWTH / 1e6:.2f}); in memory: "
               f"{peaks[N, 'memory'] / 1e6:.1f} MB and {peaks[4 * N, 'memory'] / 1e6:.1f} MB")
-        if growth > ALLOWED_GROWTH:
-            print("FAIL: analyze in blocks grows with the trace's rank count")
-            failed = True
-        if peaks[4 * N, "memory"] - peaks[N, "memory"] <= 2 * ALLOWED_GROWTH:
-            print("FAIL: the in-memory analysis did not grow with the ranks: the test measures nothing")
-            failed = True
-    if failed:
-        sys.exit(1)
-    print("ok")
+        check("analyze in blocks does not grow with the trace's rank count", growth <= ALLOWED_GROWTH)
+        check("the in-memory analysis grows with the ranks (else the test measures nothing)",
+              peaks[4 * N, "memory"] - peaks[N, "memory"] > 2 * ALLOWED_GROWTH)
+    finish()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import peak_rss  # noqa: E402
+from harness import check, finish, lowest_peak_rss  # noqa: E402
 
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 RANKS = 256
@@ -33,14 +33,8 @@ ALLOWED_GROWTH = 8 << 20   # bytes of peak RSS from 8 to 64 steps per rank
 
 def combine(part, fmt, out):
     """The combine's smaller peak RSS of two runs."""
-    peaks = []
-    for _ in range(2):
-        rss, code = peak_rss([TRACETUNE, "analyze", "--combine", str(part), "--format", fmt, "--threads", "2",
-                              "-o", str(out)])
-        if code != 0:
-            sys.exit(f"FAIL: the combine of {part} exited with {code}")
-        peaks.append(rss)
-    return min(peaks)
+    return lowest_peak_rss([TRACETUNE, "analyze", "--combine", str(part), "--format", fmt, "--threads", "2",
+                            "-o", str(out)])
 
 
 def count_rows(report_path):
@@ -50,7 +44,6 @@ def count_rows(report_path):
 
 
 def main():
-    failed = False
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         peaks = {}
@@ -67,21 +60,17 @@ def main():
                 peaks[steps, fmt] = combine(part, fmt, tmp / f"report{steps}.{fmt}")
         for steps in STEPS:
             rows, paths = count_rows(tmp / f"report{steps}.json")
-            if rows != RANKS * steps or paths != RANKS * steps:
-                print(f"FAIL: the report of {steps} steps per rank lists {rows} steps and {paths} paths, "
-                      f"not {RANKS * steps}")
-                failed = True
+            check(f"the report of {steps} steps per rank lists every step and path",
+                  rows == RANKS * steps and paths == RANKS * steps,
+                  f"{rows} steps and {paths} paths, not {RANKS * steps}")
         for fmt in ("json", "text"):
             small, large = peaks[STEPS[0], fmt], peaks[STEPS[1], fmt]
             growth = large - small
             print(f"combine peak RSS, {fmt}: {small / 1e6:.1f} MB at {STEPS[0]} steps per rank, {large / 1e6:.1f} MB "
                   f"at {STEPS[1]} ({RANKS} ranks; growth {growth / 1e6:.2f} MB, allowed {ALLOWED_GROWTH / 1e6:.2f})")
-            if growth > ALLOWED_GROWTH:
-                print(f"FAIL: the combine's peak memory grows with the steps per rank ({fmt} report)")
-                failed = True
-    if failed:
-        sys.exit(1)
-    print("ok")
+            check(f"the combine's peak memory does not grow with the steps per rank ({fmt} report)",
+                  growth <= ALLOWED_GROWTH)
+    finish()
 
 
 if __name__ == "__main__":

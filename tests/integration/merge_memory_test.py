@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import lowest_peak_rss  # noqa: E402
+from harness import check, finish, lowest_peak_rss  # noqa: E402
 
 TRACETUNE, GEN = sys.argv[1], sys.argv[2]
 HOSTS = (16, 64)
@@ -28,10 +28,9 @@ ALLOWED_GROWTH = 120 << 20  # bytes of peak RSS from 16 to 64 hosts
 
 
 def merge(raw, db):
-    # through an exec'ing shell, for the summary to go to /dev/null: the peak is the merge's;
-    # rm first, for the second run's merge to write a new file as the first did
-    return lowest_peak_rss(["/bin/sh", "-c", 'rm -f "$2" && exec "$0" merge "$1" -o "$2" >/dev/null', TRACETUNE,
-                            str(raw), str(db)])
+    # through an exec'ing shell, for the summary to go to /dev/null: the peak is the merge's
+    return lowest_peak_rss(["/bin/sh", "-c", 'exec "$0" merge "$1" -o "$2" >/dev/null', TRACETUNE, str(raw), str(db)],
+                           fresh=db)
 
 
 def main():
@@ -46,16 +45,12 @@ def main():
                                              capture_output=True, text=True).stdout)
             events[hosts] = info["total_events"]
             print(f"{hosts} hosts: peak RSS {peaks[hosts] / 2**20:.1f} MiB, {events[hosts]} events")
-        failed = False
-        if events[64] != 4 * events[16] or events[16] < 16 * PROCS * EVENTS * 9 // 10:
-            print(f"FAIL: the traces hold {events[16]} and {events[64]} events")
-            failed = True
+        check("every event reaches the trace", events[64] == 4 * events[16] and
+              events[16] >= 16 * PROCS * EVENTS * 9 // 10, f"the traces hold {events[16]} and {events[64]} events")
         growth = peaks[64] - peaks[16]
-        if growth > ALLOWED_GROWTH:
-            print(f"FAIL: peak RSS grew by {growth / 2**20:.1f} MiB from 16 to 64 hosts "
-                  f"(allowed {ALLOWED_GROWTH / 2**20:.0f} MiB): the merge holds every host's events")
-            failed = True
-        sys.exit(1 if failed else 0)
+        check("the merge does not hold every host's events", growth <= ALLOWED_GROWTH,
+              f"peak RSS grew by {growth / 2**20:.1f} MiB from 16 to 64 hosts (allowed {ALLOWED_GROWTH / 2**20:.0f} MiB)")
+    finish()
 
 
 if __name__ == "__main__":

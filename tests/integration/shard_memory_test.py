@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/harness.py
-from harness import peak_rss  # noqa: E402
+from harness import check, finish, lowest_peak_rss  # noqa: E402
 
 TRACETUNE, PROJECT = sys.argv[1], pathlib.Path(sys.argv[2])
 N = 32
@@ -30,16 +30,10 @@ INDEX_PER_RANK = 64        # bytes of part index per rank
 
 def shard(job, part):
     """The shard's smaller peak RSS of two runs, and its part's index size."""
-    peaks = []
-    for _ in range(2):
-        part.unlink(missing_ok=True)
-        rss, code = peak_rss([TRACETUNE, "analyze", str(job), "--shard", "0/1", "-o", str(part)])
-        if code != 0:
-            sys.exit(f"FAIL: the shard over {job} exited with {code}")
-        peaks.append(rss)
+    rss = lowest_peak_rss([TRACETUNE, "analyze", str(job), "--shard", "0/1", "-o", str(part)], fresh=part)
     with open(part, "rb") as f:
         _, _, index_size, _, _ = struct.unpack("<8sQQII", f.read(32))
-    return min(peaks), index_size
+    return rss, index_size
 
 
 def main():
@@ -61,16 +55,9 @@ def main():
         print(f"shard peak RSS: {rss1 / 1e6:.1f} MB over {N} ranks, {rss4 / 1e6:.1f} MB over {4 * N} "
               f"(growth {growth / 1e6:.2f} MB, allowed {ALLOWED_GROWTH / 1e6:.2f}); "
               f"part index: {index_growth:.1f} B per rank (allowed {INDEX_PER_RANK})")
-        failed = False
-        if growth > ALLOWED_GROWTH:
-            print("FAIL: the shard's peak memory grows with its rank count")
-            failed = True
-        if index_growth > INDEX_PER_RANK:
-            print("FAIL: the part index holds more than an entry per rank")
-            failed = True
-        if failed:
-            sys.exit(1)
-        print("ok")
+        check("the shard's peak memory does not grow with its rank count", growth <= ALLOWED_GROWTH)
+        check("the part index holds an entry per rank", index_growth <= INDEX_PER_RANK)
+    finish()
 
 
 if __name__ == "__main__":
