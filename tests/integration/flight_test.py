@@ -305,6 +305,19 @@ def step_numbers(db):
     return [s["number"] for s in ranks[0]["steps"]] if ranks else doc
 
 
+def dump_then_end(name, rec, raw, db, timeout):
+    """Asks the job's step ring (record --raw-dir RAW) for a dump with `capture --dump`, waits for
+    the dump beside the trace, lets the job go on (the file "go on" its script waits for) and
+    waits for record's end; returns (the dumps, record's stderr)."""
+    c = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
+    check(f"{name}: capture --dump is accepted", c.returncode == 0, c.stderr)
+    dump = wait_for(lambda: dumps_by_reason(db.parent, "tracetune capture --dump"), 120)
+    (db.parent / "go on").write_text("")
+    _, err = rec.communicate(timeout=timeout)
+    check(f"{name}: the job ends normally", rec.returncode == 0 and db.exists(), err[-2000:])
+    return dump, err
+
+
 def case_ring_steps(tmp):
     tmp = pathlib.Path(tmp)
     job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "raw"
@@ -314,12 +327,7 @@ def case_ring_steps(tmp):
                            text=True, start_new_session=True)
     try:
         check("ring_steps: the job reaches step 120", wait_for((tmp / "at 120").exists, 120), rec.poll())
-        c = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
-        check("ring_steps: capture --dump is accepted", c.returncode == 0, c.stderr)
-        dump = wait_for(lambda: dumps_by_reason(tmp, "tracetune capture --dump"), 120)
-        (tmp / "go on").write_text("")
-        _, err = rec.communicate(timeout=300)
-        check("ring_steps: the job ends normally", rec.returncode == 0 and db.exists(), err[-2000:])
+        dump, _ = dump_then_end("ring_steps", rec, raw, db, 300)
     finally:
         if rec.poll() is None:
             os.killpg(rec.pid, signal.SIGKILL)
@@ -408,12 +416,7 @@ def case_ring_steps_workers(tmp):
               files, count)
         # each file at most header + 8 MiB of ring + 2 pinned chunks (a worker's: one ring chunk per thread)
         check("ring_steps_workers: and its size stays bounded", size <= bound * (10 << 20) + bound * 4096, size)
-        c = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
-        check("ring_steps_workers: capture --dump is accepted", c.returncode == 0, c.stderr)
-        dump = wait_for(lambda: dumps_by_reason(tmp, "tracetune capture --dump"), 120)
-        (tmp / "go on").write_text("")
-        _, err = rec.communicate(timeout=600)
-        check("ring_steps_workers: the job ends normally", rec.returncode == 0 and db.exists(), err[-2000:])
+        dump, err = dump_then_end("ring_steps_workers", rec, raw, db, 600)
     finally:
         if rec.poll() is None:
             os.killpg(rec.pid, signal.SIGKILL)
