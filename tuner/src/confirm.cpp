@@ -79,17 +79,22 @@ std::vector<double> log_steps(const std::vector<double>& ms) {
   return out;
 }
 
+// The median of `v` (the mean of the middle two for an even count; 0 when empty), reordering it.
+double median_in_place(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  double m = *mid;
+  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), mid)) / 2;
+  return m;
+}
+
 // The Hodges-Lehmann shift: the median of every baseline-step - choice-step log difference.
 double hodges_lehmann(const std::vector<double>& log_b, const std::vector<double>& log_c, std::vector<double>& diffs) {
   diffs.clear();
   for (double x : log_b)
     for (double y : log_c) diffs.push_back(x - y);
-  if (diffs.empty()) return 0;
-  const auto mid = diffs.begin() + static_cast<std::ptrdiff_t>(diffs.size() / 2);
-  std::nth_element(diffs.begin(), mid, diffs.end());
-  double m = *mid;
-  if (diffs.size() % 2 == 0) m = (m + *std::max_element(diffs.begin(), mid)) / 2;
-  return m;
+  return median_in_place(diffs);
 }
 
 }  // namespace
@@ -105,11 +110,7 @@ namespace {
 // The log median of steps [from, from + n).
 double log_median(const std::vector<double>& ms, std::size_t from, std::size_t n) {
   std::vector<double> v(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.begin() + static_cast<std::ptrdiff_t>(from + n));
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  double m = *mid;
-  if (n % 2 == 0) m = (m + *std::max_element(v.begin(), mid)) / 2;
-  return std::log(m);
+  return std::log(median_in_place(v));
 }
 
 // One pair's block differences: the runs' steps cut into blocks of max(4, ceil(sqrt(steps)))
