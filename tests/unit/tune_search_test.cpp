@@ -243,6 +243,13 @@ TEST(TunedToml, RoundTripsThroughTheConfigParser) {
   EXPECT_NE(text.find("speedup = "), std::string::npos);
   EXPECT_NE(text.find("findings = [\"data_loading\"]"), std::string::npos);
   EXPECT_NE(text.find("# findings: data_loading"), std::string::npos);
+  TuneSummary with_notes = s;  // what the tuner added is said apart from what it left out
+  with_notes.added = {"torch.num_threads: beside dataloader.num_workers (they share the cores)"};
+  with_notes.skipped = {"dataloader.num_workers = 16: not tried: more than 2 x the 2 cores"};
+  const std::string noted = tuned_toml(with_notes, cat());
+  EXPECT_NE(noted.find("\n# added to the search: torch.num_threads: beside dataloader.num_workers"), std::string::npos) << noted;
+  EXPECT_NE(noted.find("\n# not searched: dataloader.num_workers = 16: not tried"), std::string::npos) << noted;
+  EXPECT_EQ(noted.find("# not searched: torch.num_threads"), std::string::npos) << noted;
   EXPECT_EQ(text.find("numerics = true"), std::string::npos);
   EXPECT_FALSE(cfg->numerics_allowed);
   // [meta] as parsed facts, the header comments verbatim
@@ -702,10 +709,10 @@ TEST(TuneJoint, CandidatesAreBoundedByTheMachineAndOrderedByPrediction) {
   const std::vector<FindingRef> findings = {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor",
                                                                    "dataloader.persistent_workers"}}};
   auto plan = plan_search(findings, cat(), false);
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, added;
   MachineLimits m = two_cores();
   m.job_rss_bytes = 2.5e9;  // 3 copies of the job fit in 8 GB, 5 do not
-  const auto groups = group_plan(plan, cat(), findings, m, &skipped);
+  const auto groups = group_plan(plan, cat(), findings, m, &skipped, &added);
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(groups[0].knobs.size(), 4u);  // workers x prefetch x persistent x threads
   for (const auto& c : groups[0].candidates) {
@@ -718,7 +725,9 @@ TEST(TuneJoint, CandidatesAreBoundedByTheMachineAndOrderedByPrediction) {
   EXPECT_TRUE(said("dataloader.num_workers = 16: not tried: more than 2 x the 2 cores"));
   EXPECT_TRUE(said("dataloader.num_workers = 4: not tried: 5 copies"));
   EXPECT_TRUE(said("torch.num_threads = 4: not tried: more than the 2 cores"));
-  EXPECT_TRUE(said("torch.num_threads: added beside dataloader.num_workers"));
+  // a knob the tuner adds is searched: it is said as added, never under "not searched"
+  EXPECT_FALSE(said("torch.num_threads: added"));
+  EXPECT_EQ(added, (std::vector<std::string>{"torch.num_threads: beside dataloader.num_workers (they share the cores)"}));
   // prefetch or persistent workers without workers would be refused by PyTorch: not candidates
   for (const auto& c : groups[0].candidates) {
     if (c.find("dataloader.num_workers") != nullptr && workers(c) == 0) {

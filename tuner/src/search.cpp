@@ -335,7 +335,8 @@ SearchGroup make_group(std::vector<const KnobPlan*> knobs, const std::vector<Kno
 }  // namespace
 
 std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& cat, const std::vector<FindingRef>& findings,
-                                    const MachineLimits& m, std::vector<std::string>* skipped) {
+                                    const MachineLimits& m, std::vector<std::string>* skipped,
+                                    std::vector<std::string>* added) {
   auto has = [&](std::string_view id) {
     return std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; });
   };
@@ -343,7 +344,7 @@ std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue
     const Knob* t = cat.find("torch.num_threads");
     const auto w = std::find_if(plan.begin(), plan.end(), [](const KnobPlan& p) { return p.knob->id == "dataloader.num_workers"; });
     plan.push_back(KnobPlan{t, t->values, w->findings});
-    if (skipped != nullptr) skipped->push_back("torch.num_threads: added beside dataloader.num_workers (they share the cores)");
+    if (added != nullptr) added->push_back("torch.num_threads: beside dataloader.num_workers (they share the cores)");
   }
   for (auto& p : plan) {  // values beyond the machine
     std::vector<Value> kept;

@@ -356,7 +356,7 @@ void add_persistent_workers(const Catalogue& cat, const analyzer::EpochFacts& ep
   auto& plan = summary.plan;
   if (std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob == k; })) return;
   plan.insert(plan.begin(), KnobPlan{k, {Value(true)}, {"epoch_restarts"}});
-  summary.skipped.push_back(fmt::format("dataloader.persistent_workers: added first: the epoch starts waited {:.0f} ms for "
+  summary.added.push_back(fmt::format("dataloader.persistent_workers: first: the epoch starts waited {:.0f} ms for "
                                         "re-forked workers ({:.2f}x of the run)", epochs.restart_wait_ms,
                                         epochs.persistent_speedup()));
 }
@@ -386,7 +386,8 @@ TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::pa
 // The plan's groups (knobs that interact searched together), bounded by the machine and
 // ordered by prediction; said unless quiet.
 std::vector<SearchGroup> search_groups(const TuneOptions& opt, const Catalogue& cat, TuneSummary& summary) {
-  std::vector<SearchGroup> groups = group_plan(summary.plan, cat, summary.findings, summary.machine, &summary.skipped);
+  std::vector<SearchGroup> groups = group_plan(summary.plan, cat, summary.findings, summary.machine, &summary.skipped,
+                                                &summary.added);
   if (opt.quiet) return groups;
   for (const auto& g : groups) {
     std::string first;
@@ -395,6 +396,7 @@ std::vector<SearchGroup> search_groups(const TuneOptions& opt, const Catalogue& 
     say(fmt::format("  search {}: {} candidates, best predicted first: {}{}", g.name(), g.candidates.size(), first,
                     g.candidates.size() > 3 ? ", ..." : ""));
   }
+  for (const auto& s : summary.added) say("  added to the search: " + s);
   for (const auto& s : summary.skipped) say("  not searched: " + s);
   return groups;
 }

@@ -110,6 +110,7 @@ std::string tuned_header(const TuneSummary& s, bool measured) {
   }
   if (r.best.settings.empty() && r.best.nccl_table.empty() && measured)
     out += "# No candidate beat the baseline by more than the noise: the job's own settings are kept.\n";
+  for (const auto& line : s.added) out += "# added to the search: " + line + "\n";
   for (const auto& line : s.skipped) out += "# not searched: " + line + "\n";
   out += "# Every trial: the .trials.json file next to this one.\n\n";
   return out;

@@ -75,10 +75,10 @@ std::string beyond_cores(const Candidate& c, int cores);
 // The groups of `plan` (in plan order), each with its candidates bounded by the machine and
 // ordered by predicted speedup (ties: fewer settings first, then grid order). `plan` gets
 // torch.num_threads added beside dataloader.num_workers when the findings did not name it
-// (they share the cores); `skipped` gets a line per value the machine rules out.
+// (they share the cores), said in `added`; `skipped` gets a line per value the machine rules out.
 std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& catalogue,
                                     const std::vector<FindingRef>& findings, const MachineLimits& machine,
-                                    std::vector<std::string>* skipped = nullptr);
+                                    std::vector<std::string>* skipped = nullptr, std::vector<std::string>* added = nullptr);
 
 struct SearchOptions {
   int max_trials = 12;        // including the baseline

@@ -18,6 +18,7 @@ struct TuneSummary {
   SearchResult result;
   int warmup = 0, steps = 0;       // per trial
   std::vector<std::string> skipped;  // knobs not searched and why
+  std::vector<std::string> added;    // knobs the tuner searched beyond the findings' plan, and why
   std::optional<Confirmation> confirmation;  // absent: --confirm 0, or nothing to confirm
   MachineLimits machine;           // bounds the predictions (cores 0: unknown, no bound)
 
