@@ -89,7 +89,8 @@ def find_cycle(graph):
 
 def header_units(files):
     """Public headers (include/...) map to the unit of the source file with their stem in the
-    same module, when exactly one exists."""
+    same module, when exactly one exists, or exactly one in the module's src/ (collector's
+    window.h is src/window.cpp's, not preload/window.cpp's)."""
     by_stem = {}
     for f in files:
         if f.suffix in (".cpp", ".cc", ".c", ".cu"):
@@ -99,6 +100,8 @@ def header_units(files):
         unit = unit_of(f)
         if "include" in f.relative_to(REPO).parts:
             match = by_stem.get((f.relative_to(REPO).parts[0], f.stem), [])
+            if len(match) > 1:  # the same stem in several folders of the module: its src/ one
+                match = [m for m in match if m.parent.relative_to(REPO).parts[1:] == ("src",)]
             if len(match) == 1:
                 unit = unit_of(match[0])
         units[f.resolve()] = unit
