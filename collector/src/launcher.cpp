@@ -41,6 +41,7 @@
 #include "tracetune/collector/elf_probe.h"
 #include "tracetune/collector/merge.h"
 #include "tracetune/collector/redact.h"
+#include "tracetune/collector/window_traces.h"
 #include "tracetune/trace/file_io.h"
 #include "tracetune/trace/store.h"
 #include "tracetune/trace/summary.h"

@@ -1169,16 +1169,10 @@ struct Merged {
 // row `kept_steps` / `kept_collectives` on, copied).
 trace::Trace take_events(trace::Trace& t, std::size_t& kept_steps, std::size_t& kept_collectives) {
   trace::Trace part;
-  part.kernels = std::exchange(t.kernels, {});
-  part.memcpys = std::exchange(t.memcpys, {});
-  part.memsets = std::exchange(t.memsets, {});
-  part.api_calls = std::exchange(t.api_calls, {});
-  part.syncs = std::exchange(t.syncs, {});
-  part.ranges = std::exchange(t.ranges, {});
-  part.io_calls = std::exchange(t.io_calls, {});
-  part.counters = std::exchange(t.counters, {});
-  part.flows = std::exchange(t.flows, {});
+  trace::Trace::for_each_event_table([](auto& from, auto& to) { to = std::exchange(from, {}); }, t, part);
   part.py_samples = std::exchange(t.py_samples, {});
+  std::swap(t.steps, part.steps);  // they stay whole in t; the part gets their new rows
+  std::swap(t.collectives, part.collectives);
   part.steps = trace::rows_from(t.steps, kept_steps);
   part.collectives = trace::rows_from(t.collectives, kept_collectives);
   kept_steps = t.steps.size();

@@ -5,6 +5,9 @@
    and unit A depends on unit B when a file of A includes B's header (`#include "..."`,
    resolved as the compiler would: beside the file, then the include roots below);
  - no circle between modules (top folders: analyzer, trace, tuner, collector, gui, cli, plugins);
+ - the module arrows listed in docs/architecture.md (the ```arrows block under "The picture")
+   are the ones the code's includes draw between boxes (a top folder, or a second-level one in
+   collector/, gui/ and plugins/), no more and no fewer;
  - the stage folders of analyzer/src and trace/src (STAGES, in the order data flows through them)
    include only from their own stage or the ones before it (a public header belongs to the stage
    of its source file);
@@ -86,7 +89,8 @@ def find_cycle(graph):
 
 def header_units(files):
     """Public headers (include/...) map to the unit of the source file with their stem in the
-    same module, when exactly one exists."""
+    same module, when exactly one exists, or exactly one in the module's src/ (collector's
+    window.h is src/window.cpp's, not preload/window.cpp's)."""
     by_stem = {}
     for f in files:
         if f.suffix in (".cpp", ".cc", ".c", ".cu"):
@@ -96,6 +100,8 @@ def header_units(files):
         unit = unit_of(f)
         if "include" in f.relative_to(REPO).parts:
             match = by_stem.get((f.relative_to(REPO).parts[0], f.stem), [])
+            if len(match) > 1:  # the same stem in several folders of the module: its src/ one
+                match = [m for m in match if m.parent.relative_to(REPO).parts[1:] == ("src",)]
             if len(match) == 1:
                 unit = unit_of(match[0])
         units[f.resolve()] = unit
@@ -121,6 +127,41 @@ def check_stages(edges):
             failures.append(f"{f.relative_to(REPO)} ({order[sa[1]]}) includes {name} of a later stage ({order[sb[1]]})")
 
 
+def box_of(unit):
+    """The box of the architecture picture a unit sits in: its top folder, or in collector/,
+    gui/ and plugins/ the folder below (collector/src/, gui/lod/, ...)."""
+    parts = unit.relative_to(REPO).parts
+    return "/".join(parts[:2] if parts[0] in ("collector", "gui", "plugins") else parts[:1]) + "/"
+
+
+def documented_arrows():
+    """box -> set of boxes, from the ```arrows block of docs/architecture.md (`box -> box box`)."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    block = re.search(r"^```arrows\n(.*?)^```", text, re.M | re.S)
+    arrows = {}
+    for line in (block.group(1).splitlines() if block else []):
+        if "->" in line:
+            a, b = line.split("->", 1)
+            arrows.setdefault(a.strip(), set()).update(b.split())
+    return arrows
+
+
+def check_documented_arrows(edges):
+    drawn = {}
+    for a, b, f, name in edges:
+        if box_of(a) != box_of(b) and f.relative_to(REPO).parts[0] in MODULES:
+            drawn.setdefault((box_of(a), box_of(b)), (f, name))
+    listed = {(a, b) for a, targets in documented_arrows().items() for b in targets}
+    if not listed:
+        failures.append("docs/architecture.md: no ```arrows block of the module arrows")
+        return
+    for (a, b), (f, name) in sorted(drawn.items()):
+        if (a, b) not in listed:
+            failures.append(f"an arrow {a} -> {b} missing from docs/architecture.md ({f.relative_to(REPO)} includes {name})")
+    for a, b in sorted(listed - set(drawn)):
+        failures.append(f"docs/architecture.md lists an arrow {a} -> {b} that no include draws")
+
+
 def check_includes():
     files = list(sources())
     roots = include_roots()
@@ -141,6 +182,7 @@ def check_includes():
             if ma != mb:
                 module_graph.setdefault(ma, set()).add(mb)
     check_stages(edges)
+    check_documented_arrows(edges)
     for name, graph in (("source units", unit_graph), ("modules", module_graph)):
         cycle = find_cycle(graph)
         if cycle:

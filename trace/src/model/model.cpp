@@ -342,19 +342,19 @@ RowBytes row_bytes() {
 }
 
 std::size_t Trace::event_count() const {
-  return kernels.size() + memcpys.size() + memsets.size() + api_calls.size() + syncs.size() +
-         ranges.size() + steps.size() + collectives.size() + io_calls.size() + counters.size() +
-         flows.size();
+  std::size_t n = 0;
+  for_each_event_table([&](const auto& table) { n += table.size(); }, *this);
+  return n;
 }
 
 std::size_t Trace::event_bytes() const {
   std::size_t b = strings.bytes() + launch_configs.capacity() * sizeof(LaunchConfig);
-  auto add = [&](auto& table) {
-    each_column(const_cast<std::remove_const_t<std::remove_reference_t<decltype(table)>>&>(table),
-                [&](auto& col) { b += col.capacity() * sizeof(col[0]); });
-  };
-  add(kernels); add(memcpys); add(memsets); add(api_calls); add(syncs); add(ranges);
-  add(steps); add(collectives); add(io_calls); add(counters); add(flows);
+  for_each_event_table(
+      [&](const auto& table) {
+        each_column(const_cast<std::remove_const_t<std::remove_reference_t<decltype(table)>>&>(table),
+                    [&](auto& col) { b += col.capacity() * sizeof(col[0]); });
+      },
+      *this);
   for (const auto& s : slices_) b += s.capacity() * sizeof(TrackSlice);
   return b;
 }

@@ -92,23 +92,6 @@ class WindowDriver {
   int capture_closed(Tick& out);
 };
 
-// A trace of what the job's processes hold now (while they keep running): the record files of
-// `raw_dir` merged with only the events in [from_ns, to_ns], written to <output stem><suffix><ext>
-// (trace.db, ".dump-1" -> trace.dump-1.db) with `metadata` added. Flight recorder dumps and
-// captures' traces. Returns the path written.
-Result<std::filesystem::path> write_partial_trace(const std::filesystem::path& raw_dir, const std::filesystem::path& output,
-                                                  const std::string& suffix, std::int64_t from_ns, std::int64_t to_ns,
-                                                  std::vector<std::pair<std::string, std::string>> metadata);
-// The same with the span a flight recorder keeps up to `at_ns`: its last ring_s seconds, or each
-// stepping process's last ring_steps steps (MergeOptions::keep_last_steps).
-Result<std::filesystem::path> write_ring_dump(const std::filesystem::path& raw_dir, const std::filesystem::path& output,
-                                              const std::string& suffix, const WindowRequest& ring, std::int64_t at_ns,
-                                              std::vector<std::pair<std::string, std::string>> metadata);
-
-// What a flight recorder's dump or final trace at `at_ns` keeps (write_ring_dump).
-struct MergeOptions;
-MergeOptions ring_span(const WindowRequest& ring, std::int64_t at_ns);
-
 // `tracetune capture`: asks every stepping process of the job to record its next `steps` steps
 // (each from its next step boundary); `dump` asks the launcher for a flight recorder dump.
 Result<void> request_capture(const std::filesystem::path& raw_dir, std::int64_t steps);

@@ -342,6 +342,25 @@ struct Trace {
   std::span<const TrackSlice> slices_ranges() const { return slices_[5]; }
   std::span<const TrackSlice> slices_io() const { return slices_[6]; }
 
+  // Calls f(a.kernels, b.kernels, ...), then f with the traces' memcpys, and so on for every
+  // event table (kernels to flows: the tables event_count() counts; py_samples are samples, not
+  // events): event_count, event_bytes and the merge's take_events (collector/src/merge.cpp)
+  // list the tables through it, so a new event table is added here.
+  template <class F, class... Traces>
+  static void for_each_event_table(F&& f, Traces&... traces) {
+    f(traces.kernels...);
+    f(traces.memcpys...);
+    f(traces.memsets...);
+    f(traces.api_calls...);
+    f(traces.syncs...);
+    f(traces.ranges...);
+    f(traces.steps...);
+    f(traces.collectives...);
+    f(traces.io_calls...);
+    f(traces.counters...);
+    f(traces.flows...);
+  }
+
   // All events of all tables (counters and flows included).
   std::size_t event_count() const;
   // Heap bytes held by event columns and strings (for the ≤48 B/event budget).
