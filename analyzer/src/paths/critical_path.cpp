@@ -24,6 +24,7 @@
 #include "tracetune/analyzer/kernel_class.h"
 
 #include "parallel.h"
+#include "sorted_runs.h"
 
 namespace tt::analyzer {
 
@@ -117,14 +118,6 @@ class NameTest {
   std::vector<std::uint8_t> known_;
 };
 
-// Sorts v unless it is strictly ascending already (no two elements equivalent, so the sort
-// could not reorder anything).
-template <class T, class Less>
-void sort_unless_strictly_sorted(std::vector<T>& v, Less less) {
-  const bool strictly = std::adjacent_find(v.begin(), v.end(), [&](const T& a, const T& b) { return !less(a, b); }) == v.end();
-  if (!strictly) std::sort(v.begin(), v.end(), less);
-}
-
 // The ops' indices by start, equal starts in index order: ops are sorted by (track, start), so
 // this merges the tracks' runs (what a stable sort by start gives).
 std::vector<std::uint32_t> ops_by_start(const std::vector<PathOp>& ops) {
@@ -164,7 +157,8 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
     g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
                      names(t.memsets.name[i]), t.memsets.correlation[i], PathKind::Copy});
   });
-  sort_unless_strictly_sorted(g.ops, [](const PathOp& a, const PathOp& b) {
+  // gathered table by table, each in (track, start) order: a few runs to merge
+  sort_from_runs(g.ops, [](const PathOp& a, const PathOp& b) {
     return a.track != b.track ? a.track < b.track : a.s != b.s ? a.s < b.s : a.e > b.e;
   });
   // stream order: each op's predecessor is the earlier op on its stream that ended last
@@ -176,7 +170,8 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
   }
   g.by_end.resize(g.ops.size());
   for (std::uint32_t i = 0; i < g.ops.size(); ++i) g.by_end[i] = i;
-  std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
+  // a stream's ops end in the order they start, mostly: its runs are merged
+  sort_from_runs(g.by_end, [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
   // stable: an op comes after its stream predecessor even when both start at once (the replay's order)
   g.by_start = ops_by_start(g.ops);
 }
@@ -271,7 +266,10 @@ void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, Gr
       const std::uint32_t corr = op != launched.end() ? c : 0;
       const bool sync = sync_call(t.api_calls.name[i]);
       if (!sync && !corr) continue;
-      if (!marks) marks = &parts.marks[tr];
+      if (!marks) {
+        marks = &parts.marks[tr];
+        marks->reserve(marks->size() + (end - i));  // launch calls: most of a thread's calls, if any
+      }
       if (sync) marks->push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
       if (corr) {
         marks->push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
@@ -782,12 +780,13 @@ struct RankPathWalker::Impl {
   GraphSource& graphs;
   Ns blocking;
   bool what_ifs;
+  const std::atomic<bool>* stop;  // Options::stop
 };
 
 RankPathWalker::RankPathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers,
                                const CollectiveGroups& groups, const Options& opt)
     : impl_(std::make_unique<Impl>(Impl{PathWalker(graphs, std::move(rank_numbers), groups, opt), graphs,
-                                        opt.kernel_wait_threshold, opt.what_ifs})) {}
+                                        opt.kernel_wait_threshold, opt.what_ifs, opt.stop})) {}
 RankPathWalker::~RankPathWalker() = default;
 
 void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
@@ -795,10 +794,12 @@ void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
     r.notes.push_back("no host thread: the critical path is not determined");
     return;
   }
+  if (stopped(impl_->stop)) return;  // given up (Options::stop): the rest is left out
   const auto graph = impl_->graphs.graph(i);
   {
     const ReplayIndex index(*graph);
     for (auto& st : r.steps) {
+      if (stopped(impl_->stop)) break;
       r.paths.push_back(impl_->walker.walk(i, st.start, st.end, st.number, false));
       if (impl_->what_ifs) replay_what_ifs(*graph, index, r.paths.back(), impl_->blocking, st);
     }
