@@ -4,7 +4,13 @@
 
 namespace tt::analyzer {
 
-IntervalSet::IntervalSet(std::vector<Interval> disjoint_sorted) : iv_(std::move(disjoint_sorted)) { build_prefix(); }
+// The set operations reserve their output's upper bound (one allocation, no regrowth copies of
+// large vectors); a result under half of it gives the slack back here, so a set kept long
+// holds none.
+IntervalSet::IntervalSet(std::vector<Interval> disjoint_sorted) : iv_(std::move(disjoint_sorted)) {
+  if (iv_.size() < iv_.capacity() / 2) iv_.shrink_to_fit();
+  build_prefix();
+}
 
 void IntervalSet::build_prefix() {
   prefix_.reserve(iv_.size());
@@ -14,6 +20,7 @@ void IntervalSet::build_prefix() {
 
 IntervalSet IntervalSet::union_of_sorted(const std::vector<Interval>& in) {
   std::vector<Interval> out;
+  out.reserve(in.size());
   for (const Interval& x : in) {
     if (x.end <= x.start) continue;
     if (!out.empty() && x.start <= out.back().end) {
@@ -37,12 +44,12 @@ IntervalSet IntervalSet::union_of(std::vector<Interval> raw) {
     else raw[n++] = x;
   }
   raw.resize(n);
-  if (n < raw.capacity() / 2) raw.shrink_to_fit();  // a set kept long holds no slack
   return IntervalSet(std::move(raw));
 }
 
 IntervalSet IntervalSet::intersect(const IntervalSet& o) const {
   std::vector<Interval> out;
+  out.reserve(iv_.size() + o.iv_.size());
   std::size_t i = 0, j = 0;
   while (i < iv_.size() && j < o.iv_.size()) {
     const Ns s = std::max(iv_[i].start, o.iv_[j].start);
@@ -58,7 +65,7 @@ IntervalSet IntervalSet::unite(const IntervalSet& o) const {
   if (iv_.empty()) return o;
   // both sets' intervals merged by start and joined where they touch, without a merged copy
   std::vector<Interval> out;
-  out.reserve(std::max(iv_.size(), o.iv_.size()));
+  out.reserve(iv_.size() + o.iv_.size());
   std::size_t i = 0, j = 0;
   while (i < iv_.size() || j < o.iv_.size()) {
     const bool mine = j == o.iv_.size() || (i < iv_.size() && !(o.iv_[j].start < iv_[i].start));
@@ -71,6 +78,7 @@ IntervalSet IntervalSet::unite(const IntervalSet& o) const {
 
 IntervalSet IntervalSet::subtract(const IntervalSet& o) const {
   std::vector<Interval> out;
+  out.reserve(iv_.size() + o.iv_.size());  // each of o's intervals splits one of ours at most
   std::size_t j = 0;
   for (Interval x : iv_) {
     while (j < o.iv_.size() && o.iv_[j].end <= x.start) ++j;

@@ -232,14 +232,43 @@ void add_stream_waits(const Trace& t, std::uint32_t process, RankGraph& g) {
   }
 }
 
+// The first of a rank's GPU ops with each correlation id: a direct table when the ids are
+// dense (CUPTI's and Kineto's counters), a hash map otherwise (no hashing per call when dense).
+class FirstOpByCorr {
+ public:
+  explicit FirstOpByCorr(const std::vector<PathOp>& ops) {
+    std::uint32_t max = 0;
+    std::size_t n = 0;
+    for (const auto& op : ops)
+      if (op.corr) { max = std::max(max, op.corr); ++n; }
+    if (max <= 4 * n + 4096) {
+      direct_.assign(static_cast<std::size_t>(max) + 1, kNone);
+      for (std::uint32_t i = 0; i < ops.size(); ++i)
+        if (ops[i].corr && direct_[ops[i].corr] == kNone) direct_[ops[i].corr] = i;
+      return;
+    }
+    sparse_.reserve(n);
+    for (std::uint32_t i = 0; i < ops.size(); ++i)
+      if (ops[i].corr) sparse_.try_emplace(ops[i].corr, i);
+  }
+  // The op, or kNone.
+  std::uint32_t find(std::uint32_t corr) const {
+    if (corr == 0) return kNone;
+    if (sparse_.empty()) return corr < direct_.size() ? direct_[corr] : kNone;
+    const auto it = sparse_.find(corr);
+    return it == sparse_.end() ? kNone : it->second;
+  }
+
+ private:
+  std::vector<std::uint32_t> direct_;
+  std::unordered_map<std::uint32_t, std::uint32_t> sparse_;
+};
+
 // The host side before matching: data waits, syncs and launch calls per thread, and what kept
 // each thread busy (ranges, calls).
 void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, GraphParts& parts) {
   RankGraph& g = parts.graph;
-  std::unordered_map<std::uint32_t, std::uint32_t> launched;  // the rank's GPU ops by correlation id
-  launched.reserve(g.ops.size());
-  for (std::uint32_t i = 0; i < g.ops.size(); ++i)
-    if (g.ops[i].corr) launched.try_emplace(g.ops[i].corr, i);
+  const FirstOpByCorr launched(g.ops);
   NameTest data_wait(t, is_data_wait_name), sync_call(t, is_sync_call_name);
   // each table's slice of a track holds that track's events only: one look-up per track
   for_rank_track_slices(t, t.slices_ranges(), process, false, [&](std::uint32_t tr, std::uint32_t b, std::uint32_t end) {
@@ -262,8 +291,8 @@ void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, Gr
       const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
       busy.push_back({s, e});
       const auto c = t.api_calls.correlation[i];
-      auto op = c ? launched.find(c) : launched.end();
-      const std::uint32_t corr = op != launched.end() ? c : 0;
+      const std::uint32_t op = launched.find(c);
+      const std::uint32_t corr = op != kNone ? c : 0;
       const bool sync = sync_call(t.api_calls.name[i]);
       if (!sync && !corr) continue;
       if (!marks) {
@@ -273,7 +302,7 @@ void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, Gr
       if (sync) marks->push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
       if (corr) {
         marks->push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
-        g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
+        g.launches.try_emplace(c, LaunchRef{s, e, tr, op});
       }
     }
   });
@@ -315,7 +344,7 @@ void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMa
     src.reserve(count[k]);
     for (const auto& m : marks)
       if (m.kind == kPrecedence[k]) { mine.push_back({m.s, m.e}); src.push_back(&m); }
-    IntervalSet set = IntervalSet::union_of_sorted(mine);
+    IntervalSet set = IntervalSet::union_of(std::move(mine));  // sorted already: merged in place
     if (!taken.empty()) set = set.subtract(taken);
     std::size_t at = 0;  // the last mark of the kind starting at or before the piece (pieces come in time order)
     for (const auto& iv : set.intervals()) {
@@ -343,10 +372,11 @@ void resolve_host_marks(GraphParts& parts) {
     stable_sort_unless_sorted(marks, [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
     resolve_thread_marks(marks, g.threads[tr].marks);
   }
-  for (auto& [tr, iv] : parts.busy_ranges) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
+  // the parts' vectors are not needed after: each union is merged in its own vector
+  for (auto& [tr, iv] : parts.busy_ranges) g.threads[tr].busy = IntervalSet::union_of(std::move(iv));
   for (auto& [tr, iv] : parts.busy_calls) {
     auto& b = g.threads[tr].busy;
-    b = b.empty() ? IntervalSet::union_of_sorted(iv) : b.unite(IntervalSet::union_of_sorted(iv));
+    b = b.empty() ? IntervalSet::union_of(std::move(iv)) : b.unite(IntervalSet::union_of(std::move(iv)));
   }
 }
 
