@@ -4,9 +4,9 @@
 
 namespace tt::analyzer {
 
-// The set operations reserve their output's upper bound (one allocation, no regrowth copies of
+// The set operations reserve their output's usual size (one allocation, no regrowth copies of
 // large vectors); a result under half of it gives the slack back here, so a set kept long
-// holds none.
+// holds little.
 IntervalSet::IntervalSet(std::vector<Interval> disjoint_sorted) : iv_(std::move(disjoint_sorted)) {
   if (iv_.size() < iv_.capacity() / 2) iv_.shrink_to_fit();
   build_prefix();
@@ -49,7 +49,7 @@ IntervalSet IntervalSet::union_of(std::vector<Interval> raw) {
 
 IntervalSet IntervalSet::intersect(const IntervalSet& o) const {
   std::vector<Interval> out;
-  out.reserve(iv_.size() + o.iv_.size());
+  out.reserve(std::min(iv_.size(), o.iv_.size()));  // usually enough
   std::size_t i = 0, j = 0;
   while (i < iv_.size() && j < o.iv_.size()) {
     const Ns s = std::max(iv_[i].start, o.iv_[j].start);
@@ -78,7 +78,7 @@ IntervalSet IntervalSet::unite(const IntervalSet& o) const {
 
 IntervalSet IntervalSet::subtract(const IntervalSet& o) const {
   std::vector<Interval> out;
-  out.reserve(iv_.size() + o.iv_.size());  // each of o's intervals splits one of ours at most
+  out.reserve(iv_.size());  // usually enough: few of ours are split
   std::size_t j = 0;
   for (Interval x : iv_) {
     while (j < o.iv_.size() && o.iv_[j].end <= x.start) ++j;
