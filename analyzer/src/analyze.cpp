@@ -37,7 +37,9 @@ StepPieces step_path_pieces(const trace::Trace& t, Options opt) {
   opt.path_pieces = true;
   opt.what_ifs = false;  // the replays change no path
   MetricsStage m = compute_metrics(t, opt);
+  if (stopped(opt)) return {};
   compute_rank_paths(t, opt, m.groups, m.metrics);
+  if (stopped(opt)) return {};
   StepPieces pieces(m.metrics.ranks.size());
   for (std::size_t i = 0; i < pieces.size(); ++i)
     for (auto& path : m.metrics.ranks[i].paths) pieces[i].push_back(std::move(path.pieces));

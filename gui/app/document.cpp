@@ -75,9 +75,12 @@ void analyze_document(const Document& doc) {
   doc.attach_analysis(std::move(a), since(t0));
 }
 
-void compute_path_pieces(const Document& doc) {
+void compute_path_pieces(const Document& doc, const std::atomic<bool>* stop) {
   if (!doc.analysed() || doc.path_pieces()) return;
-  doc.attach_path_pieces(analyzer::step_path_pieces(doc.trace, doc.analysis().options));
+  analyzer::Options opt = doc.analysis().options;
+  opt.stop = stop;
+  analyzer::StepPieces pieces = analyzer::step_path_pieces(doc.trace, opt);
+  if (!analyzer::stopped(stop)) doc.attach_path_pieces(std::move(pieces));  // given up: incomplete
 }
 
 namespace {

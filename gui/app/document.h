@@ -76,7 +76,9 @@ void analyze_document(const Document& doc);
 // Computes every step's critical-path pieces (analyzer::step_path_pieces, a second pass over the
 // trace without the what-if replays: a few seconds for 10M events) and attaches them; a no-op
 // before the analysis or once doc.path_pieces() is set. Blocking: run it off the GUI thread.
-void compute_path_pieces(const Document& doc);
+// Setting *stop gives it up (the view closing): it returns once the rank's metrics, graph or
+// step in progress are done, and attaches nothing.
+void compute_path_pieces(const Document& doc, const std::atomic<bool>* stop = nullptr);
 
 // Opens a tracetune DB, or imports a Kineto JSON (file or directory) or an nsys SQLite export;
 // builds the timeline index and (unless opt.analyze is false) runs the analyzer. Every failure (unreadable, foreign or

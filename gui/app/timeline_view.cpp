@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cmath>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -16,6 +17,7 @@
 #include <QWheelEvent>
 
 #include "event_info.h"
+#include "tracetune/gui/lod.h"
 #ifdef TT_HAVE_QT_OPENGL
 #include <QOpenGLContext>
 #include <QOpenGLWidget>
@@ -96,6 +98,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent), renderer_(std::ma
 }
 
 TimelineView::~TimelineView() {
+  path_stop_ = true;  // closing: the pieces' computation gives up instead of running to its end
   if (path_worker_.joinable()) path_worker_.join();
   worker_.reset();
   delete canvas_;  // before renderer_, which it uses to free its GL names
@@ -796,9 +799,9 @@ constexpr double kPathBar = 6;
 
 void TimelineView::requestPathPieces() {
   if (!path_visible_ || !doc_ || !doc_->analysed() || doc_->path_pieces() || path_failed_for_ == doc_.get()) return;
-  auto compute = [](const Document& d) {
+  auto compute = [stop = &path_stop_](const Document& d) {
     try {
-      compute_path_pieces(d);
+      compute_path_pieces(d, stop);
       return true;
     } catch (const std::exception&) {  // out of memory: no overlay, the rest of the view stays
       return false;
@@ -828,8 +831,10 @@ void TimelineView::addCriticalPath(Frame& f, double right) const {
   if (!pieces) return;
   for (const auto& rank : *pieces)
     for (const auto& path : rank) {
+      // the path's pieces before and after the visible time range would be skipped (and reset
+      // `prev`): only those in the range are visited
       std::optional<QPointF> prev;
-      for (const auto& piece : path) {
+      for (const auto& piece : pieces_in_window(std::span<const analyzer::PathPiece>(path), t0_, t1_)) {
         const auto row = track_row_.find(piece.track);
         const QRect rr = row == track_row_.end() ? QRect() : rowRect(row->second);
         const double x0 = std::max<double>(kLabelWidth, xAt(piece.start)), x1 = std::min<double>(right, xAt(piece.end));

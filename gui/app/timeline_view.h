@@ -6,6 +6,7 @@
 // 0 (fit all), P (pin the selected event's row), ? (keyboard help), Esc.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -198,6 +199,7 @@ class TimelineView : public QWidget {
   bool path_visible_ = false;
   std::thread path_worker_;        // computes the path pieces (compute_path_pieces)
   bool path_worker_busy_ = false;  // set while it runs (GUI thread only)
+  std::atomic<bool> path_stop_{false};  // set when the view closes: the worker gives up
   const Document* path_failed_for_ = nullptr;  // the document whose pieces could not be computed
   std::unordered_map<std::uint32_t, std::uint32_t> track_row_;  // trace track -> its first event row
 

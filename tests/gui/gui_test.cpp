@@ -2,6 +2,7 @@
 // driven by real input events, findings linked to the timeline, loading errors, plain-text
 // names, and screenshots of real traces from tests/data/corpus checked for structure (every
 // visible row has something drawn in its band).
+#include <atomic>
 #include <set>
 #include <QAbstractItemModelTester>
 #include <QComboBox>
@@ -1058,6 +1059,21 @@ class GuiTest : public QObject {
     QTest::keyClick(tl, Qt::Key_C);
     QVERIFY(!tl->criticalPathVisible());
     QCOMPARE(path_pixels(), off);
+  }
+
+  // Closing the view while the overlay's pieces are computed gives the computation up
+  // (compute_path_pieces with its stop flag set): nothing incomplete is attached, and the
+  // document computes them in full when asked again without it.
+  void pathPiecesGivenUpAttachNothing() {
+    auto loaded = load_document(kFindingsTrace.toStdString(), {});
+    QVERIFY2(loaded.ok(), loaded.ok() ? "" : loaded.error().c_str());
+    const Document& doc = *loaded.value();
+    QVERIFY(doc.analysed() && !doc.path_pieces());
+    std::atomic<bool> stop{true};
+    compute_path_pieces(doc, &stop);
+    QVERIFY(!doc.path_pieces());
+    compute_path_pieces(doc);
+    QVERIFY(doc.path_pieces() && !doc.path_pieces()->empty() && !doc.path_pieces()->at(0).empty());
   }
 
   // Memory samples are bytes: their rows and readouts say MiB/GiB, not 2.4e+08.

@@ -10,6 +10,8 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "tracetune/gui/derived_counters.h"
 #include "tracetune/gui/lod.h"
@@ -776,6 +778,38 @@ TEST(DerivedCountersRealTrace, CpuOnlyTraceHasNoGpuRows) {
   const trace::Trace& t = *loaded;
   ASSERT_EQ(t.kernels.size() + t.memcpys.size() + t.memsets.size(), 0u);
   EXPECT_TRUE(derived_rows(build_timeline_index(t)).empty());
+}
+
+// The critical-path overlay draws only the pieces in the view (pieces_in_window): exactly the
+// pieces the full loop drew (end >= t0 and start <= t1), over random runs of touching,
+// gapped and zero-length pieces and windows before, inside, across and after them.
+TEST(PiecesInWindow, AreThePiecesABruteForceScanKeeps) {
+  struct Piece {
+    Ns start, end;
+  };
+  std::mt19937_64 rng(7);
+  for (int run_no = 0; run_no < 200; ++run_no) {
+    std::vector<Piece> run;
+    Ns t = static_cast<Ns>(rng() % 100);
+    const int n = static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      if (rng() % 3 == 0) t += static_cast<Ns>(rng() % 50);  // a gap, else touching
+      const Ns len = rng() % 5 == 0 ? 0 : static_cast<Ns>(1 + rng() % 30);
+      run.push_back({t, t + len});
+      t += len;
+    }
+    for (int w = 0; w < 50; ++w) {
+      const Ns a = static_cast<Ns>(rng() % static_cast<std::uint64_t>(t + 120)) - 10;
+      const Ns b = a + static_cast<Ns>(rng() % 200);
+      std::vector<std::size_t> want;
+      for (std::size_t i = 0; i < run.size(); ++i)
+        if (!(run[i].end < a || run[i].start > b)) want.push_back(i);
+      const auto got = pieces_in_window(std::span<const Piece>(run), a, b);
+      std::vector<std::size_t> got_idx;
+      for (const Piece& p : got) got_idx.push_back(static_cast<std::size_t>(&p - run.data()));
+      ASSERT_EQ(got_idx, want) << "run " << run_no << ", window [" << a << ", " << b << "]";
+    }
+  }
 }
 
 }  // namespace

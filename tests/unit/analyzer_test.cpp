@@ -3,11 +3,14 @@
 // threshold, and bad input that must still give a valid analysis.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
 
 #include "critical_path.h"
 #include "cross_rank.h"
+#include "sorted_runs.h"
+#include "stage.h"
 #include "tracetune/analyzer/analyze.h"
 #include "tracetune/analyzer/intervals.h"
 #include "tracetune/analyzer/kernel_class.h"
@@ -65,6 +68,13 @@ TEST(Intervals, SetAlgebraMatchesBruteForce) {
     ASSERT_EQ(a.measure_in(t0, t1), count(ca, t0, t1));
     ASSERT_EQ(a.clip(t0, t1).measure(), count(ca, t0, t1));
     for (std::size_t i = 1; i < a.size(); ++i) ASSERT_LT(a.intervals()[i - 1].end, a.intervals()[i].start);
+    // unite's intervals are the union's of both inputs, interval for interval (touching ones joined)
+    std::vector<Interval> both = ra;
+    both.insert(both.end(), rb.begin(), rb.end());
+    const IntervalSet u = a.unite(b), w = IntervalSet::union_of(both);
+    ASSERT_EQ(u.size(), w.size());
+    for (std::size_t i = 0; i < u.size(); ++i)
+      ASSERT_TRUE(u.intervals()[i].start == w.intervals()[i].start && u.intervals()[i].end == w.intervals()[i].end);
   }
 }
 
@@ -691,6 +701,11 @@ TEST(CriticalPath, StepPathPiecesAreTheEagerAnalysisPieces) {
           const PathPiece &x = pieces[r][i][k], &y = paths[i].pieces[k];
           EXPECT_TRUE(x.start == y.start && x.end == y.end && x.kind == y.kind && x.track == y.track)
               << "rank " << r << " path " << i << " piece " << k;
+          // in time order, starts and ends both ascending: the overlay finds the visible ones by
+          // binary search (pieces_in_window)
+          if (k > 0)
+            EXPECT_TRUE(x.start >= pieces[r][i][k - 1].start && x.end >= pieces[r][i][k - 1].end)
+                << "rank " << r << " path " << i << " piece " << k;
         }
         ++steps;
         compared += paths[i].pieces.size();
@@ -699,6 +714,53 @@ TEST(CriticalPath, StepPathPiecesAreTheEagerAnalysisPieces) {
     EXPECT_GT(steps, 0u);
     EXPECT_GT(compared, steps);  // paths of several pieces
   }
+}
+
+// sort_from_runs (the ranks' GPU ops and the graphs' ends) gives std::sort's order exactly:
+// elements that compare equal but differ show any reordering; runs with and without such
+// ties, few runs and more than it merges.
+TEST(SortFromRuns, GivesStdSortsOrder) {
+  std::mt19937_64 rng(11);
+  using Item = std::pair<int, int>;  // (key, identity): only the key is compared
+  const auto by_key = [](const Item& a, const Item& b) { return a.first < b.first; };
+  for (int round = 0; round < 300; ++round) {
+    const int runs = 1 + static_cast<int>(rng() % 12), spread = round % 3 == 0 ? 20 : 1'000'000;
+    std::vector<Item> v;
+    for (int r = 0; r < runs; ++r) {
+      int key = static_cast<int>(rng() % 100);
+      for (int n = static_cast<int>(rng() % 60); n > 0; --n) {
+        key += 1 + static_cast<int>(rng() % spread);
+        v.push_back({key, static_cast<int>(v.size())});
+      }
+    }
+    std::vector<Item> want = v, got = v;
+    std::sort(want.begin(), want.end(), by_key);
+    sort_from_runs(got, by_key, round % 2 == 0 ? 256 : 4);
+    ASSERT_EQ(got, want) << "round " << round;
+  }
+}
+
+
+// Closing the GUI while the overlay's pieces are computed gives the computation up
+// (Options::stop): with the flag set it comes back without walking a step, and without it the
+// same trace has pieces.
+TEST(CriticalPath, StepPathPiecesGiveUpWhenStopped) {
+  const std::string path = std::string(TT_CORPUS_DIR) + "/kineto/param/dlrm_8rank";
+  trace::Trace t;
+  const std::filesystem::path inputs[] = {path};
+  ASSERT_TRUE(trace::import_any(inputs, t).ok());
+  t.finalize();
+  Options opt;
+  opt.path_pieces = false;
+  EXPECT_FALSE(step_path_pieces(t, opt).empty());
+  std::atomic<bool> stop{true};
+  opt.stop = &stop;
+  EXPECT_TRUE(step_path_pieces(t, opt).empty());
+  // a stop raised only after the metrics: the walk leaves every rank's steps out
+  MetricsStage m = compute_metrics(t, Options{});
+  ASSERT_FALSE(m.metrics.ranks.empty());
+  compute_rank_paths(t, opt, m.groups, m.metrics);
+  for (const auto& r : m.metrics.ranks) EXPECT_TRUE(r.paths.empty()) << r.label;
 }
 
 TEST(CriticalPath, StreamOrderQueueGapAndStepClipping) {

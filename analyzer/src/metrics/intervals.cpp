@@ -4,19 +4,23 @@
 
 namespace tt::analyzer {
 
-IntervalSet::IntervalSet(std::vector<Interval> disjoint_sorted) : iv_(std::move(disjoint_sorted)) { build_prefix(); }
+// The set operations reserve their output's usual size (one allocation, no regrowth copies of
+// large vectors); a result under half of it gives the slack back here, so a set kept long
+// holds little.
+IntervalSet::IntervalSet(std::vector<Interval> disjoint_sorted) : iv_(std::move(disjoint_sorted)) {
+  if (iv_.size() < iv_.capacity() / 2) iv_.shrink_to_fit();
+  build_prefix();
+}
 
 void IntervalSet::build_prefix() {
-  prefix_.resize(iv_.size());
+  prefix_.reserve(iv_.size());
   Ns sum = 0;
-  for (std::size_t i = 0; i < iv_.size(); ++i) {
-    sum += iv_[i].length();
-    prefix_[i] = sum;
-  }
+  for (const Interval& x : iv_) prefix_.push_back(sum += x.length());
 }
 
 IntervalSet IntervalSet::union_of_sorted(const std::vector<Interval>& in) {
   std::vector<Interval> out;
+  out.reserve(in.size());
   for (const Interval& x : in) {
     if (x.end <= x.start) continue;
     if (!out.empty() && x.start <= out.back().end) {
@@ -29,12 +33,23 @@ IntervalSet IntervalSet::union_of_sorted(const std::vector<Interval>& in) {
 }
 
 IntervalSet IntervalSet::union_of(std::vector<Interval> raw) {
-  std::sort(raw.begin(), raw.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  return union_of_sorted(raw);
+  const auto by_start = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  // the union is the same whatever the order among equal starts: sorted input stays as it is
+  if (!std::is_sorted(raw.begin(), raw.end(), by_start)) std::sort(raw.begin(), raw.end(), by_start);
+  // merged in place: the union never has more intervals than were read
+  std::size_t n = 0;
+  for (const Interval& x : raw) {
+    if (x.end <= x.start) continue;
+    if (n > 0 && x.start <= raw[n - 1].end) raw[n - 1].end = std::max(raw[n - 1].end, x.end);
+    else raw[n++] = x;
+  }
+  raw.resize(n);
+  return IntervalSet(std::move(raw));
 }
 
 IntervalSet IntervalSet::intersect(const IntervalSet& o) const {
   std::vector<Interval> out;
+  out.reserve(std::min(iv_.size(), o.iv_.size()));  // usually enough
   std::size_t i = 0, j = 0;
   while (i < iv_.size() && j < o.iv_.size()) {
     const Ns s = std::max(iv_[i].start, o.iv_[j].start);
@@ -46,15 +61,24 @@ IntervalSet IntervalSet::intersect(const IntervalSet& o) const {
 }
 
 IntervalSet IntervalSet::unite(const IntervalSet& o) const {
-  std::vector<Interval> all;
-  all.reserve(iv_.size() + o.iv_.size());
-  std::merge(iv_.begin(), iv_.end(), o.iv_.begin(), o.iv_.end(), std::back_inserter(all),
-             [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  return union_of_sorted(all);
+  if (o.iv_.empty()) return *this;
+  if (iv_.empty()) return o;
+  // both sets' intervals merged by start and joined where they touch, without a merged copy
+  std::vector<Interval> out;
+  out.reserve(iv_.size() + o.iv_.size());
+  std::size_t i = 0, j = 0;
+  while (i < iv_.size() || j < o.iv_.size()) {
+    const bool mine = j == o.iv_.size() || (i < iv_.size() && !(o.iv_[j].start < iv_[i].start));
+    const Interval& x = mine ? iv_[i++] : o.iv_[j++];
+    if (!out.empty() && x.start <= out.back().end) out.back().end = std::max(out.back().end, x.end);
+    else out.push_back(x);
+  }
+  return IntervalSet(std::move(out));
 }
 
 IntervalSet IntervalSet::subtract(const IntervalSet& o) const {
   std::vector<Interval> out;
+  out.reserve(iv_.size());  // usually enough: few of ours are split
   std::size_t j = 0;
   for (Interval x : iv_) {
     while (j < o.iv_.size() && o.iv_[j].end <= x.start) ++j;

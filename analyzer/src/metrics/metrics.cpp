@@ -21,6 +21,7 @@
 
 #include "call_names.h"
 #include "parallel.h"
+#include "sorted_runs.h"
 
 namespace tt::analyzer {
 
@@ -28,12 +29,20 @@ using trace::kNone;
 using trace::Trace;
 using trace::TrackType;
 
-Ns percentile(std::vector<Ns> v, double p) {
+namespace {
+
+// percentile() of v, reordering v instead of copying it (so several percentiles of one vector
+// cost one copy at most)
+Ns percentile_in_place(std::vector<Ns>& v, double p) {
   if (v.empty()) return 0;
   const auto k = static_cast<std::size_t>(std::clamp(p, 0.0, 1.0) * static_cast<double>(v.size() - 1) + 0.5);
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];
 }
+
+}  // namespace
+
+Ns percentile(std::vector<Ns> v, double p) { return percentile_in_place(v, p); }
 
 namespace {
 
@@ -322,7 +331,8 @@ class RankAnalyzer {
     if (negative)
       m_.notes.push_back(fmt::format("{} GPU ops had negative durations (clock skew in the source); counted as 0", negative));
     if (conv_.hta && hta_step_filter_) hta_filter();
-    std::sort(ops_.begin(), ops_.end(), [](const GpuOp& a, const GpuOp& b) { return a.s != b.s ? a.s < b.s : a.e > b.e; });
+    // gathered stream by stream and table by table: each slice is a run ascending by start
+    sort_from_runs(ops_, [](const GpuOp& a, const GpuOp& b) { return a.s != b.s ? a.s < b.s : a.e > b.e; });
     m_.has_gpu = !ops_.empty();
   }
 
@@ -454,16 +464,18 @@ class RankAnalyzer {
   // after its call: the call precedes the gap, and only this floor says the host paced it.
   Ns launch_latency_floor() const {
     std::vector<Ns> delays;
+    delays.reserve(ops_.size());
     for (const auto& op : ops_)
       if (const ApiRef* api = op.table == OpTable::Kernel ? api_.find(op.corr) : nullptr; api && op.s >= api->start)
         delays.push_back(op.s - api->start);
-    return std::min(percentile(std::move(delays), 0.1), opt_.kernel_wait_threshold);
+    return std::min(percentile_in_place(delays, 0.1), opt_.kernel_wait_threshold);
   }
 
   void stream_gaps_and_launches() {
     std::map<std::uint32_t, std::vector<const GpuOp*>> by_stream;
     for (const auto& op : ops_) by_stream[op.track].push_back(&op);
     std::vector<Ns> kdur, ldur, ldelay;
+    for (auto* v : {&kdur, &ldur, &ldelay}) v->reserve(ops_.size());
     std::uint64_t queued_sum = 0, queued_n = 0, short_k = 0;
     auto& L = m_.launch;
     for (auto& [track, ops] : by_stream) {
@@ -510,12 +522,12 @@ class RankAnalyzer {
       }
       m_.streams.push_back(si);
     }
-    L.kernel_median = percentile(kdur, 0.5);
-    L.kernel_p90 = percentile(kdur, 0.9);
+    L.kernel_median = percentile_in_place(kdur, 0.5);
+    L.kernel_p90 = percentile_in_place(kdur, 0.9);
     L.short_kernel_share = L.kernels ? static_cast<double>(short_k) / static_cast<double>(L.kernels) : 0;
-    L.launch_call_median = percentile(ldur, 0.5);
-    L.launch_delay_median = percentile(ldelay, 0.5);
-    L.launch_delay_p90 = percentile(std::move(ldelay), 0.9);
+    L.launch_call_median = percentile_in_place(ldur, 0.5);
+    L.launch_delay_median = percentile_in_place(ldelay, 0.5);
+    L.launch_delay_p90 = percentile_in_place(ldelay, 0.9);
     L.queue_mean = queued_n ? static_cast<double>(queued_sum) / static_cast<double>(queued_n) : 0;
     if (L.kernels && L.correlated < L.kernels)
       m_.notes.push_back(fmt::format("{} of {} kernels have no launch call in the trace: launch statistics and host-wait "
@@ -572,9 +584,8 @@ class RankAnalyzer {
       if (conv_.outside(op.s, op.e, window_)) continue;
       const Ns d = op.e - op.s;
       auto& tot = totals[k.name[op.index]];
-      ++tot.count;
+      if (tot.count++ == 0) tot.kernel_class = std::string(to_string(op.cls));  // one class per name (classify)
       tot.total += d;
-      tot.kernel_class = std::string(to_string(op.cls));
       Ns mb = 0, fp32 = 0;
       if (op.cls == KernelClass::Compute) {
         const std::string_view n = t_.strings.get(k.name[op.index]);
@@ -611,7 +622,8 @@ class RankAnalyzer {
     });
     m_.top_kernels.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(10, all.size())));
     m_.kernels = std::move(all);
-    std::sort(per_kernel.begin(), per_kernel.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    // per_kernel follows ops_, ascending by start already; the sums are read at lower_bound
+    // boundaries, which no order among equal starts moves
     KernelSums sums;
     sums.starts.reserve(per_kernel.size());
     for (const auto& [s, v] : per_kernel) {
@@ -676,9 +688,10 @@ class RankAnalyzer {
       return api != nullptr && api->start < it->start ? it->end - it->start : 0;
     };
     std::vector<Interval> launch, after_sync, other;
+    auto it = ops_.begin();  // gaps come in time order: each search goes on from the last one's answer
     for (const Interval& gap : rest.intervals()) {
       // the op that ends this idle stretch: the first op starting at or after its end
-      auto it = std::partition_point(ops_.begin(), ops_.end(), [&](const GpuOp& op) { return op.s < gap.end; });
+      while (it != ops_.end() && it->s < gap.end) ++it;
       bool host_late = false;
       if (it != ops_.end()) {
         const ApiRef* api = api_.find(it->corr);

@@ -109,6 +109,7 @@ LocalRanks analyze_ranks(const Trace& t, const Options& opt, const std::vector<s
   out.arrivals.resize(processes.size());
   parallel_items(processes.size(), opt.threads, [&](auto take) {
     for (std::size_t i; take(i);) {
+      if (stopped(opt)) continue;  // given up: the rest is left out (Options::stop)
       RankMetrics& r = out.ranks[i];
       r = rank_metrics(t, opt, processes[i], tree_of(t, children, processes[i], rank_set), hta_step_filter);
       r.memory = memory_by_device(t, r);

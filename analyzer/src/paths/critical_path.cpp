@@ -24,6 +24,7 @@
 #include "tracetune/analyzer/kernel_class.h"
 
 #include "parallel.h"
+#include "sorted_runs.h"
 
 namespace tt::analyzer {
 
@@ -117,14 +118,6 @@ class NameTest {
   std::vector<std::uint8_t> known_;
 };
 
-// Sorts v unless it is strictly ascending already (no two elements equivalent, so the sort
-// could not reorder anything).
-template <class T, class Less>
-void sort_unless_strictly_sorted(std::vector<T>& v, Less less) {
-  const bool strictly = std::adjacent_find(v.begin(), v.end(), [&](const T& a, const T& b) { return !less(a, b); }) == v.end();
-  if (!strictly) std::sort(v.begin(), v.end(), less);
-}
-
 // The ops' indices by start, equal starts in index order: ops are sorted by (track, start), so
 // this merges the tracks' runs (what a stable sort by start gives).
 std::vector<std::uint32_t> ops_by_start(const std::vector<PathOp>& ops) {
@@ -164,7 +157,8 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
     g.ops.push_back({t.memsets.start[i], t.memsets.start[i] + std::max<Ns>(0, t.memsets.dur[i]), t.memsets.track[i],
                      names(t.memsets.name[i]), t.memsets.correlation[i], PathKind::Copy});
   });
-  sort_unless_strictly_sorted(g.ops, [](const PathOp& a, const PathOp& b) {
+  // gathered table by table, each in (track, start) order: a few runs to merge
+  sort_from_runs(g.ops, [](const PathOp& a, const PathOp& b) {
     return a.track != b.track ? a.track < b.track : a.s != b.s ? a.s < b.s : a.e > b.e;
   });
   // stream order: each op's predecessor is the earlier op on its stream that ended last
@@ -176,7 +170,8 @@ void add_gpu_ops(const Trace& t, std::uint32_t process, GraphNames& names, RankG
   }
   g.by_end.resize(g.ops.size());
   for (std::uint32_t i = 0; i < g.ops.size(); ++i) g.by_end[i] = i;
-  std::sort(g.by_end.begin(), g.by_end.end(), [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
+  // a stream's ops end in the order they start, mostly: its runs are merged
+  sort_from_runs(g.by_end, [&](std::uint32_t a, std::uint32_t b) { return g.ops[a].e < g.ops[b].e; });
   // stable: an op comes after its stream predecessor even when both start at once (the replay's order)
   g.by_start = ops_by_start(g.ops);
 }
@@ -237,14 +232,43 @@ void add_stream_waits(const Trace& t, std::uint32_t process, RankGraph& g) {
   }
 }
 
+// The first of a rank's GPU ops with each correlation id: a direct table when the ids are
+// dense (CUPTI's and Kineto's counters), a hash map otherwise (no hashing per call when dense).
+class FirstOpByCorr {
+ public:
+  explicit FirstOpByCorr(const std::vector<PathOp>& ops) {
+    std::uint32_t max = 0;
+    std::size_t n = 0;
+    for (const auto& op : ops)
+      if (op.corr) { max = std::max(max, op.corr); ++n; }
+    if (max <= 4 * n + 4096) {
+      direct_.assign(static_cast<std::size_t>(max) + 1, kNone);
+      for (std::uint32_t i = 0; i < ops.size(); ++i)
+        if (ops[i].corr && direct_[ops[i].corr] == kNone) direct_[ops[i].corr] = i;
+      return;
+    }
+    sparse_.reserve(n);
+    for (std::uint32_t i = 0; i < ops.size(); ++i)
+      if (ops[i].corr) sparse_.try_emplace(ops[i].corr, i);
+  }
+  // The op, or kNone.
+  std::uint32_t find(std::uint32_t corr) const {
+    if (corr == 0) return kNone;
+    if (sparse_.empty()) return corr < direct_.size() ? direct_[corr] : kNone;
+    const auto it = sparse_.find(corr);
+    return it == sparse_.end() ? kNone : it->second;
+  }
+
+ private:
+  std::vector<std::uint32_t> direct_;
+  std::unordered_map<std::uint32_t, std::uint32_t> sparse_;
+};
+
 // The host side before matching: data waits, syncs and launch calls per thread, and what kept
 // each thread busy (ranges, calls).
 void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, GraphParts& parts) {
   RankGraph& g = parts.graph;
-  std::unordered_map<std::uint32_t, std::uint32_t> launched;  // the rank's GPU ops by correlation id
-  launched.reserve(g.ops.size());
-  for (std::uint32_t i = 0; i < g.ops.size(); ++i)
-    if (g.ops[i].corr) launched.try_emplace(g.ops[i].corr, i);
+  const FirstOpByCorr launched(g.ops);
   NameTest data_wait(t, is_data_wait_name), sync_call(t, is_sync_call_name);
   // each table's slice of a track holds that track's events only: one look-up per track
   for_rank_track_slices(t, t.slices_ranges(), process, false, [&](std::uint32_t tr, std::uint32_t b, std::uint32_t end) {
@@ -267,15 +291,18 @@ void add_host_parts(const Trace& t, std::uint32_t process, GraphNames& names, Gr
       const Ns s = t.api_calls.start[i], e = t.api_calls.end(i);
       busy.push_back({s, e});
       const auto c = t.api_calls.correlation[i];
-      auto op = c ? launched.find(c) : launched.end();
-      const std::uint32_t corr = op != launched.end() ? c : 0;
+      const std::uint32_t op = launched.find(c);
+      const std::uint32_t corr = op != kNone ? c : 0;
       const bool sync = sync_call(t.api_calls.name[i]);
       if (!sync && !corr) continue;
-      if (!marks) marks = &parts.marks[tr];
+      if (!marks) {
+        marks = &parts.marks[tr];
+        marks->reserve(marks->size() + (end - i));  // launch calls: most of a thread's calls, if any
+      }
       if (sync) marks->push_back({s, e, PathKind::Sync, names(t.api_calls.name[i]), kNoGroup, corr});
       if (corr) {
         marks->push_back({s, e, PathKind::Launch, names(t.api_calls.name[i]), kNoGroup, corr});
-        g.launches.try_emplace(c, LaunchRef{s, e, tr, op->second});
+        g.launches.try_emplace(c, LaunchRef{s, e, tr, op});
       }
     }
   });
@@ -317,7 +344,7 @@ void resolve_thread_marks(const std::vector<HostMark>& marks, std::vector<HostMa
     src.reserve(count[k]);
     for (const auto& m : marks)
       if (m.kind == kPrecedence[k]) { mine.push_back({m.s, m.e}); src.push_back(&m); }
-    IntervalSet set = IntervalSet::union_of_sorted(mine);
+    IntervalSet set = IntervalSet::union_of(std::move(mine));  // sorted already: merged in place
     if (!taken.empty()) set = set.subtract(taken);
     std::size_t at = 0;  // the last mark of the kind starting at or before the piece (pieces come in time order)
     for (const auto& iv : set.intervals()) {
@@ -345,10 +372,11 @@ void resolve_host_marks(GraphParts& parts) {
     stable_sort_unless_sorted(marks, [](const HostMark& a, const HostMark& b) { return a.s < b.s; });
     resolve_thread_marks(marks, g.threads[tr].marks);
   }
-  for (auto& [tr, iv] : parts.busy_ranges) g.threads[tr].busy = IntervalSet::union_of_sorted(iv);
+  // the parts' vectors are not needed after: each union is merged in its own vector
+  for (auto& [tr, iv] : parts.busy_ranges) g.threads[tr].busy = IntervalSet::union_of(std::move(iv));
   for (auto& [tr, iv] : parts.busy_calls) {
     auto& b = g.threads[tr].busy;
-    b = b.empty() ? IntervalSet::union_of_sorted(iv) : b.unite(IntervalSet::union_of_sorted(iv));
+    b = b.empty() ? IntervalSet::union_of(std::move(iv)) : b.unite(IntervalSet::union_of(std::move(iv)));
   }
 }
 
@@ -782,12 +810,13 @@ struct RankPathWalker::Impl {
   GraphSource& graphs;
   Ns blocking;
   bool what_ifs;
+  const std::atomic<bool>* stop;  // Options::stop
 };
 
 RankPathWalker::RankPathWalker(GraphSource& graphs, std::vector<std::int32_t> rank_numbers,
                                const CollectiveGroups& groups, const Options& opt)
     : impl_(std::make_unique<Impl>(Impl{PathWalker(graphs, std::move(rank_numbers), groups, opt), graphs,
-                                        opt.kernel_wait_threshold, opt.what_ifs})) {}
+                                        opt.kernel_wait_threshold, opt.what_ifs, opt.stop})) {}
 RankPathWalker::~RankPathWalker() = default;
 
 void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
@@ -795,10 +824,12 @@ void RankPathWalker::walk(std::size_t i, RankMetrics& r) {
     r.notes.push_back("no host thread: the critical path is not determined");
     return;
   }
+  if (stopped(impl_->stop)) return;  // given up (Options::stop): the rest is left out
   const auto graph = impl_->graphs.graph(i);
   {
     const ReplayIndex index(*graph);
     for (auto& st : r.steps) {
+      if (stopped(impl_->stop)) break;
       r.paths.push_back(impl_->walker.walk(i, st.start, st.end, st.number, false));
       if (impl_->what_ifs) replay_what_ifs(*graph, index, r.paths.back(), impl_->blocking, st);
     }

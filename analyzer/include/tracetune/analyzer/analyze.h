@@ -55,6 +55,7 @@ Analysis analyze(const trace::Trace& t, const Options& opt, std::string source);
 // same order. Computed again from the trace without the rest of the analysis (no what-if
 // replays, no job path, no rules), for a caller that analysed with path_pieces off so as not to
 // hold them and draws the paths later (the GUI's critical-path overlay). Empty under hta_compat.
+// Once *opt.stop is set it returns early with what it has (incomplete: the caller drops it).
 using StepPieces = std::vector<std::vector<std::vector<PathPiece>>>;
 StepPieces step_path_pieces(const trace::Trace& t, Options opt);
 

@@ -2,6 +2,7 @@
 // docs/analysis.md; the field comments here are the short form. Times are ns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +23,15 @@ struct Options {
   unsigned threads = 0;                  // 0: one per core
   bool path_pieces = true;               // keep StepPath::pieces (the GUI draws them; no report shows them)
   bool what_ifs = true;                  // replay each step's what-ifs (off: the paths alone, step_path_pieces)
+  // Set to true by a caller that gives the work up (the GUI closing while step_path_pieces
+  // runs): the ranks not begun and the steps not walked yet are left out, so what comes back
+  // is incomplete and only for that caller to drop. nullptr: never given up.
+  const std::atomic<bool>* stop = nullptr;
 };
+
+// Whether the caller gave the work up (Options::stop).
+inline bool stopped(const std::atomic<bool>* stop) { return stop && stop->load(std::memory_order_relaxed); }
+inline bool stopped(const Options& opt) { return stopped(opt.stop); }
 
 // GPU time of a rank split by what ran (HTA's "temporal breakdown", plus classes and overlaps).
 struct GpuBreakdown {

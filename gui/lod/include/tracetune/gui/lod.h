@@ -16,6 +16,7 @@
 // tests and the benchmark all use this header alone.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -129,5 +130,16 @@ void counter_query(const trace::CounterTable& c, const CounterSeries& s, const L
 // The value holding at time `t`: the last sample at or before t, or the bin containing t.
 // False when there is none (before the first sample, outside the bins, or a NaN sample).
 bool counter_value_at(const trace::CounterTable& c, const CounterSeries& s, Ns t, double& value);
+
+// The pieces of a run that reach into the window [t0, t1] (end >= t0 and start <= t1), for a
+// run in time order whose starts and ends both ascend (disjoint pieces, touching allowed: a
+// step's critical-path pieces): two binary searches, so a frame costs the pieces it shows,
+// not every piece of the run.
+template <class Piece>
+std::span<const Piece> pieces_in_window(std::span<const Piece> run, Ns t0, Ns t1) {
+  const auto lo = std::partition_point(run.begin(), run.end(), [&](const Piece& p) { return p.end < t0; });
+  const auto hi = std::partition_point(lo, run.end(), [&](const Piece& p) { return p.start <= t1; });
+  return {lo, hi};
+}
 
 }  // namespace tt::gui
