@@ -10,6 +10,8 @@
   itself: every mark it made while the window was open is in the trace, none made while closed.
 - start_on: --start-on '^train_phase$': ranges before the first matching one are absent, it and
   what follows are present.
+- start_on_nvtx: the same on NVTX ranges pushed by a C program (nvtx_start_on.c; NVTX3 headers in
+  $TT_NVTX_INCLUDE_DIR, else skipped with exit 77).
 - capture: a job started with --armed, captured twice while it runs (by its raw directory, then
   by its pid) with `tracetune capture --steps 5`: two traces, each of 5 successive steps.
 - capture_ranks: two gloo ranks under torchrun started with --armed, captured by rank 1's pid: both
@@ -191,6 +193,25 @@ def case_start_on(tmp):
     check("start_on: the mark inside it too", "inside" in mark_names(db), mark_names(db))
 
 
+def case_start_on_nvtx(tmp):
+    include = os.environ.get("TT_NVTX_INCLUDE_DIR", "")
+    if not os.path.isfile(os.path.join(include, "nvtx3", "nvToolsExt.h")):
+        print("SKIPPED: no NVTX3 headers (set TT_NVTX_INCLUDE_DIR)")
+        sys.exit(77)
+    program = pathlib.Path(tmp) / "nvtx_start_on"
+    subprocess.run(["cc", "-O1", "-I", include, "-o", str(program), str(pathlib.Path(__file__).with_name("nvtx_start_on.c")),
+                    "-ldl"], check=True)
+    db = pathlib.Path(tmp) / "trace.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--start-on", "^train_phase$", "--trace", "nvtx", "--",
+                        str(program)], capture_output=True, text=True, timeout=300)
+    check("start_on_nvtx: the program runs under record --start-on", r.returncode == 0 and db.exists(), r.stderr[-2000:])
+    names = range_names(db)
+    check("start_on_nvtx: the matching NVTX range and what follows are recorded, the ranges before it are not",
+          "train_phase" in names and "after 2" in names and not any(n.startswith("warmup") for n in names), names)
+    marks = mark_names(db)
+    check("start_on_nvtx: the mark inside it too, not the one before", "inside" in marks and "before" not in marks, marks)
+
+
 CAPTURE_JOB = """
 import os, pathlib, sys, time, torch
 tmp = pathlib.Path(sys.argv[1])
@@ -323,4 +344,5 @@ def case_usage(tmp):
 
 
 run_cases({"steps": case_steps, "steps_ranks": case_steps_ranks, "time": case_time, "start_on": case_start_on,
+           "start_on_nvtx": case_start_on_nvtx,
            "capture": case_capture, "capture_ranks": case_capture_ranks, "usage": case_usage}, sys.argv[2:])
