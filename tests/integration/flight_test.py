@@ -4,9 +4,9 @@
 
 - hang: two gloo ranks under torchrun; rank 1 stops calling all-reduce at step 50 and sleeps.
   `--dump-on-hang` dumps the rings into a trace whose `analyze` names rank 0 stuck in AllReduce
-  #50 of the c10d:gloo communicator and rank 1 as the rank that never arrived. Then the whole job
-  and `tracetune record` are SIGKILLed: `tracetune merge` of the kept raw directory still gives
-  the same diagnosis (the ring lives in the record files).
+  #50 of the c10d:gloo communicator and rank 1 as the rank that never arrived, with the host call
+  it was last seen in. Then the whole job and `tracetune record` are SIGKILLed: `tracetune merge`
+  of the kept raw directory still gives the same diagnosis (the ring lives in the record files).
 - ring_budget: a process writes ~60 MB of records in a few seconds with --ring-budget 4: its record
   file stays within 4 MiB of ring plus its pinned chunks (strings, process), and the trace holds
   the newest records, not the oldest.
@@ -191,6 +191,10 @@ def case_hang(tmp):
             ranks, comms, summary = diagnosis(analyze_json(dump))
             check("hang: on the gloo communicator", len(comms) == 1 and next(iter(comms)).startswith("c10d:gloo:"), comms)
             print("summary:", summary)
+            absent = [r for r in analyze_json(dump)["hang"]["ranks"] if r["state"] == "never arrived"]
+            check("hang: and the host call rank 1 was last seen in (its last event: the stop file's I/O here)",
+                  len(absent) == 1 and absent[0]["last_event"] and f"last event: {absent[0]['last_event']}" in summary,
+                  (absent, summary))
             reason = dict(query(dump, "SELECT key, value FROM meta WHERE key LIKE 'dump.%'")).get("dump.reason", "")
             check("hang: the dump says why it was taken", "hang" in reason, reason)
         before = set(tmp.glob("trace.dump-*.db"))
