@@ -4,9 +4,9 @@
 
 - hang: two gloo ranks under torchrun; rank 1 stops calling all-reduce at step 50 and sleeps.
   `--dump-on-hang` dumps the rings into a trace whose `analyze` names rank 0 stuck in AllReduce
-  #50 of the c10d:gloo communicator and rank 1 as the rank that never arrived. Then the whole job
-  and `tracetune record` are SIGKILLed: `tracetune merge` of the kept raw directory still gives
-  the same diagnosis (the ring lives in the record files).
+  #50 of the c10d:gloo communicator and rank 1 as the rank that never arrived, with the host call
+  it was last seen in. Then the whole job and `tracetune record` are SIGKILLed: `tracetune merge`
+  of the kept raw directory still gives the same diagnosis (the ring lives in the record files).
 - ring_budget: a process writes ~60 MB of records in a few seconds with --ring-budget 4: its record
   file stays within 4 MiB of ring plus its pinned chunks (strings, process), and the trace holds
   the newest records, not the oldest.
@@ -106,6 +106,17 @@ for i in range(200):
 tracetune.step()
 """
 
+SLOW_STEP_JOB = """
+import pathlib, sys, time, tracetune
+d = pathlib.Path(sys.argv[1])
+for i in range(40):
+    tracetune.step()  # ends step i-1, starts step i
+    time.sleep(3 if i == 30 else 0.02)
+tracetune.step()
+while not (d / "go on").exists():
+    time.sleep(0.05)
+"""
+
 WORKERS_JOB = """
 import pathlib, sys, time, torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -180,6 +191,10 @@ def case_hang(tmp):
             ranks, comms, summary = diagnosis(analyze_json(dump))
             check("hang: on the gloo communicator", len(comms) == 1 and next(iter(comms)).startswith("c10d:gloo:"), comms)
             print("summary:", summary)
+            absent = [r for r in analyze_json(dump)["hang"]["ranks"] if r["state"] == "never arrived"]
+            check("hang: and the host call rank 1 was last seen in (its last event: the stop file's I/O here)",
+                  len(absent) == 1 and absent[0]["last_event"] and f"last event: {absent[0]['last_event']}" in summary,
+                  (absent, summary))
             reason = dict(query(dump, "SELECT key, value FROM meta WHERE key LIKE 'dump.%'")).get("dump.reason", "")
             check("hang: the dump says why it was taken", "hang" in reason, reason)
         before = set(tmp.glob("trace.dump-*.db"))
@@ -428,10 +443,49 @@ def case_ring_steps_workers(tmp):
         numbers = step_numbers(dump[0])
         check("ring_steps_workers: the dump holds exactly the last 6 steps, 84..89", numbers == list(range(84, 90)),
               numbers)
+        first_kept = query(dump[0], "SELECT min(start_ns) FROM steps")[0][0] or 0
+        io = query(dump[0], "SELECT p.pid, count(*), min(i.start_ns + i.dur_ns) FROM io_calls i "
+                            "JOIN tracks k ON k.id = i.track_id AND k.type = 0 JOIN threads t ON t.id = k.owner_id "
+                            "JOIN processes p ON p.id = t.process_id "
+                            "WHERE p.parent_pid IN (SELECT pid FROM processes) GROUP BY 1")  # the workers
+        check("ring_steps_workers: the dump holds the I/O of the workers of those steps (2 or more of them)",
+              len(io) >= 2, io)
+        check("ring_steps_workers: none of it ended before step 84 started", all(end >= first_kept for _, _, end in io),
+              (first_kept, io))
     numbers = step_numbers(db)
     check("ring_steps_workers: the trace at the end holds exactly steps 90..95", numbers == list(range(90, 96)), numbers)
 
 
+def case_slow_step(tmp):
+    tmp = pathlib.Path(tmp)
+    job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "raw"
+    job.write_text(SLOW_STEP_JOB)
+    rec = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--raw-dir", str(raw), "--ring", "60s",
+                            "--dump-on-slow-step", "10", "--", TORCH_PYTHON, str(job), str(tmp)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    reason = "a step slower than 10 x the running median"
+    try:
+        # a step of the job's 20 ms ones may also count as slow on a loaded machine: look for the dump
+        # that holds step 30, not for exactly one dump
+        def slow_step_dump():
+            for dump in dumps_by_reason(tmp, reason):
+                if query(dump, "SELECT count(*) FROM steps WHERE number = 30 AND end_ns - start_ns >= 3e9")[0][0] == 1:
+                    return dump
+            return None
+
+        dump = wait_for(slow_step_dump, 300)
+        check("slow_step: a dump is taken for the 3 s step, and holds it", dump,
+              [(p.name, step_numbers(p)) for p in tmp.glob("trace.dump-*.db")])
+        (tmp / "go on").write_text("")
+        _, err = rec.communicate(timeout=300)
+        check("slow_step: the job ends normally", rec.returncode == 0 and db.exists(), err[-2000:])
+    finally:
+        if rec.poll() is None:
+            os.killpg(rec.pid, signal.SIGKILL)
+            rec.wait(timeout=60)
+
+
 run_cases({"hang": case_hang, "ring_budget": case_ring_budget, "signal": case_signal, "ring_steps": case_ring_steps,
-           "signal_paths": case_signal_paths, "fork_steps": case_fork_steps, "ring_steps_workers": case_ring_steps_workers},
+           "signal_paths": case_signal_paths, "fork_steps": case_fork_steps, "ring_steps_workers": case_ring_steps_workers,
+           "slow_step": case_slow_step},
           sys.argv[2:])

@@ -10,8 +10,13 @@
   itself: every mark it made while the window was open is in the trace, none made while closed.
 - start_on: --start-on '^train_phase$': ranges before the first matching one are absent, it and
   what follows are present.
+- start_on_nvtx: the same on NVTX ranges pushed by a C program (nvtx_start_on.c; NVTX3 headers in
+  $TT_NVTX_INCLUDE_DIR, else skipped with exit 77).
 - capture: a job started with --armed, captured twice while it runs (by its raw directory, then
   by its pid) with `tracetune capture --steps 5`: two traces, each of 5 successive steps.
+- capture_ranks: two gloo ranks under torchrun started with --armed, captured by rank 1's pid: both
+  ranks take the request (every stepping process of the host), each holds 5 successive steps, and
+  their first steps are within one step of each other.
 - usage: bad window and flight recorder options are one-line usage errors and the job is not run.
 
 usage: window_test.py TRACETUNE [CASE...]
@@ -188,6 +193,25 @@ def case_start_on(tmp):
     check("start_on: the mark inside it too", "inside" in mark_names(db), mark_names(db))
 
 
+def case_start_on_nvtx(tmp):
+    include = os.environ.get("TT_NVTX_INCLUDE_DIR", "")
+    if not os.path.isfile(os.path.join(include, "nvtx3", "nvToolsExt.h")):
+        print("SKIPPED: no NVTX3 headers (set TT_NVTX_INCLUDE_DIR)")
+        sys.exit(77)
+    program = pathlib.Path(tmp) / "nvtx_start_on"
+    subprocess.run(["cc", "-O1", "-I", include, "-o", str(program), str(pathlib.Path(__file__).with_name("nvtx_start_on.c")),
+                    "-ldl"], check=True)
+    db = pathlib.Path(tmp) / "trace.db"
+    r = subprocess.run([TRACETUNE, "record", "-o", str(db), "--start-on", "^train_phase$", "--trace", "nvtx", "--",
+                        str(program)], capture_output=True, text=True, timeout=300)
+    check("start_on_nvtx: the program runs under record --start-on", r.returncode == 0 and db.exists(), r.stderr[-2000:])
+    names = range_names(db)
+    check("start_on_nvtx: the matching NVTX range and what follows are recorded, the ranges before it are not",
+          "train_phase" in names and "after 2" in names and not any(n.startswith("warmup") for n in names), names)
+    marks = mark_names(db)
+    check("start_on_nvtx: the mark inside it too, not the one before", "inside" in marks and "before" not in marks, marks)
+
+
 CAPTURE_JOB = """
 import os, pathlib, sys, time, torch
 tmp = pathlib.Path(sys.argv[1])
@@ -237,6 +261,63 @@ def case_capture(tmp):
     check("capture: the job's trace counts its captures", m.get("window") == "armed" and m.get("window.captures") == "2", m)
 
 
+CAPTURE_RANKS_JOB = """
+import os, pathlib, sys, time, torch, torch.distributed as dist
+tmp = pathlib.Path(sys.argv[1])
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+model = torch.nn.Linear(16, 16)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(8, 16)
+stop = torch.zeros(1)
+for step in range(20000):
+    opt.zero_grad()
+    model(x).sum().backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+    opt.step()
+    time.sleep(0.01)
+    if step == 20:
+        (tmp / f"ready {rank}").write_text(str(os.getpid()))
+    stop.fill_(1 if (tmp / "stop").exists() else 0)
+    dist.all_reduce(stop)  # both ranks stop at the same step
+    if stop.item() > 0:
+        break
+dist.barrier()
+# not through the interpreter's teardown: there a torch 2.11 gloo rank aborts now and then, bare too
+# ("terminate called without an active exception": 1 to 2 of 16 bare runs, none of 20 with os._exit)
+os._exit(0)
+"""
+
+
+def case_capture_ranks(tmp):
+    tmp = pathlib.Path(tmp)
+    job, db = tmp / "job.py", tmp / "trace.db"
+    job.write_text(CAPTURE_RANKS_JOB)
+    rec = subprocess.Popen([TRACETUNE, "record", "-o", str(db), "--armed", "--", TORCHRUN, "--nproc_per_node", "2",
+                            "--master_port", free_port(), "--redirects", "2", "--tee", "2", str(job), str(tmp)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ready = tmp / "ready 1"
+        check("capture_ranks: the armed ranks start stepping", wait_for(ready.exists, 300))
+        c = subprocess.run([TRACETUNE, "capture", ready.read_text() if ready.exists() else "0", "--steps", "5"],
+                           capture_output=True, text=True, timeout=60)
+        check("capture_ranks: requested by rank 1's pid", c.returncode == 0, c.stderr)
+        trace = tmp / "trace.capture-1.db"
+        check("capture_ranks: its trace is written while the job runs", wait_for(trace.exists, 300))
+        doc = analyze(trace) if trace.exists() else {"ranks": []}
+        got = {x["rank"]: [s["number"] for s in x["steps"]] for x in doc["ranks"] if x["has_steps"]}
+        check("capture_ranks: each rank holds 5 successive steps",
+              sorted(got) == [0, 1] and all(len(n) == 5 and n == list(range(n[0], n[0] + 5)) for n in got.values()), got)
+        if sorted(got) == [0, 1] and got[0] and got[1]:
+            check("capture_ranks: the ranks took the request within one step of each other",
+                  abs(got[0][0] - got[1][0]) <= 1, got)
+    finally:
+        (tmp / "stop").write_text("")
+        _, err = rec.communicate(timeout=300)
+    check("capture_ranks: the job ends normally", rec.returncode == 0, err[-2000:])
+
+
 def wait_for(predicate, timeout_s):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -263,4 +344,5 @@ def case_usage(tmp):
 
 
 run_cases({"steps": case_steps, "steps_ranks": case_steps_ranks, "time": case_time, "start_on": case_start_on,
-           "capture": case_capture, "usage": case_usage}, sys.argv[2:])
+           "start_on_nvtx": case_start_on_nvtx,
+           "capture": case_capture, "capture_ranks": case_capture_ranks, "usage": case_usage}, sys.argv[2:])
