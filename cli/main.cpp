@@ -637,16 +637,23 @@ Verb add_capture(CLI::App& app) {
 
 Verb add_run(CLI::App& app) {
   auto opt = std::make_shared<tuner::RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Run a job with a tuned config applied (no recording):\n"
-                                        "  tracetune run --config tuned.toml -- CMD...\n"
+  auto* cmd = app.add_subcommand("run", "Run a job with a tuned config applied (no recording unless --armed):\n"
+                                        "  tracetune run --config tuned.toml [--armed [-o OUT.db]] -- CMD...\n"
                                         "Every setting is checked against the knob catalogue first (tracetune knobs);\n"
                                         "a refused config exits 2 without starting CMD. Format: docs/tuning.md");
   cmd->add_option("-c,--config", opt->config, "The tuned config (TOML; must be yours and not group/other-writable)")->required();
   cmd->add_flag("--check", opt->check_only, "Check the config and print what would be set; run nothing");
   cmd->add_flag("-q,--quiet", opt->quiet, "Do not print the settings applied");
+  cmd->add_flag("--armed", opt->armed, "Inject the collector armed: nothing is recorded until `tracetune capture` asks "
+                                       "for a window (captures land beside -o as OUT.capture-N.db)");
+  auto* output = cmd->add_option("-o,--output", opt->output, "With --armed: the job's trace (default trace.db)");
   cmd->add_option("command", opt->command, "The job to run, after --");
   cmd->positionals_at_end();
-  return {cmd, [opt] { return tuner::run_with_config(*opt); }};
+  return {cmd, [opt, output] {
+            if (output->count() > 0 && !opt->armed) return usage_error("run", "-o is for --armed (run records nothing without it)");
+            if (opt->armed && opt->output == kStdout) return refuse_stdout("run", "a trace database");
+            return tuner::run_with_config(*opt);
+          }};
 }
 
 struct TuneArgs {

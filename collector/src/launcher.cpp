@@ -689,7 +689,8 @@ Result<RecordOutcome> record(const RecordOptions& opt) {
   RawDirWatch watch(raw_dir);  // the job may delete its record files: keep them open
   // woken by the watch's inotify fd: a record file is held as soon as it appears
   int dumps = 0, ticks = 0, pruned = 0;
-  const std::vector<std::pair<std::string, std::string>> dump_meta{{"command", redacted_command(opt.command)}};
+  std::vector<std::pair<std::string, std::string>> dump_meta{{"command", redacted_command(opt.command)}};
+  dump_meta.insert(dump_meta.end(), opt.metadata.begin(), opt.metadata.end());  // e.g. run --armed's tuned.* settings
   const JobTick tick{[&] {
                        watch.poll();
                        if (!window) return;

@@ -14,6 +14,8 @@
   $TT_NVTX_INCLUDE_DIR, else skipped with exit 77).
 - capture: a job started with --armed, captured twice while it runs (by its raw directory, then
   by its pid) with `tracetune capture --steps 5`: two traces, each of 5 successive steps.
+- capture_run: a job started by `tracetune run --config tuned.toml --armed` runs with the config
+  applied and is captured by its pid: 5 successive steps, and the capture names the settings.
 - capture_ranks: two gloo ranks under torchrun started with --armed, captured by rank 1's pid: both
   ranks take the request (every stepping process of the host), each holds 5 successive steps, and
   their first steps are within one step of each other.
@@ -261,6 +263,40 @@ def case_capture(tmp):
     check("capture: the job's trace counts its captures", m.get("window") == "armed" and m.get("window.captures") == "2", m)
 
 
+def case_capture_run(tmp):
+    """`run --config cfg --armed`: the job runs with the config applied and can be captured."""
+    tmp = pathlib.Path(tmp)
+    job, db, cfg = tmp / "job.py", tmp / "trace.db", tmp / "tuned.toml"
+    job.write_text(CAPTURE_JOB.replace("str(os.getpid())", 'f"{os.getpid()} {torch.get_num_threads()}"'))
+    cfg.write_text('[settings]\n"torch.num_threads" = 1\n')
+    cfg.chmod(0o600)
+    run = subprocess.Popen([TRACETUNE, "run", "--config", str(cfg), "--armed", "-o", str(db), "--", TORCH_PYTHON, str(job),
+                            str(tmp)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        check("capture_run: the armed job starts stepping", wait_for(lambda: (tmp / "ready").exists(), 300))
+        pid, threads = (tmp / "ready").read_text().split() if (tmp / "ready").exists() else ("0", "0")
+        check("capture_run: the config is applied (torch.num_threads = 1)", threads == "1", threads)
+        c = subprocess.run([TRACETUNE, "capture", pid, "--steps", "5"], capture_output=True, text=True, timeout=60)
+        check("capture_run: requested by the job's pid", c.returncode == 0, c.stderr)
+        trace = tmp / "trace.capture-1.db"
+        check("capture_run: its trace is written while the job runs", wait_for(trace.exists, 300))
+        doc = analyze(trace) if trace.exists() else {"ranks": []}
+        got = [s["number"] for x in doc["ranks"] if x["has_steps"] for s in x["steps"]]
+        check("capture_run: it holds the 5 requested steps", len(got) == 5 and got == list(range(got[0], got[0] + 5)), got)
+        if trace.exists():
+            tuned = dict(query(trace, "SELECT key, value FROM meta WHERE key LIKE 'tuned.%'"))
+            check("capture_run: the capture says which settings were applied", tuned == {"tuned.torch.num_threads": "1"}, tuned)
+    finally:
+        (tmp / "stop").write_text("")
+        _, err = run.communicate(timeout=300)
+    check("capture_run: the job ends normally", run.returncode == 0, err[-2000:])
+    check("capture_run: the job's trace counts its capture", meta(db).get("window.captures") == "1", meta(db))
+    bad = subprocess.run([TRACETUNE, "run", "--config", str(cfg), "-o", str(tmp / "x.db"), "--", "true"],
+                         capture_output=True, text=True, timeout=60)
+    check("capture_run: -o without --armed is a one-line usage error",
+          bad.returncode == 2 and "--armed" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr)
+
+
 CAPTURE_RANKS_JOB = """
 import os, pathlib, sys, time, torch, torch.distributed as dist
 tmp = pathlib.Path(sys.argv[1])
@@ -345,4 +381,4 @@ def case_usage(tmp):
 
 run_cases({"steps": case_steps, "steps_ranks": case_steps_ranks, "time": case_time, "start_on": case_start_on,
            "start_on_nvtx": case_start_on_nvtx,
-           "capture": case_capture, "capture_ranks": case_capture_ranks, "usage": case_usage}, sys.argv[2:])
+           "capture": case_capture, "capture_run": case_capture_run, "capture_ranks": case_capture_ranks, "usage": case_usage}, sys.argv[2:])

@@ -45,6 +45,19 @@ using trace::self_exe_dir;
   std::_Exit(128 + sig);  // a signal that does not terminate (SIGCHLD, ...) cannot kill a child
 }
 
+// `run --armed`: the recorder launches the job with the plan's variables, as a tuner trial
+// applies a candidate (one launch that applies and records), and the window armed.
+Result<collector::RecordOutcome> record_armed(const RunOptions& opt, const TunedConfig& cfg,
+                                              std::vector<std::pair<std::string, std::string>> vars) {
+  collector::RecordOptions rec;
+  rec.command = opt.command;
+  rec.output = opt.output;
+  rec.extra_env = std::move(vars);
+  rec.window.armed = true;
+  for (const auto& s : cfg.settings) rec.metadata.emplace_back("tuned." + s.knob.id, display(s.value));
+  return collector::record(rec);
+}
+
 }  // namespace
 
 Status write_private(const fs::path& path, const std::string& text) {
@@ -179,6 +192,60 @@ std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, con
   return env;
 }
 
+namespace {
+
+// The job started with the plan applied (its files written into a private directory, removed
+// when the job ends): by the recorder with --armed, else by itself. The job's exit status; a job
+// killed by a signal makes us die of the same signal.
+int launch(const RunOptions& opt, const TunedConfig& cfg, const ApplyPlan& plan, const std::string& python_dir,
+           const std::string& plugin) {
+  auto say = [](const std::string& msg) { std::fprintf(stderr, "tracetune: %s\n", msg.c_str()); };
+  fs::path dir;
+  std::vector<std::pair<std::string, std::string>> vars = plan.env;  // with the files' variables once written
+  if (!plan.python_json.empty() || !plan.nccl_table.empty()) {
+    auto d = make_private_tempdir("tracetune-run");
+    if (!d) {
+      say("run: " + d.error());
+      return 1;
+    }
+    dir = d.value();
+    auto written = write_plan_files(plan, dir);
+    if (!written) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      say("run: " + written.error());
+      return 1;
+    }
+    vars = std::move(written.value());
+  }
+  std::string python_file, table_file;
+  for (const auto& [name, value] : vars) {
+    if (name == "TRACETUNE_APPLY") python_file = value;
+    if (name == "TRACETUNE_NCCL_TABLE") table_file = value;
+  }
+  Result<int> status = make_error("not started");
+  if (opt.armed) {
+    auto outcome = record_armed(opt, cfg, std::move(vars));
+    if (outcome) status = outcome->signal > 0 ? outcome->signal : (outcome->exit_code << 8);  // as a wait status
+    else status = make_error(outcome.error());
+  } else {
+    status = collector::run_job(opt.command, run_environment(plan, environ, python_dir, python_file, plugin, table_file));
+  }
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  if (!status) {
+    say("run: " + status.error());
+    return opt.armed ? 1 : 127;
+  }
+  const int ws = status.value();
+  if (WIFSIGNALED(ws)) die_of_signal(WTERMSIG(ws));
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+}
+
+}  // namespace
+
 int run_with_config(const RunOptions& opt) {
   auto say = [](const std::string& msg) { std::fprintf(stderr, "tracetune: %s\n", msg.c_str()); };
   auto cat = builtin_catalogue();
@@ -214,40 +281,14 @@ int run_with_config(const RunOptions& opt) {
     if (plan.lines.empty()) say("  (nothing to set)");
   }
   if (opt.check_only) return 0;
+  if (opt.armed) {
+    if (auto st = trace::check_output_target(opt.output); !st) {
+      say("run: " + st.error());
+      return 2;
+    }
+  }
 
-  fs::path dir;
-  std::string python_file, table_file;
-  if (!plan.python_json.empty() || !plan.nccl_table.empty()) {
-    auto d = make_private_tempdir("tracetune-run");
-    if (!d) {
-      say("run: " + d.error());
-      return 1;
-    }
-    dir = d.value();
-    auto vars = write_plan_files(plan, dir);
-    if (!vars) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-      say("run: " + vars.error());
-      return 1;
-    }
-    for (const auto& [name, value] : vars.value()) {
-      if (name == "TRACETUNE_APPLY") python_file = value;
-      if (name == "TRACETUNE_NCCL_TABLE") table_file = value;
-    }
-  }
-  auto status = collector::run_job(opt.command, run_environment(plan, environ, python_dir, python_file, plugin, table_file));
-  if (!dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  if (!status) {
-    say("run: " + status.error());
-    return 127;
-  }
-  const int ws = status.value();
-  if (WIFSIGNALED(ws)) die_of_signal(WTERMSIG(ws));
-  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+  return launch(opt, cfg.value(), plan, python_dir, plugin);
 }
 
 }  // namespace tt::tuner

@@ -56,10 +56,15 @@ struct RunOptions {
   std::vector<std::string> command;
   bool check_only = false;  // validate and print the plan, run nothing
   bool quiet = false;       // do not print the plan
+  // The job launched with the collector injected and armed: it records nothing until
+  // `tracetune capture` opens a window (docs/collector.md §9.2); the captures land beside
+  // `output` (OUT.capture-K.db) and `output` is written when the job ends.
+  bool armed = false;
+  std::filesystem::path output = "trace.db";
 };
 
 // Returns the exit code for `tracetune run`: 2 when the config is refused (the job is not
-// started), else the job's exit code. A job killed by a signal makes us die of the same signal
+// started; with `armed`, also an output the trace cannot be written to), else the job's exit code. A job killed by a signal makes us die of the same signal
 // (after removing our private files), so callers see exactly what they would without us.
 int run_with_config(const RunOptions& options);
 
