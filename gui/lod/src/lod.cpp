@@ -31,8 +31,8 @@ std::pair<std::uint32_t, std::uint32_t> lane_range(const Lane& lane, Ns t0, Ns t
   // An instant exactly at t0 is inside the window.
   const std::uint32_t first = partition_point(0, n, [&](std::uint32_t k) {
     const auto r = lane.row(k);
-    const Ns e = lane.start[r] + lane.dur[r];
-    return e < t0 || (e == t0 && lane.dur[r] > 0);
+    const Ns d = (*lane.dur)[r], e = lane.start[r] + d;
+    return e < t0 || (e == t0 && d > 0);
   });
   const std::uint32_t last = partition_point(first, n, [&](std::uint32_t k) { return lane.start_of(k) < t1; });
   return {first, last};
@@ -102,7 +102,7 @@ std::vector<Lane> empty_lanes(const trace::SpanColumns& table, std::size_t n) {
   std::vector<Lane> lanes(n);
   for (auto& lane : lanes) {
     lane.start = table.start.data();
-    lane.dur = table.dur.data();
+    lane.dur = &table.dur;
   }
   return lanes;
 }

@@ -30,14 +30,14 @@ using trace::Ns;
 // contiguous table rows [begin, end): the common single-lane case costs no memory).
 struct Lane {
   const Ns* start = nullptr;  // the table's start column
-  const Ns* dur = nullptr;    // the table's duration column
+  const trace::PackedColumn<Ns>* dur = nullptr;  // the table's duration column
   std::uint32_t begin = 0, end = 0;
   std::vector<std::uint32_t> index;
 
   std::uint32_t size() const { return index.empty() ? end - begin : static_cast<std::uint32_t>(index.size()); }
   std::uint32_t row(std::uint32_t k) const { return index.empty() ? begin + k : index[k]; }
   Ns start_of(std::uint32_t k) const { return start[row(k)]; }
-  Ns end_of(std::uint32_t k) const { const auto r = row(k); return start[r] + dur[r]; }
+  Ns end_of(std::uint32_t k) const { const auto r = row(k); return start[r] + (*dur)[r]; }
 };
 
 // The view: [t0, t1) mapped onto `width_px` pixels.
