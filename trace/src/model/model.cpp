@@ -269,7 +269,7 @@ void compute_depths(RangeTable& r) {
     if (r.track[i] != cur_track) { open_ends.clear(); cur_track = r.track[i]; }
     while (!open_ends.empty() && open_ends.back() <= r.start[i]) open_ends.pop_back();
     // A range that is not contained by the top (partial overlap) still nests visually below it.
-    r.depth[i] = static_cast<std::uint16_t>(std::min<std::size_t>(open_ends.size(), 0xffff));
+    r.depth.set(i, static_cast<std::uint16_t>(std::min<std::size_t>(open_ends.size(), 0xffff)));
     open_ends.push_back(r.end(i));
   }
 }

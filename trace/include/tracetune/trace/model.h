@@ -181,7 +181,7 @@ struct SyncTable : SpanColumns {
 
 struct RangeTable : SpanColumns {
   std::vector<RangeKind> kind;
-  std::vector<std::uint16_t> depth;      // nesting depth on its track, computed by finalize()
+  PackedColumn<std::uint16_t> depth;     // nesting depth on its track, computed by finalize()
   PackedColumn<StringId> domain;         // NVTX domain or source category
   std::vector<std::uint32_t> external_id;
   // What a framework's annotation carried after its op name ("aten::mm, seq = 12, sizes =

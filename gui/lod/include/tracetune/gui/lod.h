@@ -68,7 +68,7 @@ std::pair<std::uint32_t, std::uint32_t> lane_range(const Lane& lane, Ns t0, Ns t
 // on that lane (a partial overlap, or concurrent GPU work) goes to the next free lane below.
 // A slice that fits on one lane keeps the index-free form.
 std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t begin, std::uint32_t end,
-                              const std::uint16_t* depth = nullptr);
+                              const trace::PackedColumn<std::uint16_t>* depth = nullptr);
 // The same for a subset of a table's rows (start-sorted, e.g. one communicator's collectives
 // on a track); every lane holds an index.
 std::vector<Lane> build_lanes_of(const trace::SpanColumns& table, const std::vector<std::uint32_t>& rows);
