@@ -83,8 +83,8 @@ namespace {
 // lane, or the next one below where the previous event there still runs. Returns the lane of
 // each and the number of lanes.
 template <class RowAt>
-std::size_t place_on_lanes(const trace::SpanColumns& table, std::uint32_t n, RowAt row_at, const trace::PackedColumn<std::uint16_t>* depth,
-                           std::vector<std::uint32_t>& lane_of) {
+std::size_t place_on_lanes(const trace::SpanColumns& table, std::uint32_t n, RowAt row_at,
+                           const trace::PackedColumn<std::uint16_t>* depth, std::vector<std::uint32_t>& lane_of) {
   std::vector<Ns> lane_end;  // end of the last event placed on each lane
   lane_of.resize(n);
   for (std::uint32_t k = 0; k < n; ++k) {

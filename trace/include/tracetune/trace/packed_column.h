@@ -47,7 +47,9 @@ class PackedColumn {
     const_iterator& operator-=(difference_type k) { i_ -= static_cast<std::size_t>(k); return *this; }
     const_iterator operator+(difference_type k) const { return {c_, i_ + static_cast<std::size_t>(k)}; }
     const_iterator operator-(difference_type k) const { return {c_, i_ - static_cast<std::size_t>(k)}; }
-    difference_type operator-(const_iterator o) const { return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_); }
+    difference_type operator-(const_iterator o) const {
+      return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_);
+    }
     bool operator==(const const_iterator& o) const { return i_ == o.i_; }
     auto operator<=>(const const_iterator& o) const { return i_ <=> o.i_; }
 
