@@ -157,7 +157,7 @@ TEST(Lod, EmptyAndDegenerateWindows) {
 
 // Lanes: every event exactly once, each lane start-sorted and disjoint, nesting respected.
 void check_lanes(std::uint32_t begin, std::uint32_t end,
-                 const std::vector<Lane>& lanes, const std::uint16_t* depth) {
+                 const std::vector<Lane>& lanes, const trace::PackedColumn<std::uint16_t>* depth) {
   std::set<std::uint32_t> seen;
   for (std::size_t l = 0; l < lanes.size(); ++l) {
     const auto& lane = lanes[l];
@@ -167,7 +167,7 @@ void check_lanes(std::uint32_t begin, std::uint32_t end,
       EXPECT_GE(r, begin);
       EXPECT_LT(r, end);
       if (depth) {
-        EXPECT_GE(l, depth[r]);
+        EXPECT_GE(l, (*depth)[r]);
       }
       if (k > 0) {
         EXPECT_LE(lane.end_of(k - 1), lane.start_of(k)) << "lane " << l << " overlaps at " << k;
@@ -189,9 +189,9 @@ TEST(Lod, LanesOfNestedAndOverlappingEvents) {
   }
   t.finalize();
   const auto n = static_cast<std::uint32_t>(t.ranges.size());
-  const auto lanes = build_lanes(t.ranges, 0, n, t.ranges.depth.data());
+  const auto lanes = build_lanes(t.ranges, 0, n, &t.ranges.depth);
   EXPECT_GT(lanes.size(), 1u);
-  check_lanes(0, n, lanes, t.ranges.depth.data());
+  check_lanes(0, n, lanes, &t.ranges.depth);
   const auto stacked = build_lanes(t.ranges, 0, n);
   check_lanes(0, n, stacked, nullptr);
   // and the LOD on an indexed lane still matches brute force

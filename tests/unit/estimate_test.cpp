@@ -33,11 +33,13 @@ std::uint64_t column_bytes(const Trace& t) {
 
 TEST(Estimate, RowBytesAreTheColumnsOfOneEvent) {
   const RowBytes b = row_bytes();
-  // start, dur (8 + 8), track, name (4 + 4), then correlation, external id, config, graph id (4 each)
-  EXPECT_EQ(b.kernels, 40u);
+  // start (8), dur (packed: at least 1), track, name, correlation, external id (4 each), config,
+  // graph id (packed: 1 each)
+  EXPECT_EQ(b.kernels, 8u + 1u + 4u * 4 + 1u + 1u);
   EXPECT_EQ(b.counters, 8u + 4u + 4u + 8u);
-  // start, dur, bytes, offset, result (8 each), track, name, fd, path (4 each), errno (2), op (1)
-  EXPECT_EQ(b.io_calls, 59u);
+  // start, bytes, offset, result (8 each), dur (packed: 1), track, name, fd, path (4 each),
+  // errno (2), op (1)
+  EXPECT_EQ(b.io_calls, 52u);
 }
 
 TEST(Estimate, TracetuneDbCountsEveryEventTable) {

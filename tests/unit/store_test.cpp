@@ -31,14 +31,15 @@ void exec_sql(const fs::path& db, const char* sql) {
   sqlite3_close(h);
 }
 
-template <class V>
-void expect_same(const std::vector<V>& a, const std::vector<V>& b, const char* what) {
+// Two columns (std::vector or PackedColumn) row by row.
+template <class Column>
+void expect_same(const Column& a, const Column& b, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << what << " row " << i;
 }
 
-void expect_same_strings(const Trace& a, const std::vector<StringId>& x, const Trace& b,
-                         const std::vector<StringId>& y, const char* what) {
+template <class Column>
+void expect_same_strings(const Trace& a, const Column& x, const Trace& b, const Column& y, const char* what) {
   ASSERT_EQ(x.size(), y.size()) << what;
   for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(a.strings.get(x[i]), b.strings.get(y[i])) << what;
 }
@@ -216,7 +217,7 @@ TEST(Store, ReadsVersionOneFilesAndKeepsRangeArgs) {
   TempDir dir;
   Trace t = fixture();
   ASSERT_GT(t.ranges.size(), 0u);
-  t.ranges.args[0] = t.strings.intern("seq = 12, sizes = [[2, 3]]");
+  t.ranges.args.set(0, t.strings.intern("seq = 12, sizes = [[2, 3]]"));
   const fs::path db = dir.path() / "t.db";
   ASSERT_TRUE(write_trace(t, db, "test").ok());
   auto now = read_trace(db);
@@ -423,4 +424,57 @@ TEST(Store, RefusesBadClusteredRows) {
     ASSERT_FALSE(r.ok()) << update;
     EXPECT_NE(r.error().find(message), std::string::npos) << r.error();
   }
+}
+
+// The packed columns (durations, kernels' config and graph id, API calls' cbid and return
+// value) read back exactly when a big table is read in parallel chunks: a value that needs a
+// slot (a duration of 2^31 ns or more, a cbid near 2^32, a negative return value) is set after
+// the reading threads, in chunks of all widths; and in one chunk per track (a filter). The cells
+// come back as narrow as the values allow.
+TEST(Store, PackedColumnsSurviveAParallelRead) {
+  TempDir dir;
+  Trace t;
+  const auto p = t.add_process({});
+  const auto thread = t.add_thread({p, 1, "main"});
+  const auto d = t.add_device({});
+  const auto stream = t.add_stream({d, 7, ""});
+  t.intern_config({1, 1, 1, 128, 1, 1, 32, 0, 0});
+  const auto name = t.strings.intern("k");
+  const std::uint32_t n = 300'000;  // three chunks of 131,072 rows
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const bool odd = i % 49'999 == 7;  // a few per chunk
+    auto& k = t.kernels;
+    k.push_span(Ns{i} * 10'000, odd ? 5'000'000'000 + i : i % 300, stream, name);
+    k.correlation.push_back(i + 1);
+    k.external_id.push_back(0);
+    k.config.push_back(i % 3 == 0 ? 0 : kNone);
+    k.graph_id.push_back(odd ? 0xfffffff0u : 0);
+    auto& a = t.api_calls;
+    a.push_span(Ns{i} * 10'000, odd ? 1 : 4'000, thread, name);
+    a.correlation.push_back(i + 1);
+    a.external_id.push_back(0);
+    a.cbid.push_back(odd ? 0xfffffffeu : 211);
+    a.return_value.push_back(odd ? -3 : 0);
+    a.api.push_back(ApiKind::Runtime);
+  }
+  t.finalize();
+  const fs::path db = dir.path() / "t.db";
+  ASSERT_TRUE(write_trace(t, db, "test").ok());
+  auto check = [&](const Trace& u) {
+    expect_same(t.kernels.dur, u.kernels.dur, "kernels.dur");
+    expect_same(t.kernels.config, u.kernels.config, "kernels.config");
+    expect_same(t.kernels.graph_id, u.kernels.graph_id, "kernels.graph_id");
+    expect_same(t.kernels.start, u.kernels.start, "kernels.start");
+    expect_same(t.api_calls.dur, u.api_calls.dur, "api_calls.dur");
+    expect_same(t.api_calls.cbid, u.api_calls.cbid, "api_calls.cbid");
+    expect_same(t.api_calls.return_value, u.api_calls.return_value, "api_calls.return_value");
+    EXPECT_EQ(u.kernels.config.width(), 1u);  // kNone and 0
+    EXPECT_EQ(u.kernels.dur.width(), 4u);     // slots
+  };
+  auto all = read_trace(db);
+  ASSERT_TRUE(all.ok()) << all.error();
+  check(all.value());
+  auto kept = read_trace(db, TrackFilter(t.tracks.size(), 1));  // a filter: chunks read into parts
+  ASSERT_TRUE(kept.ok()) << kept.error();
+  check(kept.value());
 }

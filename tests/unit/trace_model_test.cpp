@@ -42,7 +42,8 @@ TEST(TraceModel, FinalizeSortsByTrackThenStartAndNests) {
   std::vector<std::string> order;
   for (std::size_t i = 0; i < t.ranges.size(); ++i) order.emplace_back(t.strings.get(t.ranges.name[i]));
   EXPECT_EQ(order, (std::vector<std::string>{"parent", "child1", "grandchild", "child2", "after", "b1"}));
-  EXPECT_EQ(t.ranges.depth, (std::vector<std::uint16_t>{0, 1, 2, 1, 0, 0}));
+  EXPECT_EQ(std::vector<std::uint16_t>(t.ranges.depth.begin(), t.ranges.depth.end()),
+            (std::vector<std::uint16_t>{0, 1, 2, 1, 0, 0}));
   ASSERT_EQ(t.slices_ranges().size(), 2u);
   EXPECT_EQ(t.slices_ranges()[0].track, a);
   EXPECT_EQ(t.slices_ranges()[0].end, 5u);

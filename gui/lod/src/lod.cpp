@@ -31,8 +31,8 @@ std::pair<std::uint32_t, std::uint32_t> lane_range(const Lane& lane, Ns t0, Ns t
   // An instant exactly at t0 is inside the window.
   const std::uint32_t first = partition_point(0, n, [&](std::uint32_t k) {
     const auto r = lane.row(k);
-    const Ns e = lane.start[r] + lane.dur[r];
-    return e < t0 || (e == t0 && lane.dur[r] > 0);
+    const Ns d = (*lane.dur)[r], e = lane.start[r] + d;
+    return e < t0 || (e == t0 && d > 0);
   });
   const std::uint32_t last = partition_point(first, n, [&](std::uint32_t k) { return lane.start_of(k) < t1; });
   return {first, last};
@@ -83,13 +83,13 @@ namespace {
 // lane, or the next one below where the previous event there still runs. Returns the lane of
 // each and the number of lanes.
 template <class RowAt>
-std::size_t place_on_lanes(const trace::SpanColumns& table, std::uint32_t n, RowAt row_at, const std::uint16_t* depth,
-                           std::vector<std::uint32_t>& lane_of) {
+std::size_t place_on_lanes(const trace::SpanColumns& table, std::uint32_t n, RowAt row_at,
+                           const trace::PackedColumn<std::uint16_t>* depth, std::vector<std::uint32_t>& lane_of) {
   std::vector<Ns> lane_end;  // end of the last event placed on each lane
   lane_of.resize(n);
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t i = row_at(k);
-    std::size_t l = depth ? depth[i] : 0;
+    std::size_t l = depth ? (*depth)[i] : 0;
     while (l < lane_end.size() && lane_end[l] > table.start[i]) ++l;
     if (l >= lane_end.size()) lane_end.resize(l + 1, INT64_MIN);
     lane_end[l] = std::max(lane_end[l], table.end(i));
@@ -102,7 +102,7 @@ std::vector<Lane> empty_lanes(const trace::SpanColumns& table, std::size_t n) {
   std::vector<Lane> lanes(n);
   for (auto& lane : lanes) {
     lane.start = table.start.data();
-    lane.dur = table.dur.data();
+    lane.dur = &table.dur;
   }
   return lanes;
 }
@@ -119,7 +119,7 @@ void fill_indexed(std::vector<Lane>& lanes, const std::vector<std::uint32_t>& la
 }  // namespace
 
 std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t begin, std::uint32_t end,
-                              const std::uint16_t* depth) {
+                              const trace::PackedColumn<std::uint16_t>* depth) {
   std::vector<std::uint32_t> lane_of;
   const auto row_at = [begin](std::uint32_t k) { return begin + k; };
   auto lanes = empty_lanes(table, place_on_lanes(table, end - begin, row_at, depth, lane_of));

@@ -321,7 +321,7 @@ class Builder {
     row.label = label;
     row.events = seg.end - seg.begin;
     const auto* cols = span_columns(t_, seg.table);
-    row.lanes = build_lanes(*cols, seg.begin, seg.end, seg.table == Table::Ranges ? t_.ranges.depth.data() : nullptr);
+    row.lanes = build_lanes(*cols, seg.begin, seg.end, seg.table == Table::Ranges ? &t_.ranges.depth : nullptr);
     idx_.index_bytes += lanes_bytes(row.lanes);
     idx_.rows.push_back(std::move(row));
   }

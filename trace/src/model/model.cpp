@@ -149,6 +149,24 @@ void permute(std::vector<T>& v, const std::vector<std::uint32_t>& order) {
   for (auto i : order) out.push_back(v[i]);
   v.swap(out);
 }
+template <class T>
+void permute(PackedColumn<T>& v, const std::vector<std::uint32_t>& order) {
+  if (!v.empty()) v.permute(order);
+}
+
+// Heap bytes a column holds.
+template <class T> std::size_t column_bytes(const std::vector<T>& col) { return col.capacity() * sizeof(T); }
+template <class T> std::size_t column_bytes(const PackedColumn<T>& col) { return col.heap_bytes(); }
+
+// The fewest bytes a row of a column takes (a packed column's: a 1-byte cell).
+template <class T> std::size_t min_cell_bytes(const std::vector<T>&) { return sizeof(T); }
+template <class T> std::size_t min_cell_bytes(const PackedColumn<T>&) { return 1; }
+
+// Gives back a column's slack (a packed one also narrows to what its values need).
+template <class T> void shrink_column(std::vector<T>& col) {
+  if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
+}
+template <class T> void shrink_column(PackedColumn<T>& col) { col.shrink_to_fit(); }
 
 // Calls f(column) for every column of a table; the one place that lists them.
 template <class F> void each_column(SpanColumns& t, F&& f) {
@@ -206,9 +224,7 @@ template <class F> void each_column(PySampleTable& t, F&& f) {
 // finalize() does not reorder (reordering copies each column to its exact size) gives the
 // slack back, one column at a time.
 template <class Table> void shrink_columns(Table& t) {
-  each_column(t, [](auto& col) {
-    if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
-  });
+  each_column(t, [](auto& col) { shrink_column(col); });
 }
 
 // Sort by (track, start, longer first) so parents precede the children they contain.
@@ -253,7 +269,7 @@ void compute_depths(RangeTable& r) {
     if (r.track[i] != cur_track) { open_ends.clear(); cur_track = r.track[i]; }
     while (!open_ends.empty() && open_ends.back() <= r.start[i]) open_ends.pop_back();
     // A range that is not contained by the top (partial overlap) still nests visually below it.
-    r.depth[i] = static_cast<std::uint16_t>(std::min<std::size_t>(open_ends.size(), 0xffff));
+    r.depth.set(i, static_cast<std::uint16_t>(std::min<std::size_t>(open_ends.size(), 0xffff)));
     open_ends.push_back(r.end(i));
   }
 }
@@ -333,7 +349,7 @@ void Trace::compute_slices() {
 RowBytes row_bytes() {
   auto of = []<class Table>(Table t) {
     std::size_t b = 0;
-    each_column(t, [&](auto& col) { b += sizeof(typename std::remove_reference_t<decltype(col)>::value_type); });
+    each_column(t, [&](auto& col) { b += min_cell_bytes(col); });
     return b;
   };
   return {of(KernelTable{}), of(MemcpyTable{}), of(MemsetTable{}),     of(ApiCallTable{}),
@@ -352,7 +368,7 @@ std::size_t Trace::event_bytes() const {
   for_each_event_table(
       [&](const auto& table) {
         each_column(const_cast<std::remove_const_t<std::remove_reference_t<decltype(table)>>&>(table),
-                    [&](auto& col) { b += col.capacity() * sizeof(col[0]); });
+                    [&](auto& col) { b += column_bytes(col); });
       },
       *this);
   for (const auto& s : slices_) b += s.capacity() * sizeof(TrackSlice);
@@ -450,7 +466,7 @@ void shift_process_times(Trace& t, std::span<const Ns> shift_by_process) {
     shift_column(table->start, table->track);
     for (std::size_t i = 0; i < table->size(); ++i)  // an end pushed past 64-bit time stops there
       if (table->start[i] > 0 && table->dur[i] > std::numeric_limits<Ns>::max() - table->start[i])
-        table->dur[i] = std::numeric_limits<Ns>::max() - table->start[i];
+        table->dur.set(i, std::numeric_limits<Ns>::max() - table->start[i]);
   }
   shift_column(t.counters.ts, t.counters.track);
   shift_column(t.flows.ts, t.flows.track);

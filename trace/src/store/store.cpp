@@ -29,35 +29,37 @@ using sql::Stmt;
 
 namespace {
 
-// A column of a table: its SQL name, the member holding it, and the model value that is
-// written as NULL ("unknown"). `nullable = false` columns are never NULL.
-template <class Table, class V>
+// A column of a table: its SQL name, the member holding it (a std::vector or a PackedColumn
+// of V), and the model value that is written as NULL ("unknown"). `nullable = false` columns
+// are never NULL.
+template <class Table, class Column>
 struct Col {
+  using V = typename Column::value_type;
   const char* name;
-  std::vector<V> Table::*member;
+  Column Table::*member;
   bool nullable;
   std::int64_t null_value;
   bool derived = false;  // stored for SQL users, recomputed by Trace::finalize() on load
   int since = 1;         // the schema version that added it: older files read it as null_value
 };
 
-template <class Table, class V>
-constexpr Col<Table, V> col(const char* name, std::vector<V> Table::*m) {
+template <class Table, class Column>
+constexpr Col<Table, Column> col(const char* name, Column Table::*m) {
   return {name, m, false, 0};
 }
-template <class Table, class V>
-constexpr Col<Table, V> opt(const char* name, std::vector<V> Table::*m, std::int64_t null_value) {
+template <class Table, class Column>
+constexpr Col<Table, Column> opt(const char* name, Column Table::*m, std::int64_t null_value) {
   return {name, m, true, null_value};
 }
 
 // A nullable column added in schema version `version`.
-template <class Table, class V>
-constexpr Col<Table, V> added(int version, const char* name, std::vector<V> Table::*m, std::int64_t null_value) {
+template <class Table, class Column>
+constexpr Col<Table, Column> added(int version, const char* name, Column Table::*m, std::int64_t null_value) {
   return {name, m, true, null_value, false, version};
 }
 
-template <class Table, class V>
-constexpr Col<Table, V> derived(const char* name, std::vector<V> Table::*m) {
+template <class Table, class Column>
+constexpr Col<Table, Column> derived(const char* name, Column Table::*m) {
   return {name, m, false, 0, true};
 }
 
@@ -106,8 +108,9 @@ std::int64_t as_i64(V v) {
   else return static_cast<std::int64_t>(v);
 }
 
-template <class Table, class V>
-void bind_col(Stmt& s, int idx, const Table& t, const Col<Table, V>& c, std::size_t row) {
+template <class Table, class Column>
+void bind_col(Stmt& s, int idx, const Table& t, const Col<Table, Column>& c, std::size_t row) {
+  using V = typename Column::value_type;
   const V v = (t.*c.member)[row];
   if constexpr (std::is_floating_point_v<V>) {
     s.bind(idx, static_cast<double>(v));
@@ -154,21 +157,44 @@ Status integer_value(const Stmt& s, int c, const char* table, const char* column
   return integer_cell(s, c, table, column, nullable, row);  // the message
 }
 
+// Values a reading thread could not store itself (a packed column's value that needs a wider
+// cell or a slot), set once the threads are done: (column, row, value).
+struct DeferredSets {
+  std::vector<std::function<void()>> sets;
+  void run() {
+    for (auto& f : sets) f();
+    sets.clear();
+  }
+};
+
+// Row `at` of column `col` becomes v. A packed column shared by reading threads takes only what
+// fits its cells as they are (resize_columns widened them to 4 bytes: all but a slot's value);
+// the rest waits in `later`. `later` is null where the column is this thread's alone.
+template <class V>
+void put(std::vector<V>& col, std::size_t at, V v, DeferredSets*) { col[at] = v; }
+template <class V>
+void put(PackedColumn<V>& col, std::size_t at, V v, DeferredSets* later) {
+  if (col.try_set(at, v)) return;
+  if (later) later->sets.emplace_back([&col, at, v] { col.set(at, v); });
+  else col.set(at, v);
+}
+
 // Stores column `c` of row `at` of `t` from the next cell (`idx`); a derived column keeps the
 // 0 it was sized with (finalize() computes it).
-template <class Table, class V>
-Status load_col(const Stmt& s, int& idx, Table& t, std::size_t at, const Col<Table, V>& c, const char* table,
-                std::int64_t row) {
+template <class Table, class Column>
+Status load_col(const Stmt& s, int& idx, Table& t, std::size_t at, const Col<Table, Column>& c, const char* table,
+                std::int64_t row, DeferredSets* later) {
+  using V = typename Column::value_type;
   if (c.derived) return {};
   const int col_index = idx++;
-  auto& out = (t.*c.member)[at];
+  auto& out = t.*c.member;
   if constexpr (std::is_floating_point_v<V>) {
-    out = static_cast<V>(s.f64(col_index));
+    put(out, at, static_cast<V>(s.f64(col_index)), later);
   } else {
     std::int64_t x = 0;
     if (auto st = integer_value(s, col_index, table, c.name, c.nullable, c.null_value, row, x); !st) return st;
-    if constexpr (std::is_enum_v<V>) out = static_cast<V>(static_cast<std::underlying_type_t<V>>(x));
-    else out = static_cast<V>(x);
+    if constexpr (std::is_enum_v<V>) put(out, at, static_cast<V>(static_cast<std::underlying_type_t<V>>(x)), later);
+    else put(out, at, static_cast<V>(x), later);
   }
   return {};
 }
@@ -464,11 +490,31 @@ Result<Ns> span_duration(const char* table, std::int64_t row, Ns start, std::int
   return dur;
 }
 
+// Cells of 4 bytes for a packed column (every value but a slot's then fits: see put), nothing
+// for a vector.
+template <class V> void widen_cells(std::vector<V>&) {}
+template <class V> void widen_cells(PackedColumn<V>& col) { col.widen(4); }
+
 // Every column of a span table (`d` describes the table's own) resized to n rows.
 template <class Table, class Def>
 void resize_columns(Table& t, const Def& d, std::size_t n) {
-  t.start.resize(n); t.dur.resize(n); t.track.resize(n); t.name.resize(n);
-  std::apply([&](const auto&... col) { ((t.*col.member).resize(n), ...); }, d.cols);
+  auto size = [n](auto& col) {
+    widen_cells(col);
+    col.resize(n);
+  };
+  size(t.start); size(t.dur); size(t.track); size(t.name);
+  std::apply([&](const auto&... col) { (size(t.*col.member), ...); }, d.cols);
+}
+
+// Rows [from, from + n) of a column copied over rows [to, to + n) (to <= from).
+template <class V>
+void move_rows(std::vector<V>& col, std::size_t from, std::size_t n, std::size_t to) {
+  std::copy(col.begin() + static_cast<std::ptrdiff_t>(from), col.begin() + static_cast<std::ptrdiff_t>(from + n),
+            col.begin() + static_cast<std::ptrdiff_t>(to));
+}
+template <class V>
+void move_rows(PackedColumn<V>& col, std::size_t from, std::size_t n, std::size_t to) {
+  col.copy_within(from, n, to);
 }
 
 // Where read_span_rows stores rows: rows [at, end) of a table's columns sized beforehand
@@ -480,6 +526,7 @@ struct RowSlots {
   const Def& d;
   std::size_t at, end;
   bool grow;
+  DeferredSets* later = nullptr;  // where the columns are shared with other reading threads
 
   // The slot of the next row; false when the sized share is full.
   bool next() {
@@ -497,7 +544,7 @@ struct RowSlots {
 // The row's fixed columns (track, start, duration, name) into slot `at`.
 template <class Table>
 Status load_span_cells(const Stmt& s, Table& t, std::size_t at, const char* table, const char* stored, bool clustered,
-                       std::int64_t row) {
+                       std::int64_t row, DeferredSets* later) {
   const char* fixed[] = {"track_id", "start_ns", stored, "name_id"};
   std::int64_t v[4];
   for (int col = 0; col < 4; ++col)
@@ -506,7 +553,7 @@ Status load_span_cells(const Stmt& s, Table& t, std::size_t at, const char* tabl
   if (!dur) return make_error(dur.error());
   t.track[at] = static_cast<std::uint32_t>(v[0]);
   t.start[at] = v[1];
-  t.dur[at] = dur.value();
+  put(t.dur, at, dur.value(), later);
   t.name[at] = static_cast<StringId>(v[3]);
   return {};
 }
@@ -531,10 +578,13 @@ Status read_span_rows(sqlite3* db, RowSlots<Table, Def>& out, int version, const
     if (!keeps(keep, s.i64(0))) continue;
     if (!out.next()) return make_error(fmt::format("{} row {}: more rows than ids in {}..{} (ids not unique)", d.name, row,
                                                    c.from.value_or(0), c.to.value_or(0)));
-    if (auto bad = load_span_cells(s, out.t, out.at, d.name, stored_time(d, version), clustered, row); !bad) return bad;
+    if (auto bad = load_span_cells(s, out.t, out.at, d.name, stored_time(d, version), clustered, row, out.later); !bad)
+      return bad;
     int idx = 4;
     Status loaded;
-    std::apply([&](const auto&... col) { ((loaded ? (void)(loaded = load_col(s, idx, out.t, out.at, col, d.name, row)) : (void)0), ...); }, d.cols);
+    std::apply([&](const auto&... col) {
+      ((loaded ? (void)(loaded = load_col(s, idx, out.t, out.at, col, d.name, row, out.later)) : (void)0), ...);
+    }, d.cols);
     if (!loaded) return loaded;
     ++out.at;
   }
@@ -641,6 +691,7 @@ struct ChunkedRead {
   const TrackFilter* keep;
   std::vector<RowChunk> chunks;
   std::vector<std::size_t> filled;  // direct: rows each chunk read into its share
+  std::vector<DeferredSets> later;  // direct: each chunk's values set after the threads
   std::vector<Table> parts;         // otherwise: each chunk's rows
 
   bool direct() const { return !def->clustered(version) && keep->empty(); }
@@ -667,9 +718,10 @@ struct ChunkedRead {
     }
     resize_columns(*dst, *def, at);
     filled.assign(chunks.size(), 0);
+    later.resize(chunks.size());
     for (std::size_t i = 0; i < chunks.size(); ++i)
       jobs.emplace_back([this, i, from = share_at[i]](sqlite3* conn) {
-        RowSlots<Table, Def> out{*dst, *def, from, from + chunks[i].rows, false};
+        RowSlots<Table, Def> out{*dst, *def, from, from + chunks[i].rows, false, &later[i]};
         auto st = read_span_rows(conn, out, version, chunks[i], *keep);
         filled[i] = out.at - from;
         return st;
@@ -678,6 +730,8 @@ struct ChunkedRead {
   }
 
   void finish() {
+    for (auto& l : later) l.run();
+    later.clear();
     if (direct()) return close_up();
     std::size_t n = 0;
     for (const auto& p : parts) n += p.size();
@@ -699,11 +753,7 @@ struct ChunkedRead {
     to = at;
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       if (to != at) {
-        auto move = [&](auto member) {
-          auto& col = (*dst).*member;
-          std::copy(col.begin() + static_cast<std::ptrdiff_t>(at), col.begin() + static_cast<std::ptrdiff_t>(at + filled[i]),
-                    col.begin() + static_cast<std::ptrdiff_t>(to));
-        };
+        auto move = [&](auto member) { move_rows((*dst).*member, at, filled[i], to); };
         move(&Table::start); move(&Table::dur); move(&Table::track); move(&Table::name);
         std::apply([&](const auto&... c) { (move(c.member), ...); }, def->cols);
       }
@@ -716,7 +766,7 @@ struct ChunkedRead {
 
 template <class Table, class Def>
 ChunkedRead<Table, Def> chunked(Table& t, const Def& d, int version, const TrackFilter& keep) {
-  return {&t, &d, version, &keep, {}, {}, {}};
+  return {&t, &d, version, &keep, {}, {}, {}, {}};
 }
 
 void bind_text_or_null(Stmt& s, int i, const std::string& v) {
@@ -1476,12 +1526,13 @@ Status check_owner_refs(const Trace& t) {
 // The string ids of the event tables' columns other than their names.
 bool string_ids_in_range(const Trace& t) {
   const auto nstr = t.strings.size();
-  for (const auto* v : {&t.ranges.domain, &t.ranges.args, &t.collectives.op, &t.collectives.dtype,
-                        &t.collectives.communicator, &t.collectives.algorithm, &t.collectives.protocol,
-                        &t.io_calls.path, &t.counters.name, &t.flows.category})
-    for (StringId id : *v)
-      if (id >= nstr) return false;
-  return true;
+  auto in_range = [nstr](const auto& column) {
+    return std::all_of(column.begin(), column.end(), [nstr](StringId id) { return id < nstr; });
+  };
+  for (const auto* v : {&t.collectives.op, &t.collectives.dtype, &t.collectives.communicator, &t.collectives.algorithm,
+                        &t.collectives.protocol, &t.io_calls.path, &t.counters.name, &t.flows.category})
+    if (!in_range(*v)) return false;
+  return in_range(t.ranges.domain) && in_range(t.ranges.args);
 }
 
 // Every reference between tables, so later code can index without checks. (Rows are still in

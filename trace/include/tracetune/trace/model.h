@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tracetune/trace/packed_column.h"
 #include "tracetune/trace/strings.h"
 
 namespace tt::trace {
@@ -110,9 +111,11 @@ struct Diagnostic {
 // ---- event tables (struct of arrays) ----
 
 // Columns every event table has. Kept in lock-step by the `push` helpers of each table.
+// Durations are packed (packed_column.h): 4 bytes or fewer for nearly every event, a duration
+// of 2^31 ns (2.1 s) or more, or a negative one, whole in a slot.
 struct SpanColumns {
   std::vector<Ns> start;
-  std::vector<Ns> dur;
+  PackedColumn<Ns> dur;
   std::vector<std::uint32_t> track;
   std::vector<StringId> name;
 
@@ -139,8 +142,8 @@ struct LaunchConfig {
 struct KernelTable : SpanColumns {
   std::vector<std::uint32_t> correlation;  // 0 = none
   std::vector<std::uint32_t> external_id;  // framework op id (Kineto "External id"), 0 = none
-  std::vector<std::uint32_t> config;       // index into Trace::launch_configs, kNone = unknown
-  std::vector<std::uint32_t> graph_id;     // CUDA graph id, 0 = not from a graph
+  PackedColumn<std::uint32_t> config;      // index into Trace::launch_configs, kNone = unknown
+  PackedColumn<std::uint32_t> graph_id;    // CUDA graph id, 0 = not from a graph
 };
 
 struct MemcpyTable : SpanColumns {
@@ -161,8 +164,8 @@ struct MemsetTable : SpanColumns {
 struct ApiCallTable : SpanColumns {
   std::vector<std::uint32_t> correlation;
   std::vector<std::uint32_t> external_id;
-  std::vector<std::uint32_t> cbid;
-  std::vector<std::int32_t> return_value;
+  PackedColumn<std::uint32_t> cbid;
+  PackedColumn<std::int32_t> return_value;
   std::vector<ApiKind> api;
 };
 
@@ -178,12 +181,12 @@ struct SyncTable : SpanColumns {
 
 struct RangeTable : SpanColumns {
   std::vector<RangeKind> kind;
-  std::vector<std::uint16_t> depth;      // nesting depth on its track, computed by finalize()
-  std::vector<StringId> domain;          // NVTX domain or source category
+  PackedColumn<std::uint16_t> depth;     // nesting depth on its track, computed by finalize()
+  PackedColumn<StringId> domain;         // NVTX domain or source category
   std::vector<std::uint32_t> external_id;
   // What a framework's annotation carried after its op name ("aten::mm, seq = 12, sizes =
   // [[2, 3]]" is named "aten::mm" with args "seq = 12, sizes = [[2, 3]]"); 0 = none.
-  std::vector<StringId> args;
+  PackedColumn<StringId> args;
 
   // Appends one range; its depth stays 0 until finalize() computes it from the times.
   void push(Ns s, Ns d, std::uint32_t tr, StringId n, RangeKind k, StringId dom, std::uint32_t ext = 0,

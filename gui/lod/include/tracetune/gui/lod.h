@@ -31,14 +31,14 @@ using trace::Ns;
 // contiguous table rows [begin, end): the common single-lane case costs no memory).
 struct Lane {
   const Ns* start = nullptr;  // the table's start column
-  const Ns* dur = nullptr;    // the table's duration column
+  const trace::PackedColumn<Ns>* dur = nullptr;  // the table's duration column
   std::uint32_t begin = 0, end = 0;
   std::vector<std::uint32_t> index;
 
   std::uint32_t size() const { return index.empty() ? end - begin : static_cast<std::uint32_t>(index.size()); }
   std::uint32_t row(std::uint32_t k) const { return index.empty() ? begin + k : index[k]; }
   Ns start_of(std::uint32_t k) const { return start[row(k)]; }
-  Ns end_of(std::uint32_t k) const { const auto r = row(k); return start[r] + dur[r]; }
+  Ns end_of(std::uint32_t k) const { const auto r = row(k); return start[r] + (*dur)[r]; }
 };
 
 // The view: [t0, t1) mapped onto `width_px` pixels.
@@ -69,7 +69,7 @@ std::pair<std::uint32_t, std::uint32_t> lane_range(const Lane& lane, Ns t0, Ns t
 // on that lane (a partial overlap, or concurrent GPU work) goes to the next free lane below.
 // A slice that fits on one lane keeps the index-free form.
 std::vector<Lane> build_lanes(const trace::SpanColumns& table, std::uint32_t begin, std::uint32_t end,
-                              const std::uint16_t* depth = nullptr);
+                              const trace::PackedColumn<std::uint16_t>* depth = nullptr);
 // The same for a subset of a table's rows (start-sorted, e.g. one communicator's collectives
 // on a track); every lane holds an index.
 std::vector<Lane> build_lanes_of(const trace::SpanColumns& table, const std::vector<std::uint32_t>& rows);
