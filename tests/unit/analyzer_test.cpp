@@ -1161,6 +1161,37 @@ TEST(Rules, StragglerAcrossRanks) {
   EXPECT_EQ(f[0].gain, 200);
 }
 
+// A rank that only waits can have the longer steps (its step mark falls after its wait) while
+// the collectives wait for another rank. Seen in CI under load: a 2-rank gloo job whose rank 1
+// sleeps 30 ms before each all-reduce was reported as "rank 0 takes 12% more".
+TEST(Rules, ASlowestRankWhoseExcessIsItsWaitIsNotTheStraggler) {
+  const auto& th = default_thresholds();
+  Metrics m;
+  m.cross.ranks = 2;
+  m.cross.step_median_median = 32'400'000;
+  m.cross.step_median_max = 36'200'000;
+  m.cross.step_spread = 0.12;
+  m.cross.slowest_rank = 0;
+  m.cross.matched_collectives = 13;
+  m.cross.last_arriver = 1;
+  m.cross.last_arriver_share = 0.92;
+  m.ranks.resize(2);
+  m.ranks[0].rank = 0;
+  m.ranks[1].rank = 1;
+  std::vector<std::optional<Ns>> waits = {Ns{30'000'000}, Ns{0}};  // rank 0 waits 30 ms a step for rank 1
+  EXPECT_TRUE(rule_load_imbalance(m, th, waits).empty());
+  auto f = rule_late_arriver(m, th, waits);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 1);
+  EXPECT_EQ(f[0].cost, 30'000'000);
+  // the slowest rank's excess is more than its wait: its own work, it stays the straggler
+  waits[0] = Ns{1'000'000};
+  f = rule_load_imbalance(m, th, waits);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rank, 0);
+  EXPECT_TRUE(rule_late_arriver(m, th, waits).empty());
+}
+
 TEST(Rules, RankedByGain) {
   Metrics m;
   RankMetrics r = base_rank(false);

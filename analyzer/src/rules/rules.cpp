@@ -418,9 +418,23 @@ std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& t
   return {f};
 }
 
-std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th) {
+// The slowest rank by step time waited at collectives for the rank they wait for (another one)
+// at least as long as its steps exceed the median rank's: its steps are long from waiting, not
+// from work (its step mark falls after its wait), and that other rank is the straggler.
+bool slowest_rank_waited_out_its_excess(const Metrics& m, const std::vector<std::optional<Ns>>& rank_waits) {
+  const auto& X = m.cross;
+  if (X.last_arriver < 0 || X.last_arriver == X.slowest_rank || X.last_arriver_share < 0.5) return false;
+  for (std::size_t i = 0; i < m.ranks.size() && i < rank_waits.size(); ++i)
+    if (m.ranks[i].rank == X.slowest_rank && rank_waits[i])
+      return *rank_waits[i] >= X.step_median_max - X.step_median_median;
+  return false;
+}
+
+std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th,
+                                         const std::vector<std::optional<Ns>>& rank_waits) {
   const auto& X = m.cross;
   if (X.ranks < 2 || X.step_spread < th.imbalance_spread || X.slowest_rank < 0) return {};
+  if (slowest_rank_waited_out_its_excess(m, rank_waits)) return {};  // rule_late_arriver's
   Finding f;
   f.category = Category::LoadImbalance;
   f.rank = X.slowest_rank;
@@ -449,7 +463,8 @@ std::vector<Finding> rule_load_imbalance(const Metrics& m, const Thresholds& th)
 std::vector<Finding> rule_late_arriver(const Metrics& m, const Thresholds& th,
                                       const std::vector<std::optional<Ns>>& rank_waits) {
   const auto& X = m.cross;
-  if (X.ranks < 2 || X.last_arriver < 0 || X.last_arriver_share < 0.5 || X.step_spread >= th.imbalance_spread) return {};
+  if (X.ranks < 2 || X.last_arriver < 0 || X.last_arriver_share < 0.5) return {};
+  if (X.step_spread >= th.imbalance_spread && !slowest_rank_waited_out_its_excess(m, rank_waits)) return {};
   std::vector<Ns> waits;
   for (std::size_t i = 0; i < m.ranks.size(); ++i)
     if (m.ranks[i].rank != X.last_arriver && rank_waits[i]) waits.push_back(*rank_waits[i]);
@@ -514,7 +529,7 @@ std::optional<Ns> rank_wait_median(const RankMetrics& r) {
 
 void job_findings(const Metrics& m, const Thresholds& th, const std::vector<std::optional<Ns>>& rank_waits,
                   std::vector<Finding>& out) {
-  for (auto& f : rule_load_imbalance(m, th)) out.push_back(std::move(f));
+  for (auto& f : rule_load_imbalance(m, th, rank_waits)) out.push_back(std::move(f));
   for (auto& f : rule_late_arriver(m, th, rank_waits)) out.push_back(std::move(f));
   std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
     if (a.gain != b.gain) return a.gain > b.gain;

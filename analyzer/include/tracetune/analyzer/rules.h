@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,7 +84,14 @@ std::vector<Finding> rule_precision(const RankMetrics&, const Thresholds&);
 std::vector<Finding> rule_memory_bound(const RankMetrics&, const Thresholds&);
 std::vector<Finding> rule_cpu_bound(const RankMetrics&, const Thresholds&);
 std::vector<Finding> rule_memory(const RankMetrics&, const Thresholds&);
-std::vector<Finding> rule_load_imbalance(const Metrics&, const Thresholds&);
+// The slowest rank by step time, unless it waited at collectives for another rank at least as
+// long as its steps exceed the median (`rank_waits`: each rank's median rank_wait on its steps'
+// critical paths; none: no paths): then rule_late_arriver names the rank it waited for.
+std::vector<Finding> rule_load_imbalance(const Metrics&, const Thresholds&,
+                                         const std::vector<std::optional<Ns>>& rank_waits = {});
+// The rank the collectives wait for, where the step times show no straggler or the slowest
+// rank's excess is its wait for that rank.
+std::vector<Finding> rule_late_arriver(const Metrics&, const Thresholds&, const std::vector<std::optional<Ns>>& rank_waits);
 
 // All rules over all ranks, ranked by estimated gain (largest first).
 std::vector<Finding> run_rules(const Metrics&, const Thresholds& = default_thresholds());
