@@ -232,6 +232,15 @@ for step in range(20000):
 """
 
 
+def captured_steps(trace, label):
+    """Waits for a capture's trace and checks that it holds 5 successive steps; returns them."""
+    check(f"{label}: its trace is written while the job runs", wait_for(trace.exists, 300))
+    doc = analyze(trace) if trace.exists() else {"ranks": []}
+    got = [s["number"] for x in doc["ranks"] if x["has_steps"] for s in x["steps"]]
+    check(f"{label}: it holds the 5 requested steps", len(got) == 5 and got == list(range(got[0], got[0] + 5)), got)
+    return got
+
+
 def case_capture(tmp):
     tmp = pathlib.Path(tmp)
     job, db, raw = tmp / "job.py", tmp / "trace.db", tmp / "trace.db.raw"
@@ -244,12 +253,7 @@ def case_capture(tmp):
         for k, target in ((1, ["--job", str(raw)]), (2, [(tmp / "ready").read_text()])):
             c = subprocess.run([TRACETUNE, "capture", *target, "--steps", "5"], capture_output=True, text=True, timeout=60)
             check(f"capture {k}: requested ({' '.join(target[:1])})", c.returncode == 0, c.stderr)
-            trace = tmp / f"trace.capture-{k}.db"
-            check(f"capture {k}: its trace is written while the job runs", wait_for(trace.exists, 300))
-            doc = analyze(trace) if trace.exists() else {"ranks": []}
-            got = [s["number"] for x in doc["ranks"] if x["has_steps"] for s in x["steps"]]
-            check(f"capture {k}: it holds the 5 requested steps", len(got) == 5 and got == list(range(got[0], got[0] + 5)), got)
-            steps.append(got)
+            steps.append(captured_steps(tmp / f"trace.capture-{k}.db", f"capture {k}"))
         check("capture: the two captures are separate traces of successive windows",
               len(steps) == 2 and steps[0] and steps[1] and steps[1][0] > steps[0][-1], steps)
         d = subprocess.run([TRACETUNE, "capture", "--job", str(raw), "--dump"], capture_output=True, text=True, timeout=60)
@@ -279,10 +283,7 @@ def case_capture_run(tmp):
         c = subprocess.run([TRACETUNE, "capture", pid, "--steps", "5"], capture_output=True, text=True, timeout=60)
         check("capture_run: requested by the job's pid", c.returncode == 0, c.stderr)
         trace = tmp / "trace.capture-1.db"
-        check("capture_run: its trace is written while the job runs", wait_for(trace.exists, 300))
-        doc = analyze(trace) if trace.exists() else {"ranks": []}
-        got = [s["number"] for x in doc["ranks"] if x["has_steps"] for s in x["steps"]]
-        check("capture_run: it holds the 5 requested steps", len(got) == 5 and got == list(range(got[0], got[0] + 5)), got)
+        captured_steps(trace, "capture_run")
         if trace.exists():
             tuned = dict(query(trace, "SELECT key, value FROM meta WHERE key LIKE 'tuned.%'"))
             check("capture_run: the capture says which settings were applied", tuned == {"tuned.torch.num_threads": "1"}, tuned)

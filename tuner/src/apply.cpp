@@ -194,6 +194,11 @@ std::vector<std::string> run_environment(const ApplyPlan& plan, char** base, con
 
 namespace {
 
+void remove_private_dir(const fs::path& dir) {
+  std::error_code ec;
+  if (!dir.empty()) fs::remove_all(dir, ec);
+}
+
 // The job started with the plan applied (its files written into a private directory, removed
 // when the job ends): by the recorder with --armed, else by itself. The job's exit status; a job
 // killed by a signal makes us die of the same signal.
@@ -211,33 +216,32 @@ int launch(const RunOptions& opt, const TunedConfig& cfg, const ApplyPlan& plan,
     dir = d.value();
     auto written = write_plan_files(plan, dir);
     if (!written) {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
+      remove_private_dir(dir);
       say("run: " + written.error());
       return 1;
     }
     vars = std::move(written.value());
+  }
+  if (opt.armed) {
+    auto outcome = record_armed(opt, cfg, std::move(vars));
+    remove_private_dir(dir);
+    if (!outcome) {
+      say("run: " + outcome.error());
+      return 1;
+    }
+    if (outcome->signal > 0) die_of_signal(outcome->signal);
+    return outcome->exit_code;
   }
   std::string python_file, table_file;
   for (const auto& [name, value] : vars) {
     if (name == "TRACETUNE_APPLY") python_file = value;
     if (name == "TRACETUNE_NCCL_TABLE") table_file = value;
   }
-  Result<int> status = make_error("not started");
-  if (opt.armed) {
-    auto outcome = record_armed(opt, cfg, std::move(vars));
-    if (outcome) status = outcome->signal > 0 ? outcome->signal : (outcome->exit_code << 8);  // as a wait status
-    else status = make_error(outcome.error());
-  } else {
-    status = collector::run_job(opt.command, run_environment(plan, environ, python_dir, python_file, plugin, table_file));
-  }
-  if (!dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  auto status = collector::run_job(opt.command, run_environment(plan, environ, python_dir, python_file, plugin, table_file));
+  remove_private_dir(dir);
   if (!status) {
     say("run: " + status.error());
-    return opt.armed ? 1 : 127;
+    return 127;
   }
   const int ws = status.value();
   if (WIFSIGNALED(ws)) die_of_signal(WTERMSIG(ws));

@@ -421,7 +421,7 @@ std::vector<Finding> rule_memory_bound(const RankMetrics& r, const Thresholds& t
 // The slowest rank by step time waited at collectives for the rank they wait for (another one)
 // at least as long as its steps exceed the median rank's: its steps are long from waiting, not
 // from work (its step mark falls after its wait), and that other rank is the straggler.
-bool slowest_rank_waited_out_its_excess(const Metrics& m, const std::vector<std::optional<Ns>>& rank_waits) {
+static bool slowest_rank_waited_out_its_excess(const Metrics& m, const std::vector<std::optional<Ns>>& rank_waits) {
   const auto& X = m.cross;
   if (X.last_arriver < 0 || X.last_arriver == X.slowest_rank || X.last_arriver_share < 0.5) return false;
   for (std::size_t i = 0; i < m.ranks.size() && i < rank_waits.size(); ++i)

@@ -64,8 +64,9 @@ struct RunOptions {
 };
 
 // Returns the exit code for `tracetune run`: 2 when the config is refused (the job is not
-// started; with `armed`, also an output the trace cannot be written to), else the job's exit code. A job killed by a signal makes us die of the same signal
-// (after removing our private files), so callers see exactly what they would without us.
+// started; with `armed`, also an output the trace cannot be written to), else the job's exit
+// code. A job killed by a signal makes us die of the same signal (after removing our private
+// files), so callers see exactly what they would without us.
 int run_with_config(const RunOptions& options);
 
 }  // namespace tt::tuner
