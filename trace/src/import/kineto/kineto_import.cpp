@@ -569,9 +569,10 @@ bool small_int_token(std::string_view tok, std::int64_t& out) {
   std::size_t i = tok.size() > 0 && tok[0] == '-' ? 1 : 0;
   const std::size_t first = i;
   std::int64_t x = 0;
-  for (; i < tok.size() && i - first < 19 && tok[i] >= '0' && tok[i] <= '9'; ++i) x = x * 10 + (tok[i] - '0');
+  const auto is_digit = [&](std::size_t k) { return k < tok.size() && tok[k] >= '0' && tok[k] <= '9'; };
+  for (; i - first < 18 && is_digit(i); ++i) x = x * 10 + (tok[i] - '0');  // 18 digits cannot overflow
   const std::size_t digits = i - first;
-  if (digits == 0 || digits > 18 || (digits > 1 && tok[first] == '0')) return false;
+  if (digits == 0 || is_digit(i) || (digits > 1 && tok[first] == '0')) return false;
   for (; i < tok.size(); ++i)  // only whitespace up to the next structural character
     if (tok[i] != ' ' && tok[i] != '\n' && tok[i] != '\r' && tok[i] != '\t') return false;
   out = first == 1 ? -x : x;
