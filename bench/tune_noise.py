@@ -15,7 +15,8 @@ A busy loop holds one core (taskset -c 1 when available) for the whole bench. Fo
 
 Results go to OUT/results.jsonl as they come (a partial bench still says what it measured).
 
-usage: tune_noise.py NEW OLD OUT [--jobs dataloader,transformer,loader1w] [--runs 3] [--budget 3m] [--oracle-threads 1,2] [--tune-run-steps N]
+usage: tune_noise.py NEW OLD OUT [--jobs dataloader,transformer,loader1w] [--runs 3] [--old-runs N] [--budget 3m]
+                     [--oracle-threads 1,2] [--tune-run-steps N] [--python PY]
 """
 import argparse
 import itertools
@@ -34,6 +35,7 @@ PY = "/usr/bin/python3"
 
 
 def job_command(name, data):
+    """The job as the user wrote it; PY is the interpreter (--python: Debian's PyTorch 1.13 or a 2.x venv)."""
     if name == "dataloader":
         return [PY, str(HERE / "samples/dataloader/train.py"), str(data), "--num-workers", "0", "--batch-size", "16"]
     if name == "loader1w":  # the same sample as another user wrote it: 1 worker, 2 intra-op threads
@@ -147,6 +149,7 @@ def tune_once(args, out, name, cmd, which, run):
 
 
 def main():
+    global PY
     ap = argparse.ArgumentParser()
     ap.add_argument("new")
     ap.add_argument("old")
@@ -161,7 +164,13 @@ def main():
     ap.add_argument("--oracle-threads", default="1,2")
     # the new tuner's confirmation run length (--run-steps; 0: its default, the trial length)
     ap.add_argument("--tune-run-steps", type=int, default=0)
+    # the old tuner runs in the first N runs of each job only (its trial time is the figure to beat;
+    # default: every run)
+    ap.add_argument("--old-runs", type=int, default=-1)
+    # the job's interpreter: /usr/bin/python3 (Debian, PyTorch 1.13) or a PyTorch 2.x venv's python
+    ap.add_argument("--python", default=PY)
     args = ap.parse_args()
+    PY = args.python
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = out / "data"
@@ -169,15 +178,18 @@ def main():
         subprocess.run([PY, str(HERE / "samples/dataloader/make_dataset.py"), str(data), "--files", "256"], check=True,
                        capture_output=True)
     spin = ["taskset", "-c", "1"] if shutil.which("taskset") else []
-    busy = subprocess.Popen(spin + [PY, "-c", "while True: pass"])
+    busy = subprocess.Popen(spin + ["/usr/bin/python3", "-c", "while True: pass"])
     emit(out, {"kind": "start", "busy_pid": busy.pid, "busy": " ".join(spin) + " python3 -c 'while True: pass'",
-               "loadavg": os.getloadavg()})
+               "loadavg": os.getloadavg(), "python": PY})
     try:
         for name in args.jobs.split(","):
             cmd = job_command(name, data)
             oracle(args, out, name, cmd)
             for run in range(1, args.runs + 1):
-                for which in (["new", "old"] if run % 2 else ["old", "new"]):
+                order = ["new", "old"] if run % 2 else ["old", "new"]
+                if 0 <= args.old_runs < run:
+                    order = ["new"]
+                for which in order:
                     tune_once(args, out, name, cmd, which, run)
                     emit(out, {"kind": "load", "loadavg": os.getloadavg()})
     finally:

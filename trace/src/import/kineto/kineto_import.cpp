@@ -1526,9 +1526,15 @@ Status Importer::read_events(od::array events, std::size_t& index) {
       return fail_json(ec);
     }
     if (auto st = parse_event(obj, index); !st) return st;
+    // The token after the event is its array's ',' or ']'; anything else means a malformed value
+    // inside the event left the reader out of step with the text (a read of the whole document
+    // and one in windows would then go on differently: both stop here, with this error)
+    const char* next = nullptr;
+    if (doc_ != nullptr && !doc_->current_location().get(next)) {
+      if (*next != ',' && *next != ']') return fail("malformed JSON inside the event", index);
+      if (middle_window_) resume_at_ = next;
+    }
     ++index;
-    const char* next = nullptr;  // the ',' or ']' after the event
-    if (middle_window_ && !doc_->current_location().get(next)) resume_at_ = next;
   }
   return {};
 }
