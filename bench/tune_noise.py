@@ -13,10 +13,17 @@ A busy loop holds one core (taskset -c 1 when available) for the whole bench. Fo
    the choice. Each applied choice is then measured with the oracle's harness, so the tuner's and
    the oracle's speedups are measured alike.
 
+3. remeasure (--remeasure-pairs P): the oracle's --remeasure-top best points and every choice a
+   tuner applied are measured again, P more interleaved pairs each, all in one stretch of time,
+   so the oracle and the choices are compared on the same machine state with enough pairs to give
+   each a 95% interval (2 pairs are +-20% on a busy machine: bare vs bare came out 0.58x-1.17x).
+   --only-remeasure does this step alone from an earlier OUT/results.jsonl.
+
 Results go to OUT/results.jsonl as they come (a partial bench still says what it measured).
 
 usage: tune_noise.py NEW OLD OUT [--jobs dataloader,transformer,loader1w] [--runs 3] [--old-runs N] [--budget 3m]
                      [--oracle-threads 1,2] [--tune-run-steps N] [--python PY]
+                     [--remeasure-pairs P] [--remeasure-top K] [--only-remeasure]
 """
 import argparse
 import itertools
@@ -84,6 +91,21 @@ def gmean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+T975 = {1: 12.71, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131}
+
+
+def interval95(ratios):
+    """The geometric mean's 95% t interval over the pairs' log ratios (None under 2 pairs)."""
+    if len(ratios) < 2:
+        return None
+    logs = [math.log(x) for x in ratios]
+    m = sum(logs) / len(logs)
+    sd = math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1))
+    h = T975.get(len(logs) - 1, 1.96) * sd / math.sqrt(len(logs))
+    return [math.exp(m - h), math.exp(m + h)]
+
+
 def beside_bare(tt, cmd, steps, config, pairs):
     """bare/config ratios, steady and end to end, over interleaved pairs."""
     steady, e2e = [], []
@@ -148,6 +170,26 @@ def tune_once(args, out, name, cmd, which, run):
     emit(out, rec)
 
 
+def remeasure(args, out, name, cmd):
+    """The oracle's best points and the applied choices, measured again side by side."""
+    recs = [json.loads(line) for line in open(out / "results.jsonl")]
+    points = sorted((r for r in recs if r.get("job") == name and r.get("kind") == "oracle_point" and r.get("pairs")),
+                    key=lambda r: -r["steady"])[:args.remeasure_top]
+    configs = [p["settings"] for p in points]
+    for r in recs:
+        if r.get("job") == name and r.get("kind") == "tune" and r.get("applied"):
+            chosen = {k: (v == "true") if v in ("true", "false") else int(v) for k, v in r["applied"].items()}
+            if chosen not in configs:
+                configs.append(chosen)
+    for i, s in enumerate(configs):
+        cfg = out / f"remeasure-{name}-{i}.toml"
+        cfg.write_text(toml_of(s))
+        cfg.chmod(0o600)
+        m = beside_bare(args.new, cmd, args.run_steps, cfg, args.remeasure_pairs)
+        emit(out, {"job": name, "kind": "remeasure", "settings": s, **m, "steady_ci95": interval95(m["steady_ratios"]),
+                   "e2e_ci95": interval95(m["e2e_ratios"]), "loadavg": os.getloadavg()})
+
+
 def main():
     global PY
     ap = argparse.ArgumentParser()
@@ -169,6 +211,10 @@ def main():
     ap.add_argument("--old-runs", type=int, default=-1)
     # the job's interpreter: /usr/bin/python3 (Debian, PyTorch 1.13) or a PyTorch 2.x venv's python
     ap.add_argument("--python", default=PY)
+    # step 3: pairs per configuration (0: no remeasure), and how many of the oracle's best points
+    ap.add_argument("--remeasure-pairs", type=int, default=0)
+    ap.add_argument("--remeasure-top", type=int, default=3)
+    ap.add_argument("--only-remeasure", action="store_true")
     args = ap.parse_args()
     PY = args.python
     out = pathlib.Path(args.out)
@@ -184,6 +230,9 @@ def main():
     try:
         for name in args.jobs.split(","):
             cmd = job_command(name, data)
+            if args.only_remeasure:
+                remeasure(args, out, name, cmd)
+                continue
             oracle(args, out, name, cmd)
             for run in range(1, args.runs + 1):
                 order = ["new", "old"] if run % 2 else ["old", "new"]
@@ -192,6 +241,8 @@ def main():
                 for which in order:
                     tune_once(args, out, name, cmd, which, run)
                     emit(out, {"kind": "load", "loadavg": os.getloadavg()})
+            if args.remeasure_pairs > 0:
+                remeasure(args, out, name, cmd)
     finally:
         busy.kill()
         busy.wait()

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Markdown tables from bench/tune_noise.py's results.jsonl: the oracle per job, and per tune run
-the trial time, the confirmation and the choice's speedup measured with the oracle's harness.
+the trial time, the confirmation and the choice's speedup measured with the oracle's harness;
+then the remeasure step's figures (the oracle's best points and the applied choices, side by side,
+with 95% intervals).
 
 usage: tune_noise_table.py RESULTS.jsonl
 """
@@ -41,3 +43,13 @@ for r in recs:
     print(f"| {r['job']} | {r['run']} | {r['which']} | {r.get('trials', '-')} | {f(r.get('trials_wall_s'), 0)} | {conf} | "
           f"{e2e} | {label(r.get('applied', {}))} | {f(h.get('steady'))} | {f(h.get('e2e'))} | "
           f"{'-' if share is None else f'{100 * share:.0f}%'} |")
+
+remeasured = [r for r in recs if r.get("kind") == "remeasure"]
+if remeasured:
+    print()
+    print("| job | configuration | pairs | steady (95% interval) | end to end (95% interval) | load (1 min) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in remeasured:
+        ci, ce = r.get("steady_ci95") or [None, None], r.get("e2e_ci95") or [None, None]
+        print(f"| {r['job']} | {label(r['settings'])} | {r['pairs']} | {f(r['steady'])}x ({f(ci[0])}-{f(ci[1])}) | "
+              f"{f(r['e2e'])}x ({f(ce[0])}-{f(ce[1])}) | {r['loadavg'][0]:.1f} |")
