@@ -70,8 +70,17 @@ def oracle_grid(name, thread_counts=(1, 2)):
 def toml_of(settings):
     lines = ["[settings]"]
     for k, v in settings.items():
-        lines.append(f'"{k}" = {str(v).lower() if isinstance(v, bool) else v}')
+        lines.append(f'"{k}" = {str(v).lower() if isinstance(v, bool) else json.dumps(v) if isinstance(v, str) else v}')
     return "\n".join(lines) + "\n"
+
+
+def toml_value(text):
+    """A value as tuned.toml writes it: true/false, a quoted string or a number."""
+    if text in ("true", "false"):
+        return text == "true"
+    if text.startswith('"'):
+        return json.loads(text)
+    return float(text) if "." in text else int(text)
 
 
 def run_job(tt, cmd, steps, config=None):
@@ -178,7 +187,7 @@ def remeasure(args, out, name, cmd):
     configs = [p["settings"] for p in points]
     for r in recs:
         if r.get("job") == name and r.get("kind") == "tune" and r.get("applied"):
-            chosen = {k: (v == "true") if v in ("true", "false") else int(v) for k, v in r["applied"].items()}
+            chosen = {k: toml_value(v) for k, v in r["applied"].items()}
             if chosen not in configs:
                 configs.append(chosen)
     for i, s in enumerate(configs):
