@@ -159,7 +159,6 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
   // measured before the details' read starts: from then on it writes the columns it fills
   const std::size_t model_bytes = doc->trace.event_bytes();
   if (opt.memory_cap_bytes && model_bytes > opt.memory_cap_bytes) return over_cap(model_bytes);
-  if (details) doc->read_details_later(std::move(*details), opt.memory_cap_bytes);  // beside the index and the first frame
 
   report(60, "indexing the timeline");
   const auto t1 = Clock::now();
@@ -167,6 +166,8 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
   doc->index_seconds = since(t1);
   doc->resident_bytes = model_bytes + doc->index.index_bytes;
   if (opt.memory_cap_bytes && doc->resident_bytes > opt.memory_cap_bytes) return over_cap(doc->resident_bytes);
+  // after the index (which would share the cores with it), beside the first frame
+  if (details) doc->read_details_later(std::move(*details), opt.memory_cap_bytes);
 
   if (opt.analyze) {
     report(75, "analysing");

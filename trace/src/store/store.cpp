@@ -1673,18 +1673,23 @@ Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep, std::opt
   }
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   t.finalize();
-  if (defer && in_order) *later = PendingDetails{path, version};
+  if (defer && in_order) *later = PendingDetails{path, version, std::shared_ptr<sqlite3>(dbr->release(), sqlite3_close_v2)};
   return t;
 }
 
 Status read_trace_details(const PendingDetails& pending, Trace& t) {
-  auto dbr = sql::open_untrusted(pending.path.string());
-  if (!dbr) return make_error(dbr.error());
+  std::optional<sql::Db> opened;  // where read_trace's connection was not kept
+  if (!pending.conn) {
+    auto dbr = sql::open_untrusted(pending.path.string());
+    if (!dbr) return make_error(dbr.error());
+    opened.emplace(std::move(dbr.value()));
+  }
+  sqlite3* db = pending.conn ? pending.conn.get() : opened->get();
   const std::string p = pending.path.string();
-  // a core fewer than the first read: the caller's other threads (the timeline's index and
-  // first frame) run meanwhile
-  const unsigned threads = std::max(1u, read_threads() - 1);
-  if (auto st = read_details_into(dbr->get(), p, pending.version, t, threads); !st)
+  // On one connection, the one read_trace kept: a file removed or replaced since is still the
+  // file read (a second connection would open whatever the path names now), and the caller's
+  // other threads (the first frame) keep the other cores.
+  if (auto st = read_details_into(db, p, pending.version, t, 1); !st)
     return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   return {};

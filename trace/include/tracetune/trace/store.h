@@ -13,6 +13,8 @@
 #include "tracetune/trace/model.h"
 #include "tracetune/trace/result.h"
 
+struct sqlite3;
+
 namespace tt::trace {
 
 // Version 2 added ranges.args_id; version 3 clusters io_calls on (track_id, start_ns, id) and
@@ -77,14 +79,17 @@ using TrackFilter = std::vector<char>;
 // read whole (*later left unset).
 struct PendingDetails {
   std::filesystem::path path;
-  int version = 0;  // the file's schema version
+  int version = 0;                // the file's schema version
+  std::shared_ptr<sqlite3> conn;  // read_trace's connection, kept open: the file may be removed meanwhile
 };
 Result<Trace> read_trace(const std::filesystem::path& path, const TrackFilter& keep = {},
                          std::optional<PendingDetails>* later = nullptr);
 
 // Reads the columns read_trace() left out into `t` (which it returned, finalized) and checks
-// them as read_trace() would have. It writes only those columns: other threads may read the
-// rest of `t` meanwhile. An error leaves them incomplete (not to be read).
+// them as read_trace() would have, on the connection read_trace() kept (one thread: the file it
+// read, even when the path has been removed or replaced since). It writes only those columns:
+// other threads may read the rest of `t` meanwhile. An error leaves them incomplete (not to be
+// read).
 Status read_trace_details(const PendingDetails& pending, Trace& t);
 
 // What choosing the ranks of a trace DB needs, without reading its events: the processes,
