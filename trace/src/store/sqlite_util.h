@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <string_view>
 
 #include "tracetune/trace/result.h"
@@ -20,7 +19,6 @@ class Db {
   Db& operator=(Db&& o) noexcept { std::swap(db_, o.db_); return *this; }
   ~Db() { if (db_ != nullptr) sqlite3_close_v2(db_); }
   sqlite3* get() const { return db_; }
-  sqlite3* release() { return std::exchange(db_, nullptr); }  // the caller closes it
   std::string errmsg() const { return db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory"; }
 
  private:

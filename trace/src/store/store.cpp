@@ -1493,9 +1493,11 @@ std::size_t chunk_rows(sqlite3* db, unsigned threads) {
 unsigned read_threads() { return std::min(std::max(1u, std::thread::hardware_concurrency()), 8u); }
 
 // Reads the tables of `readers` (ChunkedReads) in chunks, on `db` and up to threads - 1 more
-// connections to `path` in parallel.
+// connections in parallel: those in `extra`, and more opened to `path` (none when it is empty)
+// and added to `extra` while fewer are there.
 template <class... Reads>
-Status run_chunked(sqlite3* db, const std::string& path, std::tuple<Reads...>& readers, unsigned threads) {
+Status run_chunked(sqlite3* db, const std::string& path, std::tuple<Reads...>& readers, unsigned threads,
+                   std::vector<sql::Db>& extra) {
   const std::size_t chunk = chunk_rows(db, threads);
   std::vector<std::function<Status(sqlite3*)>> jobs;
   Status planned;
@@ -1506,14 +1508,14 @@ Status run_chunked(sqlite3* db, const std::string& path, std::tuple<Reads...>& r
   auto worker = [&](sqlite3* conn) {
     for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
   };
-  std::vector<sql::Db> conns;
-  for (unsigned i = 1; i < std::min<std::size_t>(threads, jobs.size()); ++i) {
+  const std::size_t more = std::min<std::size_t>(threads, jobs.size()) - 1;  // jobs is not empty here
+  while (!path.empty() && extra.size() < more) {
     auto c = sql::open_untrusted(path);
     if (!c) break;
-    conns.push_back(std::move(c.value()));
+    extra.push_back(std::move(c.value()));
   }
   std::vector<std::thread> pool;
-  for (auto& c : conns) pool.emplace_back(worker, c.get());
+  for (std::size_t i = 0; i < std::min(more, extra.size()); ++i) pool.emplace_back(worker, extra[i].get());
   worker(db);
   for (auto& th : pool) th.join();
   for (const auto& st : results)
@@ -1526,13 +1528,14 @@ Status run_chunked(sqlite3* db, const std::string& path, std::tuple<Reads...>& r
 // through `kernels`, `api_calls` and `ranges` (whole, or the timeline's columns only).
 template <class KernelsDef, class ApiCallsDef, class RangesDef>
 Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t, const TrackFilter& keep,
-                         const KernelsDef& kernels, const ApiCallsDef& api_calls, const RangesDef& ranges) {
+                         const KernelsDef& kernels, const ApiCallsDef& api_calls, const RangesDef& ranges,
+                         std::vector<sql::Db>& extra) {
   auto readers = std::make_tuple(chunked(t.ranges, ranges, version, keep), chunked(t.kernels, kernels, version, keep),
                                  chunked(t.api_calls, api_calls, version, keep), chunked(t.memcpys, kMemcpys, version, keep),
                                  chunked(t.io_calls, kIoCalls, version, keep), chunked(t.memsets, kMemsets, version, keep),
                                  chunked(t.syncs, kSyncs, version, keep), chunked(t.steps, kSteps, version, keep),
                                  chunked(t.collectives, kCollectives, version, keep));
-  return run_chunked(db, path, readers, read_threads());
+  return run_chunked(db, path, readers, read_threads(), extra);
 }
 
 // A column's slack given back (a packed one also narrows to what its values need), as
@@ -1560,15 +1563,15 @@ Status check_details_read(Table& t, const Def& d) {
 }
 
 // The columns kKernelsTimeline, kApiCallsTimeline and kRangesTimeline leave out, read into `t`
-// on `threads` connections.
-Status read_details_into(sqlite3* db, const std::string& path, int version, Trace& t, unsigned threads) {
+// on `db` and the `extra` connections (opening more to `path` where it is not empty).
+Status read_details_into(sqlite3* db, const std::string& path, int version, Trace& t, std::vector<sql::Db>& extra) {
   static const TrackFilter kAll;
   const auto kernels = details_of(kKernels);
   const auto api_calls = details_of(kApiCalls);
   const auto ranges = details_of(kRanges);
   auto readers = std::make_tuple(chunked(t.ranges, ranges, version, kAll), chunked(t.kernels, kernels, version, kAll),
                                  chunked(t.api_calls, api_calls, version, kAll));
-  if (auto st = run_chunked(db, path, readers, threads); !st) return st;
+  if (auto st = run_chunked(db, path, readers, read_threads(), extra); !st) return st;
   for (auto st : {check_details_read(t.kernels, kernels), check_details_read(t.api_calls, api_calls),
                   check_details_read(t.ranges, ranges)})
     if (!st) return st;
@@ -1638,6 +1641,13 @@ Status check_references(const Trace& t) {
 
 }  // namespace
 
+// read_trace's connections to a file, kept for read_trace_details.
+struct KeptConnections {
+  sql::Db main;
+  std::vector<sql::Db> extra;
+  KeptConnections(sql::Db m, std::vector<sql::Db> e) : main(std::move(m)), extra(std::move(e)) {}
+};
+
 // The meta table, the strings and the process, thread, device, stream and track tables: what
 // every read of a trace starts with. Returns the file's schema version.
 Result<int> read_trace_entities(sqlite3* db, const std::string& p, Trace& t) {
@@ -1660,36 +1670,32 @@ Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep, std::opt
   if (auto st = read_point_tables(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = read_py_samples(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   const bool defer = later && keep.empty();
-  auto events = defer ? read_event_tables(db, p, version, t, keep, kKernelsTimeline, kApiCallsTimeline, kRangesTimeline)
-                      : read_event_tables(db, p, version, t, keep, kKernels, kApiCalls, kRanges);
+  std::vector<sql::Db> extra;  // the parallel read's other connections
+  auto events = defer ? read_event_tables(db, p, version, t, keep, kKernelsTimeline, kApiCallsTimeline, kRangesTimeline, extra)
+                      : read_event_tables(db, p, version, t, keep, kKernels, kApiCalls, kRanges, extra);
   if (!events) return make_error(p + ": corrupt trace: " + events.error());
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
   // re-sorts a file some other tool rewrote. Such a file's details are read now, so that the
   // sort moves them with their rows.
   const bool in_order = in_track_order(t.kernels) && in_track_order(t.api_calls) && in_track_order(t.ranges);
   if (defer && !in_order) {
-    if (auto st = read_details_into(db, p, version, t, read_threads()); !st)
+    if (auto st = read_details_into(db, p, version, t, extra); !st)
       return make_error(p + ": corrupt trace: " + st.error());
   }
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   t.finalize();
-  if (defer && in_order) *later = PendingDetails{path, version, std::shared_ptr<sqlite3>(dbr->release(), sqlite3_close_v2)};
+  if (defer && in_order)
+    *later = PendingDetails{path, version, std::make_shared<KeptConnections>(std::move(dbr.value()), std::move(extra))};
   return t;
 }
 
 Status read_trace_details(const PendingDetails& pending, Trace& t) {
-  std::optional<sql::Db> opened;  // where read_trace's connection was not kept
-  if (!pending.conn) {
-    auto dbr = sql::open_untrusted(pending.path.string());
-    if (!dbr) return make_error(dbr.error());
-    opened.emplace(std::move(dbr.value()));
-  }
-  sqlite3* db = pending.conn ? pending.conn.get() : opened->get();
   const std::string p = pending.path.string();
-  // On one connection, the one read_trace kept: a file removed or replaced since is still the
-  // file read (a second connection would open whatever the path names now), and the caller's
-  // other threads (the first frame) keep the other cores.
-  if (auto st = read_details_into(db, p, pending.version, t, 1); !st)
+  if (!pending.conns) return make_error(p + ": no details pending");
+  // On the connections read_trace kept, none opened now: a file removed or replaced since is
+  // still the file read (a new connection would open whatever the path names now).
+  KeptConnections& kept = *pending.conns;
+  if (auto st = read_details_into(kept.main.get(), "", pending.version, t, kept.extra); !st)
     return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   return {};

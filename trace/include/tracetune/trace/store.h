@@ -13,8 +13,6 @@
 #include "tracetune/trace/model.h"
 #include "tracetune/trace/result.h"
 
-struct sqlite3;
-
 namespace tt::trace {
 
 // Version 2 added ranges.args_id; version 3 clusters io_calls on (track_id, start_ns, id) and
@@ -77,17 +75,19 @@ using TrackFilter = std::vector<char>;
 // other table are read). *later is then set to what read_trace_details() reads them with, and
 // until it has, nothing may read those columns. A file whose rows finalize() must re-sort is
 // read whole (*later left unset).
+struct KeptConnections;  // read_trace's connections to the file, kept open (store.cpp)
 struct PendingDetails {
   std::filesystem::path path;
-  int version = 0;                // the file's schema version
-  std::shared_ptr<sqlite3> conn;  // read_trace's connection, kept open: the file may be removed meanwhile
+  int version = 0;  // the file's schema version
+  std::shared_ptr<KeptConnections> conns;  // the path may be removed or replaced meanwhile
 };
 Result<Trace> read_trace(const std::filesystem::path& path, const TrackFilter& keep = {},
                          std::optional<PendingDetails>* later = nullptr);
 
 // Reads the columns read_trace() left out into `t` (which it returned, finalized) and checks
-// them as read_trace() would have, on the connection read_trace() kept (one thread: the file it
-// read, even when the path has been removed or replaced since). It writes only those columns:
+// them as read_trace() would have, on the connections read_trace() kept (as many threads as
+// its parallel read had: the file it read, even when the path has been removed or replaced
+// since). It writes only those columns:
 // other threads may read the rest of `t` meanwhile. An error leaves them incomplete (not to be
 // read).
 Status read_trace_details(const PendingDetails& pending, Trace& t);
