@@ -45,9 +45,13 @@ const Status& Document::wait_details() const {
 
 void Document::read_details_later(trace::PendingDetails pending, std::uint64_t memory_cap_bytes,
                                   std::shared_future<void> start) {
-  details_ = std::async(std::launch::async, [this, pending = std::move(pending), memory_cap_bytes, start]() -> Status {
+  details_ = std::async(std::launch::async, [this, pending = std::move(pending), memory_cap_bytes, start]() mutable -> Status {
                if (start.valid()) start.wait();
-               if (auto st = trace::read_trace_details(pending, trace); !st) return st;
+               auto read = trace::read_trace_details(pending, trace);
+               // closes the file now (its page caches, and its disk space if it was removed): the
+               // shared state keeps this function as long as the document
+               pending.conns.reset();
+               if (!read) return read;
                // this thread alone changes the model's size: its bytes can be counted here
                if (memory_cap_bytes && trace.event_bytes() > memory_cap_bytes)
                  return make_error(over_cap_message(path, trace.event_bytes(), trace.event_count(), memory_cap_bytes));

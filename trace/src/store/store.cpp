@@ -1677,7 +1677,8 @@ Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep, std::opt
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
   // re-sorts a file some other tool rewrote. Such a file's details are read now, so that the
   // sort moves them with their rows.
-  const bool in_order = in_track_order(t.kernels) && in_track_order(t.api_calls) && in_track_order(t.ranges);
+  const bool in_order =
+      !defer || (in_track_order(t.kernels) && in_track_order(t.api_calls) && in_track_order(t.ranges));
   if (defer && !in_order) {
     if (auto st = read_details_into(db, p, version, t, extra); !st)
       return make_error(p + ": corrupt trace: " + st.error());
