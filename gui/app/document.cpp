@@ -25,7 +25,39 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+std::string over_cap_message(const std::filesystem::path& path, std::size_t bytes, std::size_t events, std::uint64_t cap) {
+  return fmt::format(
+      "{}: this trace needs about {} MiB in memory for {} events, over the memory cap of {} MiB. "
+      "Open it on a machine with more memory, or raise the cap with --memory-cap MiB.",
+      path.string(), bytes >> 20, events, cap >> 20);
+}
+
 }  // namespace
+
+Document::~Document() {
+  if (details_.valid()) details_.wait();  // the read writes into `trace`
+}
+
+const Status& Document::wait_details() const {
+  static const Status kWhole;
+  return details_.valid() ? details_.get() : kWhole;
+}
+
+void Document::read_details_later(trace::PendingDetails pending, std::uint64_t memory_cap_bytes,
+                                  std::shared_future<void> start) {
+  details_ = std::async(std::launch::async, [this, pending = std::move(pending), memory_cap_bytes, start]() mutable -> Status {
+               if (start.valid()) start.wait();
+               auto read = trace::read_trace_details(pending, trace);
+               // closes the file now (its page caches, and its disk space if it was removed): the
+               // shared state keeps this function as long as the document
+               pending.conns.reset();
+               if (!read) return read;
+               // this thread alone changes the model's size: its bytes can be counted here
+               if (memory_cap_bytes && trace.event_bytes() > memory_cap_bytes)
+                 return make_error(over_cap_message(path, trace.event_bytes(), trace.event_count(), memory_cap_bytes));
+               return {};
+             }).share();
+}
 
 const analyzer::Analysis& Document::analysis() const {
   static const analyzer::Analysis kEmpty;
@@ -67,7 +99,7 @@ void Document::attach_path_pieces(analyzer::StepPieces pieces) const {
 }
 
 void analyze_document(const Document& doc) {
-  if (doc.analysed()) return;
+  if (doc.analysed() || !doc.wait_details()) return;
   const auto t0 = Clock::now();
   analyzer::Options opt;
   opt.path_pieces = doc.trace.py_samples.size() > 0;  // the Python attribution of host segments reads them
@@ -113,8 +145,9 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
   doc->path = path;
   const auto t0 = Clock::now();
   report(0, "reading " + path.filename().string());
+  std::optional<trace::PendingDetails> details;  // read after the first frame's columns
   if (format == trace::InputFormat::TracetuneDb) {
-    auto r = trace::read_trace(path);
+    auto r = trace::read_trace(path, {}, opt.analyze ? nullptr : &details);
     if (!r) return make_error(r.error());
     doc->trace = std::move(r).value();
   } else {
@@ -125,19 +158,20 @@ Result<std::shared_ptr<const Document>> load_unguarded(const std::filesystem::pa
   doc->load_seconds = since(t0);
   const std::size_t events = doc->trace.event_count();
   auto over_cap = [&](std::size_t bytes) {
-    return make_error(fmt::format(
-        "{}: this trace needs about {} MiB in memory for {} events, over the memory cap of {} MiB. "
-        "Open it on a machine with more memory, or raise the cap with --memory-cap MiB.",
-        path.string(), bytes >> 20, events, opt.memory_cap_bytes >> 20));
+    return make_error(over_cap_message(path, bytes, events, opt.memory_cap_bytes));
   };
-  if (opt.memory_cap_bytes && doc->trace.event_bytes() > opt.memory_cap_bytes) return over_cap(doc->trace.event_bytes());
+  // measured before the details' read starts: from then on it writes the columns it fills
+  const std::size_t model_bytes = doc->trace.event_bytes();
+  if (opt.memory_cap_bytes && model_bytes > opt.memory_cap_bytes) return over_cap(model_bytes);
 
   report(60, "indexing the timeline");
   const auto t1 = Clock::now();
   doc->index = build_timeline_index(doc->trace);
   doc->index_seconds = since(t1);
-  doc->resident_bytes = doc->trace.event_bytes() + doc->index.index_bytes;
+  doc->resident_bytes = model_bytes + doc->index.index_bytes;
   if (opt.memory_cap_bytes && doc->resident_bytes > opt.memory_cap_bytes) return over_cap(doc->resident_bytes);
+  // after the index (which would share the cores with it), beside the first frame
+  if (details) doc->read_details_later(std::move(*details), opt.memory_cap_bytes);
 
   if (opt.analyze) {
     report(75, "analysing");

@@ -173,7 +173,8 @@ Fields describe_event(const Document& d, EventRef e) {
   if (proc != trace::kNone && t.processes[proc].rank >= 0) f.emplace_back("rank", std::to_string(t.processes[proc].rank));
   f.emplace_back("start", format_duration(c->start[e.row] - d.index.start) + " from the trace's start");
   f.emplace_back("duration", format_duration(c->dur[e.row]));
-  if (is_gpu_table(e.table)) gpu_fields(t, e, f);
+  if (const auto& details = d.wait_details(); !details) f.emplace_back("details", details.error());
+  else if (is_gpu_table(e.table)) gpu_fields(t, e, f);
   else host_fields(t, e, f);
   return f;
 }
@@ -261,6 +262,7 @@ EventRef correlated_event(const Document& d, EventRef e) {
   const auto& t = d.trace;
   const auto* c = span_columns(t, e.table);
   if (!c || e.row >= c->size() || !(e.table == Table::ApiCalls || is_gpu_table(e.table))) return {};
+  if (!d.wait_details()) return flow_linked(d, e);  // no correlation column to scan
   if (const auto corr = correlation_of(t, e)) {
     const auto proc = t.process_of_track(c->track[e.row]);
     auto scan = [&](Table table, const std::vector<std::uint32_t>& col, const std::vector<std::uint32_t>& track) -> EventRef {

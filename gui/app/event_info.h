@@ -24,6 +24,8 @@ trace::Ns event_end(const Document& d, EventRef e);
 
 // name, kind, track, start (from the trace's start), duration, then the table's own columns
 // (bytes, direction, memory kinds, correlation, launch configuration, collective, I/O path...).
+// Waits for the document's details (Document::wait_details); when their read failed, its error
+// stands in for the table's own columns.
 Fields describe_event(const Document& d, EventRef e);
 
 // A counter value in its unit: "73.4 %", "12.50 GB/s", "310.2 MB/s"; a recorded counter (no
@@ -39,7 +41,7 @@ Fields describe_counter(const Document& d, std::uint32_t row, trace::Ns t);
 // correlation id in the same process, or a GPU op's launching call; failing that, the event at
 // the other end of the trace's flow (Kineto's ac2g arrows). Invalid when there is none.
 // Linear scans of the correlation column and the flow table (only on selection, so no
-// per-event memory).
+// per-event memory). Waits for the document's details (the correlation columns are among them).
 EventRef correlated_event(const Document& d, EventRef e);
 
 // 0xAARRGGBB colour of an event's block.

@@ -272,6 +272,16 @@ void MainWindow::openFile(const QString& path) {
       }
     }, Qt::QueuedConnection);
     if (!doc) return;
+    // the details (the columns the timeline does not draw) come before the analysis
+    if (const auto& details = doc->wait_details(); !details) {
+      QMetaObject::invokeMethod(qApp, [self, error = QString::fromStdString(details.error())] {
+        if (!self) return;
+        self->loading_ = false;
+        self->progress_->setVisible(false);
+        self->showError(error);
+      }, Qt::QueuedConnection);
+      return;
+    }
     analyze_document(*doc);
     QMetaObject::invokeMethod(qApp, [self, doc] {
       if (!self) return;
@@ -310,9 +320,11 @@ void MainWindow::onAnalysed(const std::shared_ptr<const Document>& doc) {
 void MainWindow::updateStatus() {
   if (!doc_) return;
   const auto& d = *doc_;
+  // once analysed, the details' read (which the analysis waited for) has stopped changing the model
+  const std::size_t bytes = d.analysed() ? d.trace.event_bytes() + d.index.index_bytes : d.resident_bytes;
   std::string text = fmt::format("{}: {} events on {} rows; read {:.2f} s, indexed {:.2f} s; {} MiB in memory; ",
                                  d.path.filename().string(), d.trace.event_count(), d.index.rows.size(), d.load_seconds,
-                                 d.index_seconds, d.resident_bytes >> 20);
+                                 d.index_seconds, bytes >> 20);
   if (d.analysed())
     text += fmt::format("analysed in {:.2f} s: {} findings", d.analyze_seconds(), d.analysis().findings.size());
   else

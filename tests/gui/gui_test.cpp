@@ -3,6 +3,7 @@
 // names, and screenshots of real traces from tests/data/corpus checked for structure (every
 // visible row has something drawn in its band).
 #include <atomic>
+#include <future>
 #include <set>
 #include <QAbstractItemModelTester>
 #include <QComboBox>
@@ -34,6 +35,7 @@
 #include "models.h"
 #include "text.h"
 #include "tracetune/trace/estimate.h"
+#include "tracetune/trace/importers.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_writer.h"
@@ -138,6 +140,16 @@ bool write_tuner_output(const QString& dir, bool numerics) {
     f.setPermissions(QFile::ReadOwner | QFile::WriteOwner);  // as a umask of 022 would leave it, whatever ours is
   }
   return true;
+}
+
+// Two documents' analyses give the same findings (titles and gains), in the same order.
+void expect_same_findings(const Document& l, const Document& w) {
+  QCOMPARE(l.analysis().findings.size(), w.analysis().findings.size());
+  QVERIFY(!w.analysis().findings.empty());
+  for (std::size_t i = 0; i < w.analysis().findings.size(); ++i) {
+    QCOMPARE(l.analysis().findings[i].title, w.analysis().findings[i].title);
+    QCOMPARE(l.analysis().findings[i].gain, w.analysis().findings[i].gain);
+  }
 }
 
 }  // namespace
@@ -1074,6 +1086,134 @@ class GuiTest : public QObject {
     QVERIFY(!doc.path_pieces());
     compute_path_pieces(doc);
     QVERIFY(doc.path_pieces() && !doc.path_pieces()->empty() && !doc.path_pieces()->at(0).empty());
+  }
+
+  // A trace DB opened as the window opens it (the timeline first, LoadOptions::analyze off)
+  // comes without the columns the timeline does not draw; a thread reads them meanwhile. Asked
+  // at once (the first question most likely while that read still runs: it waits for it), the
+  // event details, the launch <-> GPU op links and the analysis are those of the DB read whole.
+  void detailsReadAfterTheFirstFrameGiveTheWholeReadsAnswers() {
+    QTemporaryDir tmp;
+    tt::trace::Trace src;
+    const std::filesystem::path kineto[] = {kFindingsTrace.toStdString()};
+    QVERIFY(tt::trace::import_any(kineto, src).ok());
+    src.finalize();
+    const std::string db = tmp.filePath("t.db").toStdString();
+    QVERIFY(tt::trace::write_trace(src, db, "test").ok());
+    LoadOptions timeline_only;
+    timeline_only.analyze = false;
+    auto lazy = load_document(db, timeline_only);
+    QVERIFY2(lazy.ok(), lazy.ok() ? "" : lazy.error().c_str());
+    const Document& l = *lazy.value();
+    const Fields first = describe_event(l, {Table::Kernels, 0});
+    const EventRef first_link = correlated_event(l, {Table::ApiCalls, 0});
+    auto whole = load_document(db, {});
+    QVERIFY2(whole.ok(), whole.ok() ? "" : whole.error().c_str());
+    const Document& w = *whole.value();
+    QVERIFY(first == describe_event(w, {Table::Kernels, 0}));
+    QVERIFY(std::find_if(first.begin(), first.end(), [](const auto& f) { return f.first == "correlation"; }) != first.end());
+    QCOMPARE(first_link, correlated_event(w, {Table::ApiCalls, 0}));
+    int links = 0;
+    for (Table table : {Table::Kernels, Table::ApiCalls, Table::Ranges}) {
+      const auto* c = span_columns(w.trace, table);
+      QVERIFY(c->size() > 0);
+      for (std::uint32_t i = 0; i < c->size(); i += std::max<std::uint32_t>(1, c->size() / 300)) {
+        QVERIFY(describe_event(l, {table, i}) == describe_event(w, {table, i}));
+        if (table == Table::Ranges) continue;
+        QCOMPARE(correlated_event(l, {table, i}), correlated_event(w, {table, i}));
+        links += correlated_event(w, {table, i}).valid();
+      }
+    }
+    QVERIFY(links > 10);
+    analyze_document(l);
+    QVERIFY(l.analysed());
+    expect_same_findings(l, w);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(l.trace.event_bytes(), w.trace.event_bytes());  // the details narrowed as a whole read's
+  }
+
+  // The same, with the details' read held until every consumer has asked (each in a thread of
+  // its own, as the window's loader and GUI threads ask): none answers before the read, each
+  // then answers as the whole read does.
+  void consumersAskingBeforeTheDetailsAreReadWaitForThem() {
+    QTemporaryDir tmp;
+    tt::trace::Trace src;
+    const std::filesystem::path kineto[] = {kFindingsTrace.toStdString()};
+    QVERIFY(tt::trace::import_any(kineto, src).ok());
+    src.finalize();
+    const std::string db = tmp.filePath("t.db").toStdString();
+    QVERIFY(tt::trace::write_trace(src, db, "test").ok());
+    auto whole = load_document(db, {});
+    QVERIFY2(whole.ok(), whole.ok() ? "" : whole.error().c_str());
+    const Document& w = *whole.value();
+
+    auto doc = std::make_shared<Document>();  // as load_document makes it, the read held
+    std::optional<tt::trace::PendingDetails> later;
+    auto first = tt::trace::read_trace(db, {}, &later);
+    QVERIFY2(first.ok(), first.ok() ? "" : first.error().c_str());
+    QVERIFY(later.has_value());
+    doc->path = db;
+    doc->trace = std::move(first).value();
+    doc->index = build_timeline_index(doc->trace);
+    std::promise<void> go;
+    doc->read_details_later(*later, 0, go.get_future().share());
+    const Document& l = *doc;
+    const EventRef kernel{Table::Kernels, 0}, range{Table::Ranges, 0};
+    EventRef launch{Table::ApiCalls, 0};  // the first launch of a GPU op
+    while (launch.row < w.trace.api_calls.size() && !correlated_event(w, launch).valid()) ++launch.row;
+    QVERIFY(launch.row < w.trace.api_calls.size());
+    auto info = std::async(std::launch::async, [&] { return describe_event(l, kernel); });
+    auto range_info = std::async(std::launch::async, [&] { return describe_event(l, range); });
+    auto link = std::async(std::launch::async, [&] { return correlated_event(l, launch); });
+    auto analysed = std::async(std::launch::async, [&] { analyze_document(l); });
+    // a failed check returns early: the read must still begin, or the askers (and the document)
+    // would wait for it forever (destroyed before them, this lets it begin)
+    const std::shared_ptr<void> let_go(nullptr, [&go](void*) {
+      try { go.set_value(); } catch (const std::future_error&) {}  // already let go
+    });
+    // none may answer before the read has begun (a wrong answer would come at once)
+    QCOMPARE(info.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+    QCOMPARE(range_info.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+    QCOMPARE(link.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+    QCOMPARE(analysed.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+    QVERIFY(!l.analysed());
+    go.set_value();
+    QVERIFY(info.get() == describe_event(w, kernel));
+    QVERIFY(range_info.get() == describe_event(w, range));
+    QCOMPARE(link.get(), correlated_event(w, launch));
+    analysed.get();
+    QVERIFY(l.analysed());
+    expect_same_findings(l, w);
+  }
+
+  // A bad cell among the details: the first frame is shown, then the details' read gives the
+  // whole read's error; the event details say it, and the analysis does not run on a half-read
+  // trace.
+  void aBadDetailIsTheDetailsErrorAndNotAnalysed() {
+    QTemporaryDir tmp;
+    const QString db = tmp.filePath("bad.db");
+    QVERIFY(QFile::copy(QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"), db));
+    QVERIFY(QFile::setPermissions(db, QFile::ReadOwner | QFile::WriteOwner));
+    sqlite3* h = nullptr;
+    QCOMPARE(sqlite3_open(db.toUtf8().constData(), &h), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(h, "UPDATE kernels SET correlation = 'abc' WHERE id = (SELECT min(id) FROM kernels)", nullptr,
+                          nullptr, nullptr),
+             SQLITE_OK);
+    sqlite3_close(h);
+    auto whole = load_document(db.toStdString(), {});
+    QVERIFY(!whole.ok());
+    QVERIFY2(QString::fromStdString(whole.error()).contains("corrupt trace"), whole.error().c_str());
+    LoadOptions timeline_only;
+    timeline_only.analyze = false;
+    auto lazy = load_document(db.toStdString(), timeline_only);
+    QVERIFY2(lazy.ok(), lazy.ok() ? "" : lazy.error().c_str());
+    const Document& l = *lazy.value();
+    QCOMPARE(l.wait_details().ok(), false);
+    QCOMPARE(l.wait_details().error(), whole.error());
+    const Fields f = describe_event(l, {Table::Kernels, 0});
+    QVERIFY(std::find(f.begin(), f.end(), std::pair<std::string, std::string>("details", whole.error())) != f.end());
+    analyze_document(l);
+    QVERIFY(!l.analysed());
   }
 
   // Memory samples are bytes: their rows and readouts say MiB/GiB, not 2.4e+08.

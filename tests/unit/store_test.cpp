@@ -478,3 +478,166 @@ TEST(Store, PackedColumnsSurviveAParallelRead) {
   ASSERT_TRUE(kept.ok()) << kept.error();
   check(kept.value());
 }
+
+namespace {
+
+// The columns read_trace's `later` leaves for read_trace_details, and the fixed ones, of two
+// traces: the same, row by row (strings by value).
+void expect_same_big_tables(const Trace& t, const Trace& u) {
+  expect_same(t.kernels.start, u.kernels.start, "kernels.start");
+  expect_same(t.kernels.dur, u.kernels.dur, "kernels.dur");
+  expect_same(t.kernels.track, u.kernels.track, "kernels.track");
+  expect_same_strings(t, t.kernels.name, u, u.kernels.name, "kernels.name");
+  expect_same(t.kernels.correlation, u.kernels.correlation, "kernels.correlation");
+  expect_same(t.kernels.external_id, u.kernels.external_id, "kernels.external_id");
+  expect_same(t.kernels.config, u.kernels.config, "kernels.config");
+  expect_same(t.kernels.graph_id, u.kernels.graph_id, "kernels.graph_id");
+  expect_same(t.api_calls.start, u.api_calls.start, "api_calls.start");
+  expect_same(t.api_calls.dur, u.api_calls.dur, "api_calls.dur");
+  expect_same(t.api_calls.correlation, u.api_calls.correlation, "api_calls.correlation");
+  expect_same(t.api_calls.external_id, u.api_calls.external_id, "api_calls.external_id");
+  expect_same(t.api_calls.cbid, u.api_calls.cbid, "api_calls.cbid");
+  expect_same(t.api_calls.return_value, u.api_calls.return_value, "api_calls.return_value");
+  expect_same(t.api_calls.api, u.api_calls.api, "api_calls.api");
+  expect_same(t.ranges.start, u.ranges.start, "ranges.start");
+  expect_same(t.ranges.dur, u.ranges.dur, "ranges.dur");
+  expect_same(t.ranges.depth, u.ranges.depth, "ranges.depth");
+  expect_same(t.ranges.kind, u.ranges.kind, "ranges.kind");
+  expect_same_strings(t, t.ranges.domain, u, u.ranges.domain, "ranges.domain");
+  expect_same(t.ranges.external_id, u.ranges.external_id, "ranges.external_id");
+  expect_same_strings(t, t.ranges.args, u, u.ranges.args, "ranges.args");
+  EXPECT_EQ(u.kernels.config.width(), t.kernels.config.width());  // narrowed as finalize() narrows
+  EXPECT_EQ(u.api_calls.cbid.width(), t.api_calls.cbid.width());
+  EXPECT_EQ(u.ranges.args.width(), t.ranges.args.width());
+}
+
+// read_trace with `later`, then read_trace_details.
+Trace read_in_two_parts(const fs::path& db) {
+  std::optional<PendingDetails> later;
+  auto first = read_trace(db, {}, &later);
+  EXPECT_TRUE(first.ok()) << first.error();
+  if (!first.ok()) return {};
+  Trace u = std::move(first).value();
+  EXPECT_TRUE(later.has_value());
+  if (!later) return u;
+  EXPECT_EQ(u.kernels.correlation.size(), 0u);  // left for the second part
+  EXPECT_EQ(u.ranges.depth.size(), u.ranges.size());  // what the timeline draws is there
+  auto st = read_trace_details(*later, u);
+  EXPECT_TRUE(st.ok()) << st.error();
+  return u;
+}
+
+}  // namespace
+
+// The GUI's first frame reads only the columns it draws of the big tables; the rest, read
+// afterwards, give the trace read whole: on a trace of every category, and on big tables read in
+// parallel chunks with ids missing (rows moved down over them) and values that need slots.
+TEST(Store, DetailsReadAfterTheTimelineGiveTheWholeRead) {
+  TempDir dir;
+  const fs::path db = dir.path() / "t.db";
+  Trace t0 = fixture();
+  ASSERT_TRUE(write_trace(t0, db, "test").ok());
+  auto whole = read_trace(db);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  expect_same_big_tables(whole.value(), read_in_two_parts(db));
+
+  Trace t;
+  const auto p = t.add_process({});
+  const auto thread = t.add_thread({p, 1, "main"});
+  const auto d = t.add_device({});
+  const auto stream = t.add_stream({d, 7, ""});
+  t.intern_config({1, 1, 1, 128, 1, 1, 32, 0, 0});
+  const auto name = t.strings.intern("k"), args = t.strings.intern("{\"a\": 1}");
+  for (std::uint32_t i = 0; i < 300'000; ++i) {  // three chunks of 131,072 rows
+    const bool odd = i % 49'999 == 7;
+    t.kernels.push_span(Ns{i} * 10'000, i % 300, stream, name);
+    t.kernels.correlation.push_back(i + 1);
+    t.kernels.external_id.push_back(i / 2);
+    t.kernels.config.push_back(i % 3 == 0 ? 0 : kNone);
+    t.kernels.graph_id.push_back(odd ? 0xfffffff0u : 0);
+    t.api_calls.push_span(Ns{i} * 10'000, 4'000, thread, name);
+    t.api_calls.correlation.push_back(i + 1);
+    t.api_calls.external_id.push_back(i / 2);
+    t.api_calls.cbid.push_back(odd ? 0xfffffffeu : 211);
+    t.api_calls.return_value.push_back(odd ? -3 : 0);
+    t.api_calls.api.push_back(i % 5 ? ApiKind::Runtime : ApiKind::Driver);
+    t.ranges.push_span(Ns{i} * 10'000, 9'000, thread, name);
+    t.ranges.kind.push_back(i % 4 ? RangeKind::CpuOp : RangeKind::UserAnnotation);
+    t.ranges.depth.push_back(0);
+    t.ranges.domain.push_back(0);
+    t.ranges.external_id.push_back(i / 2);
+    t.ranges.args.push_back(i % 7 ? 0 : args);
+  }
+  t.finalize();
+  const fs::path big = dir.path() / "big.db";
+  ASSERT_TRUE(write_trace(t, big, "test").ok());
+  exec_sql(big, "DELETE FROM kernels WHERE id % 1000 = 5 OR id BETWEEN 131000 AND 131100;"
+                "DELETE FROM api_calls WHERE id % 777 = 3; DELETE FROM ranges WHERE id % 999 = 1;");
+  auto big_whole = read_trace(big);
+  ASSERT_TRUE(big_whole.ok()) << big_whole.error();
+  ASSERT_LT(big_whole->kernels.size(), t.kernels.size());
+  expect_same_big_tables(big_whole.value(), read_in_two_parts(big));
+}
+
+// A file whose rows finalize() re-sorts (another tool rewrote it) is read whole, so that its
+// details move with their rows.
+TEST(Store, AFileOutOfOrderIsReadWhole) {
+  TempDir dir;
+  const fs::path db = dir.path() / "t.db";
+  Trace t0 = fixture();
+  ASSERT_TRUE(write_trace(t0, db, "test").ok());
+  exec_sql(db, "UPDATE kernels SET start_ns = start_ns + 1000000000, end_ns = end_ns + 1000000000 WHERE id = 1;");
+  auto whole = read_trace(db);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  std::optional<PendingDetails> later;
+  auto first = read_trace(db, {}, &later);
+  ASSERT_TRUE(first.ok()) << first.error();
+  EXPECT_FALSE(later.has_value());
+  expect_same_big_tables(whole.value(), first.value());
+}
+
+// A bad cell among the details is the details' read's error, with read_trace's message.
+TEST(Store, ABadDetailIsTheDetailsReadsError) {
+  TempDir dir;
+  const fs::path db = dir.path() / "t.db";
+  Trace t0 = fixture();
+  ASSERT_TRUE(write_trace(t0, db, "test").ok());
+  for (const char* sql : {"UPDATE ranges SET args_id = 999999 WHERE id = 1;", "UPDATE kernels SET correlation = 'abc' WHERE id = 1;"}) {
+    const fs::path bad = dir.path() / "bad.db";
+    fs::copy_file(db, bad, fs::copy_options::overwrite_existing);
+    exec_sql(bad, sql);
+    auto whole = read_trace(bad);
+    ASSERT_FALSE(whole.ok()) << sql;
+    std::optional<PendingDetails> later;
+    auto first = read_trace(bad, {}, &later);
+    ASSERT_TRUE(first.ok()) << first.error();
+    ASSERT_TRUE(later.has_value());
+    Trace u = std::move(first).value();
+    auto st = read_trace_details(*later, u);
+    ASSERT_FALSE(st.ok()) << sql;
+    EXPECT_EQ(st.error(), whole.error()) << sql;
+  }
+}
+
+// The details come from the file read_trace read, on the connection it kept: removed or replaced
+// since (the GUI bench removes its DB once loaded; a recording may rewrite it), it still gives
+// them.
+TEST(Store, DetailsComeFromTheFileFirstRead) {
+  TempDir dir;
+  const fs::path db = dir.path() / "t.db";
+  Trace t0 = fixture();
+  ASSERT_TRUE(write_trace(t0, db, "test").ok());
+  auto whole = read_trace(db);
+  ASSERT_TRUE(whole.ok()) << whole.error();
+  std::optional<PendingDetails> later;
+  auto first = read_trace(db, {}, &later);
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(later.has_value());
+  fs::remove(db);
+  Trace other;
+  ASSERT_TRUE(write_trace(other, db, "test").ok());  // an empty trace in its place
+  Trace u = std::move(first).value();
+  auto st = read_trace_details(*later, u);
+  ASSERT_TRUE(st.ok()) << st.error();
+  expect_same_big_tables(whole.value(), u);
+}

@@ -230,13 +230,7 @@ template <class Table> void shrink_columns(Table& t) {
 // Sort by (track, start, longer first) so parents precede the children they contain.
 template <class Table> void sort_span_table(Table& t) {
   const std::size_t n = t.size();
-  bool sorted = true;
-  for (std::size_t i = 1; i < n && sorted; ++i) {
-    if (t.track[i - 1] != t.track[i]) { sorted = t.track[i - 1] < t.track[i]; continue; }
-    if (t.start[i - 1] != t.start[i]) { sorted = t.start[i - 1] < t.start[i]; continue; }
-    sorted = t.dur[i - 1] >= t.dur[i];
-  }
-  if (sorted) return shrink_columns(t);
+  if (in_track_order(t)) return shrink_columns(t);
   std::vector<std::uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -286,6 +280,16 @@ std::vector<TrackSlice> slices_of(const SpanColumns& t) {
 }
 
 }  // namespace
+
+bool in_track_order(const SpanColumns& t) {
+  bool sorted = true;
+  for (std::size_t i = 1; i < t.size() && sorted; ++i) {
+    if (t.track[i - 1] != t.track[i]) { sorted = t.track[i - 1] < t.track[i]; continue; }
+    if (t.start[i - 1] != t.start[i]) { sorted = t.start[i - 1] < t.start[i]; continue; }
+    sorted = t.dur[i - 1] >= t.dur[i];
+  }
+  return sorted;
+}
 
 void Trace::finalize() {
   if (finalized_) return;

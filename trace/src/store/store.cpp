@@ -210,6 +210,9 @@ struct TableDef {
   bool span;  // span tables store start_ns/end_ns/name_id; point tables ts_ns
   std::tuple<Cols...> cols;
   int clustered_since = 0;  // the schema version from which the table is clustered; 0: never
+  // false: a read of `cols` alone into a table whose fixed columns (track, start, duration,
+  // name) were read before (read_trace_details)
+  bool fixed = true;
 
   bool clustered(int version) const { return clustered_since != 0 && version >= clustered_since; }
 };
@@ -253,6 +256,22 @@ const auto kSyncs = span_table<Y>("syncs",
 const auto kRanges = span_table<R>("ranges",
     col("kind", &R::kind), derived("depth", &R::depth), col("domain_id", &R::domain),
     opt("external_id", &R::external_id, 0), added(2, "args_id", &R::args, 0));
+// What the timeline's first frame needs of the three big tables: the fixed columns (and the
+// ranges' depth, which finalize() computes from them). The other columns come later
+// (read_trace with `later`, then read_trace_details).
+const auto kKernelsTimeline = span_table<K>("kernels");
+const auto kApiCallsTimeline = span_table<A>("api_calls");
+const auto kRangesTimeline = span_table<R>("ranges", derived("depth", &R::depth));
+// Whether a read of `d` fills column `c`: a details read leaves a derived column (the ranges'
+// depth, computed by finalize() from the fixed columns) as it is.
+template <class Def, class Col>
+bool reads(const Def& d, const Col& c) { return d.fixed || !c.derived; }
+// A table's columns but the fixed ones, read into a table that has those.
+template <class Def>
+Def details_of(Def d) {
+  d.fixed = false;
+  return d;
+}
 const auto kSteps = span_table<P>("steps", col("number", &P::number));
 const auto kCollectives = span_table<C>("collectives",
     col("op_id", &C::op), col("bytes", &C::bytes), col("count", &C::count),
@@ -382,13 +401,13 @@ std::string insert_sql(const Def& d, const char* schema) {
 // The columns a file of schema `version` has; the ones added later read as NULL.
 template <class Def>
 std::string select_sql(const Def& d, int version) {
-  std::string s = std::string("SELECT track_id, start_ns, ") + stored_time(d, version) + ", name_id";
+  std::string s = d.fixed ? std::string("track_id, start_ns, ") + stored_time(d, version) + ", name_id, " : "";
   auto column = [&](const auto& c) {
     if (c.derived) return std::string();
-    return c.since > version ? ", NULL" : ", " + std::string(c.name);
+    return c.since > version ? "NULL, " : std::string(c.name) + ", ";
   };
   std::apply([&](const auto&... c) { ((s += column(c)), ...); }, d.cols);
-  return s + ", id FROM " + d.name;  // id last: for messages
+  return "SELECT " + s + "id FROM " + d.name;  // id last: for messages
 }
 
 // True when `keep` takes the rows of `track` (an empty filter takes every track).
@@ -502,8 +521,8 @@ void resize_columns(Table& t, const Def& d, std::size_t n) {
     widen_cells(col);
     col.resize(n);
   };
-  size(t.start); size(t.dur); size(t.track); size(t.name);
-  std::apply([&](const auto&... col) { (size(t.*col.member), ...); }, d.cols);
+  if (d.fixed) { size(t.start); size(t.dur); size(t.track); size(t.name); }
+  std::apply([&](const auto&... col) { ((reads(d, col) ? size(t.*col.member) : void()), ...); }, d.cols);
 }
 
 // Rows [from, from + n) of a column copied over rows [to, to + n) (to <= from).
@@ -570,17 +589,21 @@ Status read_span_rows(sqlite3* db, RowSlots<Table, Def>& out, int version, const
   if (c.from) s.bind(1, *c.from);
   if (c.to) s.bind(2, *c.to);
   if (c.track) s.bind(3, *c.track);
-  const int id_column = 4 + static_cast<int>(std::apply([](const auto&... col) { return (0 + ... + (col.derived ? 0 : 1)); }, d.cols));
+  const int fixed = d.fixed ? 4 : 0;
+  const int id_column =
+      fixed + static_cast<int>(std::apply([](const auto&... col) { return (0 + ... + (col.derived ? 0 : 1)); }, d.cols));
   const bool clustered = d.clustered(version);
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) {
     const std::int64_t row = s.i64(id_column);
-    if (!keeps(keep, s.i64(0))) continue;
+    if (d.fixed && !keeps(keep, s.i64(0))) continue;
     if (!out.next()) return make_error(fmt::format("{} row {}: more rows than ids in {}..{} (ids not unique)", d.name, row,
                                                    c.from.value_or(0), c.to.value_or(0)));
-    if (auto bad = load_span_cells(s, out.t, out.at, d.name, stored_time(d, version), clustered, row, out.later); !bad)
-      return bad;
-    int idx = 4;
+    if (d.fixed) {
+      if (auto bad = load_span_cells(s, out.t, out.at, d.name, stored_time(d, version), clustered, row, out.later); !bad)
+        return bad;
+    }
+    int idx = fixed;
     Status loaded;
     std::apply([&](const auto&... col) {
       ((loaded ? (void)(loaded = load_col(s, idx, out.t, out.at, col, d.name, row, out.later)) : (void)0), ...);
@@ -693,6 +716,7 @@ struct ChunkedRead {
   std::vector<std::size_t> filled;  // direct: rows each chunk read into its share
   std::vector<DeferredSets> later;  // direct: each chunk's values set after the threads
   std::vector<Table> parts;         // otherwise: each chunk's rows
+  std::size_t first_row = 0;        // direct: the row the first chunk's share begins at
 
   bool direct() const { return !def->clustered(version) && keep->empty(); }
 
@@ -710,7 +734,9 @@ struct ChunkedRead {
         });
       return {};
     }
-    std::size_t at = dst->size();
+    // a details read fills its columns from row 0; the fixed ones are the table's size already
+    first_row = def->fixed ? dst->size() : 0;
+    std::size_t at = first_row;
     std::vector<std::size_t> share_at;
     for (const auto& c : chunks) {
       share_at.push_back(at);
@@ -740,7 +766,7 @@ struct ChunkedRead {
       out.reserve(out.size() + n);
       for (auto& p : parts) out.insert(out.end(), (p.*member).begin(), (p.*member).end());
     };
-    append(&Table::start); append(&Table::dur); append(&Table::track); append(&Table::name);
+    if (def->fixed) { append(&Table::start); append(&Table::dur); append(&Table::track); append(&Table::name); }
     std::apply([&](const auto&... c) { (append(c.member), ...); }, def->cols);
     parts.clear();
   }
@@ -748,14 +774,12 @@ struct ChunkedRead {
   // Moves each share's rows down over the rows missing before it (ids with no row), then cuts
   // the columns to the rows read.
   void close_up() {
-    std::size_t at = dst->size(), to = at;
-    for (const auto& c : chunks) at -= c.rows;
-    to = at;
+    std::size_t at = first_row, to = first_row;
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       if (to != at) {
         auto move = [&](auto member) { move_rows((*dst).*member, at, filled[i], to); };
-        move(&Table::start); move(&Table::dur); move(&Table::track); move(&Table::name);
-        std::apply([&](const auto&... c) { (move(c.member), ...); }, def->cols);
+        if (def->fixed) { move(&Table::start); move(&Table::dur); move(&Table::track); move(&Table::name); }
+        std::apply([&](const auto&... c) { ((reads(*def, c) ? move(c.member) : void()), ...); }, def->cols);
       }
       to += filled[i];
       at += chunks[i].rows;
@@ -766,7 +790,7 @@ struct ChunkedRead {
 
 template <class Table, class Def>
 ChunkedRead<Table, Def> chunked(Table& t, const Def& d, int version, const TrackFilter& keep) {
-  return {&t, &d, version, &keep, {}, {}, {}, {}};
+  return {&t, &d, version, &keep, {}, {}, {}, {}, 0};
 }
 
 void bind_text_or_null(Stmt& s, int i, const std::string& v) {
@@ -1455,22 +1479,26 @@ Status check_py_sample_refs(const Trace& t) {
   return {};
 }
 
-// The event tables, read in chunks by a few connections in parallel.
-Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t, const TrackFilter& keep) {
-  const unsigned threads = std::min(std::max(1u, std::thread::hardware_concurrency()), 8u);
+// Rows per chunk of a parallel read: about two chunks per connection of the three big tables.
+std::size_t chunk_rows(sqlite3* db, unsigned threads) {
   std::size_t total = 0;
-  {
-    // rows are numbered densely by the writer: max(id) is the size without a scan
-    auto q = Stmt::prepare(db, "SELECT coalesce((SELECT max(id) FROM ranges), 0) + coalesce((SELECT max(id) FROM kernels), 0) + "
-                               "coalesce((SELECT max(id) FROM api_calls), 0)");
-    if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
-  }
-  const std::size_t chunk = std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
-  auto readers = std::make_tuple(chunked(t.ranges, kRanges, version, keep), chunked(t.kernels, kKernels, version, keep),
-                                 chunked(t.api_calls, kApiCalls, version, keep), chunked(t.memcpys, kMemcpys, version, keep),
-                                 chunked(t.io_calls, kIoCalls, version, keep), chunked(t.memsets, kMemsets, version, keep),
-                                 chunked(t.syncs, kSyncs, version, keep), chunked(t.steps, kSteps, version, keep),
-                                 chunked(t.collectives, kCollectives, version, keep));
+  // rows are numbered densely by the writer: max(id) is the size without a scan
+  auto q = Stmt::prepare(db, "SELECT coalesce((SELECT max(id) FROM ranges), 0) + coalesce((SELECT max(id) FROM kernels), 0) + "
+                             "coalesce((SELECT max(id) FROM api_calls), 0)");
+  if (q && q->step() == SQLITE_ROW) total = static_cast<std::size_t>(q->i64(0));
+  return std::max<std::size_t>(1 << 17, total / (threads * 2) + 1);
+}
+
+// The connections a read uses: one per core, at most 8.
+unsigned read_threads() { return std::min(std::max(1u, std::thread::hardware_concurrency()), 8u); }
+
+// Reads the tables of `readers` (ChunkedReads) in chunks, on `db` and up to threads - 1 more
+// connections in parallel: those in `extra`, and more opened to `path` (none when it is empty)
+// and added to `extra` while fewer are there.
+template <class... Reads>
+Status run_chunked(sqlite3* db, const std::string& path, std::tuple<Reads...>& readers, unsigned threads,
+                   std::vector<sql::Db>& extra) {
+  const std::size_t chunk = chunk_rows(db, threads);
   std::vector<std::function<Status(sqlite3*)>> jobs;
   Status planned;
   std::apply([&](auto&... r) { ((planned.ok() ? (void)(planned = r.plan(db, chunk, jobs)) : (void)0), ...); }, readers);
@@ -1480,19 +1508,73 @@ Status read_event_tables(sqlite3* db, const std::string& path, int version, Trac
   auto worker = [&](sqlite3* conn) {
     for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
   };
-  std::vector<sql::Db> conns;
-  for (unsigned i = 1; i < std::min<std::size_t>(threads, jobs.size()); ++i) {
+  const std::size_t more = std::min<std::size_t>(threads, jobs.size()) - 1;  // jobs is not empty here
+  while (!path.empty() && extra.size() < more) {
     auto c = sql::open_untrusted(path);
     if (!c) break;
-    conns.push_back(std::move(c.value()));
+    extra.push_back(std::move(c.value()));
   }
   std::vector<std::thread> pool;
-  for (auto& c : conns) pool.emplace_back(worker, c.get());
+  for (std::size_t i = 0; i < std::min(more, extra.size()); ++i) pool.emplace_back(worker, extra[i].get());
   worker(db);
   for (auto& th : pool) th.join();
   for (const auto& st : results)
     if (!st) return st;
   std::apply([](auto&... r) { (r.finish(), ...); }, readers);
+  return {};
+}
+
+// The event tables, read in chunks by a few connections in parallel; the three big ones
+// through `kernels`, `api_calls` and `ranges` (whole, or the timeline's columns only).
+template <class KernelsDef, class ApiCallsDef, class RangesDef>
+Status read_event_tables(sqlite3* db, const std::string& path, int version, Trace& t, const TrackFilter& keep,
+                         const KernelsDef& kernels, const ApiCallsDef& api_calls, const RangesDef& ranges,
+                         std::vector<sql::Db>& extra) {
+  auto readers = std::make_tuple(chunked(t.ranges, ranges, version, keep), chunked(t.kernels, kernels, version, keep),
+                                 chunked(t.api_calls, api_calls, version, keep), chunked(t.memcpys, kMemcpys, version, keep),
+                                 chunked(t.io_calls, kIoCalls, version, keep), chunked(t.memsets, kMemsets, version, keep),
+                                 chunked(t.syncs, kSyncs, version, keep), chunked(t.steps, kSteps, version, keep),
+                                 chunked(t.collectives, kCollectives, version, keep));
+  return run_chunked(db, path, readers, read_threads(), extra);
+}
+
+// A column's slack given back (a packed one also narrows to what its values need), as
+// Trace::finalize() does.
+template <class V> void shrink_read_column(std::vector<V>& col) {
+  if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
+}
+template <class V> void shrink_read_column(PackedColumn<V>& col) { col.shrink_to_fit(); }
+
+// The columns the timeline read left out of one table: read, checked to cover every row of
+// the table, and shrunk.
+template <class Table, class Def>
+Status check_details_read(Table& t, const Def& d) {
+  Status st;
+  auto check = [&](const auto& c) {
+    if (!reads(d, c)) return;
+    auto& col = t.*c.member;
+    if (st && col.size() != t.size())
+      st = make_error(fmt::format("{}: {} rows, but {} of {} (the file changed while it was read)", d.name, t.size(),
+                                  col.size(), c.name));
+    shrink_read_column(col);
+  };
+  std::apply([&](const auto&... c) { (check(c), ...); }, d.cols);
+  return st;
+}
+
+// The columns kKernelsTimeline, kApiCallsTimeline and kRangesTimeline leave out, read into `t`
+// on `db` and the `extra` connections (opening more to `path` where it is not empty).
+Status read_details_into(sqlite3* db, const std::string& path, int version, Trace& t, std::vector<sql::Db>& extra) {
+  static const TrackFilter kAll;
+  const auto kernels = details_of(kKernels);
+  const auto api_calls = details_of(kApiCalls);
+  const auto ranges = details_of(kRanges);
+  auto readers = std::make_tuple(chunked(t.ranges, ranges, version, kAll), chunked(t.kernels, kernels, version, kAll),
+                                 chunked(t.api_calls, api_calls, version, kAll));
+  if (auto st = run_chunked(db, path, readers, read_threads(), extra); !st) return st;
+  for (auto st : {check_details_read(t.kernels, kernels), check_details_read(t.api_calls, api_calls),
+                  check_details_read(t.ranges, ranges)})
+    if (!st) return st;
   return {};
 }
 
@@ -1559,6 +1641,13 @@ Status check_references(const Trace& t) {
 
 }  // namespace
 
+// read_trace's connections to a file, kept for read_trace_details.
+struct KeptConnections {
+  sql::Db main;
+  std::vector<sql::Db> extra;
+  KeptConnections(sql::Db m, std::vector<sql::Db> e) : main(std::move(m)), extra(std::move(e)) {}
+};
+
 // The meta table, the strings and the process, thread, device, stream and track tables: what
 // every read of a trace starts with. Returns the file's schema version.
 Result<int> read_trace_entities(sqlite3* db, const std::string& p, Trace& t) {
@@ -1569,7 +1658,7 @@ Result<int> read_trace_entities(sqlite3* db, const std::string& p, Trace& t) {
   return version;
 }
 
-Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep) {
+Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep, std::optional<PendingDetails>* later) {
   auto dbr = sql::open_untrusted(path.string());
   if (!dbr) return make_error(dbr.error());
   sqlite3* db = dbr->get();
@@ -1580,12 +1669,37 @@ Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep) {
   const int version = read.value();
   if (auto st = read_point_tables(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
   if (auto st = read_py_samples(db, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
-  if (auto st = read_event_tables(db, p, version, t, keep); !st) return make_error(p + ": corrupt trace: " + st.error());
-  if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  const bool defer = later && keep.empty();
+  std::vector<sql::Db> extra;  // the parallel read's other connections
+  auto events = defer ? read_event_tables(db, p, version, t, keep, kKernelsTimeline, kApiCallsTimeline, kRangesTimeline, extra)
+                      : read_event_tables(db, p, version, t, keep, kKernels, kApiCalls, kRanges, extra);
+  if (!events) return make_error(p + ": corrupt trace: " + events.error());
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
-  // re-sorts a file some other tool rewrote.
+  // re-sorts a file some other tool rewrote. Such a file's details are read now, so that the
+  // sort moves them with their rows.
+  const bool in_order =
+      !defer || (in_track_order(t.kernels) && in_track_order(t.api_calls) && in_track_order(t.ranges));
+  if (defer && !in_order) {
+    if (auto st = read_details_into(db, p, version, t, extra); !st)
+      return make_error(p + ": corrupt trace: " + st.error());
+  }
+  if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   t.finalize();
+  if (defer && in_order)
+    *later = PendingDetails{path, version, std::make_shared<KeptConnections>(std::move(dbr.value()), std::move(extra))};
   return t;
+}
+
+Status read_trace_details(const PendingDetails& pending, Trace& t) {
+  const std::string p = pending.path.string();
+  if (!pending.conns) return make_error(p + ": no details pending");
+  // On the connections read_trace kept, none opened now: a file removed or replaced since is
+  // still the file read (a new connection would open whatever the path names now).
+  KeptConnections& kept = *pending.conns;
+  if (auto st = read_details_into(kept.main.get(), "", pending.version, t, kept.extra); !st)
+    return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  return {};
 }
 
 Result<TraceOutline> read_trace_outline(const fs::path& path) {

@@ -130,6 +130,10 @@ struct SpanColumns {
   }
 };
 
+// True when the rows are in the order Trace::finalize() sorts them to (track, start, longer
+// first), so that finalize() keeps them where they are.
+bool in_track_order(const SpanColumns& t);
+
 // Deduplicated kernel launch configuration: most kernels repeat a handful of shapes.
 struct LaunchConfig {
   std::uint32_t grid_x = 0, grid_y = 0, grid_z = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -66,7 +67,30 @@ using TrackFilter = std::vector<char>;
 // Loads a tracetune trace DB (opened read-only and defensively). The result is finalized.
 // With `keep`, only the events of those tracks are read (the processes, threads, tracks and
 // strings always are, so indices are those of the whole trace).
-Result<Trace> read_trace(const std::filesystem::path& path, const TrackFilter& keep = {});
+//
+// With `later` (and no `keep`), the columns the timeline does not draw of the three big
+// tables are left out of the first read: kernels' correlation, external_id, config and
+// graph_id, api_calls' correlation, external_id, cbid, return_value and api, ranges' kind,
+// domain, external_id and args (empty columns; the fixed columns, the ranges' depth and every
+// other table are read). *later is then set to what read_trace_details() reads them with, and
+// until it has, nothing may read those columns. A file whose rows finalize() must re-sort is
+// read whole (*later left unset).
+struct KeptConnections;  // read_trace's connections to the file, kept open (store.cpp)
+struct PendingDetails {
+  std::filesystem::path path;
+  int version = 0;  // the file's schema version
+  std::shared_ptr<KeptConnections> conns;  // the path may be removed or replaced meanwhile
+};
+Result<Trace> read_trace(const std::filesystem::path& path, const TrackFilter& keep = {},
+                         std::optional<PendingDetails>* later = nullptr);
+
+// Reads the columns read_trace() left out into `t` (which it returned, finalized) and checks
+// them as read_trace() would have, on the connections read_trace() kept (as many threads as
+// its parallel read had: the file it read, even when the path has been removed or replaced
+// since). It writes only those columns:
+// other threads may read the rest of `t` meanwhile. An error leaves them incomplete (not to be
+// read).
+Status read_trace_details(const PendingDetails& pending, Trace& t);
 
 // What choosing the ranks of a trace DB needs, without reading its events: the processes,
 // threads, devices, tracks, strings and steps, and per track its number of GPU ops (kernels,
