@@ -43,6 +43,13 @@ const Status& Document::wait_details() const {
   return details_.valid() ? details_.get() : kWhole;
 }
 
+bool Document::details_failed(std::string* why) const {
+  if (!details_.valid() || details_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  const Status& st = details_.get();
+  if (!st && why != nullptr) *why = st.error();
+  return !st;
+}
+
 void Document::read_details_later(trace::PendingDetails pending, std::uint64_t memory_cap_bytes,
                                   std::shared_future<void> start) {
   details_ = std::async(std::launch::async, [this, pending = std::move(pending), memory_cap_bytes, start]() mutable -> Status {

@@ -48,6 +48,8 @@ struct Document {
   // Waits until every column of `trace` is there (at once when it was read whole) and returns
   // the details' read status: when it failed, the columns it was to fill must not be read.
   const Status& wait_details() const;
+  // Without waiting: the details' read has ended and failed (its error in *why, if given).
+  bool details_failed(std::string* why = nullptr) const;
   // Starts reading the columns trace::read_trace left out into `trace` (load_document); the
   // model with them is held to the memory cap (0: none) too. The read begins once `start` is
   // ready (invalid: at once; a test holds it to ask before the read ends).

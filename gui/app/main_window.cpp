@@ -274,10 +274,12 @@ void MainWindow::openFile(const QString& path) {
     if (!doc) return;
     // the details (the columns the timeline does not draw) come before the analysis
     if (const auto& details = doc->wait_details(); !details) {
-      QMetaObject::invokeMethod(qApp, [self, error = QString::fromStdString(details.error())] {
+      QMetaObject::invokeMethod(qApp, [self, doc, error = QString::fromStdString(details.error())] {
         if (!self) return;
         self->loading_ = false;
         self->progress_->setVisible(false);
+        if (doc == self->doc_)  // the panels said "Analysing...": they say why not
+          for (auto* p : self->panels_) p->setDocument(doc);
         self->showError(error);
       }, Qt::QueuedConnection);
       return;

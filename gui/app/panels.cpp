@@ -50,13 +50,18 @@ FindingsPanel::FindingsPanel(QObject* parent) : AnalysisPanel(parent) {
 }
 
 void FindingsPanel::setDocument(std::shared_ptr<const Document> doc) {
-  const bool analysing = doc && !doc->analysed();
+  std::string why;
+  const bool failed = doc && !doc->analysed() && doc->details_failed(&why);
+  const bool analysing = doc && !doc->analysed() && !failed;
   model_->setDocument(std::move(doc));
-  detail_->setPlainText(analysing            ? tr("Analysing...")
+  detail_->setPlainText(failed               ? tr("Not analysed: %1").arg(QString::fromStdString(why))
+                        : analysing          ? tr("Analysing...")
                         : model_->rowCount() ? tr("Click a finding to see its evidence on the timeline.")
                                              : tr("No findings: no rule's threshold was crossed."));
   view_->resizeColumnsToContents();
 }
+
+QString FindingsPanel::detailText() const { return detail_->toPlainText(); }
 
 void FindingsPanel::activate(int row) {
   const auto* f = model_->finding(row);

@@ -50,6 +50,7 @@ class FindingsPanel : public AnalysisPanel {
   QTableView* view() const { return view_; }
   FindingsModel* model() const { return model_; }
   void activate(int row);  // as a click on that row does
+  QString detailText() const;  // what the panel says below the findings
 
  signals:
   // A row was activated: its worst rank's finding (a pointer into the document's analysis).

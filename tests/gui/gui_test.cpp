@@ -152,6 +152,19 @@ void expect_same_findings(const Document& l, const Document& w) {
   }
 }
 
+// A copy of a corpus DB whose first kernel's correlation (a detail, read after the first frame) is text.
+bool write_db_with_a_bad_detail(const QString& db) {
+  if (!QFile::copy(QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"), db) ||
+      !QFile::setPermissions(db, QFile::ReadOwner | QFile::WriteOwner))
+    return false;
+  sqlite3* h = nullptr;
+  const bool opened = sqlite3_open(db.toUtf8().constData(), &h) == SQLITE_OK;
+  const bool changed = opened && sqlite3_exec(h, "UPDATE kernels SET correlation = 'abc' WHERE id = (SELECT min(id) FROM kernels)",
+                                              nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(h);
+  return changed;
+}
+
 }  // namespace
 
 class GuiTest : public QObject {
@@ -1192,14 +1205,7 @@ class GuiTest : public QObject {
   void aBadDetailIsTheDetailsErrorAndNotAnalysed() {
     QTemporaryDir tmp;
     const QString db = tmp.filePath("bad.db");
-    QVERIFY(QFile::copy(QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"), db));
-    QVERIFY(QFile::setPermissions(db, QFile::ReadOwner | QFile::WriteOwner));
-    sqlite3* h = nullptr;
-    QCOMPARE(sqlite3_open(db.toUtf8().constData(), &h), SQLITE_OK);
-    QCOMPARE(sqlite3_exec(h, "UPDATE kernels SET correlation = 'abc' WHERE id = (SELECT min(id) FROM kernels)", nullptr,
-                          nullptr, nullptr),
-             SQLITE_OK);
-    sqlite3_close(h);
+    QVERIFY(write_db_with_a_bad_detail(db));
     auto whole = load_document(db.toStdString(), {});
     QVERIFY(!whole.ok());
     QVERIFY2(QString::fromStdString(whole.error()).contains("corrupt trace"), whole.error().c_str());
@@ -1214,6 +1220,25 @@ class GuiTest : public QObject {
     QVERIFY(std::find(f.begin(), f.end(), std::pair<std::string, std::string>("details", whole.error())) != f.end());
     analyze_document(l);
     QVERIFY(!l.analysed());
+  }
+
+  // The window opening that file: the timeline comes, then the error; the findings panel says
+  // why there are no findings instead of "Analysing..." forever.
+  void aWindowWhoseDetailsFailSaysNotAnalysed() {
+    QTemporaryDir tmp;
+    const QString db = tmp.filePath("bad.db");
+    QVERIFY(write_db_with_a_bad_detail(db));
+    MainWindow w;
+    w.setErrorDialogs(false);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::documentLoaded), failed(&w, &MainWindow::loadFailed);
+    w.openFile(db);
+    QVERIFY(loaded.count() == 1 || loaded.wait(30000));
+    QVERIFY(failed.count() == 1 || failed.wait(30000));
+    QVERIFY(!w.loading());
+    QVERIFY(w.timeline()->document());  // the timeline stays
+    const QString text = w.findingsPanel()->detailText();
+    QVERIFY2(text.startsWith("Not analysed: ") && text.contains("corrupt trace"), qPrintable(text));
   }
 
   // Memory samples are bytes: their rows and readouts say MiB/GiB, not 2.4e+08.
