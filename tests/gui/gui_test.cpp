@@ -152,6 +152,15 @@ void expect_same_findings(const Document& l, const Document& w) {
   }
 }
 
+// A Kineto trace imported and written as a trace DB.
+bool write_db_of(const QString& kineto_path, const std::string& db) {
+  tt::trace::Trace src;
+  const std::filesystem::path kineto[] = {kineto_path.toStdString()};
+  if (!tt::trace::import_any(kineto, src).ok()) return false;
+  src.finalize();
+  return tt::trace::write_trace(src, db, "test").ok();
+}
+
 // A copy of a corpus DB whose first kernel's correlation (a detail, read after the first frame) is text.
 bool write_db_with_a_bad_detail(const QString& db) {
   if (!QFile::copy(QStringLiteral(TT_TEST_CORPUS_DIR "/sqlite/two_ranks.tracetune.db"), db) ||
@@ -1107,12 +1116,8 @@ class GuiTest : public QObject {
   // event details, the launch <-> GPU op links and the analysis are those of the DB read whole.
   void detailsReadAfterTheFirstFrameGiveTheWholeReadsAnswers() {
     QTemporaryDir tmp;
-    tt::trace::Trace src;
-    const std::filesystem::path kineto[] = {kFindingsTrace.toStdString()};
-    QVERIFY(tt::trace::import_any(kineto, src).ok());
-    src.finalize();
     const std::string db = tmp.filePath("t.db").toStdString();
-    QVERIFY(tt::trace::write_trace(src, db, "test").ok());
+    QVERIFY(write_db_of(kFindingsTrace, db));
     LoadOptions timeline_only;
     timeline_only.analyze = false;
     auto lazy = load_document(db, timeline_only);
@@ -1150,12 +1155,8 @@ class GuiTest : public QObject {
   // then answers as the whole read does.
   void consumersAskingBeforeTheDetailsAreReadWaitForThem() {
     QTemporaryDir tmp;
-    tt::trace::Trace src;
-    const std::filesystem::path kineto[] = {kFindingsTrace.toStdString()};
-    QVERIFY(tt::trace::import_any(kineto, src).ok());
-    src.finalize();
     const std::string db = tmp.filePath("t.db").toStdString();
-    QVERIFY(tt::trace::write_trace(src, db, "test").ok());
+    QVERIFY(write_db_of(kFindingsTrace, db));
     auto whole = load_document(db, {});
     QVERIFY2(whole.ok(), whole.ok() ? "" : whole.error().c_str());
     const Document& w = *whole.value();
