@@ -1508,7 +1508,10 @@ Status run_chunked(sqlite3* db, const std::string& path, std::tuple<Reads...>& r
   auto worker = [&](sqlite3* conn) {
     for (std::size_t j; (j = next.fetch_add(1)) < jobs.size();) results[j] = jobs[j](conn);
   };
-  const std::size_t more = std::min<std::size_t>(threads, jobs.size()) - 1;  // jobs is not empty here
+  // connections beside `db`: none without jobs (a trace whose event tables are all empty; the
+  // count once wrapped around to SIZE_MAX here and opened connections until the file
+  // descriptors ran out)
+  const std::size_t more = jobs.empty() ? 0 : std::min<std::size_t>(threads, jobs.size()) - 1;
   while (!path.empty() && extra.size() < more) {
     auto c = sql::open_untrusted(path);
     if (!c) break;
