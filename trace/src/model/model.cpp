@@ -162,12 +162,6 @@ template <class T> std::size_t column_bytes(const PackedColumn<T>& col) { return
 template <class T> std::size_t min_cell_bytes(const std::vector<T>&) { return sizeof(T); }
 template <class T> std::size_t min_cell_bytes(const PackedColumn<T>&) { return 1; }
 
-// Gives back a column's slack (a packed one also narrows to what its values need).
-template <class T> void shrink_column(std::vector<T>& col) {
-  if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
-}
-template <class T> void shrink_column(PackedColumn<T>& col) { col.shrink_to_fit(); }
-
 // Calls f(column) for every column of a table; the one place that lists them.
 template <class F> void each_column(SpanColumns& t, F&& f) {
   f(t.start); f(t.dur); f(t.track); f(t.name);

@@ -1541,13 +1541,6 @@ Status read_event_tables(sqlite3* db, const std::string& path, int version, Trac
   return run_chunked(db, path, readers, read_threads(), extra);
 }
 
-// A column's slack given back (a packed one also narrows to what its values need), as
-// Trace::finalize() does.
-template <class V> void shrink_read_column(std::vector<V>& col) {
-  if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
-}
-template <class V> void shrink_read_column(PackedColumn<V>& col) { col.shrink_to_fit(); }
-
 // The columns the timeline read left out of one table: read, checked to cover every row of
 // the table, and shrunk.
 template <class Table, class Def>
@@ -1559,7 +1552,7 @@ Status check_details_read(Table& t, const Def& d) {
     if (st && col.size() != t.size())
       st = make_error(fmt::format("{}: {} rows, but {} of {} (the file changed while it was read)", d.name, t.size(),
                                   col.size(), c.name));
-    shrink_read_column(col);
+    shrink_column(col);
   };
   std::apply([&](const auto&... c) { (check(c), ...); }, d.cols);
   return st;
@@ -1608,16 +1601,29 @@ Status check_owner_refs(const Trace& t) {
   return {};
 }
 
-// The string ids of the event tables' columns other than their names.
+// Whether every string id of a column names one of the trace's `nstr` strings.
+template <class Column> bool string_ids_below(const Column& column, std::size_t nstr) {
+  return std::all_of(column.begin(), column.end(), [nstr](StringId id) { return id < nstr; });
+}
+
+// The string ids of the event tables' columns other than their names (and the details':
+// check_detail_refs).
 bool string_ids_in_range(const Trace& t) {
-  const auto nstr = t.strings.size();
-  auto in_range = [nstr](const auto& column) {
-    return std::all_of(column.begin(), column.end(), [nstr](StringId id) { return id < nstr; });
-  };
   for (const auto* v : {&t.collectives.op, &t.collectives.dtype, &t.collectives.communicator, &t.collectives.algorithm,
                         &t.collectives.protocol, &t.io_calls.path, &t.counters.name, &t.flows.category})
-    if (!in_range(*v)) return false;
-  return in_range(t.ranges.domain) && in_range(t.ranges.args);
+    if (!string_ids_below(*v, t.strings.size())) return false;
+  return true;
+}
+
+// The references of the columns read_trace_details() fills (the ranges' domain and args
+// strings, the kernels' launch configurations): read_trace checks them with the rest, the
+// details' read checks only these.
+Status check_detail_refs(const Trace& t) {
+  if (!string_ids_below(t.ranges.domain, t.strings.size()) || !string_ids_below(t.ranges.args, t.strings.size()))
+    return make_error("string id out of range");
+  for (std::uint32_t c : t.kernels.config)
+    if (c != kNone && c >= t.launch_configs.size()) return make_error("kernel config out of range");
+  return {};
 }
 
 // Every reference between tables, so later code can index without checks. (Rows are still in
@@ -1633,12 +1639,11 @@ Status check_references(const Trace& t) {
                   check_span_refs(t.io_calls, "io_calls", ntracks, nstr)})
     if (!st) return st;
   if (!string_ids_in_range(t)) return make_error("string id out of range");
+  if (auto st = check_detail_refs(t); !st) return st;
   for (std::size_t i = 0; i < t.counters.size(); ++i)
     if (t.counters.track[i] >= ntracks) return make_error("counter track out of range");
   for (std::size_t i = 0; i < t.flows.size(); ++i)
     if (t.flows.track[i] >= ntracks) return make_error("flow track out of range");
-  for (std::uint32_t c : t.kernels.config)
-    if (c != kNone && c >= t.launch_configs.size()) return make_error("kernel config out of range");
   return check_py_sample_refs(t);
 }
 
@@ -1680,15 +1685,14 @@ Result<Trace> read_trace(const fs::path& path, const TrackFilter& keep, std::opt
   // Rows were written in (track, start) order; finalize() verifies that cheaply and only
   // re-sorts a file some other tool rewrote. Such a file's details are read now, so that the
   // sort moves them with their rows.
-  const bool in_order =
-      !defer || (in_track_order(t.kernels) && in_track_order(t.api_calls) && in_track_order(t.ranges));
-  if (defer && !in_order) {
+  const bool deferred = defer && in_track_order(t.kernels) && in_track_order(t.api_calls) && in_track_order(t.ranges);
+  if (defer && !deferred) {
     if (auto st = read_details_into(db, p, version, t, extra); !st)
       return make_error(p + ": corrupt trace: " + st.error());
   }
   if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   t.finalize();
-  if (defer && in_order)
+  if (deferred)
     *later = PendingDetails{path, version, std::make_shared<KeptConnections>(std::move(dbr.value()), std::move(extra))};
   return t;
 }
@@ -1701,7 +1705,7 @@ Status read_trace_details(const PendingDetails& pending, Trace& t) {
   KeptConnections& kept = *pending.conns;
   if (auto st = read_details_into(kept.main.get(), "", pending.version, t, kept.extra); !st)
     return make_error(p + ": corrupt trace: " + st.error());
-  if (auto st = check_references(t); !st) return make_error(p + ": corrupt trace: " + st.error());
+  if (auto st = check_detail_refs(t); !st) return make_error(p + ": corrupt trace: " + st.error());
   return {};
 }
 

@@ -270,4 +270,11 @@ class PackedColumn {
   std::vector<T> wide_;  // values no cell holds, by slot
 };
 
+// Gives back a column's slack (a packed one also narrows to what its values need): what
+// Trace::finalize() does to every column, and a deferred read to the columns it fills.
+template <class T> void shrink_column(std::vector<T>& col) {
+  if (col.capacity() > col.size() + col.size() / 8) col.shrink_to_fit();
+}
+template <class T> void shrink_column(PackedColumn<T>& col) { col.shrink_to_fit(); }
+
 }  // namespace tt::trace
