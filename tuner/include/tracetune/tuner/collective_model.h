@@ -2,7 +2,8 @@
 // and a simulator that uses it to predict, for N nodes, the all-reduce choice per message
 // size and the DDP bucket size that exposes the least communication. Pure C++: the sweep
 // comes from `tracetune bench nccl` on a GPU machine (or a JSON file), so the model and the
-// simulator are unit-tested anywhere. Formulas and sources: ../shared/research/tuning.md §7.
+// simulator are unit-tested anywhere. Formulas: Hockney's α–β model with the ring and tree step
+// counts of Thakur, Rabenseifner and Gropp (2005), as docs/tuning.md states them.
 #pragma once
 
 #include <cstdint>
