@@ -461,8 +461,11 @@ def case_epochs(tmp):
     r, db = record(tmp, *job)
     check("epochs: job succeeds under record", r.returncode == 0, r.stderr[-2000:])
     epochs = epoch_rows(db)
-    check("epochs: one mark per epoch, numbered, with the loader's 2 workers not kept alive",
-          [e[2] for e in epochs] == [{"epoch": i, "persistent": False, "workers": 2} for i in range(4)], epochs)
+    threads = epochs[0][2].get("threads", 0) if epochs else 0
+    check("epochs: one mark per epoch, numbered, with the loader's 2 workers not kept alive, PyTorch's prefetch of 2 "
+          "batches and the job's intra-op threads",
+          threads >= 1 and [e[2] for e in epochs] == [{"epoch": i, "persistent": False, "prefetch": 2, "threads": threads,
+                                                       "workers": 2} for i in range(4)], epochs)
     steps = query(db, "SELECT start_ns, end_ns FROM steps ORDER BY start_ns")
     per_epoch = [sum(1 for s in steps if a <= s[0] < (epochs[i + 1][0] if i + 1 < len(epochs) else 1 << 62))
                  for i, (a, _, _) in enumerate(epochs)]

@@ -21,7 +21,7 @@ trace::Trace loader_trace(int epochs, int per_epoch, double iter_ms, double firs
   trace::Ns now = 0;
   for (int e = 0; e < epochs; ++e) {
     const std::string name = "tracetune.epoch {\"epoch\": " + std::to_string(e) + ", \"persistent\": " +
-                             (persistent ? "true" : "false") + ", \"workers\": 2}";
+                             (persistent ? "true" : "false") + ", \"prefetch\": 2, \"threads\": 3, \"workers\": 2}";
     const auto iter = static_cast<trace::Ns>(iter_ms * kMs);
     t.ranges.push(now, iter, 0, t.strings.intern(name), trace::RangeKind::UserAnnotation, domain);
     now += iter;
@@ -45,6 +45,8 @@ TEST(EpochFacts, RestartWaitsOfWorkersForkedEachEpoch) {
   EXPECT_DOUBLE_EQ(f.steps_per_epoch, 5);
   EXPECT_EQ(f.workers, 2);
   EXPECT_FALSE(f.persistent);
+  EXPECT_EQ(f.prefetch, 2);
+  EXPECT_EQ(f.threads, 3);
   EXPECT_DOUBLE_EQ(f.step_ms, 10);
   EXPECT_EQ(f.restarts, 3u);
   EXPECT_NEAR(f.restart_wait_ms, 240, 1e-9);
@@ -61,4 +63,17 @@ TEST(EpochFacts, NothingToSaveWhenKeptAliveOrWithoutEpochs) {
   EXPECT_DOUBLE_EQ(none.persistent_speedup(), 1);
   // first steps no slower than the others: no wait, no gain
   EXPECT_DOUBLE_EQ(analyzer::epoch_facts(loader_trace(4, 5, 0, 10, false)).persistent_speedup(), 1);
+}
+
+// A mark from an integration before the prefetch and threads fields: they read as 0 (unknown).
+TEST(EpochFacts, AMarkWithoutPrefetchOrThreadsLeavesThemUnknown) {
+  trace::Trace t;
+  const auto domain = t.strings.intern("tracetune");
+  t.ranges.push(0, 1'000'000, 0, t.strings.intern("tracetune.epoch {\"epoch\": 0, \"persistent\": true, \"workers\": 4}"),
+                trace::RangeKind::UserAnnotation, domain);
+  const auto f = analyzer::epoch_facts(t);
+  EXPECT_EQ(f.workers, 4);
+  EXPECT_TRUE(f.persistent);
+  EXPECT_EQ(f.prefetch, 0);
+  EXPECT_EQ(f.threads, 0);
 }

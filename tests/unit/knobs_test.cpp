@@ -98,6 +98,24 @@ TEST(Knobs, MinimalCatalogueParses) {
   EXPECT_EQ(std::get<std::int64_t>(cat->knobs[0].values[1]), 2);
 }
 
+TEST(Knobs, AsWrittenIsTheValueThatLeavesTheJobAsItIs) {
+  auto cat = parse_catalogue(knob("as_written = 1\n"), "k.toml");
+  ASSERT_TRUE(cat) << cat.error();
+  ASSERT_TRUE(cat->knobs[0].as_written.has_value());
+  EXPECT_EQ(std::get<std::int64_t>(*cat->knobs[0].as_written), 1);
+  // the built-in catalogue marks the values the Python integration applies as nothing
+  const Catalogue builtin = builtin_catalogue().value();
+  for (const auto& [id, v] : std::vector<std::pair<std::string, Value>>{
+           {"compile.mode", Value(std::string("none"))}, {"amp.dtype", Value(std::string("none"))},
+           {"memory.channels_last", Value(false)}, {"ddp.comm_hook", Value(std::string("none"))},
+           {"kernels.layernorm", Value(std::string("stock"))}}) {
+    const Knob* k = builtin.find(id);
+    ASSERT_NE(k, nullptr) << id;
+    ASSERT_TRUE(k->as_written.has_value()) << id;
+    EXPECT_TRUE(*k->as_written == v) << id;
+  }
+}
+
 TEST(Knobs, MalformedTomlNamesFileAndLine) {
   const auto e = error_of("schema = 1\n[[knob]]\nid = \"a.b\nchanges = 1\n");
   EXPECT_NE(e.find("k.toml: line 3"), std::string::npos) << e;
@@ -148,6 +166,8 @@ TEST(Knobs, RefusesFieldsThatContradictTheType) {
       {replace(k, "risk = \"none\"", "risk = \"numerics\""), "needs field 'safe'"},
       {replace(k, "values = [1, 2]", "values = [1, 2]\nchoices = [\"a\"]"), "only for enum"},
       {replace(k, "type = \"int\"", "type = \"table\""), "table knob cannot be applied through the environment"},
+      {replace(k, "values = [1, 2]", "values = [1, 2]\nas_written = 9"), "as_written 9: out of range"},
+      {replace(k, "values = [1, 2]", "values = [1, 2]\nas_written = \"x\""), "as_written \"x\": expected an integer"},
   };
   for (const auto& c : cases) {
     const auto e = error_of(c.text);

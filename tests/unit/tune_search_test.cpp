@@ -745,6 +745,68 @@ TEST(TuneJoint, CandidatesAreBoundedByTheMachineAndOrderedByPrediction) {
   EXPECT_NEAR(predict_candidate(many, plan, findings, MachineLimits{}), 2.5, 1e-9);
 }
 
+// Issue 29: loader1w's run 1 kept compile.mode = "none" (applied as nothing) at a lucky 1.0x, and
+// trials went to values the job already had. Neither is a candidate now.
+TEST(TuneJoint, NoCandidateLeavesTheJobAsItIs) {
+  const std::vector<FindingRef> findings = {
+      {"cpu_bound", 0.5, {"torch.num_threads", "compile.mode", "memory.channels_last"}},
+      {"data_loading", 0.2, {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}}};
+  std::vector<std::string> skipped;
+  auto plan = plan_search(findings, cat(), false, &skipped);
+  auto said = [&](const std::string& what) {
+    return std::any_of(skipped.begin(), skipped.end(), [&](const std::string& s) { return s.find(what) != std::string::npos; });
+  };
+  for (const auto& p : plan) {
+    ASSERT_FALSE(p.values.empty()) << p.knob->id;
+    if (!p.knob->as_written) continue;
+    for (const auto& v : p.values) EXPECT_FALSE(v == *p.knob->as_written) << p.knob->id;
+  }
+  EXPECT_TRUE(said("compile.mode = \"none\": not tried: it leaves the job as written"));
+  EXPECT_TRUE(said("memory.channels_last = false: not tried"));
+  // the job as its trace shows it: 1 worker, not kept alive, PyTorch's prefetch of 2, 2 threads
+  MachineLimits m = two_cores();
+  m.job_values = {{"dataloader.num_workers", Value(std::int64_t{1})}, {"dataloader.persistent_workers", Value(false)},
+                  {"dataloader.prefetch_factor", Value(std::int64_t{2})}, {"torch.num_threads", Value(std::int64_t{2})}};
+  const auto groups = group_plan(plan, cat(), findings, m, &skipped);
+  std::size_t loader_candidates = 0;
+  for (const auto& g : groups)
+    for (const auto& c : g.candidates) {
+      for (const auto& [id, own] : m.job_values)
+        if (const Value* v = c.find(id)) {
+          EXPECT_FALSE(*v == own) << c.label();
+        }
+      loader_candidates += c.find("dataloader.num_workers") != nullptr || c.find("dataloader.prefetch_factor") != nullptr;
+    }
+  EXPECT_GT(loader_candidates, 0u);
+  EXPECT_TRUE(said("dataloader.num_workers = 1: not tried: the job's own value"));
+  EXPECT_TRUE(said("torch.num_threads = 2: not tried: the job's own value"));
+  EXPECT_TRUE(said("dataloader.prefetch_factor = 2: not tried: the job's own value"));
+}
+
+// A job without workers (its trace says so): prefetch or persistence alone would be refused or
+// ignored by PyTorch, so every such candidate also sets workers.
+TEST(TuneJoint, LoaderExtrasBesideTheJobsZeroWorkersAreNotCandidates) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.6, {"dataloader.num_workers", "dataloader.prefetch_factor",
+                                                                   "dataloader.persistent_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  MachineLimits m = two_cores();
+  const auto unknown = group_plan(plan, cat(), findings, m);
+  m.job_values = {{"dataloader.num_workers", Value(std::int64_t{0})}, {"dataloader.persistent_workers", Value(false)}};
+  auto plan2 = plan_search(findings, cat(), false);
+  const auto groups = group_plan(plan2, cat(), findings, m);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(unknown.size(), 1u);
+  for (const auto& c : groups[0].candidates) {
+    const bool extras = c.find("dataloader.prefetch_factor") != nullptr || c.find("dataloader.persistent_workers") != nullptr;
+    // prefetch or persistence only beside workers the candidate sets, and never 0 (the job's own)
+    if (extras || c.find("dataloader.num_workers") != nullptr) {
+      EXPECT_GT(workers(c), 0) << c.label();
+    }
+  }
+  // without the job's values such candidates (workers unset) remain: their workers are unknown
+  EXPECT_LT(groups[0].candidates.size(), unknown[0].candidates.size());
+}
+
 TEST(TuneSequential, TQuantilesLooksAndPerStepRatio) {
   EXPECT_NEAR(t_quantile(0.95, 4), 2.776, 2e-3);
   EXPECT_NEAR(t_quantile(0.95, 30), 2.042, 2e-3);

@@ -142,6 +142,12 @@ Status parse_knob_values(const toml::table& t, Knob& k) {
     }
   }
   if (k.type != KnobType::Table && k.values.empty()) return make_error("missing field 'values' (the candidates to try)");
+  if (const toml::node* n = t.get("as_written")) {
+    if (k.type == KnobType::Table) return make_error("field 'as_written' is not for table knobs");
+    auto val = detail::value_from_toml(k, *n);
+    if (!val) return make_error(fmt::format("as_written {}: {}", detail::display_node(*n), val.error()));
+    k.as_written = std::move(val.value());
+  }
   if (k.risk == Risk::Numerics && k.safe.empty())
     return make_error("risk = \"numerics\" needs field 'safe' (the values that keep numerics unchanged)");
   if (k.risk == Risk::None && !k.safe.empty()) return make_error("field 'safe' is only for risk = \"numerics\"");
@@ -167,7 +173,7 @@ Status parse_knob_addresses(const toml::table& t, Knob& k) {
 
 Result<Knob> parse_knob(const toml::table& t) {
   static const std::set<std::string_view> kFields = {"id",   "changes", "apply",  "env",       "type", "min", "max",
-                                                     "choices", "values", "safe", "addresses", "risk", "doc"};
+                                                     "choices", "values", "safe", "as_written", "addresses", "risk", "doc"};
   for (auto&& [k, v] : t)
     if (!kFields.count(k.str())) return make_error(fmt::format("unknown field '{}' ({})", k.str(), detail::where(v)));
 

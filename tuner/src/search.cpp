@@ -53,6 +53,11 @@ std::vector<KnobPlan> plan_search(const std::vector<FindingRef>& findings, const
         note(fmt::format("{}: nothing to try", id));
         continue;
       }
+      if (k->as_written) {  // applied as nothing: a trial of it measures only noise
+        std::erase(p.values, *k->as_written);
+        note(fmt::format("{} = {}: not tried: it leaves the job as written", id, display(*k->as_written)));
+        if (p.values.empty()) continue;
+      }
       plan.push_back(std::move(p));
     }
   }
@@ -152,6 +157,12 @@ MachineLimits this_machine() {
     if (key == "MemAvailable:") m.memory_bytes = kib * 1024;
   }
   return m;
+}
+
+const Value* MachineLimits::job_value(std::string_view id) const {
+  for (const auto& [knob, v] : job_values)
+    if (knob == id) return &v;
+  return nullptr;
 }
 
 std::string SearchGroup::name() const {
@@ -282,10 +293,15 @@ std::vector<Candidate> grid(const std::vector<const KnobPlan*>& knobs) {
   return out;
 }
 
-// A candidate PyTorch would refuse or ignore: prefetch_factor / persistent_workers without workers.
-bool pointless(const Candidate& c) {
+// A candidate PyTorch would refuse or ignore: prefetch_factor / persistent_workers without
+// workers, set by the candidate or the job's own (when its trace shows them; else unknown).
+bool pointless(const Candidate& c, const MachineLimits& m) {
   const bool loader_extras = c.find("dataloader.prefetch_factor") != nullptr || c.find("dataloader.persistent_workers") != nullptr;
-  return loader_extras && int_setting(c, "dataloader.num_workers", 0) <= 0 && c.find("dataloader.num_workers") != nullptr;
+  if (!loader_extras) return false;
+  if (c.find("dataloader.num_workers") != nullptr) return int_setting(c, "dataloader.num_workers", 0) <= 0;
+  const Value* own = m.job_value("dataloader.num_workers");
+  const auto* workers = own != nullptr ? std::get_if<std::int64_t>(own) : nullptr;
+  return workers != nullptr && *workers <= 0;
 }
 
 bool keeps_workers_alive(const Candidate& c) {
@@ -314,7 +330,7 @@ SearchGroup make_group(std::vector<const KnobPlan*> knobs, const std::vector<Kno
   std::vector<std::pair<Candidate, double>> scored;
   int oversubscribed = 0;
   for (Candidate& c : grid(g.knobs)) {
-    if (pointless(c)) continue;
+    if (pointless(c, m)) continue;
     if (!beyond_cores(c, m.cores).empty()) {
       ++oversubscribed;
       continue;
@@ -346,10 +362,11 @@ std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue
     plan.push_back(KnobPlan{t, t->values, w->findings});
     if (added != nullptr) added->push_back("torch.num_threads: beside dataloader.num_workers (they share the cores)");
   }
-  for (auto& p : plan) {  // values beyond the machine
+  for (auto& p : plan) {  // values beyond the machine, or the job's own
     std::vector<Value> kept;
     for (const auto& v : p.values) {
-      const std::string why = out_of_machine(*p.knob, v, m);
+      const Value* own = m.job_value(p.knob->id);
+      const std::string why = own != nullptr && *own == v ? "the job's own value (its trace shows it)" : out_of_machine(*p.knob, v, m);
       if (why.empty()) kept.push_back(v);
       else if (skipped != nullptr) skipped->push_back(fmt::format("{} = {}: not tried: {}", p.knob->id, display(v), why));
     }

@@ -268,6 +268,18 @@ double job_rss_bytes(const trace::Trace& t) {
   return most;
 }
 
+// The job's own DataLoader and thread settings, from its epoch marks (none without them; the
+// prefetch and threads fields only where this trace's integration wrote them).
+std::vector<std::pair<std::string, Value>> job_values(const analyzer::EpochFacts& e) {
+  std::vector<std::pair<std::string, Value>> out;
+  if (e.epochs == 0) return out;
+  out.emplace_back("dataloader.num_workers", Value(std::int64_t{e.workers}));
+  out.emplace_back("dataloader.persistent_workers", Value(e.persistent));
+  if (e.workers > 0 && e.prefetch > 0) out.emplace_back("dataloader.prefetch_factor", Value(std::int64_t{e.prefetch}));
+  if (e.threads > 0) out.emplace_back("torch.num_threads", Value(std::int64_t{e.threads}));
+  return out;
+}
+
 JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::string& label) {
   JobFacts f;
   f.findings = finding_refs(analyzer::analyze(t, analyzer::Options{}, label));
@@ -278,6 +290,7 @@ JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::str
   f.machine.gpus = static_cast<int>(t.devices.size());
   f.epochs = analyzer::epoch_facts(t);
   f.machine.persistent_workers_speedup = f.epochs.persistent_speedup();
+  f.machine.job_values = job_values(f.epochs);
   return f;
 }
 

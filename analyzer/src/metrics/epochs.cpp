@@ -39,6 +39,7 @@ struct EpochStart {
   trace::Ns start = 0, end = 0;
   int workers = 0;
   bool persistent = false;
+  int prefetch = 0, threads = 0;
 };
 
 // Epoch ranges by track, in time order.
@@ -49,7 +50,8 @@ std::map<std::uint32_t, std::vector<EpochStart>> epoch_ranges(const trace::Trace
     if (!name.starts_with(kEpochPrefix)) continue;
     const std::string_view json = name.substr(kEpochPrefix.size());
     out[t.ranges.track[i]].push_back(
-        EpochStart{t.ranges.start[i], t.ranges.end(i), int_field(json, "workers"), json_field(json, "persistent") == "true"});
+        EpochStart{t.ranges.start[i], t.ranges.end(i), int_field(json, "workers"), json_field(json, "persistent") == "true",
+                   int_field(json, "prefetch"), int_field(json, "threads")});
   }
   for (auto& [track, v] : out) std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
   return out;
@@ -100,6 +102,8 @@ EpochFacts epoch_facts(const trace::Trace& t) {
   f.epochs = starts.size();
   f.workers = starts.front().workers;
   f.persistent = starts.front().persistent;
+  f.prefetch = starts.front().prefetch;
+  f.threads = starts.front().threads;
   measure_epochs(t, busiest->first, starts, f);
   return f;
 }

@@ -170,12 +170,18 @@ EPOCHS = [0]  # DataLoader iterations started on the main thread (the epoch mark
 
 def epoch_mark(loader) -> str:
     """The name of an epoch's range: "tracetune.epoch <JSON>" with the epoch's number (from 0,
-    over every DataLoader the main thread iterates), the loader's workers and whether they are
-    kept alive between epochs."""
+    over every DataLoader the main thread iterates), the loader's workers, whether they are
+    kept alive between epochs, the batches each worker loads ahead (prefetch: the loader's
+    prefetch_factor, PyTorch's 2 when it leaves it unset; 0 without workers) and the process's
+    intra-op threads (threads: torch.get_num_threads() at the epoch's start). `tune` offers
+    no value equal to the job's own (tracetune/tuner/search.h, MachineLimits::job_values)."""
     workers = int(getattr(loader, "num_workers", 0) or 0)
     persistent = bool(getattr(loader, "persistent_workers", False)) and workers > 0
-    return "tracetune.epoch " + json.dumps({"epoch": EPOCHS[0], "workers": workers, "persistent": persistent},
-                                           sort_keys=True)
+    prefetch = int(getattr(loader, "prefetch_factor", None) or 2) if workers > 0 else 0
+    torch = sys.modules.get("torch")
+    threads = int(torch.get_num_threads()) if torch is not None and hasattr(torch, "get_num_threads") else 0
+    return "tracetune.epoch " + json.dumps({"epoch": EPOCHS[0], "workers": workers, "persistent": persistent,
+                                            "prefetch": prefetch, "threads": threads}, sort_keys=True)
 
 
 def _patch_epochs(loader_cls) -> None:

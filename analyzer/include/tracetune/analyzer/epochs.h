@@ -15,6 +15,8 @@ struct EpochFacts {
   double steps_per_epoch = 0;      // median steps between consecutive epoch starts (complete epochs)
   int workers = 0;                 // the loader's workers (the first epoch's)
   bool persistent = false;         // its workers are kept alive between epochs
+  int prefetch = 0;                // batches each worker loads ahead (0: no workers, or a trace without the field)
+  int threads = 0;                 // the process's intra-op threads at the first epoch (0: not recorded)
   double step_ms = 0;              // median step
   // Each epoch after the first: its iter() call plus its first step, less a median step (>= 0):
   // the re-fork of workers and their first batch. Summed, and the largest single one.

@@ -34,6 +34,10 @@ struct Knob {
   std::vector<std::string> choices;   // Enum / EnumList
   std::vector<Value> values;          // candidates the tuner tries
   std::vector<Value> safe;            // Risk::Numerics: values that keep numerics unchanged
+  // The value the Python integration applies as nothing at all (compile.mode = "none": the
+  // model is left as the job has it): never a search candidate, since its trial would measure
+  // only noise and a lucky one would be kept as a gain.
+  std::optional<Value> as_written;
   std::vector<std::string> addresses; // finding categories
   Risk risk = Risk::None;
   std::string doc;

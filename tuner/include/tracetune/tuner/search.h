@@ -46,6 +46,12 @@ struct MachineLimits {
   // (analyzer::EpochFacts::persistent_speedup: its loader forks workers at each epoch's start
   // and the later epochs' first steps wait for them); 1 where the trace shows none.
   double persistent_workers_speedup = 1;
+  // The job's own setting of knobs, as its trace shows them (the Python integration's epoch
+  // marks: DataLoader workers, prefetch, persistence, intra-op threads): a candidate value equal
+  // to one is not tried (it changes nothing), and prefetch or persistence beside the job's own
+  // zero workers is pointless.
+  std::vector<std::pair<std::string, Value>> job_values;
+  const Value* job_value(std::string_view id) const;
 };
 MachineLimits this_machine();    // cores and available memory; the trace's facts are added by tune
 
