@@ -9,6 +9,8 @@
 #include <map>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "golden.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
@@ -805,6 +807,65 @@ TEST(TuneJoint, LoaderExtrasBesideTheJobsZeroWorkersAreNotCandidates) {
   }
   // without the job's values such candidates (workers unset) remain: their workers are unknown
   EXPECT_LT(groups[0].candidates.size(), unknown[0].candidates.size());
+}
+
+// The transformer sample's search got 4 trials of a 3-minute budget: its cold first run took
+// 22 s (later runs 3-5 s), and the confirmation's reserve was planned on it (2 x 3 pairs x 22 s).
+TEST(TuneBudget, AColdFirstRunDoesNotTakeTheSearchsBudget) {
+  class ColdFirstRunner : public FakeRunner {
+   public:
+    using FakeRunner::FakeRunner;
+    Trial run(const Candidate& c) override {
+      Trial t = FakeRunner::run(c);
+      t.wall_s = runs.size() == 1 ? 22 : 4;
+      return t;
+    }
+  } runner([](const Candidate&) { return 10.0; });
+  const std::vector<FindingRef> findings = {{"cpu_bound", 0.2, {"torch.num_threads", "cpu.omp_num_threads", "optimizer.foreach"}}};
+  auto plan = plan_search(findings, cat(), false);
+  const auto groups = group_plan(plan, cat(), findings, two_cores());
+  SearchOptions opt;
+  opt.budget_s = 180;
+  opt.confirm_pairs = 10;
+  opt.baseline_every = 1;
+  opt.max_trials = 40;
+  const SearchResult r = search(groups, runner, opt);
+  // reserve: max(2 x 3 pairs x 4 s, half the budget) = 90 s; 22 + 4 s for the baselines, then
+  // pairs of 8 s: every candidate of the plan (6 at most) fits in the 90 s left to the search
+  std::size_t candidates = 0;
+  for (const auto& g : groups) candidates += g.candidates.size();
+  EXPECT_EQ(r.trials.size(), 2 + 2 * candidates) << fmt::format("{}", fmt::join(runner.runs, " | "));
+  EXPECT_FALSE(r.stopped_early);
+}
+
+// compile.mode's trials pay the compilation (24-60 s against 3-5 s on the transformer sample):
+// among groups predicted alike it is tried last.
+TEST(TuneOrder, ASlowTrialGoesAfterTheGroupsPredictedAlike) {
+  const std::vector<FindingRef> findings = {
+      {"cpu_bound", 0.0, {"compile.mode", "torch.num_threads", "optimizer.foreach", "memory.channels_last"}}};
+  auto plan = plan_search(findings, cat(), false);
+  ASSERT_EQ(plan.front().knob->id, "compile.mode");
+  const auto groups = group_plan(plan, cat(), findings, two_cores());
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups.back().name(), "compile.mode");
+  EXPECT_EQ(groups.front().name(), "torch.num_threads");
+}
+
+TEST(TuneSearch, TheJobsOwnOptimizerOptionsAsPyTorchResolvesThem) {
+  auto as_map = [](const std::vector<std::pair<std::string, Value>>& v) {
+    std::map<std::string, bool> m;
+    for (const auto& [k, x] : v) m[k] = std::get<bool>(x);
+    return m;
+  };
+  const std::string unset = R"({"class": "AdamW", "groups": [{"foreach": null, "fused": null, "lr": 0.001}]})";
+  EXPECT_EQ(as_map(optimizer_job_values(unset, false)), (std::map<std::string, bool>{{"optimizer.foreach", false}, {"optimizer.fused", false}}));
+  EXPECT_EQ(as_map(optimizer_job_values(unset, true)), (std::map<std::string, bool>{{"optimizer.foreach", true}, {"optimizer.fused", false}}));
+  const std::string set = R"({"groups": [{"foreach": true, "fused": false}, {"foreach": true, "fused": false}]})";
+  EXPECT_EQ(as_map(optimizer_job_values(set, false)), (std::map<std::string, bool>{{"optimizer.foreach", true}, {"optimizer.fused", false}}));
+  // groups that disagree, or no description: unknown
+  const std::string mixed = R"({"groups": [{"foreach": true}, {"foreach": false}]})";
+  EXPECT_TRUE(optimizer_job_values(mixed, false).empty());
+  EXPECT_TRUE(optimizer_job_values("", false).empty());
 }
 
 TEST(TuneSequential, TQuantilesLooksAndPerStepRatio) {

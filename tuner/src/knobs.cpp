@@ -154,6 +154,15 @@ Status parse_knob_values(const toml::table& t, Knob& k) {
   return {};
 }
 
+// slow_trial: a trial of the knob pays a one-off cost before its steps (compilation).
+Status parse_knob_slow_trial(const toml::table& t, Knob& k) {
+  const toml::node* n = t.get("slow_trial");
+  if (n == nullptr) return {};
+  if (!n->is_boolean()) return make_error(fmt::format("field 'slow_trial' must be true or false ({})", detail::where(*n)));
+  k.slow_trial = *n->value<bool>();
+  return {};
+}
+
 // addresses: the finding ids the knob addresses (rules.h's kFindingIds).
 Status parse_knob_addresses(const toml::table& t, Knob& k) {
   const toml::node* addr = t.get("addresses");
@@ -173,13 +182,13 @@ Status parse_knob_addresses(const toml::table& t, Knob& k) {
 
 Result<Knob> parse_knob(const toml::table& t) {
   static const std::set<std::string_view> kFields = {"id",   "changes", "apply",  "env",       "type", "min", "max",
-                                                     "choices", "values", "safe", "as_written", "addresses", "risk", "doc"};
+                                                     "choices", "values", "safe", "as_written", "slow_trial", "addresses", "risk", "doc"};
   for (auto&& [k, v] : t)
     if (!kFields.count(k.str())) return make_error(fmt::format("unknown field '{}' ({})", k.str(), detail::where(v)));
 
   Knob k;
   for (auto step : {parse_knob_words, check_knob_apply, parse_knob_range, parse_knob_choices, parse_knob_values,
-                    parse_knob_addresses})
+                    parse_knob_slow_trial, parse_knob_addresses})
     if (auto st = step(t, k); !st) return make_error(st.error());
   return k;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -163,6 +164,32 @@ const Value* MachineLimits::job_value(std::string_view id) const {
   for (const auto& [knob, v] : job_values)
     if (knob == id) return &v;
   return nullptr;
+}
+
+namespace {
+
+// Every value of `"key": ` in a json.dumps text (true, false or null), in order.
+std::vector<std::string_view> json_values_of(std::string_view json, std::string_view key) {
+  std::vector<std::string_view> out;
+  const std::string quoted = "\"" + std::string(key) + "\": ";
+  for (auto at = json.find(quoted); at != std::string_view::npos; at = json.find(quoted, at + 1)) {
+    std::string_view rest = json.substr(at + quoted.size());
+    out.push_back(rest.substr(0, rest.find_first_of(",}")));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Value>> optimizer_job_values(std::string_view description, bool on_gpu) {
+  std::vector<std::pair<std::string, Value>> out;
+  for (const auto& [key, unset] : {std::pair{"foreach", on_gpu}, std::pair{"fused", false}}) {
+    const auto values = json_values_of(description, key);
+    if (values.empty() || std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) != values.end()) continue;
+    if (values.front() != "true" && values.front() != "false" && values.front() != "null") continue;
+    out.emplace_back(std::string("optimizer.") + key, Value(values.front() == "null" ? unset : values.front() == "true"));
+  }
+  return out;
 }
 
 std::string SearchGroup::name() const {
@@ -348,6 +375,28 @@ SearchGroup make_group(std::vector<const KnobPlan*> knobs, const std::vector<Kno
   return g;
 }
 
+double best_prediction(const SearchGroup& g) {
+  return g.predicted.empty() ? 0 : *std::max_element(g.predicted.begin(), g.predicted.end());
+}
+
+bool slow_to_try(const SearchGroup& g) {
+  return std::any_of(g.knobs.begin(), g.knobs.end(), [](const KnobPlan* k) { return k->knob->slow_trial; });
+}
+
+// A group whose trials pay a one-off cost (Knob::slow_trial) moves behind the groups after it
+// that are predicted at least as much: on the transformer sample a compile.mode trial took 24-60 s
+// against 3-5 s for the others, and a 3-minute budget ended before optimizer.foreach.
+void try_slow_trials_last(std::vector<SearchGroup>& groups) {
+  for (std::size_t i = groups.size(); i-- > 0;) {
+    if (!slow_to_try(groups[i])) continue;
+    std::size_t j = i;
+    while (j + 1 < groups.size() && !slow_to_try(groups[j + 1]) && best_prediction(groups[j + 1]) >= best_prediction(groups[j]) - 1e-9) {
+      std::swap(groups[j], groups[j + 1]);
+      ++j;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& cat, const std::vector<FindingRef>& findings,
@@ -393,6 +442,7 @@ std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue
     // a knob alone keeps its catalogue order (ordered numeric knobs are walked up); groups are ordered by prediction
     groups.push_back(make_group(members, plan, findings, m, members.size() > 1, skipped));
   }
+  try_slow_trials_last(groups);
   return groups;
 }
 
@@ -440,11 +490,20 @@ class Searcher {
   std::string no_room(int extra) const {
     if (stop_ && stop_()) return "interrupted";
     if (static_cast<int>(r.trials.size()) + 1 + extra > opt_.max_trials) return fmt::format("trial budget ({}) used", opt_.max_trials);
-    double reserve = 2.0 * std::min(opt_.confirm_pairs, opt_.confirm_min_pairs) * r.trials.front().wall_s;
+    double reserve = 2.0 * std::min(opt_.confirm_pairs, opt_.confirm_min_pairs) * baseline_wall_s();
     if (opt_.confirm_pairs > 0) reserve = std::max(reserve, opt_.confirm_share * opt_.budget_s);
     if (opt_.budget_s > 0 && r.wall_s() + reserve >= opt_.budget_s)
       return fmt::format("wall-time budget ({:.0f} s, {:.0f} s of it kept for the confirmation) used", opt_.budget_s, reserve);
     return "";
+  }
+
+  // What a run of the job as written takes now: the latest warm baseline run's wall time (the
+  // first run, cold, can take several times longer: a transformer's took 22 s and then 3-5 s,
+  // and the confirmation's reserve planned on it left the search 4 trials of a 3-minute budget).
+  double baseline_wall_s() const {
+    for (auto it = r.baseline_runs.rbegin(); it != r.baseline_runs.rend(); ++it)
+      if (r.trials[static_cast<std::size_t>(*it)].status == TrialStatus::Ok) return r.trials[static_cast<std::size_t>(*it)].wall_s;
+    return r.trials.front().wall_s;
   }
 
   // The early-stop limit for the next trial: factor x the best's median in today's units.

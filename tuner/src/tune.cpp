@@ -269,7 +269,8 @@ double job_rss_bytes(const trace::Trace& t) {
 }
 
 // The job's own DataLoader and thread settings, from its epoch marks (none without them; the
-// prefetch and threads fields only where this trace's integration wrote them).
+// prefetch and threads fields only where this trace's integration wrote them). Its optimizer's
+// come from the optimizer mark (optimizer_job_values).
 std::vector<std::pair<std::string, Value>> job_values(const analyzer::EpochFacts& e) {
   std::vector<std::pair<std::string, Value>> out;
   if (e.epochs == 0) return out;
@@ -291,6 +292,7 @@ JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::str
   f.epochs = analyzer::epoch_facts(t);
   f.machine.persistent_workers_speedup = f.epochs.persistent_speedup();
   f.machine.job_values = job_values(f.epochs);
+  for (auto& v : optimizer_job_values(recorded_optimizer(t), f.machine.gpus > 0)) f.machine.job_values.push_back(std::move(v));
   return f;
 }
 

@@ -38,6 +38,9 @@ struct Knob {
   // model is left as the job has it): never a search candidate, since its trial would measure
   // only noise and a lucky one would be kept as a gain.
   std::optional<Value> as_written;
+  // A trial pays a one-off cost before its steps (compile.mode: the compilation, a minute on a
+  // small CPU): among groups predicted alike, the search tries such a knob last.
+  bool slow_trial = false;
   std::vector<std::string> addresses; // finding categories
   Risk risk = Risk::None;
   std::string doc;

@@ -55,6 +55,12 @@ struct MachineLimits {
 };
 MachineLimits this_machine();    // cores and available memory; the trace's facts are added by tune
 
+// The job's own optimizer.foreach and optimizer.fused, from the Python integration's optimizer
+// description (the "tracetune.optimizer <JSON>" mark): an option the job leaves unset is what
+// PyTorch makes of it (foreach on for parameters on a GPU, off on the CPU; fused off). None
+// when the description lacks the option or its parameter groups disagree.
+std::vector<std::pair<std::string, Value>> optimizer_job_values(std::string_view description, bool on_gpu);
+
 // Knobs searched together: their values are tried as combinations (a grid), because their
 // effects interact. DataLoader workers x prefetch x persistent workers x intra-op threads
 // (workers and threads share the cores), DDP bucket size x gradient compression; every other
