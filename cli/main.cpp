@@ -661,6 +661,7 @@ struct TuneArgs {
   std::vector<std::string> args;  // [TRACE] -- CMD...
   std::string output = "tuned.toml", kernel_shapes, budget;
   int kernel_threads = 0;
+  int max_trials = 0;  // 0: not given (12, or 200 with --budget: the budget bounds the trials)
 };
 
 // CLI11 puts everything after -- into the positional list; a trace, if any, comes before.
@@ -684,6 +685,9 @@ int cmd_tune(TuneArgs a, std::size_t after_dashdash) {
     if (!b) return usage_error("tune", "--budget: " + b.error());
     a.opt.budget_s = b.value();
   }
+  // With a wall-time budget the trial count follows from it: a 3-minute budget of 3-second trials
+  // ended at 12 trials (half of them the baselines beside the candidates) after 35 s.
+  a.opt.max_trials = a.max_trials > 0 ? a.max_trials : a.opt.budget_s > 0 ? 200 : 12;
   a.opt.version = TT_VERSION;
   return tuner::run_tune(a.opt);
 }
@@ -691,7 +695,8 @@ int cmd_tune(TuneArgs a, std::size_t after_dashdash) {
 // tune's search flags (how many trials, how long, what counts as a gain).
 void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
   cmd.add_option("-o,--output", a.output, "Config to write (default tuned.toml; trials go to <name>.trials.json)");
-  cmd.add_option("--max-trials", a.opt.max_trials, "Trial budget, the baseline included (default 12)")->check(CLI::Range(1, 1000));
+  cmd.add_option("--max-trials", a.max_trials, "Trial budget, the baseline included (default 12; with --budget 200, so that\n"
+                                               "the wall time bounds the search)")->check(CLI::Range(1, 1000));
   cmd.add_option("--steps", a.opt.steps, "Steps per trial, warm-up included (default 15)")->check(CLI::Range(2, 1000000));
   cmd.add_option("--warmup", a.opt.warmup, "First steps of each trial not measured (default 3)")->check(CLI::Range(0, 1000000));
   cmd.add_option("--trial-timeout", a.opt.timeout_s, "Seconds per trial before it is killed (SIGTERM, then SIGKILL; default 120)")
@@ -710,7 +715,8 @@ void add_tune_search_options(CLI::App& cmd, TuneArgs& a) {
                  "Steps of each confirmation run, measured end to end with start-up (default: the trial length)")
       ->check(CLI::Range(0, 100000000));
   cmd.add_option("--budget", a.budget, "Wall-time cap over the search and the confirmation, e.g. 10m, 90s, 1h "
-                                       "(default: none; --max-trials still applies); half of it is kept for the confirmation");
+                                       "(default: none); half of it is kept for the confirmation. --max-trials still applies\n"
+                                       "when given");
   cmd.add_option("--early-stop", a.opt.early_stop,
                  "A search trial ends after its warm-up and 3 steps when their median is this many times the best\n"
                  "median so far (default 1.5; 0: off)")
