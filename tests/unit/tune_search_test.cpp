@@ -751,7 +751,7 @@ TEST(TuneJoint, CandidatesAreBoundedByTheMachineAndOrderedByPrediction) {
 // trials went to values the job already had. Neither is a candidate now.
 TEST(TuneJoint, NoCandidateLeavesTheJobAsItIs) {
   const std::vector<FindingRef> findings = {
-      {"cpu_bound", 0.5, {"torch.num_threads", "compile.mode", "memory.channels_last"}},
+      {"cpu_bound", 0.5, {"torch.num_threads", "compile.mode", "memory.channels_last", "sdpa.backend"}},
       {"data_loading", 0.2, {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}}};
   std::vector<std::string> skipped;
   auto plan = plan_search(findings, cat(), false, &skipped);
@@ -764,6 +764,7 @@ TEST(TuneJoint, NoCandidateLeavesTheJobAsItIs) {
     for (const auto& v : p.values) EXPECT_FALSE(v == *p.knob->as_written) << p.knob->id;
   }
   EXPECT_TRUE(said("compile.mode = \"none\": not tried: it leaves the job as written"));
+  EXPECT_TRUE(said("sdpa.backend = \"default\": not tried: it leaves the job as written"));
   EXPECT_TRUE(said("memory.channels_last = false: not tried"));
   // the job as its trace shows it: 1 worker, not kept alive, PyTorch's prefetch of 2, 2 threads
   MachineLimits m = two_cores();
@@ -783,6 +784,9 @@ TEST(TuneJoint, NoCandidateLeavesTheJobAsItIs) {
   EXPECT_TRUE(said("dataloader.num_workers = 1: not tried: the job's own value"));
   EXPECT_TRUE(said("torch.num_threads = 2: not tried: the job's own value"));
   EXPECT_TRUE(said("dataloader.prefetch_factor = 2: not tried: the job's own value"));
+  // on a trace without GPUs the attention kernels PyTorch has only for CUDA are not tried
+  EXPECT_TRUE(said("sdpa.backend = \"efficient\": not tried: has no CPU kernel"));
+  EXPECT_TRUE(said("sdpa.backend = \"cudnn\": not tried: has no CPU kernel"));
 }
 
 // A job without workers (its trace says so): prefetch or persistence alone would be refused or

@@ -290,6 +290,9 @@ std::string out_of_machine(const Knob& k, const Value& v, const MachineLimits& m
   const bool cuda_only = k.id == "optimizer.fused" || k.id == "torch.tf32_matmul" || k.id == "torch.cudnn_tf32" ||
                          k.id == "torch.cudnn_benchmark" || k.id == "dataloader.pin_memory";
   if (cuda_only && b != nullptr && *b && m.cores > 0 && m.gpus == 0) return "acts on CUDA only, and the trace shows no GPU";
+  const auto* s = std::get_if<std::string>(&v);
+  if (k.id == "sdpa.backend" && s != nullptr && (*s == "efficient" || *s == "cudnn") && m.cores > 0 && m.gpus == 0)
+    return "has no CPU kernel (not applied on the CPU), and the trace shows no GPU";
   return "";
 }
 
