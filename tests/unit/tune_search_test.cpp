@@ -872,6 +872,47 @@ TEST(TuneSearch, TheJobsOwnOptimizerOptionsAsPyTorchResolvesThem) {
   EXPECT_TRUE(optimizer_job_values("", false).empty());
 }
 
+// loader1w: 1 worker and 2 threads as written, only a cpu_bound finding. Threads alone give
+// some; the oracle's best is 1 thread beside more persistent workers, a joint gain the
+// findings alone never put in the plan.
+TEST(TuneJoint, WorkersJoinTheThreadsOfAJobThatRunsThem) {
+  const std::vector<FindingRef> findings = {{"cpu_bound", 0.0, {"torch.num_threads"}}};
+  MachineLimits m = two_cores();
+  m.job_values = {{"dataloader.num_workers", Value(std::int64_t{1})}, {"dataloader.persistent_workers", Value(false)},
+                  {"dataloader.prefetch_factor", Value(std::int64_t{2})}, {"torch.num_threads", Value(std::int64_t{2})}};
+  auto plan = plan_search(findings, cat(), false);
+  std::vector<std::string> added;
+  const auto groups = group_plan(plan, cat(), findings, m, nullptr, &added);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].knobs.size(), 4u) << groups[0].name();
+  EXPECT_EQ(added, (std::vector<std::string>{"dataloader.num_workers, dataloader.prefetch_factor, dataloader.persistent_workers: "
+                                             "beside torch.num_threads (the job's 1 DataLoader workers share the cores)"}));
+  auto joint_cost = [](const Candidate& c) {
+    const Value* p = c.find("dataloader.persistent_workers");
+    const bool alive = p != nullptr && std::get<bool>(*p);
+    const bool one_thread = c.find("torch.num_threads") != nullptr && threads(c) == 1;
+    if (one_thread && alive && workers(c) >= 2) return 25.0;
+    return one_thread ? 60.0 : 100.0;
+  };
+  FakeRunner runner(joint_cost);
+  SearchOptions opt;
+  opt.max_trials = 80;
+  const SearchResult r = search(groups, runner, opt);
+  EXPECT_GE(workers(r.best), 2) << r.best.label();
+  EXPECT_EQ(threads(r.best), 1) << r.best.label();
+  EXPECT_NEAR(r.speedup(), 4.0, 0.1);
+
+  // a job without workers (or a trace that does not say) searches its threads alone
+  for (std::int64_t own : {0, -1}) {
+    MachineLimits none = two_cores();
+    if (own == 0) none.job_values = {{"dataloader.num_workers", Value(std::int64_t{0})}};
+    auto plan0 = plan_search(findings, cat(), false);
+    const auto groups0 = group_plan(plan0, cat(), findings, none);
+    ASSERT_EQ(groups0.size(), 1u);
+    EXPECT_EQ(groups0[0].name(), "torch.num_threads");
+  }
+}
+
 TEST(TuneSequential, TQuantilesLooksAndPerStepRatio) {
   EXPECT_NEAR(t_quantile(0.95, 4), 2.776, 2e-3);
   EXPECT_NEAR(t_quantile(0.95, 30), 2.042, 2e-3);

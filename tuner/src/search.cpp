@@ -323,15 +323,20 @@ std::vector<Candidate> grid(const std::vector<const KnobPlan*>& knobs) {
   return out;
 }
 
+// The job's own DataLoader workers (its trace's epoch marks), -1 when the trace does not say.
+std::int64_t job_workers(const MachineLimits& m) {
+  const Value* own = m.job_value("dataloader.num_workers");
+  const auto* w = own != nullptr ? std::get_if<std::int64_t>(own) : nullptr;
+  return w != nullptr ? *w : -1;
+}
+
 // A candidate PyTorch would refuse or ignore: prefetch_factor / persistent_workers without
 // workers, set by the candidate or the job's own (when its trace shows them; else unknown).
 bool pointless(const Candidate& c, const MachineLimits& m) {
   const bool loader_extras = c.find("dataloader.prefetch_factor") != nullptr || c.find("dataloader.persistent_workers") != nullptr;
   if (!loader_extras) return false;
   if (c.find("dataloader.num_workers") != nullptr) return int_setting(c, "dataloader.num_workers", 0) <= 0;
-  const Value* own = m.job_value("dataloader.num_workers");
-  const auto* workers = own != nullptr ? std::get_if<std::int64_t>(own) : nullptr;
-  return workers != nullptr && *workers <= 0;
+  return job_workers(m) == 0;
 }
 
 bool keeps_workers_alive(const Candidate& c) {
@@ -400,6 +405,28 @@ void try_slow_trials_last(std::vector<SearchGroup>& groups) {
   }
 }
 
+// Threads searched in a job that runs DataLoader workers: the workers share the cores with
+// them, so their count, prefetch and persistence join the threads' group even where no finding
+// names data loading. loader1w (1 worker, 2 threads, on 2 cores with one taken by other work):
+// 1 thread alone 3.1-3.3x, 1 thread beside 4 persistent workers 8.2x (bench/tune_noise_figures.md).
+void add_loader_beside_threads(std::vector<KnobPlan>& plan, const Catalogue& cat, const MachineLimits& m,
+                               std::vector<std::string>* added) {
+  const auto threads = std::find_if(plan.begin(), plan.end(), [](const KnobPlan& p) { return p.knob->id == "torch.num_threads"; });
+  if (threads == plan.end() || job_workers(m) <= 0) return;
+  const std::vector<std::string> findings = threads->findings;
+  std::vector<std::string> ids;
+  for (const char* id : {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}) {
+    const Knob* k = cat.find(id);
+    const bool planned = std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; });
+    if (k == nullptr || planned) continue;
+    plan.push_back(KnobPlan{k, k->values, findings});
+    ids.push_back(id);
+  }
+  if (added != nullptr && !ids.empty())
+    added->push_back(fmt::format("{}: beside torch.num_threads (the job's {} DataLoader workers share the cores)",
+                                 fmt::join(ids, ", "), job_workers(m)));
+}
+
 }  // namespace
 
 std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& cat, const std::vector<FindingRef>& findings,
@@ -414,6 +441,7 @@ std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue
     plan.push_back(KnobPlan{t, t->values, w->findings});
     if (added != nullptr) added->push_back("torch.num_threads: beside dataloader.num_workers (they share the cores)");
   }
+  add_loader_beside_threads(plan, cat, m, added);
   for (auto& p : plan) {  // values beyond the machine, or the job's own
     std::vector<Value> kept;
     for (const auto& v : p.values) {
