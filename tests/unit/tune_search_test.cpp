@@ -887,6 +887,13 @@ TEST(TuneJoint, WorkersJoinTheThreadsOfAJobThatRunsThem) {
   EXPECT_EQ(groups[0].knobs.size(), 4u) << groups[0].name();
   EXPECT_EQ(added, (std::vector<std::string>{"dataloader.num_workers, dataloader.prefetch_factor, dataloader.persistent_workers: "
                                              "beside torch.num_threads (the job's 1 DataLoader workers share the cores)"}));
+  // the job's own 2 threads beside workers would be beyond the 2 cores: every candidate with
+  // workers also sets 1 thread
+  for (const auto& c : groups[0].candidates) {
+    if (workers(c) > 0) {
+      EXPECT_EQ(threads(c), 1) << c.label();
+    }
+  }
   auto joint_cost = [](const Candidate& c) {
     const Value* p = c.find("dataloader.persistent_workers");
     const bool alive = p != nullptr && std::get<bool>(*p);

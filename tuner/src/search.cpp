@@ -223,6 +223,18 @@ double addressed_share(const Candidate& c, const std::vector<KnobPlan>& plan, co
   return std::clamp(share, 0.0, 0.9);
 }
 
+// The job's own setting of an int knob (its trace's marks), `unknown` when the trace does not say.
+std::int64_t job_int(const MachineLimits& m, std::string_view id, std::int64_t unknown) {
+  const Value* own = m.job_value(id);
+  const auto* i = own != nullptr ? std::get_if<std::int64_t>(own) : nullptr;
+  return i != nullptr ? *i : unknown;
+}
+
+std::int64_t job_workers(const MachineLimits& m) { return job_int(m, "dataloader.num_workers", -1); }
+
+// The job's own intra-op threads, 1 where its trace does not say (as before the marks had them).
+std::int64_t job_threads(const MachineLimits& m) { return job_int(m, "torch.num_threads", 1); }
+
 // persistent_workers = true, not beside num_workers = 0 (the job's own workers when unset).
 bool sets_persistent_workers(const Candidate& c) {
   const Value* p = c.find("dataloader.persistent_workers");
@@ -251,7 +263,7 @@ double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, 
   if (!sets_cores || m.cores <= 0) return 1.0 / (1.0 - all);
   const double g = addressed_share(c, plan, findings, "data_loading");
   const auto workers = int_setting(c, "dataloader.num_workers", 0);
-  const auto threads = int_setting(c, "torch.num_threads", 1);
+  const auto threads = int_setting(c, "torch.num_threads", job_threads(m));
   const double n = std::max(1, m.cores);
   double f = 1;  // step time, share of the baseline's
   if (workers > 0) f = std::max(1 - g, g / std::min<double>(static_cast<double>(workers), n));
@@ -266,9 +278,9 @@ double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, 
   return std::min(bounded * m.persistent_workers_speedup, 1.0 / (1.0 - std::min(0.9, all + saving)));
 }
 
-std::string beyond_cores(const Candidate& c, int cores) {
+std::string beyond_cores(const Candidate& c, int cores, std::int64_t unset_threads) {
   const auto workers = int_setting(c, "dataloader.num_workers", 0);
-  const auto threads = std::max(int_setting(c, "torch.num_threads", 1), int_setting(c, "cpu.omp_num_threads", 1));
+  const auto threads = std::max(int_setting(c, "torch.num_threads", unset_threads), int_setting(c, "cpu.omp_num_threads", 1));
   if (cores <= 0 || workers <= 0 || threads <= 1 || workers + threads <= cores) return "";
   return fmt::format("{} threads beside {} DataLoader workers are more than the {} cores", threads, workers, cores);
 }
@@ -323,13 +335,6 @@ std::vector<Candidate> grid(const std::vector<const KnobPlan*>& knobs) {
   return out;
 }
 
-// The job's own DataLoader workers (its trace's epoch marks), -1 when the trace does not say.
-std::int64_t job_workers(const MachineLimits& m) {
-  const Value* own = m.job_value("dataloader.num_workers");
-  const auto* w = own != nullptr ? std::get_if<std::int64_t>(own) : nullptr;
-  return w != nullptr ? *w : -1;
-}
-
 // A candidate PyTorch would refuse or ignore: prefetch_factor / persistent_workers without
 // workers, set by the candidate or the job's own (when its trace shows them; else unknown).
 bool pointless(const Candidate& c, const MachineLimits& m) {
@@ -366,7 +371,7 @@ SearchGroup make_group(std::vector<const KnobPlan*> knobs, const std::vector<Kno
   int oversubscribed = 0;
   for (Candidate& c : grid(g.knobs)) {
     if (pointless(c, m)) continue;
-    if (!beyond_cores(c, m.cores).empty()) {
+    if (!beyond_cores(c, m.cores, job_threads(m)).empty()) {
       ++oversubscribed;
       continue;
     }

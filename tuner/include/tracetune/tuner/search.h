@@ -82,7 +82,10 @@ double predict_candidate(const Candidate& c, const std::vector<KnobPlan>& plan, 
 // the cores. Each worker is a busy process and each thread a busy core in a data-bound step: on
 // a 2-core machine with one core held by other work, 2 threads beside workers measured 4-7x
 // slower (bench/tune_noise_figures.md). Workers alone keep their own bound (2 x the cores).
-std::string beyond_cores(const Candidate& c, int cores);
+// unset_threads: the intra-op threads of a candidate that leaves them as the job has them (the
+// job's own count where its trace shows it: loader1w's 2 workers beside its own 2 threads
+// measured 0.77x).
+std::string beyond_cores(const Candidate& c, int cores, std::int64_t unset_threads = 1);
 
 // The groups of `plan` (in plan order), each with its candidates bounded by the machine and
 // ordered by predicted speedup (ties: fewer settings first, then grid order). `plan` gets
