@@ -194,13 +194,16 @@ def case_hang_crash(tmp):
     script.write_text(HANG_CRASH)
     t0 = time.monotonic()
     # 1 and 2 workers (best predicted) hang and crash; candidates that include them are then not
-    # tried, and 4 workers are (room for a baseline beside them: 8 trials)
-    r = tune(["--steps", "8", "--warmup", "2", "--max-trials", "8", "--confirm", "0", "--trial-timeout", "20", "-o", str(tmp / "t.toml"),
-              "--", PY, str(script)], cwd=tmp)
+    # tried, and 4 workers are (room for a baseline beside them: 8 trials). The per-trial limit
+    # must let the baseline's 8 steps finish on a loaded machine: 20 s did not (the PyTorch 2.11
+    # baseline was killed at 20 s in a CI run beside two builds); the hung trial costs the limit.
+    limit = 60
+    r = tune(["--steps", "8", "--warmup", "2", "--max-trials", "8", "--confirm", "0", "--trial-timeout", str(limit),
+              "-o", str(tmp / "t.toml"), "--", PY, str(script)], cwd=tmp)
     wall = time.monotonic() - t0
     print(r.stdout + r.stderr)
     check("tune goes on past a hung and a crashed trial (exit 0)", r.returncode == 0, f"rc={r.returncode}")
-    check(f"finished in {wall:.0f} s (< 120 s)", wall < 120)
+    check(f"finished in {wall:.0f} s (< {4 * limit} s: the hung trial was not waited for)", wall < 4 * limit)
     p = tmp / "t.trials.json"
     if not p.exists():
         check("trials file written", False)
@@ -208,7 +211,7 @@ def case_hang_crash(tmp):
     ts = {t["settings"].get("dataloader.num_workers"): t for t in json.loads(p.read_text())["trials"]}
     hung, crashed = ts.get(1), ts.get(2)
     check("the hung trial (1 worker) was killed and recorded as timed_out", hung and hung["status"] == "timed_out" and
-          hung["wall_s"] < 40, hung)
+          hung["wall_s"] < limit + 20, hung)
     check("the crashed trial (2 workers) is recorded as failed with its exit status", crashed and
           crashed["status"] == "failed" and crashed["exit_code"] == 128 + 6, crashed)
     text = (tmp / "t.toml").read_text()
