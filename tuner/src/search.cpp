@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -410,23 +411,42 @@ void try_slow_trials_last(std::vector<SearchGroup>& groups) {
   }
 }
 
-// Threads searched in a job that runs DataLoader workers: the workers share the cores with
-// them, so their count, prefetch and persistence join the threads' group even where no finding
-// names data loading. loader1w (1 worker, 2 threads, on 2 cores with one taken by other work):
-// 1 thread alone 3.1-3.3x, 1 thread beside 4 persistent workers 8.2x (bench/tune_noise_figures.md).
-void add_loader_beside_threads(std::vector<KnobPlan>& plan, const Catalogue& cat, const MachineLimits& m,
-                               std::vector<std::string>* added) {
-  const auto threads = std::find_if(plan.begin(), plan.end(), [](const KnobPlan& p) { return p.knob->id == "torch.num_threads"; });
-  if (threads == plan.end() || job_workers(m) <= 0) return;
-  const std::vector<std::string> findings = threads->findings;
-  std::vector<std::string> ids;
-  for (const char* id : {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"}) {
+// Adds to the plan the catalogue knobs `ids` it lacks, each with `findings`; the ids added.
+std::vector<std::string> add_partner_knobs(std::vector<KnobPlan>& plan, const Catalogue& cat,
+                                           const std::vector<std::string>& findings, std::initializer_list<const char*> ids) {
+  std::vector<std::string> out;
+  for (const char* id : ids) {
     const Knob* k = cat.find(id);
     const bool planned = std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; });
     if (k == nullptr || planned) continue;
     plan.push_back(KnobPlan{k, k->values, findings});
-    ids.push_back(id);
+    out.push_back(id);
   }
+  return out;
+}
+
+// The findings of the planned knob `id` (a copy: adding knobs moves the plan), none when unplanned.
+std::optional<std::vector<std::string>> planned_findings(const std::vector<KnobPlan>& plan, std::string_view id) {
+  for (const auto& p : plan)
+    if (p.knob->id == id) return p.findings;
+  return std::nullopt;
+}
+
+// Workers and intra-op threads share the cores, so each brings the other into its group:
+// threads beside the workers the findings name, and, where threads are searched in a job that
+// runs DataLoader workers, the workers, their prefetch and persistence even where no finding
+// names data loading. loader1w (1 worker, 2 threads, on 2 cores with one taken by other work):
+// 1 thread alone 3.1-3.3x, 1 thread beside 4 persistent workers 8.2x (bench/tune_noise_figures.md).
+void add_core_sharing_knobs(std::vector<KnobPlan>& plan, const Catalogue& cat, const MachineLimits& m,
+                            std::vector<std::string>* added) {
+  if (const auto workers = planned_findings(plan, "dataloader.num_workers")) {
+    if (!add_partner_knobs(plan, cat, *workers, {"torch.num_threads"}).empty() && added != nullptr)
+      added->push_back("torch.num_threads: beside dataloader.num_workers (they share the cores)");
+  }
+  const auto threads = planned_findings(plan, "torch.num_threads");
+  if (!threads || job_workers(m) <= 0) return;
+  const auto ids = add_partner_knobs(plan, cat, *threads,
+                                     {"dataloader.num_workers", "dataloader.prefetch_factor", "dataloader.persistent_workers"});
   if (added != nullptr && !ids.empty())
     added->push_back(fmt::format("{}: beside torch.num_threads (the job's {} DataLoader workers share the cores)",
                                  fmt::join(ids, ", "), job_workers(m)));
@@ -437,16 +457,7 @@ void add_loader_beside_threads(std::vector<KnobPlan>& plan, const Catalogue& cat
 std::vector<SearchGroup> group_plan(std::vector<KnobPlan>& plan, const Catalogue& cat, const std::vector<FindingRef>& findings,
                                     const MachineLimits& m, std::vector<std::string>* skipped,
                                     std::vector<std::string>* added) {
-  auto has = [&](std::string_view id) {
-    return std::any_of(plan.begin(), plan.end(), [&](const KnobPlan& p) { return p.knob->id == id; });
-  };
-  if (has("dataloader.num_workers") && !has("torch.num_threads") && cat.find("torch.num_threads") != nullptr) {
-    const Knob* t = cat.find("torch.num_threads");
-    const auto w = std::find_if(plan.begin(), plan.end(), [](const KnobPlan& p) { return p.knob->id == "dataloader.num_workers"; });
-    plan.push_back(KnobPlan{t, t->values, w->findings});
-    if (added != nullptr) added->push_back("torch.num_threads: beside dataloader.num_workers (they share the cores)");
-  }
-  add_loader_beside_threads(plan, cat, m, added);
+  add_core_sharing_knobs(plan, cat, m, added);
   for (auto& p : plan) {  // values beyond the machine, or the job's own
     std::vector<Value> kept;
     for (const auto& v : p.values) {
