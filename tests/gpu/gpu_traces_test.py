@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The analyzer on traces recorded on a real GPU (tests/data/gpu, an H100 lent on 2026-11-26),
+"""The analyzer on traces recorded on a real GPU (tests/data/gpu, H100s lent on 2026-11-26 and 27),
 held to what gpu-check's capture and diagnose stages saw there: each planted bottleneck ranks
 first on its bad run and is gone, or costs a third of the bad run's at most, on its fixed run;
 the capture facts the stage checked hold. A change to the analyzer that loses a finding on
@@ -21,6 +21,7 @@ import gpu_check as gc  # noqa: E402
 TRACETUNE = sys.argv[1]
 DATA = REPO / "tests" / "data" / "gpu"
 RUN2 = DATA / "h100-2026-11-26-b"  # the second run, after the samples and the analyzer were mended
+RUN3 = DATA / "h100-2026-11-27"  # the next loan: py_streams (CUDA_EVENT records), the window stage
 
 # trace -> (planted category, its bad run's trace or None when this is the bad run)
 PLANTED = {
@@ -67,7 +68,23 @@ def main():
     coexist = gc.query(RUN2 / "coexist.db", "SELECT reason FROM diagnostics")
     check("coexist: the takeover by torch.profiler is noted, the kernels before it kept",
           any("took over" in r[0] for r in coexist) and gc.trace_facts(RUN2 / "coexist.db")["kernels"] > 0, coexist)
+    streams_path_crosses_to_side_stream(RUN3 / "py_streams.db")
     return finish()
+
+
+def streams_path_crosses_to_side_stream(db):
+    """Two streams (event record on the side stream, the main stream waits on it): every step's
+    record and matched wait are in the trace, and the typical step's critical path runs through the
+    side stream's matmuls rather than calling that time GPU wait (issue 26)."""
+    facts = gc.trace_facts(db)
+    check("py_streams: an event record and a matched stream wait every step (CUPTI CUDA_EVENT on the H100)",
+          facts["event_records"] >= 20 and facts["stream_waits_matched"] >= 20, facts)
+    report = analysis(db)
+    if report is None:
+        return
+    shares = gc.steps_path_share(report)
+    check("py_streams: the median step's path is >= 50% GPU compute and <= 5% GPU wait",
+          shares["steps"] == 20 and shares["gpu_compute"] >= 0.5 and shares["gpu_wait"] <= 0.05, shares)
 
 
 if __name__ == "__main__":
