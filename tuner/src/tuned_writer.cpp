@@ -101,9 +101,11 @@ std::string tuned_header(const TuneSummary& s, bool measured) {
                                                                   r.baseline_runs.size()));
     out += fmt::format("# Tuned (trial {}):             median step {:.2f} ms, spread (p90-p10) {:.2f} ms, {} steps\n",
                        best->index, best->stats.median_ms, best->stats.spread_ms(), best->stats.steps);
-    out += fmt::format("# Search speedup {:.3f}x over {} trials of {} steps each ({} warm-up steps excluded, more for\n"
-                       "# DataLoader workers: workers x prefetch_factor batches).\n",
-                       r.speedup(), r.trials.size(), s.steps, s.warmup);
+    // the speedup is against the baseline runs beside the best trial, not the first run above
+    out += fmt::format("# Search speedup {:.3f}x (against the baseline beside trial {}: median {:.2f} ms) over {} trials\n"
+                       "# of {} steps each ({} warm-up steps excluded, more for DataLoader workers: workers x\n"
+                       "# prefetch_factor batches).\n",
+                       r.speedup(), best->index, r.local_baseline_ms(best->index), r.trials.size(), s.steps, s.warmup);
     out += confirmation_comment(s);
   } else {
     out += "# The baseline run gave no measurement: nothing could be compared, no setting is chosen.\n";
