@@ -1077,6 +1077,71 @@ TEST(TuneJoint, ABestAboveItsPredictionDoesNotStopTheGroup) {
   for (const auto& l : r.log) EXPECT_EQ(l.find("stopped: the best predicted"), std::string::npos) << l;
 }
 
+// Near-ties are run again (issue 29, sixth bench: of W=1 and W=2 with prefetch and persistent
+// workers, within one trial's noise of each other, the first in the group's order was kept at 82%
+// of the better one). Here 2 workers are faster (45 ms) but their one trial fell in a busy
+// moment (57 ms, within the noise of 1 worker's 55 ms): a second run of each tells them apart.
+TEST(TuneRunoff, NearTiedCandidatesAreRunAgainAndTheFasterKept) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.5, {"dataloader.num_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  ASSERT_FALSE(plan.empty());
+  SearchGroup g;
+  g.knobs = {&plan.front()};
+  for (std::int64_t w : {1, 2}) {
+    Candidate c;
+    c.set("dataloader.num_workers", Value{w});
+    g.candidates.push_back(c);
+    g.predicted.push_back(0);
+  }
+  auto run = [&](int runoff) {
+    int two_runs = 0;
+    FakeRunner runner(
+        [&](const Candidate& c) {
+          if (workers(c) == 1) return 55.0;
+          if (workers(c) == 2) return ++two_runs == 1 ? 57.0 : 45.0;
+          return 100.0;
+        },
+        0.2);
+    SearchOptions opt;
+    opt.max_trials = 20;
+    opt.baseline_every = 1;
+    opt.runoff = runoff;
+    return std::make_pair(search(std::vector<SearchGroup>{g}, runner, opt), runner.runs);
+  };
+  const auto [without, plain_runs] = run(0);
+  EXPECT_EQ(workers(without.best), 1);  // one run each: the first of the tie stays
+  const auto [with, runs] = run(3);
+  EXPECT_EQ(workers(with.best), 2);
+  // both ran again, the faster of the first runs first, each followed by the baseline (every 1)
+  ASSERT_EQ(runs.size(), plain_runs.size() + 4);
+  const auto n = runs.size();
+  EXPECT_EQ(runs[n - 4], "dataloader.num_workers=1");
+  EXPECT_EQ(runs[n - 3], "baseline");
+  EXPECT_EQ(runs[n - 2], "dataloader.num_workers=2");
+  EXPECT_EQ(runs[n - 1], "baseline");
+  for (std::size_t i = 1; i < with.baseline_runs.size(); ++i)  // the baseline keeps its rhythm through the runoff
+    EXPECT_LE(with.baseline_runs[i] - with.baseline_runs[i - 1], 2);
+  EXPECT_EQ(with.trials[static_cast<std::size_t>(with.best_trial)].knob, "runoff");
+  EXPECT_NEAR(with.speedup(), 100.0 / 45, 0.1);
+  bool said = false;
+  for (const auto& l : with.log) said = said || l.find("2 near-tied candidates run again") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+// No tie, no runoff: a clear winner is not run again.
+TEST(TuneRunoff, AClearWinnerIsNotRunAgain) {
+  const std::vector<FindingRef> findings = {{"data_loading", 0.5, {"dataloader.num_workers"}}};
+  auto plan = plan_search(findings, cat(), false);
+  ASSERT_FALSE(plan.empty());
+  FakeRunner runner([](const Candidate& c) { return workers(c) == 2 ? 40.0 : workers(c) == 1 ? 60.0 : 100.0; }, 0.01);
+  SearchOptions opt;
+  opt.max_trials = 30;
+  opt.baseline_every = 1;
+  const SearchResult r = search(plan, runner, opt);
+  EXPECT_EQ(workers(r.best), 2);
+  for (const auto& t : r.trials) EXPECT_NE(t.knob, "runoff") << t.candidate.label();
+}
+
 // The trials file of a search with a failed trial (8 workers crash), kept knobs and a
 // confirmation, byte for byte: its layout and every field.
 TEST(TrialsJson, MatchesItsGolden) {

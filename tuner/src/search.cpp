@@ -7,8 +7,10 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -564,6 +566,8 @@ class Searcher {
   }
 
   void search_group(const SearchGroup& g);
+  int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
+  std::vector<int> near_ties(int best_here, std::size_t first_trial) const;
   bool nothing_predicted_on_top(const SearchGroup& g);
   void keep_group_best(const SearchGroup& g, int best_here, std::size_t first_trial);
   bool prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted);
@@ -707,7 +711,66 @@ void Searcher::search_group(const SearchGroup& g) {
       }
     }
   }
+  if (best_here >= 0) best_here = runoff(g, best_here, first_trial);
   keep_group_best(g, best_here, first_trial);
+}
+
+// The group's trials (from first_trial on) that beat the best before the group and are not
+// significantly slower than its best (trial best_here), one per candidate, fastest first, at
+// most opt_.runoff; best_here among them.
+std::vector<int> Searcher::near_ties(int best_here, std::size_t first_trial) const {
+  std::vector<int> ties;
+  std::set<std::string> seen;
+  for (std::size_t i = first_trial; i < r.trials.size(); ++i) {
+    const Trial& t = r.trials[i];
+    const int index = static_cast<int>(i);
+    if (t.status != TrialStatus::Ok || t.knob == "baseline" || !seen.insert(t.candidate.label()).second) continue;
+    if (index == best_here || (significantly_faster(r.normalized(index), r.normalized(r.best_trial), opt_.min_gain) &&
+                               !significantly_faster(r.normalized(best_here), r.normalized(index), opt_.min_gain)))
+      ties.push_back(index);
+  }
+  std::sort(ties.begin(), ties.end(),
+            [&](int a, int b) { return r.normalized(a).median_ms < r.normalized(b).median_ms; });
+  if (ties.size() > static_cast<std::size_t>(opt_.runoff)) ties.resize(static_cast<std::size_t>(opt_.runoff));
+  return ties;
+}
+
+// Near-ties run again, with the baseline after every baseline_every of them; the best median over each candidate's
+// runs (its step times, each run scaled by the baselines beside it, pooled) wins. Returns the
+// trial to keep: the winner's latest run (best_here when there is no tie or no room).
+int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
+  const std::vector<int> ties = opt_.runoff > 1 ? near_ties(best_here, first_trial) : std::vector<int>{};
+  if (ties.size() < 2) return best_here;
+  // in blocks of baseline_every, each followed by the baseline, as in the search
+  const int per_block = interleaved() ? opt_.baseline_every : static_cast<int>(ties.size());
+  const int blocks = (static_cast<int>(ties.size()) + per_block - 1) / per_block;
+  if (const std::string why = no_room(static_cast<int>(ties.size()) - 1 + (interleaved() ? blocks : 0)); !why.empty()) {
+    r.log.push_back(fmt::format("{}: {} near-tied candidates not re-measured: {}", g.name(), ties.size(), why));
+    return best_here;
+  }
+  std::vector<std::vector<int>> runs;
+  for (std::size_t k = 0; k < ties.size(); ++k) {
+    runs.push_back({ties[k], run_one(r.trials[static_cast<std::size_t>(ties[k])].candidate, "runoff")});
+    if (interleaved() && ((k + 1) % static_cast<std::size_t>(per_block) == 0 || k + 1 == ties.size())) run_baseline();
+  }
+  std::size_t winner = 0;
+  std::vector<std::string> said;
+  std::vector<double> pooled_ms;
+  for (const auto& of : runs) {
+    std::vector<double> steps;
+    for (int i : of)
+      if (r.trials[static_cast<std::size_t>(i)].status == TrialStatus::Ok)
+        for (double ms : r.normalized(i).step_ms) steps.push_back(ms);
+    pooled_ms.push_back(steps.empty() ? std::numeric_limits<double>::infinity() : stats_of(steps).median_ms);
+    said.push_back(fmt::format("{} {:.1f} ms", r.trials[static_cast<std::size_t>(of.front())].candidate.label(), pooled_ms.back()));
+    if (pooled_ms.back() < pooled_ms[winner]) winner = pooled_ms.size() - 1;
+  }
+  r.log.push_back(fmt::format("{}: {} near-tied candidates run again (median over both runs, in the first warm "
+                              "baseline's units): {}; kept {}",
+                              g.name(), ties.size(), fmt::join(said, ", "),
+                              r.trials[static_cast<std::size_t>(runs[winner].front())].candidate.label()));
+  const int again = runs[winner].back();
+  return r.trials[static_cast<std::size_t>(again)].status == TrialStatus::Ok ? again : runs[winner].front();
 }
 
 // After a group's search: its best candidate (trial best_here, -1: none beat the best before it)

@@ -118,6 +118,12 @@ struct SearchOptions {
   // is only analysed), and the baseline runs again after every `baseline_every` candidates;
   // each candidate is judged against its neighbouring baseline runs (0: one baseline only).
   int baseline_every = 0;
+  // Near-ties re-measured: when a group ends with more than one candidate that beat the best
+  // before it and none of which is significantly faster than the group's best, up to `runoff`
+  // of them (the fastest first) run once more, interleaved with the baseline, and the one with
+  // the best median over all its runs is kept (0 or 1: off). One trial of 12 steps on a busy
+  // machine does not tell 1.8x from 2.2x, and the first in the group's order kept the tie.
+  int runoff = 3;
   // The trace's prediction of a candidate's speedup over the job as written (predict_candidate
   // with the plan, the findings and the machine; unset: no prediction). A group whose
   // candidates, each set on top of the best so far, are all predicted to beat the best's own
