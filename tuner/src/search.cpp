@@ -568,6 +568,8 @@ class Searcher {
   void search_group(const SearchGroup& g);
   int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
   std::vector<int> near_ties(int best_here, std::size_t first_trial) const;
+  std::vector<std::vector<int>> run_again(const std::vector<int>& contenders);
+  StepStats pooled(const std::vector<int>& runs) const;
   bool nothing_predicted_on_top(const SearchGroup& g);
   void keep_group_best(const SearchGroup& g, int best_here, std::size_t first_trial);
   bool prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted);
@@ -735,38 +737,53 @@ std::vector<int> Searcher::near_ties(int best_here, std::size_t first_trial) con
   return ties;
 }
 
-// Near-ties run again, with the baseline after every baseline_every of them; the best median over each candidate's
-// runs (its step times, each run scaled by the baselines beside it, pooled) wins. Returns the
-// trial to keep: the winner's latest run (best_here when there is no tie or no room).
+// The contenders run again, the baseline after every baseline_every of them as in the search;
+// per contender, its trial indices (the first run, then the new one).
+std::vector<std::vector<int>> Searcher::run_again(const std::vector<int>& contenders) {
+  const std::size_t per_block = interleaved() ? static_cast<std::size_t>(opt_.baseline_every) : contenders.size();
+  std::vector<std::vector<int>> runs;
+  for (std::size_t k = 0; k < contenders.size(); ++k) {
+    runs.push_back({contenders[k], run_one(r.trials[static_cast<std::size_t>(contenders[k])].candidate, "runoff")});
+    if (interleaved() && ((k + 1) % per_block == 0 || k + 1 == contenders.size())) run_baseline();
+  }
+  return runs;
+}
+
+// The step times of a contender's runs that measured, each run scaled by the baselines beside it.
+StepStats Searcher::pooled(const std::vector<int>& runs) const {
+  std::vector<double> steps;
+  for (int i : runs)
+    if (r.trials[static_cast<std::size_t>(i)].status == TrialStatus::Ok)
+      for (double ms : r.normalized(i).step_ms) steps.push_back(ms);
+  return steps.empty() ? StepStats{} : stats_of(steps);
+}
+
+// Near-ties run again before the group's best is kept: the one with the lowest median over all
+// its runs wins. Returns the trial to keep (the winner's latest run that measured); best_here
+// when there is no tie or the budget has no room for the runoff.
 int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
-  const std::vector<int> ties = opt_.runoff > 1 ? near_ties(best_here, first_trial) : std::vector<int>{};
+  if (opt_.runoff < 2) return best_here;
+  const std::vector<int> ties = near_ties(best_here, first_trial);
   if (ties.size() < 2) return best_here;
-  // in blocks of baseline_every, each followed by the baseline, as in the search
-  const int per_block = interleaved() ? opt_.baseline_every : static_cast<int>(ties.size());
-  const int blocks = (static_cast<int>(ties.size()) + per_block - 1) / per_block;
-  if (const std::string why = no_room(static_cast<int>(ties.size()) - 1 + (interleaved() ? blocks : 0)); !why.empty()) {
+  const int blocks = interleaved() ? (static_cast<int>(ties.size()) + opt_.baseline_every - 1) / opt_.baseline_every : 0;
+  if (const std::string why = no_room(static_cast<int>(ties.size()) - 1 + blocks); !why.empty()) {
     r.log.push_back(fmt::format("{}: {} near-tied candidates not re-measured: {}", g.name(), ties.size(), why));
     return best_here;
   }
-  std::vector<std::vector<int>> runs;
-  for (std::size_t k = 0; k < ties.size(); ++k) {
-    runs.push_back({ties[k], run_one(r.trials[static_cast<std::size_t>(ties[k])].candidate, "runoff")});
-    if (interleaved() && ((k + 1) % static_cast<std::size_t>(per_block) == 0 || k + 1 == ties.size())) run_baseline();
-  }
-  std::size_t winner = 0;
+  const auto runs = run_again(ties);
   std::vector<std::string> said;
-  std::vector<double> pooled_ms;
-  for (const auto& of : runs) {
-    std::vector<double> steps;
-    for (int i : of)
-      if (r.trials[static_cast<std::size_t>(i)].status == TrialStatus::Ok)
-        for (double ms : r.normalized(i).step_ms) steps.push_back(ms);
-    pooled_ms.push_back(steps.empty() ? std::numeric_limits<double>::infinity() : stats_of(steps).median_ms);
-    said.push_back(fmt::format("{} {:.1f} ms", r.trials[static_cast<std::size_t>(of.front())].candidate.label(), pooled_ms.back()));
-    if (pooled_ms.back() < pooled_ms[winner]) winner = pooled_ms.size() - 1;
+  std::size_t winner = 0;
+  double winner_ms = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const StepStats s = pooled(runs[k]);
+    said.push_back(fmt::format("{} {:.1f} ms", r.trials[static_cast<std::size_t>(runs[k].front())].candidate.label(), s.median_ms));
+    if (s.steps > 0 && s.median_ms < winner_ms) {
+      winner = k;
+      winner_ms = s.median_ms;
+    }
   }
-  r.log.push_back(fmt::format("{}: {} near-tied candidates run again (median over both runs, in the first warm "
-                              "baseline's units): {}; kept {}",
+  r.log.push_back(fmt::format("{}: {} near-tied candidates run again (median over both runs, in the first warm baseline's "
+                              "units): {}; kept {} after running again",
                               g.name(), ties.size(), fmt::join(said, ", "),
                               r.trials[static_cast<std::size_t>(runs[winner].front())].candidate.label()));
   const int again = runs[winner].back();
