@@ -9,6 +9,7 @@ usage: gpu_traces_test.py TRACETUNE
 """
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -85,6 +86,12 @@ def streams_path_crosses_to_side_stream(db):
     shares = gc.steps_path_share(report)
     check("py_streams: the median step's path is >= 50% GPU compute and <= 5% GPU wait",
           shares["steps"] == 20 and shares["gpu_compute"] >= 0.5 and shares["gpu_wait"] <= 0.05, shares)
+    # the text report: its pooled line reads host-bound (the cold first step), so it gives the median step's own
+    text = subprocess.run([TRACETUNE, "analyze", db], capture_output=True, text=True, timeout=120).stdout
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip().startswith("median step (step")), "")
+    check("py_streams: the text report gives the median step's path beside the pooled one (GPU compute first)",
+          re.match(r"median step \(step \d+, 3\.\d\d ms\): 8\d% gpu_compute, .*the longest, step 0 \(120\.\d\d ms\)", line),
+          line or text[-1500:])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 // Reports: JSON (for tools), text (for terminals) and Markdown (for sharing).
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <tuple>
 
@@ -328,6 +329,39 @@ std::vector<std::string> analysis_json_fields() { return document_paths(kAnalysi
 
 namespace {
 
+// "41% gpu_compute, 30% launch, ..." (kinds of at least 0.5% of total, largest first)
+std::string kind_shares(const Ns (&by_kind)[kPathKinds], Ns total) {
+  std::vector<std::size_t> order(kPathKinds);
+  for (std::size_t k = 0; k < kPathKinds; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return by_kind[a] > by_kind[b]; });
+  std::string parts;
+  for (std::size_t k : order) {
+    if (by_kind[k] == 0 || pct(by_kind[k], total) < 0.5) continue;
+    parts += fmt::format("{}{:.0f}% {}", parts.empty() ? "" : ", ", pct(by_kind[k], total), to_string(static_cast<PathKind>(k)));
+  }
+  return parts;
+}
+
+std::size_t largest_kind(const Ns (&by_kind)[kPathKinds]) {
+  return static_cast<std::size_t>(std::max_element(std::begin(by_kind), std::end(by_kind)) - std::begin(by_kind));
+}
+
+// The median step's own breakdown, when its largest kind is not the pooled one's: one long step
+// (a cold first step: cuBLAS's set-up took 121 ms of host work in a two-stream job on the H100,
+// beside 19 steps of 3 ms that were 86% GPU compute) can make the total read host-bound.
+std::string median_step_line(const std::vector<StepPath>& paths, const Ns (&pooled)[kPathKinds], Ns total) {
+  if (paths.size() < 3 || total <= 0) return {};
+  std::vector<const StepPath*> by_length;
+  for (const auto& p : paths) by_length.push_back(&p);
+  std::sort(by_length.begin(), by_length.end(), [](const StepPath* a, const StepPath* b) { return a->length < b->length; });
+  const StepPath& median = *by_length[by_length.size() / 2];
+  const StepPath& longest = *by_length.back();
+  if (median.length <= 0 || largest_kind(median.by_kind) == largest_kind(pooled)) return {};
+  return fmt::format("    median step (step {}, {:.2f} ms): {}; the longest, step {} ({:.2f} ms), is {:.0f}% of the total\n",
+                     median.step, ms(median.length), kind_shares(median.by_kind, median.length), longest.step,
+                     ms(longest.length), pct(longest.length, total));
+}
+
 // "critical path (N steps, T): 41% gpu_compute, 30% launch, ...; longest: ..." over all steps
 std::string path_summary(std::string_view title, const std::vector<StepPath>& paths) {
   Ns total = 0, by_kind[kPathKinds] = {};
@@ -338,15 +372,9 @@ std::string path_summary(std::string_view title, const std::vector<StepPath>& pa
     for (const auto& sg : p.top)
       if (!longest || sg.end - sg.start > longest->end - longest->start) longest = &sg;
   }
-  std::vector<std::size_t> order(kPathKinds);
-  for (std::size_t k = 0; k < kPathKinds; ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return by_kind[a] > by_kind[b]; });
-  std::string parts;
-  for (std::size_t k : order) {
-    if (by_kind[k] == 0 || pct(by_kind[k], total) < 0.5) continue;
-    parts += fmt::format("{}{:.0f}% {}", parts.empty() ? "" : ", ", pct(by_kind[k], total), to_string(static_cast<PathKind>(k)));
-  }
-  std::string o = fmt::format("{} ({} step{}, {:.1f} ms): {}\n", title, paths.size(), paths.size() == 1 ? "" : "s", ms(total), parts);
+  std::string o = fmt::format("{} ({} step{}, {:.1f} ms): {}\n", title, paths.size(), paths.size() == 1 ? "" : "s", ms(total),
+                              kind_shares(by_kind, total));
+  o += median_step_line(paths, by_kind, total);
   if (longest) {
     const std::string what = visible(clip(longest->what, 60));
     o += fmt::format("    longest segment: {:.2f} ms {} on rank {} ({})\n", ms(longest->end - longest->start),
