@@ -96,7 +96,8 @@ def case_dataloader(tmp):
     # the baseline runs again beside the candidates; workers are searched with prefetch,
     # persistent workers and intra-op threads (they share the cores)
     check("data_loading found and searched", "data_loading" in doc["findings"] and
-          all(t["knob"] == "baseline" or t["knob"].startswith("group:dataloader.") for t in ts[1:]), doc["findings"])
+          all(t["knob"] in ("baseline", "runoff") or t["knob"].startswith("group:dataloader.") for t in ts[1:]),
+          doc["findings"])
     check("a warm baseline run follows the first (analysed) one", len(ts) < 2 or ts[1]["knob"] == "baseline", ts[:2])
     text = cfg.read_text()
     check("tuned.toml says speedup, trials and findings", re.search(r"^speedup = [0-9.]+$", text, re.M) and

@@ -568,6 +568,8 @@ class Searcher {
   void search_group(const SearchGroup& g);
   int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
   std::vector<int> near_ties(int best_here, std::size_t first_trial) const;
+  double baseline_drift() const;
+  bool gain_within_drift(int best_here) const;
   std::vector<std::vector<int>> run_again(const std::vector<int>& contenders);
   StepStats pooled(const std::vector<int>& runs) const;
   bool nothing_predicted_on_top(const SearchGroup& g);
@@ -758,34 +760,66 @@ StepStats Searcher::pooled(const std::vector<int>& runs) const {
   return steps.empty() ? StepStats{} : stats_of(steps);
 }
 
-// Near-ties run again before the group's best is kept: the one with the lowest median over all
-// its runs wins. Returns the trial to keep (the winner's latest run that measured); best_here
-// when there is no tie or the budget has no room for the runoff.
+// How much the job as written moves between its baseline runs on this machine: the median
+// |log ratio| of consecutive warm baseline runs' medians (0 with fewer than 3 of them).
+double Searcher::baseline_drift() const {
+  std::vector<double> medians, steps;
+  for (int b : r.baseline_runs)
+    if (const Trial& t = r.trials[static_cast<std::size_t>(b)]; t.status == TrialStatus::Ok && t.stats.median_ms > 0)
+      medians.push_back(t.stats.median_ms);
+  if (medians.size() < 3) return 0;
+  for (std::size_t i = 1; i < medians.size(); ++i) steps.push_back(std::abs(std::log(medians[i] / medians[i - 1])));
+  std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
+  return steps[steps.size() / 2];
+}
+
+// Whether the group's best beat the best before it (the incumbent) by no more than the
+// baselines' drift can make alone: each trial is scaled by its own neighbouring baselines, so
+// two trials compared carry that drift on top of their own noise (2 x drift, in log terms).
+bool Searcher::gain_within_drift(int best_here) const {
+  const double drift = baseline_drift();
+  const double before = r.normalized(r.best_trial).median_ms, now = r.normalized(best_here).median_ms;
+  return drift > 0 && now > 0 && std::log(before / now) < 2 * drift;
+}
+
+// A group's best runs again before it is kept: beside its near-ties (the lowest median over
+// each one's runs wins), and beside the incumbent (the best before the group) when its gain is
+// within the baselines' drift; then it is kept only if faster than the incumbent over both runs
+// of each, by the search's rule. Returns the trial to keep (the winner's latest run that
+// measured), -1 when the incumbent held, or best_here when nothing needs running again or the
+// budget has no room for it.
 int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
   if (opt_.runoff < 2) return best_here;
-  const std::vector<int> ties = near_ties(best_here, first_trial);
-  if (ties.size() < 2) return best_here;
-  const int blocks = interleaved() ? (static_cast<int>(ties.size()) + opt_.baseline_every - 1) / opt_.baseline_every : 0;
-  if (const std::string why = no_room(static_cast<int>(ties.size()) - 1 + blocks); !why.empty()) {
-    r.log.push_back(fmt::format("{}: {} near-tied candidates not re-measured: {}", g.name(), ties.size(), why));
+  std::vector<int> contenders = near_ties(best_here, first_trial);
+  const bool challenge = gain_within_drift(best_here);
+  if (contenders.size() < 2 && !challenge) return best_here;
+  if (challenge) contenders.push_back(r.best_trial);  // the incumbent, last
+  const int blocks = interleaved() ? (static_cast<int>(contenders.size()) + opt_.baseline_every - 1) / opt_.baseline_every : 0;
+  if (const std::string why = no_room(static_cast<int>(contenders.size()) - 1 + blocks); !why.empty()) {
+    r.log.push_back(fmt::format("{}: {} candidates not re-measured: {}", g.name(), contenders.size(), why));
     return best_here;
   }
-  const auto runs = run_again(ties);
+  const auto runs = run_again(contenders);
+  const std::size_t challengers = contenders.size() - (challenge ? 1 : 0);
+  std::vector<StepStats> stats;
   std::vector<std::string> said;
   std::size_t winner = 0;
-  double winner_ms = std::numeric_limits<double>::infinity();
   for (std::size_t k = 0; k < runs.size(); ++k) {
-    const StepStats s = pooled(runs[k]);
-    said.push_back(fmt::format("{} {:.1f} ms", r.trials[static_cast<std::size_t>(runs[k].front())].candidate.label(), s.median_ms));
-    if (s.steps > 0 && s.median_ms < winner_ms) {
+    stats.push_back(pooled(runs[k]));
+    said.push_back(fmt::format("{} {:.1f} ms", r.trials[static_cast<std::size_t>(runs[k].front())].candidate.label(),
+                               stats.back().median_ms));
+    if (k < challengers && stats[k].steps > 0 && (stats[winner].steps == 0 || stats[k].median_ms < stats[winner].median_ms))
       winner = k;
-      winner_ms = s.median_ms;
-    }
   }
-  r.log.push_back(fmt::format("{}: {} near-tied candidates run again (median over both runs, in the first warm baseline's "
-                              "units): {}; kept {} after running again",
-                              g.name(), ties.size(), fmt::join(said, ", "),
-                              r.trials[static_cast<std::size_t>(runs[winner].front())].candidate.label()));
+  const std::string label = r.trials[static_cast<std::size_t>(runs[winner].front())].candidate.label();
+  r.log.push_back(fmt::format("{}: run again (median over both runs, in the first warm baseline's units{}): {}", g.name(),
+                              challenge ? fmt::format("; the baselines drift {:.0f}% run to run", 100 * baseline_drift()) : "",
+                              fmt::join(said, ", ")));
+  if (challenge && !significantly_faster(stats[winner], stats.back(), opt_.min_gain)) {
+    r.log.push_back(fmt::format("{}: {} did not beat the best before it again: nothing kept", g.name(), label));
+    return -1;
+  }
+  r.log.push_back(fmt::format("{}: kept {} after running again", g.name(), label));
   const int again = runs[winner].back();
   return r.trials[static_cast<std::size_t>(again)].status == TrialStatus::Ok ? again : runs[winner].front();
 }

@@ -121,8 +121,11 @@ struct SearchOptions {
   // Near-ties re-measured: when a group ends with more than one candidate that beat the best
   // before it and none of which is significantly faster than the group's best, up to `runoff`
   // of them (the fastest first) run once more, interleaved with the baseline, and the one with
-  // the best median over all its runs is kept (0 or 1: off). One trial of 12 steps on a busy
-  // machine does not tell 1.8x from 2.2x, and the first in the group's order kept the tie.
+  // the best median over all its runs is kept. One trial of 12 steps on a busy machine does not
+  // tell 1.8x from 2.2x, and the first in the group's order kept the tie. And when the group's
+  // best beat the best before it by less than twice the baselines' run-to-run drift, that best
+  // before it runs again too, and the group keeps nothing unless its best wins again over both
+  // runs of each (0 or 1: neither).
   int runoff = 3;
   // The trace's prediction of a candidate's speedup over the job as written (predict_candidate
   // with the plan, the findings and the machine; unset: no prediction). A group whose
