@@ -892,20 +892,21 @@ STAGE_SECONDS = {"capture": 200, "diagnose": 30, "nccl": 60, "coexist": 30, "kil
                  "kernels": 30, "tune": TUNE_CASE_SECONDS, "window": 90}  # kernels: 9.2 and 9.4 s on the H100
 
 
-def stage_list(text):
-    names = STAGES if text == "all" else tuple(x.strip() for x in text.split(",") if x.strip())
-    unknown = [x for x in names if x not in STAGES]
+def known_names(text, known, what, extra=""):
+    """A comma-separated list of names from `known`, in its order; an unknown or empty one is a usage error."""
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    unknown = [x for x in names if x not in known]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown stage {', '.join(unknown) or '(none)'}; stages: all, {', '.join(STAGES)}")
+        raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(unknown) or '(none)'}; {what}s: {extra}{', '.join(known)}")
     return names
+
+
+def stage_list(text):
+    return STAGES if text == "all" else known_names(text, STAGES, "stage", extra="all, ")
 
 
 def tune_case_list(text):
-    names = tuple(x.strip() for x in text.split(",") if x.strip())
-    unknown = [x for x in names if x not in TUNE_CASES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown tune case {', '.join(unknown) or '(none)'}; cases: {', '.join(TUNE_CASES)}")
-    return names
+    return known_names(text, tuple(TUNE_CASES), "tune case")
 
 
 def parse_args(argv):

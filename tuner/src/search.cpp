@@ -7,7 +7,6 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -569,7 +568,7 @@ class Searcher {
   int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
   std::vector<int> near_ties(int best_here, std::size_t first_trial) const;
   double baseline_drift() const;
-  bool gain_within_drift(int best_here) const;
+  bool gain_within_drift(int best_here, double drift) const;
   std::vector<std::vector<int>> run_again(const std::vector<int>& contenders);
   StepStats pooled(const std::vector<int>& runs) const;
   bool nothing_predicted_on_top(const SearchGroup& g);
@@ -733,8 +732,9 @@ std::vector<int> Searcher::near_ties(int best_here, std::size_t first_trial) con
                                !significantly_faster(r.normalized(best_here), r.normalized(index), opt_.min_gain)))
       ties.push_back(index);
   }
-  std::sort(ties.begin(), ties.end(),
-            [&](int a, int b) { return r.normalized(a).median_ms < r.normalized(b).median_ms; });
+  std::map<int, double> median;  // each tie's scaled median, computed once for the sort
+  for (int i : ties) median[i] = r.normalized(i).median_ms;
+  std::sort(ties.begin(), ties.end(), [&](int a, int b) { return median[a] < median[b]; });
   if (ties.size() > static_cast<std::size_t>(opt_.runoff)) ties.resize(static_cast<std::size_t>(opt_.runoff));
   return ties;
 }
@@ -774,10 +774,9 @@ double Searcher::baseline_drift() const {
 }
 
 // Whether the group's best beat the best before it (the incumbent) by no more than the
-// baselines' drift can make alone: each trial is scaled by its own neighbouring baselines, so
+// baselines' drift (baseline_drift) can make alone: each trial is scaled by its own neighbouring baselines, so
 // two trials compared carry that drift on top of their own noise (2 x drift, in log terms).
-bool Searcher::gain_within_drift(int best_here) const {
-  const double drift = baseline_drift();
+bool Searcher::gain_within_drift(int best_here, double drift) const {
   const double before = r.normalized(r.best_trial).median_ms, now = r.normalized(best_here).median_ms;
   return drift > 0 && now > 0 && std::log(before / now) < 2 * drift;
 }
@@ -791,7 +790,8 @@ bool Searcher::gain_within_drift(int best_here) const {
 int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
   if (opt_.runoff < 2) return best_here;
   std::vector<int> contenders = near_ties(best_here, first_trial);
-  const bool challenge = gain_within_drift(best_here);
+  const double drift = baseline_drift();
+  const bool challenge = gain_within_drift(best_here, drift);
   if (contenders.size() < 2 && !challenge) return best_here;
   if (challenge) contenders.push_back(r.best_trial);  // the incumbent, last
   const int blocks = interleaved() ? (static_cast<int>(contenders.size()) + opt_.baseline_every - 1) / opt_.baseline_every : 0;
@@ -813,7 +813,7 @@ int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_tria
   }
   const std::string label = r.trials[static_cast<std::size_t>(runs[winner].front())].candidate.label();
   r.log.push_back(fmt::format("{}: run again (median over both runs, in the first warm baseline's units{}): {}", g.name(),
-                              challenge ? fmt::format("; the baselines drift {:.0f}% run to run", 100 * baseline_drift()) : "",
+                              challenge ? fmt::format("; the baselines drift {:.0f}% run to run", 100 * drift) : "",
                               fmt::join(said, ", ")));
   if (challenge && !significantly_faster(stats[winner], stats.back(), opt_.min_gain)) {
     r.log.push_back(fmt::format("{}: {} did not beat the best before it again: nothing kept", g.name(), label));
