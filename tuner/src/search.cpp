@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -88,22 +89,43 @@ double SearchResult::wall_s() const {
   return s;
 }
 
-double SearchResult::local_baseline_ms(int index) const {
-  if (trials.empty()) return 0;
-  if (std::find(baseline_runs.begin(), baseline_runs.end(), index) != baseline_runs.end())
-    return trials[static_cast<std::size_t>(index)].stats.median_ms;  // a baseline run is its own reference
+namespace {
+
+// The warm baseline runs that measured nearest a trial: the latest at or before it and the first
+// after it (either null; `before` falls back to `after` when there is none before).
+std::pair<const Trial*, const Trial*> neighbouring_baselines(const SearchResult& r, int index) {
   const Trial* before = nullptr;
   const Trial* after = nullptr;
-  for (int b : baseline_runs) {
-    const Trial& t = trials[static_cast<std::size_t>(b)];
+  for (int b : r.baseline_runs) {
+    const Trial& t = r.trials[static_cast<std::size_t>(b)];
     if (t.status != TrialStatus::Ok) continue;
     if (b <= index) before = &t;
     else if (after == nullptr) after = &t;
   }
   if (before == nullptr) before = after;
+  return {before, after == before ? nullptr : after};
+}
+
+bool is_baseline_run(const SearchResult& r, int index) {
+  return std::find(r.baseline_runs.begin(), r.baseline_runs.end(), index) != r.baseline_runs.end();
+}
+
+}  // namespace
+
+double SearchResult::local_baseline_ms(int index) const {
+  if (trials.empty()) return 0;
+  if (is_baseline_run(*this, index)) return trials[static_cast<std::size_t>(index)].stats.median_ms;  // its own reference
+  const auto [before, after] = neighbouring_baselines(*this, index);
   if (before == nullptr) return trials.front().status == TrialStatus::Ok ? trials.front().stats.median_ms : 0;
-  if (after == nullptr || before == after) return before->stats.median_ms;
+  if (after == nullptr) return before->stats.median_ms;
   return std::sqrt(before->stats.median_ms * after->stats.median_ms);
+}
+
+double SearchResult::local_drift(int index) const {
+  if (trials.empty() || is_baseline_run(*this, index)) return 0;
+  const auto [before, after] = neighbouring_baselines(*this, index);
+  if (before == nullptr || after == nullptr || before->stats.median_ms <= 0 || after->stats.median_ms <= 0) return 0;
+  return std::abs(std::log(after->stats.median_ms / before->stats.median_ms));
 }
 
 double SearchResult::speedup_of(int index) const {
@@ -568,9 +590,11 @@ class Searcher {
   int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
   std::vector<int> near_ties(int best_here, std::size_t first_trial) const;
   double baseline_drift() const;
+  double drift_across(int best_here) const;
   bool gain_within_drift(int best_here, double drift) const;
   std::vector<std::vector<int>> run_again(const std::vector<int>& contenders);
   StepStats pooled(const std::vector<int>& runs) const;
+  StepStats latest_run(const std::vector<int>& runs) const;
   bool nothing_predicted_on_top(const SearchGroup& g);
   void keep_group_best(const SearchGroup& g, int best_here, std::size_t first_trial);
   bool prediction_stops(const SearchGroup& g, std::size_t next, int best_here, double best_predicted);
@@ -760,6 +784,13 @@ StepStats Searcher::pooled(const std::vector<int>& runs) const {
   return steps.empty() ? StepStats{} : stats_of(steps);
 }
 
+// The scaled step times of a contender's latest run that measured (its first when the new one did not).
+StepStats Searcher::latest_run(const std::vector<int>& runs) const {
+  for (auto it = runs.rbegin(); it != runs.rend(); ++it)
+    if (r.trials[static_cast<std::size_t>(*it)].status == TrialStatus::Ok) return r.normalized(*it);
+  return StepStats{};
+}
+
 // How much the job as written moves between its baseline runs on this machine: the median
 // |log ratio| of consecutive warm baseline runs' medians (0 with fewer than 3 of them).
 double Searcher::baseline_drift() const {
@@ -773,9 +804,17 @@ double Searcher::baseline_drift() const {
   return steps[steps.size() / 2];
 }
 
-// Whether the group's best beat the best before it (the incumbent) by no more than the
-// baselines' drift (baseline_drift) can make alone: each trial is scaled by its own neighbouring baselines, so
-// two trials compared carry that drift on top of their own noise (2 x drift, in log terms).
+// How far the baselines move across the comparison of trial `best_here` with the incumbent (the
+// best before its group), in log terms: the larger of the run-to-run median (baseline_drift) and
+// the move across either trial (local_drift). One disturbed baseline run beside a trial shifts
+// its scaled figure by half its jump, which the median over the whole search does not see.
+double Searcher::drift_across(int best_here) const {
+  return std::max({baseline_drift(), r.local_drift(best_here), r.local_drift(r.best_trial)});
+}
+
+// Whether the group's best beat the incumbent by no more than the baselines' drift can make
+// alone: each trial is scaled by its own neighbouring baselines, so two trials compared carry
+// that drift on top of their own noise (2 x drift, in log terms).
 bool Searcher::gain_within_drift(int best_here, double drift) const {
   const double before = r.normalized(r.best_trial).median_ms, now = r.normalized(best_here).median_ms;
   return drift > 0 && now > 0 && std::log(before / now) < 2 * drift;
@@ -783,22 +822,28 @@ bool Searcher::gain_within_drift(int best_here, double drift) const {
 
 // A group's best runs again before it is kept: beside its near-ties (the lowest median over
 // each one's runs wins), and beside the incumbent (the best before the group) when its gain is
-// within the baselines' drift; then it is kept only if faster than the incumbent over both runs
-// of each, by the search's rule. Returns the trial to keep (the winner's latest run that
+// within the baselines' drift (a challenge). In a challenge the winner is kept only if its new run
+// is faster than the incumbent over both of the incumbent's runs, by the search's rule: the
+// winner's first run is the one in doubt, and pooled with it a gain made by a disturbed baseline
+// would still show at half its size. When the move across the trials compared is larger than the
+// run-to-run drift (a baseline run beside them was disturbed), a baseline runs first, so the new
+// runs are not scaled by that one. Returns the trial to keep (the winner's latest run that
 // measured), -1 when the incumbent held, or best_here when nothing needs running again or the
 // budget has no room for it.
 int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
   if (opt_.runoff < 2) return best_here;
   std::vector<int> contenders = near_ties(best_here, first_trial);
-  const double drift = baseline_drift();
+  const double drift = drift_across(best_here);
   const bool challenge = gain_within_drift(best_here, drift);
   if (contenders.size() < 2 && !challenge) return best_here;
   if (challenge) contenders.push_back(r.best_trial);  // the incumbent, last
+  const bool fresh_baseline = challenge && interleaved() && drift > baseline_drift();
   const int blocks = interleaved() ? (static_cast<int>(contenders.size()) + opt_.baseline_every - 1) / opt_.baseline_every : 0;
-  if (const std::string why = no_room(static_cast<int>(contenders.size()) - 1 + blocks); !why.empty()) {
+  if (const std::string why = no_room(static_cast<int>(contenders.size()) - 1 + blocks + (fresh_baseline ? 1 : 0)); !why.empty()) {
     r.log.push_back(fmt::format("{}: {} candidates not re-measured: {}", g.name(), contenders.size(), why));
     return best_here;
   }
+  if (fresh_baseline) run_baseline();
   const auto runs = run_again(contenders);
   const std::size_t challengers = contenders.size() - (challenge ? 1 : 0);
   std::vector<StepStats> stats;
@@ -813,9 +858,9 @@ int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_tria
   }
   const std::string label = r.trials[static_cast<std::size_t>(runs[winner].front())].candidate.label();
   r.log.push_back(fmt::format("{}: run again (median over both runs, in the first warm baseline's units{}): {}", g.name(),
-                              challenge ? fmt::format("; the baselines drift {:.0f}% run to run", 100 * drift) : "",
+                              challenge ? fmt::format("; the baselines drift {:.0f}% across it", 100 * drift) : "",
                               fmt::join(said, ", ")));
-  if (challenge && !significantly_faster(stats[winner], stats.back(), opt_.min_gain)) {
+  if (challenge && !significantly_faster(latest_run(runs[winner]), stats.back(), opt_.min_gain)) {
     r.log.push_back(fmt::format("{}: {} did not beat the best before it again: nothing kept", g.name(), label));
     return -1;
   }

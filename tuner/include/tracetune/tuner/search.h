@@ -165,6 +165,10 @@ struct SearchResult {
   // The baseline median a trial is compared with: the geometric mean of the nearest baseline
   // runs before and after it (trials[0] when there are none).
   double local_baseline_ms(int index) const;
+  // How far the job as written moved across a trial: the |log ratio| of the two baseline runs
+  // beside it (0 for a baseline run, or with fewer than two beside it). Its scaled figure can be
+  // off by about half that when one of the two was disturbed.
+  double local_drift(int index) const;
   // A trial's speedup over its neighbouring baselines (1 when unknown).
   double speedup_of(int index) const;
   double speedup() const;     // speedup_of(best_trial)
