@@ -70,63 +70,38 @@ SpeedupInterval speedup_interval(const std::vector<double>& ratios, double level
 
 namespace {
 
-// Logs of the positive step times.
-std::vector<double> log_steps(const std::vector<double>& ms) {
-  std::vector<double> out;
-  out.reserve(ms.size());
-  for (double x : ms)
-    if (x > 0) out.push_back(std::log(x));
-  return out;
-}
-
-// The median of `v` (the mean of the middle two for an even count; 0 when empty), reordering it.
-double median_in_place(std::vector<double>& v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  double m = *mid;
-  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), mid)) / 2;
-  return m;
-}
-
-// The Hodges-Lehmann shift: the median of every baseline-step - choice-step log difference.
-double hodges_lehmann(const std::vector<double>& log_b, const std::vector<double>& log_c, std::vector<double>& diffs) {
-  diffs.clear();
-  for (double x : log_b)
-    for (double y : log_c) diffs.push_back(x - y);
-  return median_in_place(diffs);
-}
-
-}  // namespace
-
-double pair_ratio(const StepStats& b, const StepStats& c) {
-  if (b.step_ms.empty() || c.step_ms.empty()) return c.median_ms > 0 ? b.median_ms / c.median_ms : 1;
-  std::vector<double> diffs;
-  return std::exp(hodges_lehmann(log_steps(b.step_ms), log_steps(c.step_ms), diffs));
-}
-
-namespace {
-
-// The log median of steps [from, from + n).
-double log_median(const std::vector<double>& ms, std::size_t from, std::size_t n) {
-  std::vector<double> v(ms.begin() + static_cast<std::ptrdiff_t>(from), ms.begin() + static_cast<std::ptrdiff_t>(from + n));
-  return std::log(median_in_place(v));
+// The mean of steps [from, from + n): the run's time per step over them, what its throughput is.
+double mean_of(const std::vector<double>& ms, std::size_t from, std::size_t n) {
+  double sum = 0;
+  for (std::size_t i = from; i < from + n; ++i) sum += ms[i];
+  return n > 0 ? sum / static_cast<double>(n) : 0;
 }
 
 // One pair's block differences: the runs' steps cut into blocks of max(4, ceil(sqrt(steps)))
-// consecutive steps, at the same places in both runs; each block's log median of the baseline
-// less the choice's. Empty when a run has fewer than 3 blocks of steps.
+// consecutive steps, at the same places in both runs; each block's log mean step time of the
+// baseline less the choice's (batch means). Empty when a run has fewer than 3 blocks of steps
+// (or a block of no time).
 std::vector<double> block_differences(const StepStats& b, const StepStats& c) {
   const std::size_t n = std::min(b.step_ms.size(), c.step_ms.size());
   const auto len = static_cast<std::size_t>(std::max(4.0, std::ceil(std::sqrt(static_cast<double>(n)))));
   const std::size_t blocks = n / len;
   std::vector<double> d;
   if (blocks < 3 || n < kMinStepsPerRun) return d;
-  for (std::size_t j = 0; j < blocks; ++j) d.push_back(log_median(b.step_ms, j * len, len) - log_median(c.step_ms, j * len, len));
+  for (std::size_t j = 0; j < blocks; ++j) {
+    const double base = mean_of(b.step_ms, j * len, len), choice = mean_of(c.step_ms, j * len, len);
+    if (base <= 0 || choice <= 0) return {};
+    d.push_back(std::log(base / choice));
+  }
   return d;
 }
 
 }  // namespace
+
+double pair_ratio(const StepStats& b, const StepStats& c) {
+  if (b.step_ms.empty() || c.step_ms.empty()) return c.median_ms > 0 ? b.median_ms / c.median_ms : 1;
+  const double choice = mean_of(c.step_ms, 0, c.step_ms.size());
+  return choice > 0 ? mean_of(b.step_ms, 0, b.step_ms.size()) / choice : 1;
+}
 
 StepInterval step_interval(const std::vector<std::pair<StepStats, StepStats>>& pairs, double level) {
   StepInterval out;

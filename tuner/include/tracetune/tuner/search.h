@@ -202,9 +202,9 @@ std::vector<SearchGroup> single_knob_groups(const std::vector<KnobPlan>& plan);
 // false confirmation over all looks stays below 5%. With a budget, the looks are planned
 // before the first pair over the pairs the budget left pays for (at least min_pairs, at most
 // max_pairs; a run's cost estimated from the latest baseline run's start-up and step time).
-// Per pair: the steady-state ratio is exp(Hodges-Lehmann shift of the log step times) of the
-// two runs (the median of every baseline-step / choice-step log ratio: every step is used, and
-// an outlier step moves it little); the interval is over pairs, because steps of one run share
+// Per pair: the steady-state ratio is the baseline run's mean step time over the choice's (the
+// ratio of their throughputs: every step is used, waits included); the interval is over pairs
+// (or blocks of steps, step_interval, where that is sound), because steps of one run share
 // that run's machine state (they are not independent samples). The end-to-end ratio is the
 // baseline run's wall time over the choice's (launch to the job's end, start-up included).
 struct Confirmation {
@@ -233,12 +233,15 @@ struct SpeedupInterval {
 SpeedupInterval speedup_interval(const std::vector<double>& ratios, double level = 0.95);
 // Two-sided Student-t quantile: t such that P(|T_df| <= t) = level.
 double t_quantile(double level, std::size_t df);
-// exp of the Hodges-Lehmann shift between log step times: the pair's steady-state ratio.
+// A pair's steady-state ratio: the baseline run's mean step time over the choice's (their
+// throughputs' ratio, what the user gets; a median would hide a DataLoader's waits on a quarter
+// of the steps), the medians' ratio when the runs kept no step times.
 double pair_ratio(const StepStats& baseline, const StepStats& choice);
 // The steady-state interval from the steps within the pairs, where that is sound (batch means
 // with a check that pooling is allowed). Each pair's two runs are cut into blocks of
 // max(4, ceil(sqrt(steps))) consecutive steps at the same places in both runs (at least 3
-// blocks a run), and each block gives a difference of log medians, baseline less choice. The
+// blocks a run), and each block gives a difference of log mean step times, baseline less
+// choice (batch means: the throughput over the block, waits included). The
 // blocks of one pair are treated as independent replicates: blocks that long carry little of
 // the steps' autocorrelation from one to the next, and the two runs' blocks at the same place
 // share the run's phase. Pooling the blocks of all pairs assumes that what makes one pair
