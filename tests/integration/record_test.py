@@ -498,10 +498,59 @@ def case_epochs(tmp):
           [e[2]["persistent"] for e in epoch_rows(db2)] == [True] * 4, (r.stderr[-1000:], epoch_rows(db2)))
 
 
+GRAPH_OPS_JOB = """
+import sys
+import torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+
+
+class Attention(nn.Module):  # attention by hand (softmax of scores): PyTorch 1.13 has no SDPA
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.out = nn.Linear(16, 48), nn.Linear(16, 10)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.out((torch.softmax(q @ k.transpose(-1, -2) / 4, dim=-1) @ v).mean(1))
+
+
+cnn = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 10))
+model = cnn if sys.argv[1] == "cnn" else Attention()
+opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+for step in range(5):
+    x = torch.randn(4, 3, 16, 16) if sys.argv[1] == "cnn" else torch.randn(4, 6, 16)
+    loss = F.cross_entropy(model(x), torch.randint(0, 10, (4,)))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def case_graph_ops(tmp):
+    """The sampled backward graphs say which op families the job runs (what the tuner's acts_on
+    knobs need): a CNN has convolutions and no attention, a model with attention the reverse;
+    every node is counted (graph.nodes) over the 3 sampled steps only."""
+    def totals(db):
+        rows = query(db, """SELECT s.value, SUM(c.value), COUNT(*) FROM counters c JOIN strings s ON s.id = c.name_id
+                            WHERE s.value LIKE 'graph.%' GROUP BY s.value""")
+        return {name: (total, samples) for name, total, samples in rows}
+
+    for model, present, absent in (("cnn", "graph.ops.convolution", "graph.ops.attention"),
+                                   ("attention", "graph.ops.attention", "graph.ops.convolution")):
+        r, db = record(tmp, PY, "-c", GRAPH_OPS_JOB, model, out=f"graph_{model}.db")
+        check(f"graph ops {model}: job succeeds under record", r.returncode == 0, r.stderr[-1000:])
+        got = totals(db)
+        nodes = got.get("graph.nodes", (0, 0))
+        check(f"graph ops {model}: nodes counted over the 3 sampled steps", nodes[0] > 0 and nodes[1] == 3, got)
+        check(f"graph ops {model}: {present} counted, {absent} not", got.get(present, (0, 0))[0] > 0 and absent not in got,
+              got)
+        check(f"graph ops {model}: no compiled region", "graph.ops.compiled" not in got, got)
+
+
 CASES = {"dataloader": case_dataloader, "own_tensors": case_own_tensors, "exit": case_exit_and_output, "signals": case_signals,
          "full_disk": case_full_disk, "subprocesses": case_subprocesses, "ddp": case_ddp,
          "merge_hosts": case_merge_hosts, "killed_rank": case_killed_rank, "diagnose": case_diagnose,
          "io_clock": case_io_clock, "compiled": case_compiled,
-         "saved_hooks": case_saved_hooks, "epochs": case_epochs}
+         "saved_hooks": case_saved_hooks, "epochs": case_epochs, "graph_ops": case_graph_ops}
 
 run_cases(CASES, ONLY)

@@ -163,6 +163,17 @@ Status parse_knob_slow_trial(const toml::table& t, Knob& k) {
   return {};
 }
 
+// acts_on: the op family the knob changes (kOpFamilies), optional.
+Status parse_knob_acts_on(const toml::table& t, Knob& k) {
+  const toml::node* n = t.get("acts_on");
+  if (n == nullptr) return {};
+  const auto s = n->value<std::string>();
+  if (!s || std::find(std::begin(kOpFamilies), std::end(kOpFamilies), *s) == std::end(kOpFamilies))
+    return make_error(fmt::format("field 'acts_on' must be \"convolution\" or \"attention\" ({})", detail::where(*n)));
+  k.acts_on = *s;
+  return {};
+}
+
 // addresses: the finding ids the knob addresses (rules.h's kFindingIds).
 Status parse_knob_addresses(const toml::table& t, Knob& k) {
   const toml::node* addr = t.get("addresses");
@@ -182,13 +193,13 @@ Status parse_knob_addresses(const toml::table& t, Knob& k) {
 
 Result<Knob> parse_knob(const toml::table& t) {
   static const std::set<std::string_view> kFields = {"id",   "changes", "apply",  "env",       "type", "min", "max",
-                                                     "choices", "values", "safe", "as_written", "slow_trial", "addresses", "risk", "doc"};
+                                                     "choices", "values", "safe", "as_written", "slow_trial", "acts_on", "addresses", "risk", "doc"};
   for (auto&& [k, v] : t)
     if (!kFields.count(k.str())) return make_error(fmt::format("unknown field '{}' ({})", k.str(), detail::where(v)));
 
   Knob k;
   for (auto step : {parse_knob_words, check_knob_apply, parse_knob_range, parse_knob_choices, parse_knob_values,
-                    parse_knob_slow_trial, parse_knob_addresses})
+                    parse_knob_slow_trial, parse_knob_acts_on, parse_knob_addresses})
     if (auto st = step(t, k); !st) return make_error(st.error());
   return k;
 }

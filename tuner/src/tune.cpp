@@ -26,6 +26,7 @@
 #include "tracetune/tuner/kernel_bench.h"
 #include "tracetune/tuner/substitutions.h"
 #include "tracetune/tuner/collective_model.h"
+#include "tracetune/tuner/graph_ops.h"
 #include "tracetune/tuner/search.h"
 #include "tracetune/tuner/trial.h"
 #include "tracetune/tuner/tuned_writer.h"
@@ -253,6 +254,7 @@ std::string confirmation_diff(const SearchResult& r, const Confirmation& c) {
 // whether the job runs NCCL collectives.
 struct JobFacts {
   std::vector<FindingRef> findings;
+  GraphOps graph;               // the op families of the job's sampled autograd graphs
   KernelMatch kernel_match;
   bool job_uses_nccl = false;
   MachineLimits machine;
@@ -286,6 +288,7 @@ JobFacts job_facts(const trace::Trace& t, const TuneOptions& opt, const std::str
   f.findings = finding_refs(analyzer::analyze(t, analyzer::Options{}, label));
   if (opt.kernels) f.kernel_match = match_kernels(t);
   f.job_uses_nccl = t.collectives.size() > 0;
+  f.graph = graph_ops(t);
   f.machine = this_machine();
   f.machine.job_rss_bytes = job_rss_bytes(t);
   f.machine.gpus = static_cast<int>(t.devices.size());
@@ -385,6 +388,7 @@ TuneSummary plan_tune(const TuneOptions& opt, const Catalogue& cat, const fs::pa
   summary.warmup = opt.warmup;
   summary.steps = opt.steps;
   summary.plan = plan_search(facts.findings, cat, opt.allow_numerics, &summary.skipped);
+  drop_knobs_without_their_ops(facts.graph, summary);
   add_persistent_workers(cat, facts.epochs, opt.min_gain, summary);
   if (opt.kernels) add_kernel_candidates(opt, cat, work_dir, facts.kernel_match, summary.plan);
   summary.machine = facts.machine;

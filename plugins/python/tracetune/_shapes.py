@@ -13,6 +13,14 @@ profiler's ops, whose "Input Dims" give the same counters when a Kineto trace is
 
 `tracetune tune --kernels` benchmarks each substitution at its most frequent shape.
 
+The same walk counts what the graph holds, for the knobs that act on one op family only
+(knobs.toml's `acts_on`): "graph.nodes" (every node walked), "graph.ops.convolution"
+(ConvolutionBackward0 and its backend variants), "graph.ops.attention" (scaled-dot-product
+attention's backward nodes, or a softmax's: attention computed by hand or by the math kernel)
+and "graph.ops.compiled" (CompiledFunctionBackward: a compiled region, whose ops are hidden).
+`tracetune tune` does not try memory.channels_last on a model whose graphs hold no
+convolution, nor sdpa.backend on one without attention.
+
 Why the graph and not hooks: recording must never change the job. A global module hook makes
 torch.compile warn and fire hooks twice, and Dynamo guards on any state a hook reads in a
 compiled region (the sampling countdown made a compiled model recompile at every sampled step);
@@ -87,9 +95,25 @@ def _cross_entropy_shape(node):
 _SHAPES = {"NativeLayerNormBackward0": _layer_norm_shape, "NllLossBackward0": _cross_entropy_shape}
 
 
+def _op_family(kind):
+    """The "graph.ops.*" counter a node of type name `kind` adds to (None: none)."""
+    if "Convolution" in kind:
+        return "graph.ops.convolution"
+    if "ScaledDotProduct" in kind or kind in ("SoftmaxBackward0", "SafeSoftmaxBackward0"):
+        return "graph.ops.attention"
+    if kind.startswith("CompiledFunction"):
+        return "graph.ops.compiled"
+    return None
+
+
+def _count(name):
+    _counts[name] = _counts.get(name, 0) + 1
+
+
 def count_graph(tensors):
-    """Count the LayerNorm and cross-entropy nodes of the graph behind `tensors` (what
-    torch.autograd.backward is about to run). Never raises."""
+    """Count the nodes of the graph behind `tensors` (what torch.autograd.backward is about to
+    run): all of them, their op families, and the LayerNorm and cross-entropy shapes. Never
+    raises."""
     if not sampling():
         return
     try:
@@ -101,10 +125,15 @@ def count_graph(tensors):
             if node is None or node in seen:
                 continue
             seen.add(node)
-            shape_of = _SHAPES.get(type(node).__name__)
+            kind = type(node).__name__
+            _count("graph.nodes")
+            family = _op_family(kind)
+            if family:
+                _count(family)
+            shape_of = _SHAPES.get(kind)
             name = shape_of(node) if shape_of is not None else None
             if name:
-                _counts[name] = _counts.get(name, 0) + 1
+                _count(name)
             pending.extend(f for f, _ in node.next_functions)
     except Exception:  # noqa: BLE001  (a graph we cannot read: record no shapes, never break the job)
         return

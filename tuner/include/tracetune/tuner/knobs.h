@@ -41,10 +41,18 @@ struct Knob {
   // A trial pays a one-off cost before its steps (compile.mode: the compilation, a minute on a
   // small CPU): among groups predicted alike, the search tries such a knob last.
   bool slow_trial = false;
+  // The op family the knob changes (kOpFamilies: "convolution", "attention"; empty: any job):
+  // not tried when the job's sampled autograd graphs hold none (a CNN's sdpa.backend trial would
+  // measure only noise, and a lucky one would be kept).
+  std::string acts_on;
   std::vector<std::string> addresses; // finding categories
   Risk risk = Risk::None;
   std::string doc;
 };
+
+// The op families a knob can act on (`acts_on`), as the Python integration counts them in the
+// job's autograd graphs ("graph.ops.<family>" counters, plugins/python/tracetune/_shapes.py).
+inline constexpr std::string_view kOpFamilies[] = {"convolution", "attention"};
 
 struct Catalogue {
   std::vector<Knob> knobs;
