@@ -588,7 +588,7 @@ class Searcher {
 
   void search_group(const SearchGroup& g);
   int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
-  std::vector<int> near_ties(int best_here, std::size_t first_trial) const;
+  std::vector<int> runoff_contenders(int best_here, std::size_t first_trial) const;
   double baseline_drift() const;
   double drift_across(int best_here) const;
   bool gain_within_drift(int best_here, double drift) const;
@@ -742,25 +742,33 @@ void Searcher::search_group(const SearchGroup& g) {
   keep_group_best(g, best_here, first_trial);
 }
 
-// The group's trials (from first_trial on) that beat the best before the group and are not
-// significantly slower than its best (trial best_here), one per candidate, fastest first, at
-// most opt_.runoff; best_here among them.
-std::vector<int> Searcher::near_ties(int best_here, std::size_t first_trial) const {
-  std::vector<int> ties;
+// The contenders of a group's runoff: when some trial of the group (from first_trial on) other
+// than its best (best_here) beat the best before the group and is not significantly slower than
+// best_here (a near-tie), the group's fastest trials that beat the best before it, one per
+// candidate, by scaled median, at most opt_.runoff; otherwise best_here alone. The ranking, not
+// the test of significance, picks them: that test weighs each trial's own step noise, but what
+// misleads here is the machine's run-to-run drift (9-step trials of one job 20-40% apart), which
+// it does not see; in the tenth bench a lucky first trial of 1 thread without workers (1.43x when
+// remeasured) left 2 workers with prefetch and persistent workers (2.09x) out of the runoff as
+// "significantly slower".
+std::vector<int> Searcher::runoff_contenders(int best_here, std::size_t first_trial) const {
+  std::vector<int> beat;
   std::set<std::string> seen;
+  bool tie = false;
   for (std::size_t i = first_trial; i < r.trials.size(); ++i) {
     const Trial& t = r.trials[i];
     const int index = static_cast<int>(i);
     if (t.status != TrialStatus::Ok || t.knob == "baseline" || !seen.insert(t.candidate.label()).second) continue;
-    if (index == best_here || (significantly_faster(r.normalized(index), r.normalized(r.best_trial), opt_.min_gain) &&
-                               !significantly_faster(r.normalized(best_here), r.normalized(index), opt_.min_gain)))
-      ties.push_back(index);
+    if (index != best_here && !significantly_faster(r.normalized(index), r.normalized(r.best_trial), opt_.min_gain)) continue;
+    beat.push_back(index);
+    tie = tie || (index != best_here && !significantly_faster(r.normalized(best_here), r.normalized(index), opt_.min_gain));
   }
-  std::map<int, double> median;  // each tie's scaled median, computed once for the sort
-  for (int i : ties) median[i] = r.normalized(i).median_ms;
-  std::sort(ties.begin(), ties.end(), [&](int a, int b) { return median[a] < median[b]; });
-  if (ties.size() > static_cast<std::size_t>(opt_.runoff)) ties.resize(static_cast<std::size_t>(opt_.runoff));
-  return ties;
+  if (!tie) return {best_here};
+  std::map<int, double> median;  // each one's scaled median, computed once for the sort
+  for (int i : beat) median[i] = r.normalized(i).median_ms;
+  std::sort(beat.begin(), beat.end(), [&](int a, int b) { return median[a] < median[b]; });
+  if (beat.size() > static_cast<std::size_t>(opt_.runoff)) beat.resize(static_cast<std::size_t>(opt_.runoff));
+  return beat;
 }
 
 // The contenders run again, the baseline after every baseline_every of them as in the search;
@@ -832,7 +840,7 @@ bool Searcher::gain_within_drift(int best_here, double drift) const {
 // budget has no room for it.
 int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
   if (opt_.runoff < 2) return best_here;
-  std::vector<int> contenders = near_ties(best_here, first_trial);
+  std::vector<int> contenders = runoff_contenders(best_here, first_trial);
   const double drift = drift_across(best_here);
   const bool challenge = gain_within_drift(best_here, drift);
   if (contenders.size() < 2 && !challenge) return best_here;
