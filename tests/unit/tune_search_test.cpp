@@ -1080,6 +1080,19 @@ TEST(TuneJoint, ABestAboveItsPredictionDoesNotStopTheGroup) {
 namespace {
 
 // A search with the baseline after every candidate, and the given runoff (0: none).
+// A group of the workers knob alone, one candidate per count, no predictions.
+SearchGroup workers_group(const KnobPlan& workers_knob, std::initializer_list<std::int64_t> counts) {
+  SearchGroup g;
+  g.knobs = {&workers_knob};
+  for (std::int64_t w : counts) {
+    Candidate c;
+    c.set("dataloader.num_workers", Value{w});
+    g.candidates.push_back(c);
+    g.predicted.push_back(0);
+  }
+  return g;
+}
+
 SearchOptions interleaved_options(int max_trials, int runoff) {
   SearchOptions opt;
   opt.max_trials = max_trials;
@@ -1095,17 +1108,9 @@ SearchOptions interleaved_options(int max_trials, int runoff) {
 // of the better one). Here 2 workers are faster (45 ms) but their one trial fell in a busy
 // moment (57 ms, within the noise of 1 worker's 55 ms): a second run of each tells them apart.
 TEST(TuneRunoff, NearTiedCandidatesAreRunAgainAndTheFasterKept) {
-  const std::vector<FindingRef> findings = {{"data_loading", 0.5, {"dataloader.num_workers"}}};
-  auto plan = plan_search(findings, cat(), false);
+  const std::vector<KnobPlan> plan = plan_search({{"data_loading", 0.5, {"dataloader.num_workers"}}}, cat(), false);
   ASSERT_FALSE(plan.empty());
-  SearchGroup g;
-  g.knobs = {&plan.front()};
-  for (std::int64_t w : {1, 2}) {
-    Candidate c;
-    c.set("dataloader.num_workers", Value{w});
-    g.candidates.push_back(c);
-    g.predicted.push_back(0);
-  }
+  const SearchGroup g = workers_group(plan.front(), {1, 2});
   auto run = [&](int runoff) {
     int two_runs = 0;
     FakeRunner runner(
@@ -1215,17 +1220,9 @@ TEST(TuneRunoff, AGainMadeByOneDisturbedBaselineIsNotKept) {
 // 2 workers (truly 25) unlucky at 36, 4 workers (truly 45) at 31 make a near-tie: all three run
 // again, and 2 workers are kept.
 TEST(TuneRunoff, TheFastestCandidatesRunAgainNotOnlyTheNearTies) {
-  const std::vector<FindingRef> findings = {{"data_loading", 0.5, {"dataloader.num_workers"}}};
-  auto plan = plan_search(findings, cat(), false);
+  const std::vector<KnobPlan> plan = plan_search({{"data_loading", 0.5, {"dataloader.num_workers"}}}, cat(), false);
   ASSERT_FALSE(plan.empty());
-  SearchGroup g;
-  g.knobs = {&plan.front()};
-  for (std::int64_t w : {1, 2, 4}) {
-    Candidate c;
-    c.set("dataloader.num_workers", Value{w});
-    g.candidates.push_back(c);
-    g.predicted.push_back(0);
-  }
+  const SearchGroup g = workers_group(plan.front(), {1, 2, 4});
   std::map<std::int64_t, int> runs;
   FakeRunner runner(
       [&](const Candidate& c) {
