@@ -1,6 +1,7 @@
 // The job's sampled autograd graphs and the knobs they rule out (graph_ops.h).
 #include "tracetune/tuner/graph_ops.h"
 
+#include <map>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -9,25 +10,19 @@
 
 namespace tt::tuner {
 
-namespace {
-
-// The sum of every sample of counter `name` (0: none).
-double counter_total(const trace::Trace& t, std::string_view name) {
-  const trace::StringId id = t.strings.find(name);
-  double sum = 0;
-  for (std::size_t i = 0; i < t.counters.size(); ++i)
-    if (t.counters.name[i] == id) sum += t.counters.value[i];
-  return sum;
-}
-
-}  // namespace
-
 GraphOps graph_ops(const trace::Trace& t) {
+  // each counter of interest by its string id, summed in one pass over the counter table
+  std::map<trace::StringId, double*> sums;
   GraphOps g;
-  g.nodes = counter_total(t, "graph.nodes");
-  g.compiled = counter_total(t, "graph.ops.compiled");
-  for (std::string_view family : kOpFamilies)
-    g.families[std::string(family)] = counter_total(t, fmt::format("graph.ops.{}", family));
+  for (std::string_view family : kOpFamilies) g.families[std::string(family)] = 0;
+  auto sum_into = [&](std::string_view name, double* total) {
+    if (const trace::StringId id = t.strings.find(name); id != trace::StringTable::kNotFound) sums[id] = total;
+  };
+  sum_into("graph.nodes", &g.nodes);
+  sum_into("graph.ops.compiled", &g.compiled);
+  for (auto& [family, n] : g.families) sum_into(fmt::format("graph.ops.{}", family), &n);
+  for (std::size_t i = 0; i < t.counters.size(); ++i)
+    if (const auto it = sums.find(t.counters.name[i]); it != sums.end()) *it->second += t.counters.value[i];
   return g;
 }
 

@@ -590,7 +590,7 @@ class Searcher {
   int runoff(const SearchGroup& g, int best_here, std::size_t first_trial);
   std::vector<int> runoff_contenders(int best_here, std::size_t first_trial) const;
   double baseline_drift() const;
-  double drift_across(int best_here) const;
+  double drift_across(int best_here, double run_to_run) const;
   bool gain_within_drift(int best_here, double drift) const;
   std::vector<std::vector<int>> run_again(const std::vector<int>& contenders);
   StepStats pooled(const std::vector<int>& runs) const;
@@ -813,11 +813,12 @@ double Searcher::baseline_drift() const {
 }
 
 // How far the baselines move across the comparison of trial `best_here` with the incumbent (the
-// best before its group), in log terms: the larger of the run-to-run median (baseline_drift) and
+// best before its group), in log terms: the larger of the run-to-run median (`run_to_run`, from
+// baseline_drift) and
 // the move across either trial (local_drift). One disturbed baseline run beside a trial shifts
 // its scaled figure by half its jump, which the median over the whole search does not see.
-double Searcher::drift_across(int best_here) const {
-  return std::max({baseline_drift(), r.local_drift(best_here), r.local_drift(r.best_trial)});
+double Searcher::drift_across(int best_here, double run_to_run) const {
+  return std::max({run_to_run, r.local_drift(best_here), r.local_drift(r.best_trial)});
 }
 
 // Whether the group's best beat the incumbent by no more than the baselines' drift can make
@@ -841,11 +842,12 @@ bool Searcher::gain_within_drift(int best_here, double drift) const {
 int Searcher::runoff(const SearchGroup& g, int best_here, std::size_t first_trial) {
   if (opt_.runoff < 2) return best_here;
   std::vector<int> contenders = runoff_contenders(best_here, first_trial);
-  const double drift = drift_across(best_here);
+  const double run_to_run = baseline_drift();
+  const double drift = drift_across(best_here, run_to_run);
   const bool challenge = gain_within_drift(best_here, drift);
   if (contenders.size() < 2 && !challenge) return best_here;
   if (challenge) contenders.push_back(r.best_trial);  // the incumbent, last
-  const bool fresh_baseline = challenge && interleaved() && drift > baseline_drift();
+  const bool fresh_baseline = challenge && interleaved() && drift > run_to_run;
   const int blocks = interleaved() ? (static_cast<int>(contenders.size()) + opt_.baseline_every - 1) / opt_.baseline_every : 0;
   if (const std::string why = no_room(static_cast<int>(contenders.size()) - 1 + blocks + (fresh_baseline ? 1 : 0)); !why.empty()) {
     r.log.push_back(fmt::format("{}: {} candidates not re-measured: {}", g.name(), contenders.size(), why));
